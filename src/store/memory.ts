@@ -1,0 +1,87 @@
+/**
+ * In-memory chunk: normalized blocks transposed into columns. Used for the bundled sample, the
+ * hot (unfinalized) blocks and as the reference backend of the conformance suite.
+ */
+import { columnsOf } from '../catalogue.ts'
+import type { Block, BlockHeader, RecordKind } from '../model.ts'
+import { RECORD_KINDS } from '../model.ts'
+import type { Chunk, Table } from './chunk.ts'
+
+const LISTS: { readonly [K in RecordKind]: keyof Block } = {
+  transaction: 'transactions',
+  instruction: 'instructions',
+  log: 'logs',
+  balance: 'balances',
+  tokenBalance: 'tokenBalances',
+  reward: 'rewards',
+}
+
+class MemoryTable implements Table {
+  readonly rowCount: number
+  readonly blockOffsets: Uint32Array
+  private readonly columns: Map<string, unknown[]>
+
+  constructor(kind: RecordKind, blocks: readonly Block[]) {
+    const defs = columnsOf(kind)
+    this.blockOffsets = new Uint32Array(blocks.length + 1)
+    let total = 0
+    for (let b = 0; b < blocks.length; b++) {
+      this.blockOffsets[b] = total
+      total += (blocks[b][LISTS[kind]] as unknown[]).length
+    }
+    this.blockOffsets[blocks.length] = total
+    this.rowCount = total
+    this.columns = new Map()
+    for (const d of defs) this.columns.set(d.name, new Array(total))
+    let i = 0
+    for (const block of blocks) {
+      for (const row of block[LISTS[kind]] as unknown as Record<string, unknown>[]) {
+        for (const d of defs) this.columns.get(d.name)![i] = row[d.name] ?? null
+        i++
+      }
+    }
+  }
+
+  column(field: string): ArrayLike<unknown> {
+    const c = this.columns.get(field)
+    if (!c) throw new Error(`unknown column ${field}`)
+    return c
+  }
+}
+
+export class MemoryChunk implements Chunk {
+  readonly firstBlock: number
+  readonly lastBlock: number
+  readonly blockCount: number
+  private readonly headers: BlockHeader[]
+  private readonly tables = new Map<RecordKind, MemoryTable>()
+  private readonly blocks: readonly Block[]
+
+  /** blocks must be ascending by number */
+  constructor(blocks: readonly Block[]) {
+    if (blocks.length === 0) throw new Error('empty chunk')
+    for (let i = 1; i < blocks.length; i++) {
+      if (blocks[i].header.number <= blocks[i - 1].header.number) throw new Error('blocks of a chunk must ascend')
+    }
+    this.blocks = blocks
+    this.headers = blocks.map((b) => b.header)
+    this.firstBlock = blocks[0].header.number
+    this.lastBlock = blocks[blocks.length - 1].header.number
+    this.blockCount = blocks.length
+  }
+
+  header<K extends keyof BlockHeader>(field: K): ArrayLike<BlockHeader[K]> {
+    return this.headers.map((h) => h[field])
+  }
+
+  table(kind: RecordKind): Table {
+    let t = this.tables.get(kind)
+    if (!t) {
+      t = new MemoryTable(kind, this.blocks)
+      this.tables.set(kind, t)
+    }
+    return t
+  }
+}
+
+export { RECORD_KINDS }
