@@ -31,3 +31,21 @@ export interface BlockStore {
    */
   waitFor(number: number, finalizedOnly: boolean, timeoutMs: number, signal?: AbortSignal): Promise<boolean>
 }
+
+/**
+ * The finalized, append-only part of a dataset (columnar chunks on disk, or memory in tests).
+ * The real-time pipeline moves blocks here in order once they are finalized; only then do they
+ * leave the hot store.
+ */
+export interface ColdStore {
+  firstBlock(): number | null
+  /** highest stored block, or null when empty */
+  lastBlock(): HeadInfo | null
+  /** append finalized blocks: ascending, all above lastBlock(); durable once the promise resolves */
+  append(blocks: import('../model.ts').Block[]): Promise<void>
+  /** same contract as BlockStore.chunks */
+  chunks(from: number, to: number): AsyncIterable<Chunk>
+  /** same contract as BlockStore.chainBefore */
+  chainBefore(n: number, limit: number): Promise<HeadInfo[]>
+  close?(): Promise<void>
+}
