@@ -1,0 +1,115 @@
+/**
+ * `solportal serve` (what `npm start` runs): the bundled sample by default, archive files with
+ * `--archive`, an imported dataset directory with `--dataset-dir`, a live node with `--rpc`, or an
+ * in-process fake chain with `--demo`.
+ */
+import type { Command } from 'commander'
+import { readArchive } from '../../ingest/archive.ts'
+import { sampleLines } from '../../ingest/sample.ts'
+import type { DatasetConfig } from '../../server/datasets.ts'
+import { DatasetRegistry } from '../../server/datasets.ts'
+import { DEFAULT_LIMITS, PortalServer } from '../../server/http.ts'
+import { loadStaticStore } from '../../server/load.ts'
+import type { BlockStore } from '../../store/types.ts'
+
+export interface ServeOptions {
+  port: string
+  host: string
+  archive?: string[]
+  demo?: boolean
+  bigintsAsNumbers?: boolean
+  includeVotes?: boolean
+  responseTimeMs: string
+  responseBytes: string
+  headWaitMs: string
+  maxStreams: string
+  rateLimit: string
+  quiet?: boolean
+}
+
+function int(name: string, v: string): number {
+  const n = Number(v)
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer, got '${v}'`)
+  return n
+}
+
+export function register(program: Command): void {
+  program
+    .command('serve')
+    .description('serve datasets over the Portal HTTP interface')
+    .option('--port <port>', 'port to listen on (env PORT)', process.env.PORT ?? '3000')
+    .option('--host <host>', 'address to listen on (env HOST)', process.env.HOST ?? '127.0.0.1')
+    .option('--archive <path...>', 'serve archive files (.jsonl/.jsonl.gz, or a directory of them) instead of the sample')
+    .option('--demo', 'run a live fake Solana chain in-process and serve it in real time')
+    .option('--bigints-as-numbers', 'render u64 amounts as bare JSON integers instead of decimal strings')
+    .option('--include-votes', 'keep vote transactions')
+    .option('--response-time-ms <ms>', 'end a stream response after this long', String(DEFAULT_LIMITS.responseTimeMs))
+    .option('--response-bytes <n>', 'end a stream response after this many bytes', String(DEFAULT_LIMITS.responseBytes))
+    .option('--head-wait-ms <ms>', 'wait this long for a block above the head before 204', String(DEFAULT_LIMITS.headWaitMs))
+    .option('--max-streams <n>', 'concurrent stream responses before 503', String(DEFAULT_LIMITS.maxConcurrentStreams))
+    .option('--rate-limit <n>', 'stream requests per second per client address (0 = off)', '200')
+    .option('--quiet', 'log errors only')
+    .action(async (opts: ServeOptions) => {
+      await serve(opts)
+    })
+}
+
+export async function serve(opts: ServeOptions): Promise<PortalServer> {
+  const log = (level: 'info' | 'warn' | 'error', msg: string) => {
+    if (opts.quiet && level !== 'error') return
+    console.error(`${new Date().toISOString()} ${level} ${msg}`)
+  }
+  const datasets: DatasetConfig[] = []
+  const common = { bigintsAsNumbers: !!opts.bigintsAsNumbers }
+  let onStop: (() => Promise<void>) | undefined
+
+  if (opts.demo) {
+    const { startDemo } = await import('../../server/demo.ts')
+    const demo = await startDemo({ log })
+    onStop = demo.stop
+    datasets.push({ name: 'solana-mainnet', aliases: ['solana-beta'], store: demo.store, realTime: true, ...common })
+  } else {
+    const t0 = Date.now()
+    const source = opts.archive ? readArchive(opts.archive) : sampleLines()
+    let warned = 0
+    const { store, blocks, warnings } = await loadStaticStore(source, {
+      includeVotes: opts.includeVotes,
+      onWarning: (m) => {
+        if (warned++ < 20) log('warn', m)
+      },
+    })
+    log('info', `loaded ${blocks} blocks (${warnings} normalization warnings) in ${Date.now() - t0} ms`)
+    const first = store.firstBlock() ?? 0
+    // The stable dataset starts at the whole mainnet block of the sample (2024); the complete one
+    // at the earliest sample block (2021). An archive is served from its first block by both.
+    const stableStart = opts.archive ? first : Math.max(first, 254170887)
+    const s: BlockStore = store
+    datasets.push(
+      { name: 'solana-mainnet', aliases: ['solana-beta'], store: s, startBlock: stableStart, realTime: false, ...common },
+      { name: 'solana-mainnet-complete', aliases: ['solana-complete'], store: s, startBlock: first, realTime: false, ...common },
+    )
+  }
+
+  const server = new PortalServer({
+    datasets: new DatasetRegistry(datasets),
+    limits: {
+      responseTimeMs: int('response-time-ms', opts.responseTimeMs),
+      responseBytes: int('response-bytes', opts.responseBytes),
+      headWaitMs: int('head-wait-ms', opts.headWaitMs),
+      maxConcurrentStreams: int('max-streams', opts.maxStreams),
+    },
+    rateLimit: int('rate-limit', opts.rateLimit) > 0 ? { perSecond: int('rate-limit', opts.rateLimit), burst: 2 * int('rate-limit', opts.rateLimit) } : null,
+    log,
+  })
+  const url = await server.listen(int('port', opts.port), opts.host)
+  log('info', `solportal listening on ${url}: ${datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`)
+  const shutdown = async () => {
+    log('info', 'shutting down')
+    await server.close()
+    await onStop?.()
+    process.exit(0)
+  }
+  process.once('SIGINT', shutdown)
+  process.once('SIGTERM', shutdown)
+  return server
+}

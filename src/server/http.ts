@@ -1,0 +1,518 @@
+/**
+ * The Portal HTTP interface (interface.md, semantics.md §4-§5) on node:http.
+ *
+ * Routes (per dataset, `{name}` being a dataset name or alias):
+ *   POST /datasets/{name}/stream, /finalized-stream
+ *   GET  /datasets, /datasets/{name}, /datasets/{name}/metadata, /head, /finalized-head,
+ *        /datasets/{name}/timestamps/{seconds}/block
+ *
+ * Responses are streamed block by block: every write waits for the socket (or gzip stream) to
+ * drain, so a slow client slows the query down instead of filling memory.
+ */
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import zlib from 'node:zlib'
+import type { Writable } from 'node:stream'
+import { executeQuery, parseQuery, QueryError } from '../query/index.ts'
+import type { OutputBlock, ParsedQuery } from '../query/index.ts'
+import type { HeadInfo } from '../store/chunk.ts'
+import type { Dataset, DatasetRegistry } from './datasets.ts'
+import { metadataOf } from './datasets.ts'
+
+export interface ServerLimits {
+  /** largest accepted request body, after gzip decoding (bytes) */
+  maxBodyBytes: number
+  maxItemRequests: number
+  maxFilterValues: number
+  /** concurrent stream responses; above it: 503 with Retry-After */
+  maxConcurrentStreams: number
+  /** how long a stream request for a block above the head waits before 204 (ms) */
+  headWaitMs: number
+  /** a response ends (at a block boundary) after this long (ms) ... */
+  responseTimeMs: number
+  /** ... or after this many bytes of JSON lines (before compression) */
+  responseBytes: number
+  /** gzip level of responses (1 = fastest) */
+  gzipLevel: number
+}
+
+export const DEFAULT_LIMITS: ServerLimits = {
+  maxBodyBytes: 256 * 1024,
+  maxItemRequests: 100,
+  maxFilterValues: 100_000,
+  maxConcurrentStreams: 1024,
+  headWaitMs: 5_000,
+  responseTimeMs: 10_000,
+  responseBytes: 20 * 1024 * 1024,
+  gzipLevel: 1,
+}
+
+export interface RateLimit {
+  /** sustained stream requests per second per client address */
+  perSecond: number
+  /** bucket size */
+  burst: number
+}
+
+export interface ServerOptions {
+  datasets: DatasetRegistry
+  limits?: Partial<ServerLimits>
+  /** per-client rate limit of stream requests; null disables it */
+  rateLimit?: RateLimit | null
+  log?: (level: 'info' | 'warn' | 'error', msg: string) => void
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message)
+  }
+}
+
+const badRequest = (reason: string) => new HttpError(400, `Bad request: ${reason}`)
+
+/** Token buckets per client address. */
+class RateLimiter {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>()
+  constructor(private readonly cfg: RateLimit) {}
+
+  /** 0 when allowed, else seconds to wait */
+  take(key: string): number {
+    const now = Date.now()
+    let b = this.buckets.get(key)
+    if (!b) {
+      b = { tokens: this.cfg.burst, at: now }
+      this.buckets.set(key, b)
+      if (this.buckets.size > 10_000) this.sweep(now)
+    }
+    b.tokens = Math.min(this.cfg.burst, b.tokens + ((now - b.at) / 1000) * this.cfg.perSecond)
+    b.at = now
+    if (b.tokens >= 1) {
+      b.tokens -= 1
+      return 0
+    }
+    return Math.max(1, Math.ceil((1 - b.tokens) / this.cfg.perSecond))
+  }
+
+  private sweep(now: number): void {
+    for (const [k, b] of this.buckets) if (now - b.at > 60_000) this.buckets.delete(k)
+  }
+}
+
+export class PortalServer {
+  readonly server: http.Server
+  private readonly limits: ServerLimits
+  private readonly limiter: RateLimiter | null
+  private readonly log: NonNullable<ServerOptions['log']>
+  private activeStreams = 0
+  /** aborted on close() so that waiting/tailing responses end promptly */
+  private readonly closing = new AbortController()
+
+  constructor(private readonly opts: ServerOptions) {
+    this.limits = { ...DEFAULT_LIMITS, ...opts.limits }
+    this.limiter = opts.rateLimit ? new RateLimiter(opts.rateLimit) : null
+    this.log = opts.log ?? ((level, msg) => console.error(`[${level}] ${msg}`))
+    this.server = http.createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
+      this.handle(req, res).catch((err) => this.fail(res, err))
+    })
+  }
+
+  async listen(port: number, host: string): Promise<string> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject)
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject)
+        resolve()
+      })
+    })
+    const a = this.server.address() as AddressInfo
+    const h = a.family === 'IPv6' ? `[${a.address}]` : a.address
+    return `http://${h}:${a.port}`
+  }
+
+  async close(): Promise<void> {
+    this.closing.abort()
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve())
+      this.server.closeIdleConnections()
+    })
+  }
+
+  private fail(res: http.ServerResponse, err: unknown): void {
+    if (err instanceof HttpError) {
+      if (!res.headersSent) {
+        res.writeHead(err.status, { 'Content-Type': 'text/plain; charset=utf-8', ...err.headers })
+        res.end(err.message)
+      } else res.end()
+      return
+    }
+    this.log('error', `request failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`)
+    if (!res.headersSent) {
+      res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' })
+      res.end('Internal server error')
+    } else {
+      res.end()
+    }
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost')
+    const parts = url.pathname.split('/').filter((p) => p.length > 0).map(decodeURIComponent)
+    if (parts[0] !== 'datasets') throw new HttpError(404, 'Not found')
+    const expand = url.searchParams.getAll('expand[]').includes('metadata')
+
+    if (parts.length === 1) {
+      this.allow(req, 'GET')
+      return sendJson(res, this.opts.datasets.all.map((d) => metadataOf(d, expand)))
+    }
+    const ds = this.opts.datasets.get(parts[1])
+    if (!ds) throw new HttpError(404, `Dataset '${parts[1]}' not found`)
+    const rest = parts.slice(2).join('/')
+
+    switch (rest) {
+      case '':
+      case 'metadata':
+        this.allow(req, 'GET')
+        return sendJson(res, metadataOf(ds, expand))
+      case 'head':
+        this.allow(req, 'GET')
+        return sendJson(res, ds.store.head())
+      case 'finalized-head':
+        this.allow(req, 'GET')
+        return sendJson(res, ds.store.finalizedHead())
+      case 'stream':
+        this.allow(req, 'POST')
+        return this.stream(req, res, ds, false)
+      case 'finalized-stream':
+        this.allow(req, 'POST')
+        return this.stream(req, res, ds, true)
+    }
+    if (parts.length === 5 && parts[2] === 'timestamps' && parts[4] === 'block') {
+      this.allow(req, 'GET')
+      return this.timestampToBlock(res, ds, parts[3])
+    }
+    throw new HttpError(404, 'Not found')
+  }
+
+  private allow(req: http.IncomingMessage, method: string): void {
+    if (req.method !== method) {
+      throw new HttpError(405, `Method ${req.method} not allowed, use ${method}`, { Allow: method })
+    }
+  }
+
+  private async timestampToBlock(res: http.ServerResponse, ds: Dataset, arg: string): Promise<void> {
+    if (!/^\d{1,15}$/.test(arg)) throw badRequest(`timestamp must be a non-negative integer of seconds, got '${arg}'`)
+    const ts = Number(arg)
+    const head = ds.store.head()
+    if (head) {
+      for await (const chunk of ds.store.chunks(ds.start(), head.number, false)) {
+        const times = chunk.header('timestamp')
+        const numbers = chunk.header('number')
+        for (let i = 0; i < chunk.blockCount; i++) {
+          if (numbers[i] >= ds.start() && times[i] >= ts) return sendJson(res, { block_number: numbers[i] })
+        }
+      }
+    }
+    res.writeHead(404, { 'Content-Type': 'application/json' })
+    res.end(JSON.stringify({ message: `no block with a timestamp at or after ${ts}` }))
+  }
+
+  private async stream(req: http.IncomingMessage, res: http.ServerResponse, ds: Dataset, finalizedOnly: boolean) {
+    if (this.limiter) {
+      const wait = this.limiter.take(req.socket.remoteAddress ?? '')
+      if (wait > 0) throw new HttpError(429, 'Too many requests', { 'Retry-After': String(wait) })
+    }
+    if (this.activeStreams >= this.limits.maxConcurrentStreams) {
+      throw new HttpError(503, 'Too many concurrent streams, retry later', { 'Retry-After': '1' })
+    }
+    this.activeStreams++
+    try {
+      await this.streamInner(req, res, ds, finalizedOnly)
+    } finally {
+      this.activeStreams--
+    }
+  }
+
+  private async streamInner(req: http.IncomingMessage, res: http.ServerResponse, ds: Dataset, finalizedOnly: boolean) {
+    const contentType = req.headers['content-type'] ?? ''
+    if (!/^application\/(.+\+)?json\b/i.test(contentType)) {
+      throw badRequest(`Content-Type must be application/json, got '${contentType}'`)
+    }
+    const body = await readBody(req, this.limits.maxBodyBytes)
+    let json: unknown
+    try {
+      json = JSON.parse(body)
+    } catch (e) {
+      throw badRequest(`request body is not valid JSON: ${(e as Error).message}`)
+    }
+    let q: ParsedQuery
+    try {
+      q = parseQuery(json, { maxItemRequests: this.limits.maxItemRequests, maxFilterValues: this.limits.maxFilterValues })
+    } catch (e) {
+      if (e instanceof QueryError) throw badRequest(e.message)
+      throw e
+    }
+    const start = ds.start()
+    if (q.fromBlock < start) throw badRequest(`dataset starts from block ${start}`)
+
+    // The request ends when the client goes away or the server closes.
+    const abort = new AbortController()
+    const onClose = () => abort.abort()
+    res.on('close', onClose)
+    this.closing.signal.addEventListener('abort', onClose)
+    try {
+      await this.respond(req, res, ds, q, finalizedOnly, abort.signal)
+    } finally {
+      res.off('close', onClose)
+      this.closing.signal.removeEventListener('abort', onClose)
+    }
+  }
+
+  private headOf(ds: Dataset, finalizedOnly: boolean): HeadInfo | null {
+    return finalizedOnly ? ds.store.finalizedHead() : ds.store.head()
+  }
+
+  private headHeaders(ds: Dataset, finalizedOnly: boolean): Record<string, string> {
+    const h: Record<string, string> = {}
+    const head = this.headOf(ds, finalizedOnly)
+    if (head) h['X-Sqd-Head-Number'] = String(head.number)
+    const fin = ds.store.finalizedHead()
+    if (fin) {
+      h['X-Sqd-Finalized-Head-Number'] = String(fin.number)
+      h['X-Sqd-Finalized-Head-Hash'] = fin.hash
+    }
+    return h
+  }
+
+  private async conflict(res: http.ServerResponse, ds: Dataset, fromBlock: number): Promise<void> {
+    const previousBlocks = await ds.store.chainBefore(fromBlock, 100)
+    res.writeHead(409, { 'Content-Type': 'application/json' })
+    res.end(JSON.stringify({ previousBlocks }))
+  }
+
+  private async respond(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    ds: Dataset,
+    q: ParsedQuery,
+    finalizedOnly: boolean,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const store = ds.store
+    let head = this.headOf(ds, finalizedOnly)
+    if (!head || q.fromBlock > head.number) {
+      // fromBlock = head + 1 on another chain: the client must roll back now, not in 5 s
+      if (head && q.fromBlock === head.number + 1 && q.parentBlockHash != null && q.parentBlockHash !== head.hash) {
+        return this.conflict(res, ds, q.fromBlock)
+      }
+      const arrived = await store.waitFor(q.fromBlock, finalizedOnly, this.limits.headWaitMs, signal)
+      if (signal.aborted) return void res.destroy()
+      head = this.headOf(ds, finalizedOnly)
+      if (!arrived || !head || q.fromBlock > head.number) {
+        res.writeHead(204, { 'Content-Type': 'text/plain; charset=utf-8', ...this.headHeaders(ds, finalizedOnly) })
+        return void res.end()
+      }
+    }
+    if (q.parentBlockHash != null) {
+      const chain = await store.chainBefore(q.fromBlock, 1)
+      const parent = chain[chain.length - 1]
+      if (parent && parent.hash !== q.parentBlockHash) return this.conflict(res, ds, q.fromBlock)
+    }
+
+    const gzip = acceptsGzip(req.headers['accept-encoding'])
+    const headers: Record<string, string> = {
+      'Content-Type': 'application/jsonl',
+      Vary: 'Accept-Encoding',
+      ...this.headHeaders(ds, finalizedOnly),
+    }
+    if (gzip) headers['Content-Encoding'] = 'gzip'
+    res.writeHead(200, headers)
+    res.flushHeaders()
+
+    const out = new LineWriter(res, gzip ? this.limits.gzipLevel : null, signal)
+    const deadline = Date.now() + this.limits.responseTimeMs
+    const shouldStop = () => signal.aborted || out.bytes >= this.limits.responseBytes || Date.now() >= deadline
+    const bigintsAsNumbers = ds.bigintsAsNumbers ?? false
+
+    // Lines of blocks with nothing selected are held back: such a block is written only if it is
+    // the first of the response or turns out to be the last (semantics.md §4). The engine always
+    // yields the first and last block of each range it runs; a response that follows the head runs
+    // several ranges, and only the very last range end may appear as an empty block.
+    let pending: OutputBlock | null = null
+    let written = 0
+    let last: HeadInfo | null = null
+    try {
+      let from = q.fromBlock
+      for (;;) {
+        const to = Math.min(q.toBlock ?? Number.MAX_SAFE_INTEGER, head!.number)
+        const query: ParsedQuery = from === q.fromBlock ? q : { ...q, fromBlock: from }
+        for await (const b of executeQuery(store, query, { to, finalizedOnly, bigintsAsNumbers, shouldStop })) {
+          if (signal.aborted) break
+          last = { number: b.number, hash: b.hash }
+          if (b.empty && written > 0) {
+            pending = b
+            continue
+          }
+          pending = null
+          written++
+          await out.writeLine(b.line)
+        }
+        if (signal.aborted || shouldStop() || last == null) break
+        if (q.toBlock != null && last.number >= q.toBlock) break
+        // Follow the head: wait for the next block (flushing what we have first).
+        await out.flush()
+        const remaining = deadline - Date.now()
+        if (remaining <= 0) break
+        const arrived = await store.waitFor(last.number + 1, finalizedOnly, remaining, signal)
+        if (!arrived || signal.aborted) break
+        // A fork replaced the block we ended on: end here; the client resumes with
+        // parentBlockHash and learns about the fork through a 409.
+        const parent = (await store.chainBefore(last.number + 1, 1))[0]
+        if (!parent || parent.number !== last.number || parent.hash !== last.hash) break
+        head = this.headOf(ds, finalizedOnly)
+        if (!head || head.number <= last.number) break
+        from = last.number + 1
+      }
+      if (pending && !signal.aborted) await out.writeLine(pending.line)
+      await out.end()
+    } catch (err) {
+      // Headers are out: end on a complete line so the client can resume from the last block.
+      this.log('error', `stream of ${ds.name} failed after block ${last?.number ?? '-'}: ${(err as Error).stack ?? err}`)
+      await out.end().catch(() => res.destroy())
+    }
+  }
+}
+
+function sendJson(res: http.ServerResponse, value: unknown): void {
+  const body = JSON.stringify(value)
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) })
+  res.end(body)
+}
+
+/** gzip unless the client refuses it or does not ask for it (semantics.md §4, §6). */
+export function acceptsGzip(header: string | string[] | undefined): boolean {
+  if (!header) return false
+  const v = Array.isArray(header) ? header.join(',') : header
+  for (const part of v.split(',')) {
+    const [name, ...params] = part.trim().split(';')
+    const coding = name.trim().toLowerCase()
+    if (coding !== 'gzip' && coding !== '*') continue
+    const qp = params.map((p) => p.trim()).find((p) => p.startsWith('q='))
+    if (qp && Number(qp.slice(2)) === 0) continue
+    return true
+  }
+  return false
+}
+
+/** Read the request body (gunzipping it when Content-Encoding says so), bounded in size. */
+async function readBody(req: http.IncomingMessage, maxBytes: number): Promise<string> {
+  const encoding = String(req.headers['content-encoding'] ?? 'identity').trim().toLowerCase()
+  if (encoding !== 'identity' && encoding !== 'gzip') {
+    throw badRequest(`unsupported Content-Encoding '${encoding}' (use gzip or none)`)
+  }
+  const declared = Number(req.headers['content-length'] ?? NaN)
+  if (encoding === 'identity' && declared > maxBytes) {
+    throw badRequest(`request body is larger than the limit of ${maxBytes} bytes`)
+  }
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const c of req as AsyncIterable<Buffer>) {
+    size += c.length
+    // a gzip body is hardly ever larger than what it decodes to: bound the raw size too
+    if (size > maxBytes + 1024) {
+      throw badRequest(`request body is larger than the limit of ${maxBytes} bytes`)
+    }
+    chunks.push(c)
+  }
+  let raw = Buffer.concat(chunks)
+  if (encoding === 'gzip') {
+    try {
+      raw = zlib.gunzipSync(raw, { maxOutputLength: maxBytes + 1 })
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+        throw badRequest(`request body is larger than the limit of ${maxBytes} bytes`)
+      }
+      throw badRequest(`request body is not valid gzip: ${(e as Error).message}`)
+    }
+    if (raw.length > maxBytes) throw badRequest(`request body is larger than the limit of ${maxBytes} bytes`)
+  }
+  return raw.toString('utf8')
+}
+
+/**
+ * Writes JSON lines to the response, batching small lines into larger writes and waiting for
+ * 'drain' whenever the socket (or the gzip stream in front of it) is full.
+ */
+class LineWriter {
+  bytes = 0
+  private buf: string[] = []
+  private bufLen = 0
+  private readonly sink: Writable
+  private readonly gz: zlib.Gzip | null
+
+  constructor(
+    private readonly res: http.ServerResponse,
+    gzipLevel: number | null,
+    private readonly signal: AbortSignal,
+  ) {
+    if (gzipLevel != null) {
+      this.gz = zlib.createGzip({ level: gzipLevel })
+      this.gz.pipe(res)
+      this.sink = this.gz
+    } else {
+      this.gz = null
+      this.sink = res
+    }
+  }
+
+  async writeLine(line: string): Promise<void> {
+    this.buf.push(line, '\n')
+    this.bufLen += line.length + 1
+    this.bytes += line.length + 1
+    if (this.bufLen >= 64 * 1024) await this.push()
+  }
+
+  private async push(): Promise<void> {
+    if (this.bufLen === 0) return
+    const data = this.buf.join('')
+    this.buf = []
+    this.bufLen = 0
+    if (this.signal.aborted) return
+    if (!this.sink.write(data)) await drained(this.sink, this.signal)
+  }
+
+  /** push buffered lines through to the client now (before waiting for new blocks) */
+  async flush(): Promise<void> {
+    await this.push()
+    if (this.gz && !this.signal.aborted) {
+      await new Promise<void>((resolve) => this.gz!.flush(zlib.constants.Z_SYNC_FLUSH, () => resolve()))
+    }
+  }
+
+  async end(): Promise<void> {
+    await this.push()
+    await new Promise<void>((resolve) => {
+      if (this.signal.aborted) return resolve()
+      this.res.once('finish', () => resolve())
+      this.res.once('close', () => resolve())
+      this.sink.end()
+    })
+  }
+}
+
+function drained(w: Writable, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      w.off('drain', done)
+      w.off('close', done)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    w.on('drain', done)
+    w.on('close', done)
+    signal.addEventListener('abort', done)
+  })
+}
