@@ -1,0 +1,454 @@
+/**
+ * RPC `getBlock` result → normalized records (semantics.md §1), sorted as in semantics.md §2.
+ */
+import type {
+  Balance,
+  Block,
+  BlockHeader,
+  Instruction,
+  Log,
+  NormalizationWarning,
+  Reward,
+  TokenBalance,
+  Transaction,
+} from '../model.ts'
+import { dataPrefixOf } from './data.ts'
+import { walkTransaction, type WalkInput } from './logwalk.ts'
+import type { ArchiveLine, RpcBlock, RpcInstruction, RpcReward, RpcTokenBalance, RpcTransaction } from './rpc-types.ts'
+
+export type { ArchiveLine } from './rpc-types.ts'
+
+export const VOTE_PROGRAM = 'Vote111111111111111111111111111111111111111'
+
+export interface NormalizeOptions {
+  /** keep vote transactions (dropped by default) */
+  includeVotes?: boolean
+}
+
+export interface NormalizeResult {
+  block: Block
+  warnings: NormalizationWarning[]
+}
+
+const EMPTY: readonly never[] = []
+
+/** Is this a vote transaction: exactly one instruction, whose program is the Vote program? */
+export function isVoteTransaction(tx: RpcTransaction): boolean {
+  const msg = tx?.transaction?.message
+  if (msg == null || !Array.isArray(msg.instructions) || msg.instructions.length !== 1) return false
+  const ins = msg.instructions[0]
+  return ins != null && msg.accountKeys?.[ins.programIdIndex] === VOTE_PROGRAM
+}
+
+function u64(v: unknown): bigint {
+  // accepts numbers, decimal strings (from parseJsonExact) and bigints
+  return BigInt(v as number | string | bigint)
+}
+
+/**
+ * Normalizes one block. Never throws for content problems: it normalizes as far as it can and
+ * reports each problem as a warning (with slot, transaction index and signature when known).
+ */
+export function normalizeBlock(line: ArchiveLine, opts?: NormalizeOptions): NormalizeResult {
+  const warnings: NormalizationWarning[] = []
+  const slot = line.slot
+  const src: RpcBlock = line.block ?? ({} as RpcBlock)
+  const warn = (message: string, transactionIndex?: number, signature?: string): void => {
+    const w: NormalizationWarning = { slot, message }
+    if (transactionIndex !== undefined) w.transactionIndex = transactionIndex
+    if (signature !== undefined) w.signature = signature
+    warnings.push(w)
+  }
+
+  if (typeof src !== 'object' || src === null) warn('block is not an object')
+
+  const hash = line.hash ?? src.blockhash
+  if (typeof hash !== 'string') warn('block has no blockhash')
+  if (typeof src.parentSlot !== 'number') warn('block has no parentSlot')
+  if (typeof src.previousBlockhash !== 'string') warn('block has no previousBlockhash')
+  const height = line.height !== undefined ? line.height : src.blockHeight
+  const header: BlockHeader = {
+    number: slot,
+    hash: typeof hash === 'string' ? hash : '',
+    parentNumber: typeof src.parentSlot === 'number' ? src.parentSlot : 0,
+    parentHash: typeof src.previousBlockhash === 'string' ? src.previousBlockhash : '',
+    height: typeof height === 'number' ? height : null,
+    timestamp: typeof src.blockTime === 'number' ? src.blockTime : 0,
+  }
+
+  const block: Block = {
+    header,
+    transactions: [],
+    instructions: [],
+    logs: [],
+    balances: [],
+    tokenBalances: [],
+    rewards: [],
+  }
+
+  const txs = src.transactions
+  if (txs != null && !Array.isArray(txs)) warn('block.transactions is not a list')
+  if (Array.isArray(txs)) {
+    const includeVotes = opts?.includeVotes === true
+    const tn = new TxNormalizer(block, warnings, slot)
+    for (let i = 0; i < txs.length; i++) {
+      const tx = txs[i]
+      if (!includeVotes && isVoteTransaction(tx)) continue
+      tn.process(i, tx)
+    }
+  }
+
+  const rewards = src.rewards
+  if (Array.isArray(rewards)) {
+    for (const r of rewards) {
+      const m = mapReward(r)
+      if (m) block.rewards.push(m)
+      else warn(`reward skipped: malformed ${safeJson(r)}`)
+    }
+    block.rewards.sort(compareRewards)
+  }
+
+  return { block, warnings }
+}
+
+function safeJson(v: unknown): string {
+  try {
+    const s = JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? x.toString() : x))
+    return s === undefined ? String(v) : s.length > 200 ? s.slice(0, 200) + '…' : s
+  } catch {
+    return String(v)
+  }
+}
+
+function mapReward(r: RpcReward): Reward | null {
+  if (r == null || typeof r.pubkey !== 'string') return null
+  let lamports: bigint
+  let postBalance: bigint
+  try {
+    lamports = u64(r.lamports)
+    postBalance = u64(r.postBalance)
+  } catch {
+    return null
+  }
+  return {
+    pubkey: r.pubkey,
+    lamports,
+    postBalance,
+    rewardType: typeof r.rewardType === 'string' && r.rewardType !== '' ? r.rewardType : null,
+    commission: typeof r.commission === 'number' ? r.commission : null,
+  }
+}
+
+function compareRewards(a: Reward, b: Reward): number {
+  if (a.pubkey !== b.pubkey) return a.pubkey < b.pubkey ? -1 : 1
+  const x = a.rewardType
+  const y = b.rewardType
+  if (x === y) return 0
+  if (x === null) return -1
+  if (y === null) return 1
+  return x < y ? -1 : 1
+}
+
+function compareAccount(a: { account: string }, b: { account: string }): number {
+  return a.account < b.account ? -1 : a.account > b.account ? 1 : 0
+}
+
+/** Per-transaction work, with state reused across the block's transactions. */
+class TxNormalizer implements WalkInput {
+  transactionIndex = 0
+  instructions: readonly RpcInstruction[] = EMPTY
+  inner: (RpcInstruction[] | undefined)[] = []
+  logMessages: readonly string[] | null | undefined = null
+  err: unknown = null
+  hasInnerInstructions = false
+
+  private accounts: readonly string[] = EMPTY
+  private isCommitted = true
+  private signature: string | undefined
+  private badAccountIndex = false
+  private badData = 0
+  private walkWarnings: string[] = []
+
+  constructor(
+    private readonly block: Block,
+    private readonly warnings: NormalizationWarning[],
+    private readonly slot: number,
+  ) {}
+
+  private warn(message: string): void {
+    const w: NormalizationWarning = { slot: this.slot, transactionIndex: this.transactionIndex, message }
+    if (this.signature !== undefined) w.signature = this.signature
+    this.warnings.push(w)
+  }
+
+  process(index: number, tx: RpcTransaction): void {
+    const block = this.block
+    this.transactionIndex = index
+    this.signature = undefined
+    const cp = {
+      transactions: block.transactions.length,
+      instructions: block.instructions.length,
+      logs: block.logs.length,
+      balances: block.balances.length,
+      tokenBalances: block.tokenBalances.length,
+    }
+    try {
+      this.processUnsafe(index, tx)
+    } catch (e) {
+      // an unexpected shape: drop whatever this transaction produced and carry on
+      block.transactions.length = cp.transactions
+      block.instructions.length = cp.instructions
+      block.logs.length = cp.logs
+      block.balances.length = cp.balances
+      block.tokenBalances.length = cp.tokenBalances
+      this.warn(`transaction skipped: ${e instanceof Error ? e.message : String(e)}`)
+    }
+  }
+
+  private processUnsafe(index: number, tx: RpcTransaction): void {
+    const block = this.block
+    const message = tx?.transaction?.message
+    if (message == null || typeof message !== 'object') throw new Error('no transaction.message')
+    const signatures = tx.transaction.signatures
+    this.signature = Array.isArray(signatures) && typeof signatures[0] === 'string' ? signatures[0] : undefined
+    const accountKeys = message.accountKeys
+    if (!Array.isArray(accountKeys)) throw new Error('no message.accountKeys')
+    const instructions = message.instructions
+    if (!Array.isArray(instructions)) throw new Error('no message.instructions')
+
+    let meta = tx.meta
+    if (meta == null) {
+      this.warn('transaction has no meta: treated as successful, without logs or balances')
+      meta = { err: null, fee: 0, preBalances: [], postBalances: [] }
+    }
+    const version: 'legacy' | number = tx.version === undefined || tx.version === null ? 'legacy' : tx.version
+
+    const la = meta.loadedAddresses
+    const writable: string[] = la != null && Array.isArray(la.writable) ? la.writable : []
+    const readonly: string[] = la != null && Array.isArray(la.readonly) ? la.readonly : []
+    this.accounts =
+      version === 'legacy' || (writable.length === 0 && readonly.length === 0)
+        ? accountKeys
+        : accountKeys.concat(writable, readonly)
+    if (version === 'legacy' && (writable.length > 0 || readonly.length > 0)) {
+      this.warn('legacy transaction with loadedAddresses: ignored for account resolution')
+    }
+
+    const err = meta.err === undefined ? null : meta.err
+    this.err = err
+    this.isCommitted = err == null
+    this.instructions = instructions
+    this.logMessages = meta.logMessages
+    this.badAccountIndex = false
+    this.badData = 0
+
+    // inner instructions by top-level index
+    const innerSrc = meta.innerInstructions
+    const inner = this.inner
+    inner.length = 0
+    this.hasInnerInstructions = false
+    if (Array.isArray(innerSrc) && innerSrc.length > 0) {
+      this.hasInnerInstructions = true
+      for (const pack of innerSrc) {
+        const k = pack?.index
+        const list = pack?.instructions
+        if (typeof k !== 'number' || !Array.isArray(list)) {
+          this.warn(`malformed innerInstructions entry ${safeJson(pack)} ignored`)
+          continue
+        }
+        if (k < 0 || k >= instructions.length || !Number.isInteger(k)) {
+          this.warn(`innerInstructions for top-level instruction ${k}, which does not exist, ignored`)
+          continue
+        }
+        const prev = inner[k]
+        inner[k] = prev === undefined ? list : prev.concat(list)
+      }
+      // holes must be undefined, not missing, for a predictable length
+      if (inner.length < instructions.length) inner.length = instructions.length
+    }
+
+    // instructions and logs
+    const walkWarnings = this.walkWarnings
+    walkWarnings.length = 0
+    const walk = walkTransaction(this, { instructions: block.instructions, logs: block.logs, warnings: walkWarnings })
+    for (const w of walkWarnings) this.warn(w)
+    if (this.badData > 0) this.warn(`${this.badData} instruction(s) with data that is not base58: d1..d8 null`)
+
+    // transaction
+    const atl = message.addressTableLookups
+    const header = message.header ?? ({} as Partial<typeof message.header>)
+    const record: Transaction = {
+      transactionIndex: index,
+      version,
+      accountKeys,
+      addressTableLookups: Array.isArray(atl)
+        ? atl.map((l) => ({ accountKey: l.accountKey, writableIndexes: l.writableIndexes, readonlyIndexes: l.readonlyIndexes }))
+        : [],
+      numReadonlySignedAccounts: header.numReadonlySignedAccounts ?? 0,
+      numReadonlyUnsignedAccounts: header.numReadonlyUnsignedAccounts ?? 0,
+      numRequiredSignatures: header.numRequiredSignatures ?? 0,
+      recentBlockhash: message.recentBlockhash,
+      signatures: Array.isArray(signatures) ? signatures : [],
+      err,
+      fee: meta.fee == null ? 0n : u64(meta.fee),
+      computeUnitsConsumed: meta.computeUnitsConsumed == null ? 0n : u64(meta.computeUnitsConsumed),
+      loadedAddresses: { writable, readonly },
+      feePayer: accountKeys[0] ?? '',
+      hasDroppedLogMessages: walk.hasDroppedLogMessages,
+    }
+    block.transactions.push(record)
+
+    // balances: only changed accounts, sorted by account
+    const pre = meta.preBalances
+    const post = meta.postBalances
+    if (Array.isArray(pre) && Array.isArray(post)) {
+      if (pre.length !== post.length) this.warn(`preBalances has ${pre.length} entries, postBalances ${post.length}`)
+      const n = Math.min(pre.length, post.length)
+      const start = block.balances.length
+      for (let i = 0; i < n; i++) {
+        const a = pre[i]
+        const b = post[i]
+        if (a === b) continue
+        const x = u64(a)
+        const y = u64(b)
+        if (x === y) continue
+        block.balances.push({ transactionIndex: index, account: this.account(i), pre: x, post: y })
+      }
+      sortTail(block.balances, start)
+    }
+
+    // token balances: merged by account, every account, sorted by account
+    const preTb = meta.preTokenBalances
+    const postTb = meta.postTokenBalances
+    const hasPre = Array.isArray(preTb) && preTb.length > 0
+    const hasPost = Array.isArray(postTb) && postTb.length > 0
+    if (hasPre || hasPost) {
+      const byAccount = new Map<string, TokenBalance>()
+      const start = block.tokenBalances.length
+      if (hasPre) {
+        for (const tb of preTb!) {
+          const account = this.account(tb.accountIndex)
+          let rec = byAccount.get(account)
+          if (rec === undefined) {
+            rec = emptyTokenBalance(index, account)
+            byAccount.set(account, rec)
+            block.tokenBalances.push(rec)
+          }
+          setPre(rec, tb)
+        }
+      }
+      if (hasPost) {
+        for (const tb of postTb!) {
+          const account = this.account(tb.accountIndex)
+          let rec = byAccount.get(account)
+          if (rec === undefined) {
+            rec = emptyTokenBalance(index, account)
+            byAccount.set(account, rec)
+            block.tokenBalances.push(rec)
+          }
+          setPost(rec, tb)
+        }
+      }
+      sortTail(block.tokenBalances, start)
+    }
+    if (this.badAccountIndex) this.warn('account index out of range: resolved to ""')
+  }
+
+  private account(i: number): string {
+    const a = this.accounts[i]
+    if (a === undefined) {
+      this.badAccountIndex = true
+      return ''
+    }
+    return a
+  }
+
+  // --- WalkInput -------------------------------------------------------------------------------
+
+  programIdOf(ins: RpcInstruction): string {
+    return this.account(ins.programIdIndex)
+  }
+
+  makeInstruction(ins: RpcInstruction, instructionAddress: number[]): Instruction {
+    const src = ins.accounts
+    const n = Array.isArray(src) ? src.length : 0
+    const accounts = new Array<string>(n)
+    for (let k = 0; k < n; k++) accounts[k] = this.account(src[k])
+    const data = typeof ins.data === 'string' ? ins.data : ''
+    const p = dataPrefixOf(data)
+    let d1: string | null = null
+    let d2: string | null = null
+    let d4: string | null = null
+    let d8: string | null = null
+    let dataPrefix = '0x'
+    if (p === null) {
+      this.badData++
+    } else {
+      dataPrefix = p.prefix
+      const len = p.length
+      if (len >= 1) d1 = dataPrefix.slice(0, 4)
+      if (len >= 2) d2 = dataPrefix.slice(0, 6)
+      if (len >= 4) d4 = dataPrefix.slice(0, 10)
+      if (len >= 8) d8 = dataPrefix.slice(0, 18)
+    }
+    return {
+      transactionIndex: this.transactionIndex,
+      instructionAddress,
+      programId: this.account(ins.programIdIndex),
+      accounts,
+      data,
+      d1,
+      d2,
+      d4,
+      d8,
+      dataPrefix,
+      error: null,
+      computeUnitsConsumed: null,
+      isCommitted: this.isCommitted,
+      hasDroppedLogMessages: false,
+    }
+  }
+}
+
+function sortTail<T extends { account: string }>(list: T[], start: number): void {
+  const n = list.length - start
+  if (n < 2) return
+  const tail = list.slice(start).sort(compareAccount)
+  for (let k = 0; k < n; k++) list[start + k] = tail[k]
+}
+
+function emptyTokenBalance(transactionIndex: number, account: string): TokenBalance {
+  return {
+    transactionIndex,
+    account,
+    preMint: null,
+    postMint: null,
+    preDecimals: null,
+    postDecimals: null,
+    preProgramId: null,
+    postProgramId: null,
+    preOwner: null,
+    postOwner: null,
+    preAmount: null,
+    postAmount: null,
+  }
+}
+
+function setPre(rec: TokenBalance, tb: RpcTokenBalance): void {
+  rec.preMint = tb.mint
+  rec.preDecimals = tb.uiTokenAmount.decimals
+  rec.preProgramId = tb.programId ?? null
+  rec.preOwner = tb.owner ?? null
+  rec.preAmount = u64(tb.uiTokenAmount.amount)
+}
+
+function setPost(rec: TokenBalance, tb: RpcTokenBalance): void {
+  rec.postMint = tb.mint
+  rec.postDecimals = tb.uiTokenAmount.decimals
+  rec.postProgramId = tb.programId ?? null
+  rec.postOwner = tb.owner ?? null
+  rec.postAmount = u64(tb.uiTokenAmount.amount)
+}
+
+/** Re-exported for callers that only need the record types. */
+export type { Block, Instruction, Log, Balance, TokenBalance, Reward, Transaction, NormalizationWarning }
