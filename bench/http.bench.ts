@@ -18,7 +18,10 @@ function queries(from: number): Record<string, Record<string, unknown>> {
   const qs: Record<string, Record<string, unknown>> = {
     'selective instructions (program + d8)': {
       fromBlock: from,
-      fields: { block: { number: true }, instruction: { programId: true, accounts: true, data: true, instructionAddress: true } },
+      fields: {
+        block: { number: true },
+        instruction: { programId: true, accounts: true, data: true, instructionAddress: true },
+      },
       instructions: [{ programId: [WHIRLPOOL], d8: ['0xf8c69e91e17587c8'] }],
     },
     'all instructions, all fields': {
@@ -26,7 +29,21 @@ function queries(from: number): Record<string, Record<string, unknown>> {
       fields: {
         block: { number: true, hash: true },
         instruction: Object.fromEntries(
-          ['transactionIndex', 'instructionAddress', 'programId', 'accounts', 'data', 'd1', 'd2', 'd4', 'd8', 'error', 'computeUnitsConsumed', 'isCommitted', 'hasDroppedLogMessages'].map((f) => [f, true]),
+          [
+            'transactionIndex',
+            'instructionAddress',
+            'programId',
+            'accounts',
+            'data',
+            'd1',
+            'd2',
+            'd4',
+            'd8',
+            'error',
+            'computeUnitsConsumed',
+            'isCommitted',
+            'hasDroppedLogMessages',
+          ].map((f) => [f, true]),
         ),
       },
       instructions: [{}],
@@ -57,7 +74,11 @@ function post(url: string, body: string, gzip: boolean): Promise<{ bytes: number
   return new Promise((resolve, reject) => {
     const req = http.request(
       url,
-      { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json', ...(gzip ? { 'Accept-Encoding': 'gzip' } : {}) } },
+      {
+        method: 'POST',
+        agent: false,
+        headers: { 'Content-Type': 'application/json', ...(gzip ? { 'Accept-Encoding': 'gzip' } : {}) },
+      },
       (res) => {
         let bytes = 0
         let lines = 0

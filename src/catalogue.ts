@@ -19,16 +19,7 @@ import type { RecordKind } from './model.ts'
  * - version: 'legacy' | number
  */
 export type FieldType =
-  | 'u32'
-  | 'u64'
-  | 'i64'
-  | 'base58'
-  | 'string'
-  | 'bool'
-  | 'json'
-  | 'address'
-  | 'base58List'
-  | 'version'
+  'u32' | 'u64' | 'i64' | 'base58' | 'string' | 'bool' | 'json' | 'address' | 'base58List' | 'version'
 
 export interface FieldDef {
   /** property name in the model record (src/model.ts) */

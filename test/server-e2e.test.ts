@@ -288,7 +288,11 @@ describe('server: stream requests', () => {
   })
 
   test('includeAllBlocks returns every produced block', async () => {
-    const r = await postJson(`${base}/stream`, { fromBlock: 0 + blocks[0].header.number, includeAllBlocks: true, fields: { block: { number: true } } })
+    const r = await postJson(`${base}/stream`, {
+      fromBlock: 0 + blocks[0].header.number,
+      includeAllBlocks: true,
+      fields: { block: { number: true } },
+    })
     assert.deepEqual(
       lines(r).map((l) => (l as { header: { number: number } }).header.number),
       blocks.map((b) => b.header.number),
@@ -301,7 +305,11 @@ describe('server: stream requests', () => {
       const queries = [
         { includeAllBlocks: true, fields: { block: { number: true, hash: true } } },
         {
-          fields: { block: { number: true }, instruction: { programId: true, instructionAddress: true }, transaction: { signatures: true } },
+          fields: {
+            block: { number: true },
+            instruction: { programId: true, instructionAddress: true },
+            transaction: { signatures: true },
+          },
           instructions: [{ programId: ['whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc'], transaction: true }],
         },
       ]
@@ -323,7 +331,8 @@ describe('server: stream requests', () => {
           return [...m.values()]
         }
         assert.deepEqual(dedup(cut.lines), dedup(oneLines))
-        const withData = (ls: string[]) => ls.filter((l) => l.includes('"instructions"') || l.includes('"transactions"'))
+        const withData = (ls: string[]) =>
+          ls.filter((l) => l.includes('"instructions"') || l.includes('"transactions"'))
         assert.deepEqual(withData(cut.lines), withData(oneLines))
       }
     } finally {
@@ -375,11 +384,17 @@ describe('server: limits', () => {
       const head = store.head()!
       const waiting = postJson(`${url}/datasets/solana-mainnet/stream`, { fromBlock: head.number + 1 })
       await new Promise((r) => setTimeout(r, 200))
-      const r = await postJson(`${url}/datasets/solana-mainnet/stream`, { fromBlock: STABLE_START, toBlock: STABLE_START })
+      const r = await postJson(`${url}/datasets/solana-mainnet/stream`, {
+        fromBlock: STABLE_START,
+        toBlock: STABLE_START,
+      })
       assert.equal(r.status, 503)
       assert.equal(r.headers['retry-after'], '1')
       assert.equal((await waiting).status, 204)
-      const again = await postJson(`${url}/datasets/solana-mainnet/stream`, { fromBlock: STABLE_START, toBlock: STABLE_START })
+      const again = await postJson(`${url}/datasets/solana-mainnet/stream`, {
+        fromBlock: STABLE_START,
+        toBlock: STABLE_START,
+      })
       assert.equal(again.status, 200)
     } finally {
       await server.close()
@@ -389,7 +404,12 @@ describe('server: limits', () => {
   test('bigintsAsNumbers renders amounts as bare integers', async () => {
     const { url, server } = await startServer(sampleDatasets({ bigintsAsNumbers: true }))
     try {
-      const q = { fromBlock: STABLE_START, toBlock: STABLE_START, fields: { transaction: { fee: true } }, transactions: [{}] }
+      const q = {
+        fromBlock: STABLE_START,
+        toBlock: STABLE_START,
+        fields: { transaction: { fee: true } },
+        transactions: [{}],
+      }
       const r = await postJson(`${url}/datasets/solana-mainnet/stream`, q)
       const b = lines(r)[0] as { transactions: { fee: unknown }[] }
       assert.ok(b.transactions.length > 0)
@@ -399,8 +419,15 @@ describe('server: limits', () => {
     }
     const { url: u2, server: s2 } = await startServer(sampleDatasets())
     try {
-      const q = { fromBlock: STABLE_START, toBlock: STABLE_START, fields: { transaction: { fee: true } }, transactions: [{}] }
-      const b = lines(await postJson(`${u2}/datasets/solana-mainnet/stream`, q))[0] as { transactions: { fee: unknown }[] }
+      const q = {
+        fromBlock: STABLE_START,
+        toBlock: STABLE_START,
+        fields: { transaction: { fee: true } },
+        transactions: [{}],
+      }
+      const b = lines(await postJson(`${u2}/datasets/solana-mainnet/stream`, q))[0] as {
+        transactions: { fee: unknown }[]
+      }
       for (const t of b.transactions) assert.equal(typeof t.fee, 'string')
     } finally {
       await s2.close()
@@ -410,7 +437,9 @@ describe('server: limits', () => {
 
 test('an empty store: head is null, stream is 204', async () => {
   const empty = new StaticStore([])
-  const { url, server } = await startServer([{ name: 'e', aliases: [], store: empty, realTime: false }], { headWaitMs: 50 })
+  const { url, server } = await startServer([{ name: 'e', aliases: [], store: empty, realTime: false }], {
+    headWaitMs: 50,
+  })
   try {
     assert.equal((await request(`${url}/datasets/e/head`)).text, 'null')
     assert.equal((await request(`${url}/datasets/e/finalized-head`)).text, 'null')

@@ -160,13 +160,19 @@ export class PortalServer {
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost')
-    const parts = url.pathname.split('/').filter((p) => p.length > 0).map(decodeURIComponent)
+    const parts = url.pathname
+      .split('/')
+      .filter((p) => p.length > 0)
+      .map(decodeURIComponent)
     if (parts[0] !== 'datasets') throw new HttpError(404, 'Not found')
     const expand = url.searchParams.getAll('expand[]').includes('metadata')
 
     if (parts.length === 1) {
       this.allow(req, 'GET')
-      return sendJson(res, this.opts.datasets.all.map((d) => metadataOf(d, expand)))
+      return sendJson(
+        res,
+        this.opts.datasets.all.map((d) => metadataOf(d, expand)),
+      )
     }
     const ds = this.opts.datasets.get(parts[1])
     if (!ds) throw new HttpError(404, `Dataset '${parts[1]}' not found`)
@@ -250,7 +256,10 @@ export class PortalServer {
     }
     let q: ParsedQuery
     try {
-      q = parseQuery(json, { maxItemRequests: this.limits.maxItemRequests, maxFilterValues: this.limits.maxFilterValues })
+      q = parseQuery(json, {
+        maxItemRequests: this.limits.maxItemRequests,
+        maxFilterValues: this.limits.maxFilterValues,
+      })
     } catch (e) {
       if (e instanceof QueryError) throw badRequest(e.message)
       throw e
@@ -380,7 +389,10 @@ export class PortalServer {
       await out.end()
     } catch (err) {
       // Headers are out: end on a complete line so the client can resume from the last block.
-      this.log('error', `stream of ${ds.name} failed after block ${last?.number ?? '-'}: ${(err as Error).stack ?? err}`)
+      this.log(
+        'error',
+        `stream of ${ds.name} failed after block ${last?.number ?? '-'}: ${(err as Error).stack ?? err}`,
+      )
       await out.end().catch(() => res.destroy())
     }
   }
@@ -409,7 +421,9 @@ export function acceptsGzip(header: string | string[] | undefined): boolean {
 
 /** Read the request body (gunzipping it when Content-Encoding says so), bounded in size. */
 async function readBody(req: http.IncomingMessage, maxBytes: number): Promise<string> {
-  const encoding = String(req.headers['content-encoding'] ?? 'identity').trim().toLowerCase()
+  const encoding = String(req.headers['content-encoding'] ?? 'identity')
+    .trim()
+    .toLowerCase()
   if (encoding !== 'identity' && encoding !== 'gzip') {
     throw badRequest(`unsupported Content-Encoding '${encoding}' (use gzip or none)`)
   }

@@ -39,13 +39,20 @@ export function register(program: Command): void {
     .description('serve datasets over the Portal HTTP interface')
     .option('--port <port>', 'port to listen on (env PORT)', process.env.PORT ?? '3000')
     .option('--host <host>', 'address to listen on (env HOST)', process.env.HOST ?? '127.0.0.1')
-    .option('--archive <path...>', 'serve archive files (.jsonl/.jsonl.gz, or a directory of them) instead of the sample')
+    .option(
+      '--archive <path...>',
+      'serve archive files (.jsonl/.jsonl.gz, or a directory of them) instead of the sample',
+    )
     .option('--demo', 'run a live fake Solana chain in-process and serve it in real time')
     .option('--bigints-as-numbers', 'render u64 amounts as bare JSON integers instead of decimal strings')
     .option('--include-votes', 'keep vote transactions')
     .option('--response-time-ms <ms>', 'end a stream response after this long', String(DEFAULT_LIMITS.responseTimeMs))
     .option('--response-bytes <n>', 'end a stream response after this many bytes', String(DEFAULT_LIMITS.responseBytes))
-    .option('--head-wait-ms <ms>', 'wait this long for a block above the head before 204', String(DEFAULT_LIMITS.headWaitMs))
+    .option(
+      '--head-wait-ms <ms>',
+      'wait this long for a block above the head before 204',
+      String(DEFAULT_LIMITS.headWaitMs),
+    )
     .option('--max-streams <n>', 'concurrent stream responses before 503', String(DEFAULT_LIMITS.maxConcurrentStreams))
     .option('--rate-limit <n>', 'stream requests per second per client address (0 = off)', '200')
     .option('--quiet', 'log errors only')
@@ -85,8 +92,22 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
     const stableStart = opts.archive ? first : Math.max(first, 254170887)
     const s: BlockStore = store
     datasets.push(
-      { name: 'solana-mainnet', aliases: ['solana-beta'], store: s, startBlock: stableStart, realTime: false, ...common },
-      { name: 'solana-mainnet-complete', aliases: ['solana-complete'], store: s, startBlock: first, realTime: false, ...common },
+      {
+        name: 'solana-mainnet',
+        aliases: ['solana-beta'],
+        store: s,
+        startBlock: stableStart,
+        realTime: false,
+        ...common,
+      },
+      {
+        name: 'solana-mainnet-complete',
+        aliases: ['solana-complete'],
+        store: s,
+        startBlock: first,
+        realTime: false,
+        ...common,
+      },
     )
   }
 
@@ -98,7 +119,10 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
       headWaitMs: int('head-wait-ms', opts.headWaitMs),
       maxConcurrentStreams: int('max-streams', opts.maxStreams),
     },
-    rateLimit: int('rate-limit', opts.rateLimit) > 0 ? { perSecond: int('rate-limit', opts.rateLimit), burst: 2 * int('rate-limit', opts.rateLimit) } : null,
+    rateLimit:
+      int('rate-limit', opts.rateLimit) > 0
+        ? { perSecond: int('rate-limit', opts.rateLimit), burst: 2 * int('rate-limit', opts.rateLimit) }
+        : null,
     log,
   })
   const url = await server.listen(int('port', opts.port), opts.host)

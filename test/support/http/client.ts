@@ -27,7 +27,8 @@ export function request(url: string, opts: RequestOpts = {}): Promise<Reply> {
       res.on('error', reject)
       res.on('end', () => {
         const raw = Buffer.concat(chunks)
-        const text = res.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(raw).toString('utf8') : raw.toString('utf8')
+        const text =
+          res.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(raw).toString('utf8') : raw.toString('utf8')
         resolve({ status: res.statusCode ?? 0, headers: res.headers, text, raw })
       })
     })
@@ -61,7 +62,11 @@ interface Header {
  * Stream a bounded range the way Portal clients do: re-request from last+1 (with
  * parentBlockHash) until the block `toBlock`, or an empty 200, arrives. Returns every line.
  */
-export async function streamAll(base: string, query: Record<string, unknown>, maxRequests = 10_000): Promise<{ lines: string[]; requests: number }> {
+export async function streamAll(
+  base: string,
+  query: Record<string, unknown>,
+  maxRequests = 10_000,
+): Promise<{ lines: string[]; requests: number }> {
   const out: string[] = []
   let fromBlock = query.fromBlock as number
   let parentBlockHash: string | undefined = query.parentBlockHash as string | undefined

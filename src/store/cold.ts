@@ -1,0 +1,503 @@
+/**
+ * DiskColdStore: the finalized, append-only part of a dataset, as immutable columnar chunk files.
+ *
+ * Directory layout:
+ *
+ *     MANIFEST.json   the list of chunk files (atomically replaced; sha256 per file + its own)
+ *     chunks/         <first>-<last>-g<generation>-<i>.spc chunk files (src/store/cold/chunk-file.ts)
+ *     tmp/            files being written; emptied on open
+ *     LOCK            pid of the one writer
+ *
+ * Write protocol (crash-safe at every step): encode the chunk into tmp/, fsync, rename into
+ * chunks/, fsync the directory; then write the new manifest (tmp, fsync, rename, fsync dir); only
+ * then delete files the new manifest dropped. A file under chunks/ that the manifest does not list
+ * is a leftover of a crash and is deleted when a writer opens the store; nothing unlisted is ever
+ * served. Every read is checked: footer and column crc32 on use, sizes on open, sha256 of every
+ * file with `verify()` / `{ verify: 'full' }`.
+ *
+ * Small appends (the real-time pipeline appends a few finalized blocks at a time) are written as
+ * small "unsealed" chunks right away, so they are durable and queryable with one file + one
+ * manifest write each. They are compacted like an LSM tail: `fanout` unsealed chunks of the same
+ * level merge into one of the next level, and once the unsealed tail holds a chunk's worth of
+ * blocks (targetBlocks or targetBytes) it is rewritten as sealed full-size chunks. Each block is
+ * so rewritten about log_fanout(target / batch) times, and the tail never holds more than
+ * (fanout - 1) * levels small files. Bulk imports append target-sized batches, written sealed at
+ * once.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { open, rename, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Block } from '../model.ts'
+import type { Chunk, HeadInfo } from './chunk.ts'
+import { readChunkBlocks, writeChunkFile } from './cold/chunk-file.ts'
+import { DiskChunk, type ColumnCache } from './cold/disk-chunk.ts'
+import { ByteLru } from './cold/lru.ts'
+import { FORMAT, MANIFEST, fsyncDir, readManifest, sha256File, writeManifest, type ChunkEntry, type ManifestBody } from './cold/manifest.ts'
+import type { ColdStore } from './types.ts'
+
+export type { ChunkEntry } from './cold/manifest.ts'
+
+export interface DiskColdStoreOptions {
+  /** a chunk holds at most this many blocks (default 10,000) */
+  targetBlocks?: number
+  /** ... and about this many encoded bytes (estimated while splitting; default 32 MiB) */
+  targetBytes?: number
+  /** unsealed tail chunks of one level merged at a time (default 8) */
+  fanout?: number
+  /** budget of decoded columns kept in memory (default 256 MiB) */
+  cacheBytes?: number
+  /** deflate column blobs when it saves >= 25% (default false: see the bench) */
+  compress?: boolean
+  /** open without writing anything (a server over a directory another process imports into) */
+  readOnly?: boolean
+  /** on open: 'size' (default) checks every listed file exists with its size; 'full' checks sha256 */
+  verify?: 'size' | 'full'
+  /** fsync files and directories (default true; only tests and benches turn it off) */
+  fsync?: boolean
+}
+
+export class ColdStoreError extends Error {}
+
+/**
+ * Rough encoded size of a block, to split appends into chunks of about `targetBytes`.
+ * Calibrated on generated mainnet-like blocks (see bench/cold.bench.ts): within ~30%.
+ */
+export function estimateBlockBytes(b: Block): number {
+  let n = 64 + b.transactions.length * 90 + b.balances.length * 24 + b.tokenBalances.length * 30 + b.rewards.length * 24
+  for (const ix of b.instructions) n += 24 + ix.accounts.length * 2 + ix.data.length
+  for (const l of b.logs) n += 10 + l.message.length
+  return n
+}
+
+const pad = (n: number) => String(n).padStart(12, '0')
+
+function errno(e: unknown): string | undefined {
+  return (e as NodeJS.ErrnoException)?.code
+}
+
+export class DiskColdStore implements ColdStore {
+  private manifest: ManifestBody
+  private readonly cache: ColumnCache
+  private readonly chunkObjects = new Map<string, DiskChunk>()
+  private queue: Promise<unknown> = Promise.resolve()
+  private readers = 0
+  private garbage: string[] = []
+  private closed = false
+  private manifestStamp = ''
+  readonly targetBlocks: number
+  readonly targetBytes: number
+  readonly fanout: number
+
+  private constructor(
+    readonly dir: string,
+    private readonly opts: DiskColdStoreOptions,
+    manifest: ManifestBody,
+  ) {
+    this.manifest = manifest
+    this.cache = new ByteLru(opts.cacheBytes ?? 256 * 1024 * 1024)
+    this.targetBlocks = opts.targetBlocks ?? 10_000
+    this.targetBytes = opts.targetBytes ?? 32 * 1024 * 1024
+    this.fanout = Math.max(2, opts.fanout ?? 8)
+    this.manifestStamp = this.stamp()
+  }
+
+  /** Open (a writer creates it when missing) the store in `dir`. */
+  static async open(dir: string, opts: DiskColdStoreOptions = {}): Promise<DiskColdStore> {
+    const chunksDir = join(dir, 'chunks')
+    if (opts.readOnly) {
+      const m = readManifest(dir)
+      if (!m) throw new ColdStoreError(`${dir}: no cold store here (${MANIFEST} missing)`)
+      const s = new DiskColdStore(dir, opts, m)
+      await s.check(opts.verify ?? 'size')
+      return s
+    }
+    mkdirSync(chunksDir, { recursive: true })
+    await takeLock(dir)
+    try {
+      let m = readManifest(dir)
+      if (!m) {
+        m = { format: FORMAT, version: 1, generation: 0, chunks: [] }
+        await writeManifest(dir, m, opts.fsync !== false)
+      }
+      // crash leftovers: anything in tmp/, any chunk file the manifest does not list
+      rmSync(join(dir, 'tmp'), { recursive: true, force: true })
+      rmSync(join(dir, `${MANIFEST}.tmp`), { force: true })
+      const listed = new Set(m.chunks.map((c) => c.file))
+      for (const f of readdirSync(chunksDir)) if (!listed.has(f)) rmSync(join(chunksDir, f), { force: true })
+      mkdirSync(join(dir, 'tmp'), { recursive: true })
+      const s = new DiskColdStore(dir, opts, m)
+      await s.check(opts.verify ?? 'size')
+      return s
+    } catch (e) {
+      await releaseLock(dir)
+      throw e
+    }
+  }
+
+  private async check(level: 'size' | 'full'): Promise<void> {
+    let prev: ChunkEntry | null = null
+    for (const c of this.manifest.chunks) {
+      if (prev && c.firstBlock <= prev.lastBlock) throw new ColdStoreError(`${this.dir}: manifest chunks overlap at ${c.file}`)
+      prev = c
+      const p = join(this.dir, 'chunks', c.file)
+      let size: number
+      try {
+        size = statSync(p).size
+      } catch {
+        throw new ColdStoreError(`${this.dir}: chunk file ${c.file} listed in the manifest is missing`)
+      }
+      if (size !== c.bytes) throw new ColdStoreError(`${this.dir}: chunk file ${c.file} has ${size} bytes, the manifest says ${c.bytes}`)
+      if (level === 'full' && (await sha256File(p)) !== c.sha256) {
+        throw new ColdStoreError(`${this.dir}: chunk file ${c.file} fails its sha256 check`)
+      }
+    }
+  }
+
+  /** Check the sha256 of every chunk file against the manifest (throws on the first mismatch). */
+  verify(): Promise<void> {
+    return this.check('full')
+  }
+
+  private stamp(): string {
+    try {
+      const s = statSync(join(this.dir, MANIFEST))
+      return `${s.mtimeMs}:${s.size}:${s.ino}`
+    } catch {
+      return ''
+    }
+  }
+
+  /**
+   * Read-only stores: pick up a manifest another process wrote since (cheap stat when unchanged).
+   * Returns true when the chunk list changed.
+   */
+  refresh(): boolean {
+    const st = this.stamp()
+    if (st === this.manifestStamp) return false
+    const m = readManifest(this.dir)
+    if (!m) return false
+    this.manifestStamp = st
+    const changed = m.generation !== this.manifest.generation
+    this.manifest = m
+    const live = new Set(m.chunks.map((c) => c.file))
+    for (const f of [...this.chunkObjects.keys()]) if (!live.has(f)) this.forget(f)
+    return changed
+  }
+
+  get entries(): readonly ChunkEntry[] {
+    return this.manifest.chunks
+  }
+
+  get cachedBytes(): number {
+    return this.cache.bytes
+  }
+
+  firstBlock(): number | null {
+    const c = this.manifest.chunks
+    return c.length ? c[0].firstBlock : null
+  }
+
+  lastBlock(): HeadInfo | null {
+    const c = this.manifest.chunks
+    if (!c.length) return null
+    const last = c[c.length - 1]
+    return { number: last.lastBlock, hash: last.lastHash }
+  }
+
+  private chunkOf(e: ChunkEntry): DiskChunk {
+    let c = this.chunkObjects.get(e.file)
+    if (c) {
+      this.chunkObjects.delete(e.file)
+      this.chunkObjects.set(e.file, c)
+      return c
+    }
+    c = new DiskChunk(join(this.dir, 'chunks', e.file), e, this.cache)
+    this.chunkObjects.set(e.file, c)
+    if (this.chunkObjects.size > 4096) this.chunkObjects.delete(this.chunkObjects.keys().next().value as string)
+    return c
+  }
+
+  private forget(file: string): void {
+    this.chunkObjects.delete(file)
+    const prefix = `${join(this.dir, 'chunks', file)}\0`
+    this.cache.deleteWhere((k) => k.startsWith(prefix))
+  }
+
+  /** index of the first entry whose lastBlock >= n */
+  private entryAtOrAfter(n: number): number {
+    const c = this.manifest.chunks
+    let lo = 0
+    let hi = c.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (c[mid].lastBlock < n) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+
+  async *chunks(from: number, to: number): AsyncIterable<Chunk> {
+    if (to < from) return
+    const entries = this.manifest.chunks // a snapshot: manifests are replaced, never mutated
+    this.readers++
+    try {
+      for (let i = this.entryAtOrAfter(from); i < entries.length && entries[i].firstBlock <= to; i++) {
+        const chunk = this.chunkOf(entries[i])
+        if (entries[i].lastBlock <= to) {
+          yield chunk
+          continue
+        }
+        const numbers = chunk.header('number')
+        let lo = 0
+        let hi = chunk.blockCount
+        while (lo < hi) {
+          const mid = (lo + hi) >>> 1
+          if (numbers[mid] <= to) lo = mid + 1
+          else hi = mid
+        }
+        if (lo > 0) yield chunk.prefix(lo)
+      }
+    } finally {
+      this.readers--
+      this.collect()
+    }
+  }
+
+  async chainBefore(n: number, limit: number): Promise<HeadInfo[]> {
+    const entries = this.manifest.chunks
+    const out: HeadInfo[][] = []
+    let need = limit
+    let i = this.entryAtOrAfter(n) // first entry that may hold a block >= n
+    if (i < entries.length && entries[i].firstBlock < n) i++ // it also holds blocks below n
+    for (i = i - 1; i >= 0 && need > 0; i--) {
+      const c = this.chunkOf(entries[i])
+      const nums = c.header('number')
+      const hashes = c.header('hash')
+      const part: HeadInfo[] = []
+      for (let b = c.blockCount - 1; b >= 0 && need > 0; b--) {
+        if (nums[b] >= n) continue
+        part.push({ number: nums[b], hash: hashes[b] })
+        need--
+      }
+      out.push(part.reverse())
+    }
+    return out.reverse().flat()
+  }
+
+  /** Append finalized blocks (ascending, above lastBlock()); durable when the promise resolves. */
+  append(blocks: Block[]): Promise<void> {
+    if (this.opts.readOnly) return Promise.reject(new ColdStoreError('cold store opened read-only'))
+    const run = this.queue.then(() => this.doAppend(blocks))
+    this.queue = run.catch(() => undefined)
+    return run
+  }
+
+  /** Rewrite the whole unsealed tail as sealed chunk(s) now. */
+  compact(): Promise<void> {
+    const run = this.queue.then(async () => {
+      const tail = this.tail()
+      if (tail.length > 1 || (tail.length === 1 && !tail[0].sealed)) await this.merge(tail, true)
+    })
+    this.queue = run.catch(() => undefined)
+    return run
+  }
+
+  private tail(): ChunkEntry[] {
+    const c = this.manifest.chunks
+    let i = c.length
+    while (i > 0 && !c[i - 1].sealed) i--
+    return c.slice(i)
+  }
+
+  private async doAppend(blocks: Block[]): Promise<void> {
+    if (this.closed) throw new ColdStoreError('cold store closed')
+    if (blocks.length === 0) return
+    const last = this.lastBlock()
+    let prev = last ? last.number : -1
+    for (const b of blocks) {
+      if (!(b.header.number > prev)) {
+        throw new ColdStoreError(
+          last && b.header.number <= last.number
+            ? `append: block ${b.header.number} is not above the store's last block ${last.number}`
+            : `append: blocks must ascend (${b.header.number} after ${prev})`,
+        )
+      }
+      prev = b.header.number
+    }
+    const groups = this.split(blocks)
+    const written: ChunkEntry[] = []
+    const gen = this.manifest.generation + 1
+    for (let i = 0; i < groups.length; i++) {
+      const full = i < groups.length - 1 || this.isFull(groups[i])
+      written.push(await this.writeChunk(groups[i], gen, i, full, 0))
+    }
+    await this.publish([...this.manifest.chunks, ...written], [])
+    await this.maybeMerge()
+  }
+
+  private isFull(blocks: readonly Block[]): boolean {
+    if (blocks.length >= this.targetBlocks) return true
+    let bytes = 0
+    for (const b of blocks) bytes += estimateBlockBytes(b)
+    return bytes >= this.targetBytes
+  }
+
+  /** split into groups of at most targetBlocks and about targetBytes */
+  private split(blocks: readonly Block[]): Block[][] {
+    const out: Block[][] = []
+    let cur: Block[] = []
+    let bytes = 0
+    for (const b of blocks) {
+      const s = estimateBlockBytes(b)
+      if (cur.length && (cur.length >= this.targetBlocks || bytes + s > this.targetBytes)) {
+        out.push(cur)
+        cur = []
+        bytes = 0
+      }
+      cur.push(b)
+      bytes += s
+    }
+    if (cur.length) out.push(cur)
+    return out
+  }
+
+  private async writeChunk(blocks: Block[], gen: number, i: number, sealed: boolean, level: number): Promise<ChunkEntry> {
+    const first = blocks[0].header.number
+    const last = blocks[blocks.length - 1].header.number
+    const file = `${pad(first)}-${pad(last)}-g${gen}-${i}.spc`
+    const tmp = join(this.dir, 'tmp', file)
+    const w = await writeChunkFile(tmp, blocks, { compress: this.opts.compress, fsync: this.opts.fsync !== false })
+    await rename(tmp, join(this.dir, 'chunks', file))
+    if (this.opts.fsync !== false) await fsyncDir(join(this.dir, 'chunks'))
+    return {
+      file,
+      firstBlock: first,
+      lastBlock: last,
+      blockCount: blocks.length,
+      lastHash: blocks[blocks.length - 1].header.hash,
+      bytes: w.bytes,
+      sha256: w.sha256,
+      sealed,
+      level,
+    }
+  }
+
+  private async publish(chunks: ChunkEntry[], dropped: string[]): Promise<void> {
+    const body: ManifestBody = { format: FORMAT, version: 1, generation: this.manifest.generation + 1, chunks }
+    await writeManifest(this.dir, body, this.opts.fsync !== false)
+    this.manifest = body
+    this.manifestStamp = this.stamp()
+    for (const f of dropped) this.forget(f)
+    this.garbage.push(...dropped)
+    this.collect()
+  }
+
+  /** delete dropped files once no reader may still be iterating an older manifest */
+  private collect(): void {
+    if (this.readers > 0 || this.garbage.length === 0) return
+    const g = this.garbage
+    this.garbage = []
+    for (const f of g) rmSync(join(this.dir, 'chunks', f), { force: true })
+  }
+
+  private async maybeMerge(): Promise<void> {
+    for (;;) {
+      const tail = this.tail()
+      if (tail.length === 0) return
+      let blocks = 0
+      let bytes = 0
+      for (const e of tail) {
+        blocks += e.blockCount
+        bytes += e.bytes
+      }
+      if (blocks >= this.targetBlocks || bytes >= this.targetBytes) {
+        await this.merge(tail, false)
+        continue
+      }
+      if (tail.length >= this.fanout) {
+        const last = tail.slice(-this.fanout)
+        if (last.every((e) => e.level === last[0].level)) {
+          await this.merge(last, false)
+          continue
+        }
+      }
+      return
+    }
+  }
+
+  /** Replace consecutive entries `group` (a suffix of the manifest) with merged chunk(s). */
+  private async merge(group: ChunkEntry[], force: boolean): Promise<void> {
+    const blocks: Block[] = []
+    for (const e of group) blocks.push(...readChunkBlocks(join(this.dir, 'chunks', e.file), this.chunkOf(e).footer))
+    const gen = this.manifest.generation + 1
+    const groups = this.split(blocks)
+    const level = Math.max(...group.map((e) => e.level)) + 1
+    const written: ChunkEntry[] = []
+    for (let i = 0; i < groups.length; i++) {
+      const full = force || i < groups.length - 1 || this.isFull(groups[i])
+      written.push(await this.writeChunk(groups[i], gen, i, full, full ? 0 : level))
+    }
+    const keep = this.manifest.chunks.slice(0, this.manifest.chunks.length - group.length)
+    await this.publish([...keep, ...written], group.map((e) => e.file))
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    await this.queue
+    this.closed = true
+    this.cache.clear()
+    this.chunkObjects.clear()
+    if (!this.opts.readOnly) {
+      this.collect()
+      await releaseLock(this.dir)
+    }
+  }
+}
+
+// ---- the single-writer lock -----------------------------------------------------------------
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return errno(e) === 'EPERM'
+  }
+}
+
+async function takeLock(dir: string): Promise<void> {
+  const p = join(dir, 'LOCK')
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const fh = await open(p, 'wx')
+      await fh.writeFile(String(process.pid))
+      await fh.close()
+      return
+    } catch (e) {
+      if (errno(e) !== 'EEXIST') throw e
+      let pid = NaN
+      try {
+        pid = Number(readFileSync(p, 'utf8').trim())
+      } catch {
+        /* vanished meanwhile */
+      }
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+        throw new ColdStoreError(`${dir} is being written by process ${pid} (${p})`)
+      }
+      // stale lock of a crashed writer (or our own from an unclosed store): take it over
+      await rm(p, { force: true })
+    }
+  }
+  throw new ColdStoreError(`${dir}: cannot take the writer lock ${p}`)
+}
+
+async function releaseLock(dir: string): Promise<void> {
+  const p = join(dir, 'LOCK')
+  try {
+    if (Number(readFileSync(p, 'utf8').trim()) === process.pid) await rm(p, { force: true })
+  } catch {
+    /* not ours or gone */
+  }
+}
+
+export const _internal = { existsSync, writeFile }

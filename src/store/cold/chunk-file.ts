@@ -1,0 +1,369 @@
+/**
+ * One immutable chunk file: a contiguous range of produced blocks, every kind's rows in columns.
+ *
+ * Layout (little-endian):
+ *
+ *     "SPCOLD01"                          8-byte magic
+ *     column blobs, each 8-byte aligned   (parts of src/store/cold/encode.ts, each padded to 8)
+ *     prune section                       Bloom filters per (kind, field), see PRUNE_FIELDS
+ *     footer                              UTF-8 JSON (`Footer`)
+ *     u32 footer length, u32 crc32(footer), "SPCOLDZZ"   16-byte trailer
+ *
+ * Every blob carries its crc32 in the footer and is verified when read; a column is read only when
+ * a query asks for it (one positioned read), so a query touching 3 columns reads 3 blobs.
+ * Optional per-blob compression (deflate-raw) when it saves at least 25%.
+ */
+import { createHash } from 'node:crypto'
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
+import { open } from 'node:fs/promises'
+import { crc32, deflateRawSync, inflateRawSync } from 'node:zlib'
+import { HEADER_FIELDS, columnsOf, type FieldDef } from '../../catalogue.ts'
+import type { Block, BlockHeader, RecordKind } from '../../model.ts'
+import { RECORD_KINDS } from '../../model.ts'
+import { bloomHas, buildBloom } from './bloom.ts'
+import { decodeColumn, encodeColumn, type Decoded, type Enc, type Encoded } from './encode.ts'
+
+export const MAGIC = Buffer.from('SPCOLD01', 'latin1')
+export const END_MAGIC = Buffer.from('SPCOLDZZ', 'latin1')
+const TRAILER = 16
+
+export const LISTS: { readonly [K in RecordKind]: keyof Block } = {
+  transaction: 'transactions',
+  instruction: 'instructions',
+  log: 'logs',
+  balance: 'balances',
+  tokenBalance: 'tokenBalances',
+  reward: 'rewards',
+}
+
+/** Fields with a Bloom filter per chunk (the address-like filter fields and the d* prefixes). */
+export const PRUNE_FIELDS: { readonly [K in RecordKind]: readonly string[] } = {
+  transaction: ['feePayer', 'accountKeys', 'loadedAddresses'],
+  instruction: ['programId', 'accounts', 'd1', 'd2', 'd4', 'd8'],
+  log: ['programId'],
+  balance: ['account'],
+  tokenBalance: ['account', 'preMint', 'postMint', 'preOwner', 'postOwner', 'preProgramId', 'postProgramId'],
+  reward: ['pubkey'],
+}
+
+export interface ColMeta {
+  e: Enc
+  /** file offset and stored length of the blob */
+  o: number
+  l: number
+  /** raw (uncompressed) part lengths, without padding */
+  p: number[]
+  c: number
+  z?: 1
+  w?: 1 | 2 | 4
+  v?: 1
+}
+
+export interface TableMeta {
+  rows: number
+  /** block offsets (u32, blockCount + 1); absent for the header table */
+  off?: ColMeta
+  cols: Record<string, ColMeta>
+}
+
+export interface Footer {
+  v: 1
+  firstBlock: number
+  lastBlock: number
+  blockCount: number
+  header: TableMeta
+  kinds: Record<RecordKind, TableMeta>
+  /** prune section: offset, length, crc; per "kind.field": [offset in section, byte length] */
+  prune: { o: number; l: number; c: number; f: Record<string, [number, number]> }
+}
+
+export interface WriteOptions {
+  compress?: boolean
+  fsync?: boolean
+}
+
+export interface WrittenChunk {
+  bytes: number
+  sha256: string
+  footer: Footer
+}
+
+const pad8 = (n: number) => (n + 7) & ~7
+const ZERO = new Uint8Array(8)
+
+/** All values of a loadedAddresses JSON value that are addresses. */
+function loadedAddressValues(x: unknown, out: Set<string>): void {
+  if (!x || typeof x !== 'object') return
+  const la = x as { writable?: unknown; readonly?: unknown }
+  for (const l of [la.writable, la.readonly]) if (Array.isArray(l)) for (const a of l) if (typeof a === 'string') out.add(a)
+}
+
+/** Encode `blocks` (ascending, non-empty) and write them as one chunk file at `path`. */
+export async function writeChunkFile(path: string, blocks: readonly Block[], opts: WriteOptions = {}): Promise<WrittenChunk> {
+  if (blocks.length === 0) throw new Error('cold store: empty chunk')
+  for (let i = 1; i < blocks.length; i++) {
+    if (!(blocks[i].header.number > blocks[i - 1].header.number)) {
+      throw new Error(`cold store: blocks of a chunk must ascend (${blocks[i - 1].header.number} then ${blocks[i].header.number})`)
+    }
+  }
+  const bufs: Uint8Array[] = [MAGIC]
+  let pos = MAGIC.length
+
+  const emit = (enc: Encoded): ColMeta => {
+    const p = enc.parts.map((x) => x.byteLength)
+    let raw: Uint8Array
+    if (enc.parts.length === 1 && enc.parts[0].byteLength % 8 === 0) raw = enc.parts[0]
+    else {
+      const total = enc.parts.reduce((s, x) => s + pad8(x.byteLength), 0)
+      const b = new Uint8Array(total)
+      let k = 0
+      for (const x of enc.parts) {
+        b.set(x, k)
+        k += pad8(x.byteLength)
+      }
+      raw = b
+    }
+    let stored = raw
+    let z: 1 | undefined
+    if (opts.compress && raw.byteLength >= 4096) {
+      const d = deflateRawSync(raw, { level: 1 })
+      if (d.byteLength < raw.byteLength * 0.75) {
+        stored = d
+        z = 1
+      }
+    }
+    const meta: ColMeta = { e: enc.e, o: pos, l: stored.byteLength, p, c: crc32(stored) }
+    if (z) meta.z = z
+    if (enc.w) meta.w = enc.w
+    if (enc.v) meta.v = enc.v
+    bufs.push(stored)
+    pos += stored.byteLength
+    const padding = pad8(pos) - pos
+    if (padding) {
+      bufs.push(ZERO.subarray(0, padding))
+      pos += padding
+    }
+    return meta
+  }
+
+  const blooms: { key: string; bits: Uint8Array }[] = []
+
+  const encodeTable = (defs: readonly FieldDef[], rows: readonly Record<string, unknown>[], kind?: RecordKind) => {
+    const cols: Record<string, ColMeta> = {}
+    const prune = kind ? PRUNE_FIELDS[kind] : []
+    for (const d of defs) {
+      const values = new Array<unknown>(rows.length)
+      for (let i = 0; i < rows.length; i++) values[i] = rows[i][d.name] ?? null
+      const enc = encodeColumn(d.name, d.type, values)
+      cols[d.name] = emit(enc)
+      if (prune.includes(d.name)) {
+        let distinct: Iterable<string>
+        let n: number
+        if (d.type === 'json') {
+          const s = new Set<string>()
+          for (const x of values) loadedAddressValues(x, s)
+          distinct = s
+          n = s.size
+        } else if (enc.distinct && (enc.e === 'dict' || enc.e === 'list')) {
+          distinct = enc.distinct
+          n = enc.distinct.length
+        } else {
+          const s = new Set<string>()
+          for (const x of values) if (typeof x === 'string') s.add(x)
+          distinct = s
+          n = s.size
+        }
+        blooms.push({ key: `${kind}.${d.name}`, bits: buildBloom(distinct, n) })
+      }
+    }
+    return cols
+  }
+
+  const headers = blocks.map((b) => b.header as unknown as Record<string, unknown>)
+  const header: TableMeta = { rows: blocks.length, cols: encodeTable(HEADER_FIELDS, headers) }
+  const kinds = {} as Record<RecordKind, TableMeta>
+  for (const kind of RECORD_KINDS) {
+    const offsets = new Uint32Array(blocks.length + 1)
+    const rows: Record<string, unknown>[] = []
+    for (let b = 0; b < blocks.length; b++) {
+      offsets[b] = rows.length
+      for (const r of blocks[b][LISTS[kind]] as unknown as Record<string, unknown>[]) rows.push(r)
+    }
+    offsets[blocks.length] = rows.length
+    const off = emit({ e: 'u32', parts: [new Uint8Array(offsets.buffer)] })
+    kinds[kind] = { rows: rows.length, off, cols: encodeTable(columnsOf(kind), rows, kind) }
+  }
+
+  // prune section
+  const f: Record<string, [number, number]> = {}
+  let k = 0
+  for (const b of blooms) {
+    f[b.key] = [k, b.bits.byteLength]
+    k += pad8(b.bits.byteLength)
+  }
+  const section = new Uint8Array(k)
+  for (const b of blooms) section.set(b.bits, f[b.key][0])
+  const pruneOff = pos
+  bufs.push(section)
+  pos += section.byteLength
+
+  const footer: Footer = {
+    v: 1,
+    firstBlock: blocks[0].header.number,
+    lastBlock: blocks[blocks.length - 1].header.number,
+    blockCount: blocks.length,
+    header,
+    kinds,
+    prune: { o: pruneOff, l: section.byteLength, c: crc32(section), f },
+  }
+  const fj = Buffer.from(JSON.stringify(footer), 'utf8')
+  const trailer = Buffer.alloc(TRAILER)
+  trailer.writeUInt32LE(fj.byteLength, 0)
+  trailer.writeUInt32LE(crc32(fj), 4)
+  END_MAGIC.copy(trailer, 8)
+  bufs.push(fj, trailer)
+  pos += fj.byteLength + TRAILER
+
+  const h = createHash('sha256')
+  for (const b of bufs) h.update(b)
+  const sha256 = h.digest('hex')
+  const fh = await open(path, 'wx')
+  try {
+    await fh.writev(bufs)
+    if (opts.fsync !== false) await fh.sync()
+  } finally {
+    await fh.close()
+  }
+  return { bytes: pos, sha256, footer }
+}
+
+export class CorruptChunkError extends Error {}
+
+/** Read and check the footer of a chunk file. */
+export function readFooter(path: string): { footer: Footer; size: number } {
+  const fd = openSync(path, 'r')
+  try {
+    const size = fstatSync(fd).size
+    if (size < MAGIC.length + TRAILER) throw new CorruptChunkError(`${path}: too short`)
+    const tailLen = Math.min(size, 64 * 1024)
+    const tail = Buffer.allocUnsafe(tailLen)
+    readExact(fd, tail, 0, tailLen, size - tailLen, path)
+    const tr = tail.subarray(tailLen - TRAILER)
+    if (!tr.subarray(8).equals(END_MAGIC)) throw new CorruptChunkError(`${path}: bad trailer`)
+    const flen = tr.readUInt32LE(0)
+    const fcrc = tr.readUInt32LE(4)
+    if (flen + TRAILER + MAGIC.length > size) throw new CorruptChunkError(`${path}: bad footer length`)
+    let fj: Buffer
+    if (flen + TRAILER <= tailLen) fj = tail.subarray(tailLen - TRAILER - flen, tailLen - TRAILER)
+    else {
+      fj = Buffer.allocUnsafe(flen)
+      readExact(fd, fj, 0, flen, size - TRAILER - flen, path)
+    }
+    if (crc32(fj) !== fcrc) throw new CorruptChunkError(`${path}: footer checksum mismatch`)
+    return { footer: JSON.parse(fj.toString('utf8')) as Footer, size }
+  } finally {
+    closeSync(fd)
+  }
+}
+
+function readExact(fd: number, buf: Uint8Array, off: number, len: number, pos: number, path: string): void {
+  let done = 0
+  while (done < len) {
+    const n = readSync(fd, buf, off + done, len - done, pos + done)
+    if (n === 0) throw new CorruptChunkError(`${path}: unexpected end of file`)
+    done += n
+  }
+}
+
+/** Read one blob (verifying its crc) and split it into its raw parts. */
+export function readBlob(path: string, fd: number | null, m: ColMeta): Uint8Array[] {
+  const own = fd === null
+  const h = own ? openSync(path, 'r') : fd
+  let buf: Uint8Array
+  try {
+    // a fresh ArrayBuffer: offset 0, so 8-aligned parts give aligned typed-array views
+    buf = new Uint8Array(new ArrayBuffer(m.l))
+    readExact(h, buf, 0, m.l, m.o, path)
+  } finally {
+    if (own) closeSync(h)
+  }
+  if (crc32(buf) !== m.c) throw new CorruptChunkError(`${path}: column checksum mismatch at offset ${m.o}`)
+  if (m.z) {
+    const raw = inflateRawSync(buf)
+    buf = raw.byteOffset % 8 === 0 ? raw : new Uint8Array(raw)
+  }
+  const parts: Uint8Array[] = []
+  let k = 0
+  for (const len of m.p) {
+    parts.push(new Uint8Array(buf.buffer, buf.byteOffset + k, len))
+    k += pad8(len)
+  }
+  return parts
+}
+
+export function decodeBlob(path: string, fd: number | null, m: ColMeta, n: number): Decoded {
+  return decodeColumn(m.e, n, readBlob(path, fd, m), m.w, m.v)
+}
+
+export function readPrune(path: string, footer: Footer): Map<string, Uint8Array> {
+  const { o, l, c, f } = footer.prune
+  const buf = new Uint8Array(new ArrayBuffer(l))
+  const fd = openSync(path, 'r')
+  try {
+    readExact(fd, buf, 0, l, o, path)
+  } finally {
+    closeSync(fd)
+  }
+  if (crc32(buf) !== c) throw new CorruptChunkError(`${path}: prune section checksum mismatch`)
+  const out = new Map<string, Uint8Array>()
+  for (const [key, [off, len]] of Object.entries(f)) out.set(key, buf.subarray(off, off + len))
+  return out
+}
+
+export function bloomMayContain(blooms: Map<string, Uint8Array>, kind: RecordKind, field: string, values: ReadonlySet<string>): boolean {
+  const bits = blooms.get(`${kind}.${field}`)
+  if (!bits) return true
+  for (const v of values) if (bloomHas(bits, v)) return true
+  return false
+}
+
+/** Rebuild the normalized blocks of a chunk file (used by merges, `verify` and tests). */
+export function readChunkBlocks(path: string, footer?: Footer): Block[] {
+  const ft = footer ?? readFooter(path).footer
+  const fd = openSync(path, 'r')
+  try {
+    const n = ft.blockCount
+    const hcols = HEADER_FIELDS.map((d) => decodeBlob(path, fd, ft.header.cols[d.name], n).values)
+    const blocks: Block[] = []
+    for (let b = 0; b < n; b++) {
+      const header = {} as Record<string, unknown>
+      HEADER_FIELDS.forEach((d, i) => (header[d.name] = hcols[i][b]))
+      blocks.push({
+        header: header as unknown as BlockHeader,
+        transactions: [],
+        instructions: [],
+        logs: [],
+        balances: [],
+        tokenBalances: [],
+        rewards: [],
+      })
+    }
+    for (const kind of RECORD_KINDS) {
+      const t = ft.kinds[kind]
+      const offsets = decodeBlob(path, fd, t.off!, n + 1).values as Uint32Array
+      const defs = columnsOf(kind)
+      const cols = defs.map((d) => decodeBlob(path, fd, t.cols[d.name], t.rows).values)
+      for (let b = 0; b < n; b++) {
+        const list = blocks[b][LISTS[kind]] as unknown as Record<string, unknown>[]
+        for (let r = offsets[b]; r < offsets[b + 1]; r++) {
+          const row: Record<string, unknown> = {}
+          defs.forEach((d, i) => (row[d.name] = cols[i][r]))
+          list.push(row)
+        }
+      }
+    }
+    return blocks
+  } finally {
+    closeSync(fd)
+  }
+}

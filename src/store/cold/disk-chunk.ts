@@ -1,0 +1,170 @@
+/**
+ * `Chunk` over one chunk file, loading columns lazily: the footer is read when the chunk is first
+ * used, the Bloom filters on the first `mayContain`, and each column on its first `column()` /
+ * `header()` call (one synchronous positioned read, crc-checked), decoded once and kept in the
+ * store-wide byte-bounded LRU.
+ */
+import { HEADER_FIELDS, columnsOf } from '../../catalogue.ts'
+import type { BlockHeader, RecordKind } from '../../model.ts'
+import type { Chunk, Table } from '../chunk.ts'
+import { bloomMayContain, decodeBlob, readFooter, readPrune, type Footer } from './chunk-file.ts'
+import type { ByteLru } from './lru.ts'
+
+const KNOWN: Map<RecordKind, Set<string>> = new Map()
+function known(kind: RecordKind): Set<string> {
+  let s = KNOWN.get(kind)
+  if (!s) KNOWN.set(kind, (s = new Set(columnsOf(kind).map((d) => d.name))))
+  return s
+}
+const HEADER_NAMES = new Set(HEADER_FIELDS.map((d) => d.name))
+
+export type ColumnCache = ByteLru<string, ArrayLike<unknown>>
+
+export class DiskChunk implements Chunk {
+  readonly firstBlock: number
+  readonly lastBlock: number
+  readonly blockCount: number
+  private _footer: Footer | null = null
+  private blooms: Map<string, Uint8Array> | null = null
+  private readonly tables = new Map<RecordKind, DiskTable>()
+
+  constructor(
+    readonly path: string,
+    meta: { firstBlock: number; lastBlock: number; blockCount: number },
+    private readonly cache: ColumnCache,
+  ) {
+    this.firstBlock = meta.firstBlock
+    this.lastBlock = meta.lastBlock
+    this.blockCount = meta.blockCount
+  }
+
+  get footer(): Footer {
+    if (!this._footer) {
+      const { footer } = readFooter(this.path)
+      if (footer.firstBlock !== this.firstBlock || footer.lastBlock !== this.lastBlock || footer.blockCount !== this.blockCount) {
+        throw new Error(`cold store: ${this.path} does not hold the blocks the manifest lists`)
+      }
+      this._footer = footer
+    }
+    return this._footer
+  }
+
+  /** decoded column, through the cache */
+  load(key: string, get: () => { values: ArrayLike<unknown>; bytes: number }): ArrayLike<unknown> {
+    const k = `${this.path}\0${key}`
+    let v = this.cache.get(k)
+    if (v === undefined) {
+      const d = get()
+      v = d.values
+      this.cache.set(k, v, d.bytes)
+    }
+    return v
+  }
+
+  header<K extends keyof BlockHeader>(field: K): ArrayLike<BlockHeader[K]> {
+    if (!HEADER_NAMES.has(field)) throw new Error(`unknown header field ${field}`)
+    return this.load(`header.${field}`, () =>
+      decodeBlob(this.path, null, this.footer.header.cols[field], this.blockCount),
+    ) as ArrayLike<BlockHeader[K]>
+  }
+
+  table(kind: RecordKind): Table {
+    let t = this.tables.get(kind)
+    if (!t) {
+      if (!known(kind)) throw new Error(`unknown kind ${kind}`)
+      t = new DiskTable(this, kind)
+      this.tables.set(kind, t)
+    }
+    return t
+  }
+
+  mayContain(kind: RecordKind, field: string, values: ReadonlySet<string>): boolean {
+    if (values.size === 0) return false
+    if (!this.blooms) this.blooms = readPrune(this.path, this.footer)
+    return bloomMayContain(this.blooms, kind, field, values)
+  }
+
+  /** The blocks of positions [0, end) as a chunk (for ranges ending inside this chunk). */
+  prefix(end: number): Chunk {
+    return end >= this.blockCount ? this : new PrefixChunk(this, end)
+  }
+}
+
+class DiskTable implements Table {
+  constructor(
+    private readonly chunk: DiskChunk,
+    private readonly kind: RecordKind,
+  ) {}
+
+  get rowCount(): number {
+    return this.chunk.footer.kinds[this.kind].rows
+  }
+
+  get blockOffsets(): ArrayLike<number> {
+    const c = this.chunk
+    return c.load(`${this.kind}.#offsets`, () => decodeBlob(c.path, null, c.footer.kinds[this.kind].off!, c.blockCount + 1)) as ArrayLike<number>
+  }
+
+  column(field: string): ArrayLike<unknown> {
+    if (!known(this.kind).has(field)) throw new Error(`unknown column ${this.kind}.${field}`)
+    const c = this.chunk
+    return c.load(`${this.kind}.${field}`, () => {
+      const t = c.footer.kinds[this.kind]
+      return decodeBlob(c.path, null, t.cols[field], t.rows)
+    })
+  }
+}
+
+function head<T>(a: ArrayLike<T>, n: number): ArrayLike<T> {
+  if (n >= a.length) return a
+  if (ArrayBuffer.isView(a)) return (a as unknown as Uint32Array).subarray(0, n) as unknown as ArrayLike<T>
+  return Array.prototype.slice.call(a, 0, n) as T[]
+}
+
+/** The first `end` blocks of a disk chunk (row ranges are prefixes too, so columns are prefixes). */
+class PrefixChunk implements Chunk {
+  readonly firstBlock: number
+  readonly lastBlock: number
+  readonly blockCount: number
+  private readonly tables = new Map<RecordKind, Table>()
+
+  constructor(
+    private readonly base: DiskChunk,
+    end: number,
+  ) {
+    if (end <= 0) throw new Error('empty prefix chunk')
+    this.blockCount = end
+    this.firstBlock = base.firstBlock
+    this.lastBlock = base.header('number')[end - 1] as number
+  }
+
+  header<K extends keyof BlockHeader>(field: K): ArrayLike<BlockHeader[K]> {
+    return head(this.base.header(field), this.blockCount)
+  }
+
+  table(kind: RecordKind): Table {
+    let t = this.tables.get(kind)
+    if (!t) {
+      const base = this.base.table(kind)
+      const end = this.blockCount
+      const offsets = head(base.blockOffsets, end + 1)
+      const rows = offsets[end]
+      const cache = new Map<string, ArrayLike<unknown>>()
+      t = {
+        rowCount: rows,
+        blockOffsets: offsets,
+        column(field: string) {
+          let c = cache.get(field)
+          if (!c) cache.set(field, (c = head(base.column(field), rows)))
+          return c
+        },
+      }
+      this.tables.set(kind, t)
+    }
+    return t
+  }
+
+  mayContain(kind: RecordKind, field: string, values: ReadonlySet<string>): boolean {
+    return this.base.mayContain(kind, field, values)
+  }
+}

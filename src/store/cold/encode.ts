@@ -1,0 +1,330 @@
+/**
+ * Column encodings of the cold store, chosen by catalogue type (src/catalogue.ts `FieldType`).
+ *
+ * A column is encoded into a few "parts" (byte arrays); the chunk file stores them back to back,
+ * each padded to 8 bytes, so typed arrays can be views on the read buffer without copying.
+ *
+ * | enc     | types              | parts                                                   |
+ * |---------|--------------------|---------------------------------------------------------|
+ * | u32     | u32                | Uint32 values, [validity bytes when some null]          |
+ * | u64/i64 | u64, i64           | BigUint64/BigInt64 values, [validity bytes]             |
+ * | bool    | bool               | Uint8 (0, 1; 2 = null)                                  |
+ * | ver     | version            | Int32 (-1 = "legacy")                                   |
+ * | dict    | base58, string     | JSON array of distinct values, codes (w = 1/2/4 bytes); code = dict size → null |
+ * | plain   | base58, string     | JSON array of all values (high-cardinality columns: data, log messages) |
+ * | jdict   | json               | JSON array of distinct values, codes                    |
+ * | jplain  | json               | JSON array of all values                                |
+ * | addr    | address            | Uint32 offsets (n + 1), element values (w = 1/2/4 bytes) |
+ * | list    | base58List         | Uint32 offsets (n + 1), JSON dictionary, codes (w)      |
+ *
+ * JSON text is used for string dictionaries because V8's JSON.parse of a string array is much
+ * faster than decoding each string from UTF-8 separately.
+ */
+import type { FieldType } from '../../catalogue.ts'
+
+export type Enc = 'u32' | 'u64' | 'i64' | 'bool' | 'ver' | 'dict' | 'plain' | 'jdict' | 'jplain' | 'addr' | 'list'
+
+export interface Encoded {
+  e: Enc
+  parts: Uint8Array[]
+  /** code / element width in bytes */
+  w?: 1 | 2 | 4
+  /** validity part present */
+  v?: 1
+  /** the distinct values (dict, jdict: texts; list: elements) — reused for pruning filters */
+  distinct?: string[]
+}
+
+const U32_MAX = 0xffffffff
+const U64_MAX = (1n << 64n) - 1n
+const I64_MIN = -(1n << 63n)
+const I64_MAX = (1n << 63n) - 1n
+
+function u8(a: ArrayBufferView): Uint8Array {
+  return new Uint8Array(a.buffer, a.byteOffset, a.byteLength)
+}
+
+function utf8(s: string): Uint8Array {
+  return Buffer.from(s, 'utf8')
+}
+
+function widthFor(maxValue: number): 1 | 2 | 4 {
+  return maxValue <= 0xff ? 1 : maxValue <= 0xffff ? 2 : 4
+}
+
+function packCodes(codes: Uint32Array, w: 1 | 2 | 4): Uint8Array {
+  if (w === 4) return u8(codes)
+  if (w === 2) return u8(Uint16Array.from(codes))
+  return Uint8Array.from(codes)
+}
+
+function validity(values: ArrayLike<unknown>): Uint8Array | null {
+  let any = false
+  const v = new Uint8Array(values.length)
+  for (let i = 0; i < values.length; i++) {
+    if (values[i] === null || values[i] === undefined) any = true
+    else v[i] = 1
+  }
+  return any ? v : null
+}
+
+function fail(name: string, i: number, what: string, value: unknown): never {
+  throw new Error(`cold store: column ${name} row ${i}: ${what}, got ${typeof value === 'bigint' ? `${value}n` : JSON.stringify(value)}`)
+}
+
+/** Strings: a dictionary when values repeat (distinct < half the rows), else the plain list. */
+function encodeStrings(name: string, values: ArrayLike<unknown>, json: boolean): Encoded {
+  const n = values.length
+  const index = new Map<string, number>()
+  const dict: string[] = []
+  const codes = new Uint32Array(n)
+  const texts: (string | null)[] | null = json ? new Array(n) : null
+  let nulls = 0
+  for (let i = 0; i < n; i++) {
+    const x = values[i]
+    if (x === null || x === undefined) {
+      codes[i] = U32_MAX
+      nulls++
+      if (texts) texts[i] = null
+      continue
+    }
+    let key: string
+    if (json) {
+      const t = JSON.stringify(x)
+      if (t === undefined) fail(name, i, 'expected a JSON value', x)
+      key = t
+      texts![i] = t
+    } else {
+      if (typeof x !== 'string') fail(name, i, 'expected a string', x)
+      key = x
+    }
+    let c = index.get(key)
+    if (c === undefined) {
+      c = dict.length
+      index.set(key, c)
+      dict.push(key)
+    }
+    codes[i] = c
+  }
+  if (nulls) for (let i = 0; i < n; i++) if (codes[i] === U32_MAX) codes[i] = dict.length
+  const useDict = dict.length * 2 <= n - nulls || n - nulls === 0
+  if (!useDict) {
+    const text = json
+      ? `[${texts!.map((t) => (t === null ? 'null' : t)).join(',')}]`
+      : JSON.stringify(Array.from(values as ArrayLike<string | null>, (x) => x ?? null))
+    return { e: json ? 'jplain' : 'plain', parts: [utf8(text)], distinct: dict }
+  }
+  const w = widthFor(dict.length)
+  const dictText = json ? `[${dict.join(',')}]` : JSON.stringify(dict)
+  return { e: json ? 'jdict' : 'dict', parts: [utf8(dictText), packCodes(codes, w)], w, distinct: dict }
+}
+
+export function encodeColumn(name: string, type: FieldType, values: ArrayLike<unknown>): Encoded {
+  const n = values.length
+  switch (type) {
+    case 'u32': {
+      const a = new Uint32Array(n)
+      for (let i = 0; i < n; i++) {
+        const x = values[i]
+        if (x === null || x === undefined) continue
+        if (typeof x !== 'number' || !Number.isInteger(x) || x < 0 || x > U32_MAX) fail(name, i, 'expected a u32', x)
+        a[i] = x
+      }
+      const v = validity(values)
+      return v ? { e: 'u32', parts: [u8(a), v], v: 1 } : { e: 'u32', parts: [u8(a)] }
+    }
+    case 'u64':
+    case 'i64': {
+      const a = type === 'u64' ? new BigUint64Array(n) : new BigInt64Array(n)
+      const [lo, hi] = type === 'u64' ? [0n, U64_MAX] : [I64_MIN, I64_MAX]
+      for (let i = 0; i < n; i++) {
+        const x = values[i]
+        if (x === null || x === undefined) continue
+        if (typeof x !== 'bigint' || x < lo || x > hi) fail(name, i, `expected a ${type} bigint`, x)
+        a[i] = x
+      }
+      const v = validity(values)
+      return v ? { e: type, parts: [u8(a), v], v: 1 } : { e: type, parts: [u8(a)] }
+    }
+    case 'bool': {
+      const a = new Uint8Array(n)
+      for (let i = 0; i < n; i++) {
+        const x = values[i]
+        if (x === null || x === undefined) a[i] = 2
+        else if (typeof x !== 'boolean') fail(name, i, 'expected a boolean', x)
+        else a[i] = x ? 1 : 0
+      }
+      return { e: 'bool', parts: [a] }
+    }
+    case 'version': {
+      const a = new Int32Array(n)
+      for (let i = 0; i < n; i++) {
+        const x = values[i]
+        if (x === 'legacy') a[i] = -1
+        else if (typeof x === 'number' && Number.isInteger(x) && x >= 0 && x < 0x7fffffff) a[i] = x
+        else fail(name, i, "expected 'legacy' or a version number", x)
+      }
+      return { e: 'ver', parts: [u8(a)] }
+    }
+    case 'base58':
+    case 'string':
+      return encodeStrings(name, values, false)
+    case 'json':
+      return encodeStrings(name, values, true)
+    case 'address': {
+      const offsets = new Uint32Array(n + 1)
+      let total = 0
+      let max = 0
+      for (let i = 0; i < n; i++) {
+        const x = values[i]
+        if (!Array.isArray(x)) fail(name, i, 'expected an array of numbers', x)
+        offsets[i] = total
+        total += x.length
+        for (const e of x) {
+          if (typeof e !== 'number' || !Number.isInteger(e) || e < 0 || e > U32_MAX) fail(name, i, 'expected u32 elements', x)
+          if (e > max) max = e
+        }
+      }
+      offsets[n] = total
+      const flat = new Uint32Array(total)
+      let k = 0
+      for (let i = 0; i < n; i++) for (const e of values[i] as number[]) flat[k++] = e
+      const w = widthFor(max)
+      return { e: 'addr', parts: [u8(offsets), packCodes(flat, w)], w }
+    }
+    case 'base58List': {
+      const offsets = new Uint32Array(n + 1)
+      const index = new Map<string, number>()
+      const dict: string[] = []
+      let total = 0
+      for (let i = 0; i < n; i++) {
+        const x = values[i]
+        if (!Array.isArray(x)) fail(name, i, 'expected an array of strings', x)
+        offsets[i] = total
+        total += x.length
+      }
+      offsets[n] = total
+      const codes = new Uint32Array(total)
+      let k = 0
+      for (let i = 0; i < n; i++) {
+        for (const e of values[i] as unknown[]) {
+          if (typeof e !== 'string') fail(name, i, 'expected string elements', values[i])
+          let c = index.get(e)
+          if (c === undefined) {
+            c = dict.length
+            index.set(e, c)
+            dict.push(e)
+          }
+          codes[k++] = c
+        }
+      }
+      const w = widthFor(dict.length)
+      return { e: 'list', parts: [u8(offsets), utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
+    }
+  }
+}
+
+function view32(p: Uint8Array): Uint32Array {
+  return new Uint32Array(p.buffer, p.byteOffset, p.byteLength >>> 2)
+}
+
+function codesOf(p: Uint8Array, w: number | undefined): Uint8Array | Uint16Array | Uint32Array {
+  if (w === 1) return p
+  if (w === 2) return new Uint16Array(p.buffer, p.byteOffset, p.byteLength >>> 1)
+  return view32(p)
+}
+
+function text(p: Uint8Array): string {
+  return Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString('utf8')
+}
+
+function withNulls<T>(values: ArrayLike<T>, v: Uint8Array): (T | null)[] {
+  const out = new Array<T | null>(values.length)
+  for (let i = 0; i < values.length; i++) out[i] = v[i] ? values[i] : null
+  return out
+}
+
+export interface Decoded {
+  values: ArrayLike<unknown>
+  /** rough memory footprint, for the cache budget */
+  bytes: number
+}
+
+/**
+ * Decode a column from its parts (views on an 8-byte-aligned buffer). Non-nullable fixed-width
+ * columns are returned as typed arrays (no copy); everything else as plain arrays holding the
+ * model's values (null for absent, bigint for u64/i64, arrays for list fields).
+ */
+export function decodeColumn(e: Enc, n: number, parts: Uint8Array[], w?: number, v?: number): Decoded {
+  switch (e) {
+    case 'u32': {
+      const a = view32(parts[0]).subarray(0, n)
+      return v ? { values: withNulls(a, parts[1]), bytes: n * 16 } : { values: a, bytes: a.byteLength }
+    }
+    case 'u64':
+    case 'i64': {
+      const p = parts[0]
+      const a = e === 'u64' ? new BigUint64Array(p.buffer, p.byteOffset, n) : new BigInt64Array(p.buffer, p.byteOffset, n)
+      return v ? { values: withNulls(a as ArrayLike<bigint>, parts[1]), bytes: n * 40 } : { values: a, bytes: a.byteLength }
+    }
+    case 'bool': {
+      const p = parts[0]
+      const out = new Array<boolean | null>(n)
+      for (let i = 0; i < n; i++) out[i] = p[i] === 2 ? null : p[i] === 1
+      return { values: out, bytes: n * 8 }
+    }
+    case 'ver': {
+      const p = parts[0]
+      const a = new Int32Array(p.buffer, p.byteOffset, n)
+      const out = new Array<'legacy' | number>(n)
+      for (let i = 0; i < n; i++) out[i] = a[i] < 0 ? 'legacy' : a[i]
+      return { values: out, bytes: n * 8 }
+    }
+    case 'plain':
+    case 'jplain': {
+      const s = text(parts[0])
+      const out = JSON.parse(s) as unknown[]
+      return { values: out, bytes: n * 8 + s.length * 2 + n * 24 }
+    }
+    case 'dict':
+    case 'jdict': {
+      const s = text(parts[0])
+      const dict = JSON.parse(s) as unknown[]
+      const codes = codesOf(parts[1], w)
+      const out = new Array<unknown>(n)
+      for (let i = 0; i < n; i++) {
+        const c = codes[i]
+        out[i] = c < dict.length ? dict[c] : null
+      }
+      return { values: out, bytes: n * 8 + s.length * 2 + dict.length * 24 }
+    }
+    case 'addr': {
+      const off = view32(parts[0])
+      const flat = codesOf(parts[1], w)
+      const out = new Array<number[]>(n)
+      for (let i = 0; i < n; i++) {
+        const a = off[i]
+        const b = off[i + 1]
+        const x = new Array<number>(b - a)
+        for (let j = a; j < b; j++) x[j - a] = flat[j]
+        out[i] = x
+      }
+      return { values: out, bytes: n * 40 + off[n] * 8 }
+    }
+    case 'list': {
+      const off = view32(parts[0])
+      const s = text(parts[1])
+      const dict = JSON.parse(s) as string[]
+      const codes = codesOf(parts[2], w)
+      const out = new Array<string[]>(n)
+      for (let i = 0; i < n; i++) {
+        const a = off[i]
+        const b = off[i + 1]
+        const x = new Array<string>(b - a)
+        for (let j = a; j < b; j++) x[j - a] = dict[codes[j]]
+        out[i] = x
+      }
+      return { values: out, bytes: n * 40 + off[n] * 8 + s.length * 2 + dict.length * 24 }
+    }
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * A byte-bounded LRU cache (Map insertion order = recency). Used for decoded columns of on-disk
+ * chunks: a query touching many chunks never holds more than `maxBytes` of decoded columns.
+ */
+export class ByteLru<K, V> {
+  private readonly map = new Map<K, { value: V; bytes: number }>()
+  private total = 0
+
+  constructor(private readonly maxBytes: number) {}
+
+  get bytes(): number {
+    return this.total
+  }
+
+  get size(): number {
+    return this.map.size
+  }
+
+  get(key: K): V | undefined {
+    const e = this.map.get(key)
+    if (!e) return undefined
+    this.map.delete(key)
+    this.map.set(key, e)
+    return e.value
+  }
+
+  has(key: K): boolean {
+    return this.map.has(key)
+  }
+
+  set(key: K, value: V, bytes: number): void {
+    const old = this.map.get(key)
+    if (old) {
+      this.total -= old.bytes
+      this.map.delete(key)
+    }
+    this.map.set(key, { value, bytes })
+    this.total += bytes
+    // keep at least the newest entry, even when it alone is over budget
+    while (this.total > this.maxBytes && this.map.size > 1) {
+      const first = this.map.keys().next().value as K
+      this.total -= this.map.get(first)!.bytes
+      this.map.delete(first)
+    }
+  }
+
+  delete(key: K): void {
+    const e = this.map.get(key)
+    if (e) {
+      this.total -= e.bytes
+      this.map.delete(key)
+    }
+  }
+
+  /** drop every entry whose key matches */
+  deleteWhere(pred: (key: K) => boolean): void {
+    for (const [k, e] of this.map) {
+      if (pred(k)) {
+        this.total -= e.bytes
+        this.map.delete(k)
+      }
+    }
+  }
+
+  clear(): void {
+    this.map.clear()
+    this.total = 0
+  }
+}
