@@ -1,0 +1,518 @@
+/**
+ * Generic query execution over columnar chunks: filters evaluated column-wise into candidate row
+ * lists, relations (data in spec.ts) run by one planner, rows rendered by compiled writers.
+ */
+import { BLOCK_MEMBERS, type FieldDef } from '../catalogue.ts'
+import type { RecordKind } from '../model.ts'
+import type { Chunk, Table } from '../store/chunk.ts'
+import type { BlockStore } from '../store/types.ts'
+import type { CompiledFilter, ItemRequest, ParsedQuery } from './parse.ts'
+import { compileWriter, selectedDefs, type RowWriter, type WriterFactory } from './render.ts'
+import type { JoinKind, RelationDecl } from './spec.ts'
+
+export interface ExecuteOptions {
+  /** inclusive upper block bound decided by the server (min(toBlock, head)) */
+  to: number
+  /** passed to store.chunks */
+  finalizedOnly: boolean
+  /** render u64/i64 as bare exact integers instead of decimal strings */
+  bigintsAsNumbers?: boolean
+  /** checked after each produced block is processed; true → end early (at a block boundary) */
+  shouldStop?: () => boolean
+}
+
+export interface OutputBlock {
+  number: number
+  hash: string
+  /** one JSON object, no newline */
+  line: string
+  /**
+   * true when the block holds no selected row and is output only as a boundary of the range (the
+   * first or last produced block, or where `shouldStop` ended it); false with `includeAllBlocks`
+   */
+  empty: boolean
+}
+
+interface KindPlan {
+  kind: RecordKind
+  /** `,"<member>":[` */
+  open: string
+  requests: ItemRequest[]
+  /** relations of the query that add rows of this kind */
+  incoming: RelationDecl[]
+  defs: FieldDef[]
+  writer: WriterFactory
+}
+
+interface Plan {
+  kinds: KindPlan[]
+  byKind: Map<RecordKind, KindPlan>
+  relations: RelationDecl[]
+  headerDefs: FieldDef[]
+  headerWriter: WriterFactory
+}
+
+function makePlan(q: ParsedQuery, bigintsAsNumbers: boolean): Plan {
+  const relations: RelationDecl[] = []
+  for (const r of q.requests) for (const rel of r.relations) if (!relations.includes(rel)) relations.push(rel)
+  const kinds: KindPlan[] = []
+  const byKind = new Map<RecordKind, KindPlan>()
+  for (const { kind, member } of BLOCK_MEMBERS) {
+    const requests = q.requests.filter((r) => r.kind === kind)
+    const incoming = relations.filter((r) => r.to === kind)
+    if (requests.length === 0 && incoming.length === 0) continue
+    const fields = q.fields[kind]
+    const kp: KindPlan = {
+      kind,
+      open: ',' + JSON.stringify(member) + ':[',
+      requests,
+      incoming,
+      defs: selectedDefs(fields),
+      writer: compileWriter(fields, bigintsAsNumbers),
+    }
+    kinds.push(kp)
+    byKind.set(kind, kp)
+  }
+  return {
+    kinds,
+    byKind,
+    relations,
+    headerDefs: selectedDefs(q.fields.block),
+    headerWriter: compileWriter(q.fields.block, bigintsAsNumbers),
+  }
+}
+
+/** first index in [lo, hi) of an ascending array with a[i] >= v */
+function lowerBound(a: ArrayLike<number>, lo: number, hi: number, v: number): number {
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (a[mid] < v) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+function isProperPrefix(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length >= b.length) return false
+  for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return false
+  return true
+}
+
+function sameAddress(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false
+  for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return false
+  return true
+}
+
+/**
+ * Apply one filter: with `cand === null`, scan rows [lo, hi) into `out`; otherwise keep the rows
+ * of `cand[0..n)` that pass (in place, `out === cand`). Returns the number of rows kept.
+ */
+function applyFilter(f: CompiledFilter, t: Table, cand: Int32Array | null, n: number, lo: number, hi: number, out: Int32Array): number {
+  let k = 0
+  switch (f.op) {
+    case 'in': {
+      const col = t.column(f.column) as ArrayLike<string | null>
+      const set = f.values as Set<string | null>
+      if (cand === null) {
+        for (let r = lo; r < hi; r++) if (set.has(col[r])) out[k++] = r
+      } else {
+        for (let j = 0; j < n; j++) {
+          const r = cand[j]
+          if (set.has(col[r])) out[k++] = r
+        }
+      }
+      return k
+    }
+    case 'bool': {
+      const col = t.column(f.column) as ArrayLike<boolean>
+      const v = f.value
+      if (cand === null) {
+        for (let r = lo; r < hi; r++) if (col[r] === v) out[k++] = r
+      } else {
+        for (let j = 0; j < n; j++) {
+          const r = cand[j]
+          if (col[r] === v) out[k++] = r
+        }
+      }
+      return k
+    }
+    case 'at': {
+      const col = t.column(f.column) as ArrayLike<readonly string[]>
+      const set = f.values
+      const idx = f.index
+      if (cand === null) {
+        for (let r = lo; r < hi; r++) {
+          const a = col[r]
+          if (a.length > idx && set.has(a[idx])) out[k++] = r
+        }
+      } else {
+        for (let j = 0; j < n; j++) {
+          const r = cand[j]
+          const a = col[r]
+          if (a.length > idx && set.has(a[idx])) out[k++] = r
+        }
+      }
+      return k
+    }
+    case 'any': {
+      const set = f.values
+      const cols = f.sources.map((s) => ({ col: t.column(s.column) as ArrayLike<unknown>, sub: s.sub }))
+      const test = (r: number): boolean => {
+        for (let s = 0; s < cols.length; s++) {
+          const v = cols[s].col[r] as Record<string, readonly string[]> | readonly string[] | null
+          if (v === null || v === undefined) continue
+          const list = (cols[s].sub === undefined ? v : (v as Record<string, readonly string[]>)[cols[s].sub!]) as
+            | readonly string[]
+            | undefined
+          if (!list) continue
+          for (let e = 0; e < list.length; e++) if (set.has(list[e])) return true
+        }
+        return false
+      }
+      if (cand === null) {
+        for (let r = lo; r < hi; r++) if (test(r)) out[k++] = r
+      } else {
+        for (let j = 0; j < n; j++) {
+          const r = cand[j]
+          if (test(r)) out[k++] = r
+        }
+      }
+      return k
+    }
+    case 'prefix': {
+      const col = t.column(f.column) as ArrayLike<string>
+      const groups = f.groups
+      if (groups.length === 1 && groups[0].values.size === 1) {
+        const p = groups[0].values.values().next().value as string
+        if (cand === null) {
+          for (let r = lo; r < hi; r++) if (col[r].startsWith(p)) out[k++] = r
+        } else {
+          for (let j = 0; j < n; j++) {
+            const r = cand[j]
+            if (col[r].startsWith(p)) out[k++] = r
+          }
+        }
+        return k
+      }
+      const test = (s: string): boolean => {
+        for (let g = 0; g < groups.length; g++) {
+          const len = groups[g].length
+          if (s.length < len) return false
+          if (groups[g].values.has(s.length === len ? s : s.slice(0, len))) return true
+        }
+        return false
+      }
+      if (cand === null) {
+        for (let r = lo; r < hi; r++) if (test(col[r])) out[k++] = r
+      } else {
+        for (let j = 0; j < n; j++) {
+          const r = cand[j]
+          if (test(col[r])) out[k++] = r
+        }
+      }
+      return k
+    }
+  }
+}
+
+/** false when the chunk's pruning hint proves that the request matches no row */
+function mayMatch(chunk: Chunk, kind: RecordKind, req: ItemRequest): boolean {
+  if (!chunk.mayContain) return true
+  for (const f of req.filters) {
+    if (f.op === 'in' || f.op === 'at') {
+      if (!chunk.mayContain(kind, f.column, f.values)) return false
+    } else if (f.op === 'any') {
+      let maybe = false
+      for (const s of f.sources) {
+        if (chunk.mayContain(kind, s.column, f.values)) {
+          maybe = true
+          break
+        }
+      }
+      if (!maybe) return false
+    }
+  }
+  return true
+}
+
+/** rows selected for output of one kind in one chunk */
+interface Selected {
+  /** mask[r - base] = 1 when row r is selected */
+  mask: Uint8Array
+  base: number
+  any: boolean
+}
+
+/** A source list of rows (ascending) for a relation. */
+interface Source {
+  rows: Int32Array
+  n: number
+}
+
+class ChunkRun {
+  private readonly tables = new Map<RecordKind, Table>()
+  readonly selected = new Map<RecordKind, Selected>()
+  private readonly sources = new Map<RelationDecl, Source[]>()
+
+  constructor(
+    readonly chunk: Chunk,
+    readonly plan: Plan,
+    /** block positions [bLo, bHi) */
+    readonly bLo: number,
+    readonly bHi: number,
+  ) {}
+
+  table(kind: RecordKind): Table {
+    let t = this.tables.get(kind)
+    if (!t) {
+      t = this.chunk.table(kind)
+      this.tables.set(kind, t)
+    }
+    return t
+  }
+
+  private sel(kind: RecordKind): Selected {
+    let s = this.selected.get(kind)
+    if (!s) {
+      const off = this.table(kind).blockOffsets
+      const base = off[this.bLo]
+      s = { mask: new Uint8Array(off[this.bHi] - base), base, any: false }
+      this.selected.set(kind, s)
+    }
+    return s
+  }
+
+  run(): void {
+    for (const kp of this.plan.kinds) {
+      for (const req of kp.requests) this.evaluate(kp.kind, req)
+    }
+    for (const rel of this.plan.relations) {
+      const srcs = this.sources.get(rel)
+      if (srcs) this.join(rel, srcs)
+    }
+  }
+
+  private evaluate(kind: RecordKind, req: ItemRequest): void {
+    if (!mayMatch(this.chunk, kind, req)) return
+    const t = this.table(kind)
+    const off = t.blockOffsets
+    const lo = off[this.bLo]
+    const hi = off[this.bHi]
+    if (hi <= lo) return
+    if (req.filters.length === 0 && req.relations.length === 0) {
+      const s = this.sel(kind)
+      s.mask.fill(1)
+      s.any = true
+      return
+    }
+    let cand: Int32Array | null = null
+    let n = 0
+    if (req.filters.length === 0) {
+      cand = new Int32Array(hi - lo)
+      for (let r = lo; r < hi; r++) cand[n++] = r
+    } else {
+      for (const f of req.filters) {
+        if (cand === null) {
+          cand = new Int32Array(hi - lo)
+          n = applyFilter(f, t, null, 0, lo, hi, cand)
+        } else {
+          n = applyFilter(f, t, cand, n, lo, hi, cand)
+        }
+        if (n === 0) return
+      }
+    }
+    const rows = cand!
+    const s = this.sel(kind)
+    const m = s.mask
+    const base = s.base
+    for (let j = 0; j < n; j++) m[rows[j] - base] = 1
+    s.any = true
+    for (const rel of req.relations) {
+      let list = this.sources.get(rel)
+      if (!list) this.sources.set(rel, (list = []))
+      list.push({ rows, n })
+    }
+  }
+
+  private join(rel: RelationDecl, srcs: Source[]): void {
+    const src = this.table(rel.from)
+    const dst = this.table(rel.to)
+    const sel = this.sel(rel.to)
+    const before = sel.any
+    let marked = false
+    for (const s of srcs) {
+      if (joinRows(rel.join, src, dst, s.rows, s.n, this.bLo, sel)) marked = true
+    }
+    sel.any = before || marked
+  }
+}
+
+/** Mark the rows of `dst` related to the source rows; returns whether any row was marked. */
+function joinRows(join: JoinKind, src: Table, dst: Table, rows: Int32Array, n: number, bLo: number, sel: Selected): boolean {
+  const sOff = src.blockOffsets
+  const dOff = dst.blockOffsets
+  const sTx = src.column('transactionIndex') as ArrayLike<number>
+  const dTx = dst.column('transactionIndex') as ArrayLike<number>
+  const mask = sel.mask
+  const base = sel.base
+  let marked = false
+  let b = bLo
+  let lastB = -1
+  let lastT = -1
+  switch (join) {
+    case 'tx': {
+      for (let j = 0; j < n; j++) {
+        const r = rows[j]
+        while (sOff[b + 1] <= r) b++
+        const t = sTx[r]
+        if (b === lastB && t === lastT) continue
+        lastB = b
+        lastT = t
+        const end = dOff[b + 1]
+        for (let x = lowerBound(dTx, dOff[b], end, t); x < end && dTx[x] === t; x++) {
+          mask[x - base] = 1
+          marked = true
+        }
+      }
+      return marked
+    }
+    case 'subtree': {
+      // instructions are in depth-first order: the subtree follows its root contiguously
+      const addr = src.column('instructionAddress') as ArrayLike<readonly number[]>
+      for (let j = 0; j < n; j++) {
+        const r = rows[j]
+        while (sOff[b + 1] <= r) b++
+        const end = sOff[b + 1]
+        const t = sTx[r]
+        const a = addr[r]
+        for (let x = r + 1; x < end && sTx[x] === t && isProperPrefix(a, addr[x]); x++) {
+          mask[x - base] = 1
+          marked = true
+        }
+      }
+      return marked
+    }
+    case 'parents': {
+      const addr = src.column('instructionAddress') as ArrayLike<readonly number[]>
+      for (let j = 0; j < n; j++) {
+        const r = rows[j]
+        while (sOff[b + 1] <= r) b++
+        const start = sOff[b]
+        const t = sTx[r]
+        const a = addr[r]
+        if (a.length <= 1) continue
+        for (let x = r - 1; x >= start && sTx[x] === t; x--) {
+          const p = addr[x]
+          if (isProperPrefix(p, a)) {
+            mask[x - base] = 1
+            marked = true
+          }
+          if (p.length === 1) break
+        }
+      }
+      return marked
+    }
+    case 'address': {
+      const sAddr = src.column('instructionAddress') as ArrayLike<readonly number[]>
+      const dAddr = dst.column('instructionAddress') as ArrayLike<readonly number[]>
+      for (let j = 0; j < n; j++) {
+        const r = rows[j]
+        while (sOff[b + 1] <= r) b++
+        const t = sTx[r]
+        const a = sAddr[r]
+        const end = dOff[b + 1]
+        for (let x = lowerBound(dTx, dOff[b], end, t); x < end && dTx[x] === t; x++) {
+          if (sameAddress(a, dAddr[x])) {
+            mask[x - base] = 1
+            marked = true
+          }
+        }
+      }
+      return marked
+    }
+  }
+}
+
+interface BoundKind {
+  open: string
+  mask: Uint8Array
+  base: number
+  offsets: ArrayLike<number>
+  write: RowWriter
+}
+
+/**
+ * Stream the query's output blocks (semantics.md §4): ascending, produced blocks only, the first
+ * and the last produced block of the covered range always present.
+ */
+export async function* executeQuery(store: BlockStore, q: ParsedQuery, opts: ExecuteOptions): AsyncGenerator<OutputBlock> {
+  const from = q.fromBlock
+  const to = opts.to
+  if (to < from) return
+  const plan = makePlan(q, opts.bigintsAsNumbers === true)
+  const shouldStop = opts.shouldStop
+  let first = true
+  let pending: OutputBlock | null = null
+  for await (const chunk of store.chunks(from, to, opts.finalizedOnly)) {
+    if (chunk.blockCount === 0 || chunk.lastBlock < from || chunk.firstBlock > to) continue
+    const numbers = chunk.header('number')
+    const bLo = lowerBound(numbers, 0, chunk.blockCount, from)
+    const bHi = lowerBound(numbers, bLo, chunk.blockCount, to + 1)
+    if (bLo >= bHi) continue
+    const hashes = chunk.header('hash')
+
+    const run = new ChunkRun(chunk, plan, bLo, bHi)
+    run.run()
+    const bound: BoundKind[] = []
+    for (const kp of plan.kinds) {
+      const s = run.selected.get(kp.kind)
+      if (!s || !s.any) continue
+      const t = run.table(kp.kind)
+      bound.push({
+        open: kp.open,
+        mask: s.mask,
+        base: s.base,
+        offsets: t.blockOffsets,
+        write: kp.writer(kp.defs.map((d) => t.column(d.name))),
+      })
+    }
+    const header = plan.headerWriter(plan.headerDefs.map((d) => chunk.header(d.name as 'number')))
+
+    for (let b = bLo; b < bHi; b++) {
+      if (pending !== null) pending = null // a later block exists: the pending one was not the last
+      let body = ''
+      for (let k = 0; k < bound.length; k++) {
+        const bk = bound[k]
+        const m = bk.mask
+        const base = bk.base
+        const end = bk.offsets[b + 1] - base
+        let part = ''
+        let sep = bk.open
+        for (let x = bk.offsets[b] - base; x < end; x++) {
+          if (m[x] === 1) {
+            part += sep + bk.write(x + base)
+            sep = ','
+          }
+        }
+        if (part !== '') body += part + ']'
+      }
+      const number = numbers[b]
+      const empty = body === '' && !q.includeAllBlocks
+      let emitted = false
+      if (!empty || first || number === to) {
+        emitted = true
+        yield { number, hash: hashes[b], line: '{"header":' + header(b) + body + '}', empty }
+      } else if (b === bHi - 1) {
+        // possibly the last produced block of the range: keep it until a later block shows up
+        pending = { number, hash: hashes[b], line: '{"header":' + header(b) + '}', empty }
+      }
+      first = false
+      if (shouldStop !== undefined && shouldStop()) {
+        if (!emitted) yield pending ?? { number, hash: hashes[b], line: '{"header":' + header(b) + '}', empty }
+        return
+      }
+    }
+  }
+  if (pending !== null) yield pending
+}
