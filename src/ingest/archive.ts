@@ -1,0 +1,205 @@
+/**
+ * Block archives: JSON lines files (optionally gzip-compressed), one
+ * `{"slot": N, "hash": "...", "height": N|null, "block": <getBlock result>}` object per line
+ * (semantics.md §1). `slot` and `block` are required; `hash` and `height` default to
+ * `block.blockhash` and `block.blockHeight`.
+ */
+import { createReadStream } from 'node:fs'
+import { open, readdir, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { createGunzip } from 'node:zlib'
+import { parseJsonExact, stringifyExact } from '../normalize/json.ts'
+import type { ArchiveLine, RpcBlock } from '../normalize/rpc-types.ts'
+
+export type { ArchiveLine } from '../normalize/rpc-types.ts'
+
+/** Is this file name an archive file (`.jsonl` or `.jsonl.gz`)? */
+export function isArchiveFileName(name: string): boolean {
+  return name.endsWith('.jsonl') || name.endsWith('.jsonl.gz')
+}
+
+/**
+ * The archive files under `path`: the path itself when it is a file (whatever its name), or every
+ * `.jsonl` / `.jsonl.gz` file below the directory, recursively, sorted by path.
+ */
+export async function listArchiveFiles(path: string): Promise<string[]> {
+  const st = await stat(path)
+  if (!st.isDirectory()) return [path]
+  const out: string[] = []
+  const walk = async (dir: string): Promise<void> => {
+    const entries = await readdir(dir, { withFileTypes: true })
+    for (const e of entries) {
+      const p = join(dir, e.name)
+      if (e.isDirectory()) await walk(p)
+      else if (isArchiveFileName(e.name)) out.push(p)
+    }
+  }
+  await walk(path)
+  return out.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+}
+
+/** Does the file start with the gzip magic bytes 1f 8b? */
+export async function isGzipFile(path: string): Promise<boolean> {
+  const fh = await open(path, 'r')
+  try {
+    const buf = Buffer.alloc(2)
+    const { bytesRead } = await fh.read(buf, 0, 2, 0)
+    return bytesRead === 2 && buf[0] === 0x1f && buf[1] === 0x8b
+  } finally {
+    await fh.close()
+  }
+}
+
+/** The lines of a text file, decompressed when gzip, streamed (never the whole file in memory). */
+export async function* readTextLines(path: string): AsyncGenerator<string> {
+  const gz = await isGzipFile(path)
+  const file = createReadStream(path)
+  const input = gz ? file.pipe(createGunzip()) : file
+  if (gz) file.on('error', (e) => input.destroy(e))
+  const rl = createInterface({ input, crlfDelay: Infinity })
+  try {
+    for await (const line of rl) yield line
+  } finally {
+    rl.close()
+    file.destroy()
+  }
+}
+
+/**
+ * Checks and completes one parsed archive line. Throws an Error (without location) when the
+ * line is not an object with an integer `slot` and an object `block`.
+ */
+export function toArchiveLine(value: unknown): ArchiveLine {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new Error('expected an object {"slot", "hash", "height", "block"}')
+  }
+  const v = value as Record<string, unknown>
+  const slot = v.slot
+  if (typeof slot !== 'number' || !Number.isSafeInteger(slot) || slot < 0) {
+    throw new Error(`"slot" must be a non-negative integer, got ${JSON.stringify(slot) ?? 'nothing'}`)
+  }
+  const block = v.block
+  if (typeof block !== 'object' || block === null || Array.isArray(block)) {
+    throw new Error('"block" must be an object (a getBlock result)')
+  }
+  const b = block as RpcBlock
+  const hash = v.hash ?? b.blockhash
+  if (typeof hash !== 'string') throw new Error('"hash" must be a string (or block.blockhash present)')
+  const height = v.height !== undefined ? v.height : (b.blockHeight ?? null)
+  if (height !== null && (typeof height !== 'number' || !Number.isSafeInteger(height))) {
+    throw new Error(`"height" must be an integer or null, got ${JSON.stringify(height)}`)
+  }
+  return { slot, hash, height, block: b }
+}
+
+/**
+ * Reads archive lines from a file, a directory (recursively, files sorted by path) or a list of
+ * them, in order. Gzip is detected by magic bytes. Empty lines are skipped. Errors name `file:line`.
+ */
+export async function* readArchive(paths: string | string[]): AsyncIterable<ArchiveLine> {
+  const list = typeof paths === 'string' ? [paths] : paths
+  for (const p of list) {
+    for (const file of await listArchiveFiles(p)) {
+      let lineNo = 0
+      let lines: AsyncGenerator<string>
+      try {
+        lines = readTextLines(file)
+      } catch (e) {
+        throw new Error(`${file}: ${errorMessage(e)}`)
+      }
+      for (;;) {
+        let next: IteratorResult<string>
+        try {
+          next = await lines.next()
+        } catch (e) {
+          throw new Error(`${file}:${lineNo + 1}: cannot read: ${errorMessage(e)}`)
+        }
+        if (next.done) break
+        lineNo++
+        const text = next.value
+        if (text.trim() === '') continue
+        let line: ArchiveLine
+        try {
+          line = toArchiveLine(parseJsonExact(text))
+        } catch (e) {
+          await lines.return(undefined)
+          throw new Error(`${file}:${lineNo}: ${errorMessage(e)}`)
+        }
+        yield line
+      }
+    }
+  }
+}
+
+function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e)
+}
+
+/**
+ * Keys whose values are u64/i64 numbers in the RPC result. A decimal string under one of them
+ * (what `parseJsonExact` makes of a big integer) is written back as a bare number, so that an
+ * archive keeps the exact RPC shape. `uiTokenAmount.amount` is a string in RPC and stays one.
+ */
+const NUMERIC_KEYS = new Set(['fee', 'computeUnitsConsumed', 'lamports', 'postBalance', 'preBalances', 'postBalances'])
+const DECIMAL = /^-?\d+$/
+
+/**
+ * One archive line as JSON text (no trailing newline). Big integers are written exactly: bigint
+ * values anywhere, and decimal strings under the RPC's numeric u64 keys, become bare integers.
+ */
+export function formatArchiveLine(line: ArchiveLine): string {
+  const out: string[] = ['{"slot":', String(line.slot), ',"hash":']
+  out.push(JSON.stringify(line.hash ?? line.block.blockhash), ',"height":')
+  const height = line.height !== undefined ? line.height : line.block.blockHeight
+  out.push(height == null ? 'null' : String(height), ',"block":')
+  write(line.block, false, out)
+  out.push('}')
+  return out.join('')
+}
+
+function write(v: unknown, numeric: boolean, out: string[]): void {
+  switch (typeof v) {
+    case 'string':
+      out.push(numeric && DECIMAL.test(v) ? v : JSON.stringify(v))
+      return
+    case 'bigint':
+    case 'number':
+    case 'boolean':
+      out.push(stringifyExact(v))
+      return
+    case 'object':
+      if (v === null) {
+        out.push('null')
+        return
+      }
+      if (Array.isArray(v)) {
+        out.push('[')
+        for (let i = 0; i < v.length; i++) {
+          if (i > 0) out.push(',')
+          const x = v[i]
+          if (x === undefined) out.push('null')
+          else write(x, numeric, out)
+        }
+        out.push(']')
+        return
+      }
+      out.push('{')
+      {
+        let first = true
+        for (const k in v) {
+          if (!Object.prototype.hasOwnProperty.call(v, k)) continue
+          const x = (v as Record<string, unknown>)[k]
+          if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue
+          if (!first) out.push(',')
+          first = false
+          out.push(JSON.stringify(k), ':')
+          write(x, NUMERIC_KEYS.has(k), out)
+        }
+      }
+      out.push('}')
+      return
+    default:
+      out.push('null')
+  }
+}
