@@ -1,0 +1,183 @@
+/**
+ * Differential test: solportal's normalizer vs the reference normalizer
+ * `@subsquid/solana-normalization` (GPL; used here, in tests only, as an oracle).
+ *
+ * The reference output is mapped to solportal's model (names, nulls, vote handling); the few
+ * places where semantics.md deliberately differs from the reference are listed in
+ * KNOWN DIFFERENCES below and applied to the reference output, each documented. Everything else
+ * must be equal.
+ */
+import assert from 'node:assert/strict'
+import { createRequire } from 'node:module'
+import { test } from 'node:test'
+import type { Block, Instruction } from '../src/model.ts'
+import { isVoteTransaction, normalizeBlock } from '../src/normalize/normalize.ts'
+import type { ArchiveLine, RpcTransaction } from '../src/normalize/rpc-types.ts'
+import { base58Decode, hexPrefix } from '../src/util/base58.ts'
+import { clone, realBlocks } from './fixtures/normalize/blocks.ts'
+
+const require = createRequire(import.meta.url)
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const ref = require('@subsquid/solana-normalization') as {
+  mapRpcBlock(src: unknown, journal: { warn(p: unknown, m: string): void; error(p: unknown, m: string): void }): any
+}
+
+interface RefRun {
+  block: Block
+  messages: string[]
+}
+
+/** Runs the reference on an archive line and maps its output to solportal's model. */
+function runReference(line: ArchiveLine, includeVotes: boolean): RefRun {
+  const block = clone(line.block)
+  const all = (block.transactions ?? []) as (RpcTransaction & { _index?: number })[]
+  const kept: (RpcTransaction & { _index?: number })[] = []
+  for (let i = 0; i < all.length; i++) {
+    // Vote dropping happens before the reference's mapRpcBlock (in its RPC layer); `_index`
+    // carries the original position, as semantics.md wants (indexes with gaps).
+    if (!includeVotes && isVoteTransaction(all[i])) continue
+    all[i]._index = i
+    kept.push(all[i])
+  }
+  block.transactions = kept
+  const messages: string[] = []
+  const journal = {
+    warn: (_p: unknown, m: string) => messages.push('warn: ' + m),
+    error: (_p: unknown, m: string) => messages.push('error: ' + m),
+  }
+  const r = ref.mapRpcBlock({ slot: line.slot, hash: line.hash ?? block.blockhash, height: line.height ?? block.blockHeight, block }, journal)
+  const nul = <T>(v: T | undefined): T | null => (v === undefined ? null : v)
+
+  const txs = r.transactions.map((t: any) => ({
+    transactionIndex: t.transactionIndex,
+    // KNOWN DIFFERENCE 1: a transaction without `version` (responses to requests without
+    // maxSupportedTransactionVersion, e.g. the chainstorage fixtures) is "legacy" in solportal
+    // (semantics.md: version is "legacy" or a number); the reference passes `undefined` through.
+    version: t.version === undefined ? 'legacy' : t.version,
+    accountKeys: t.accountKeys,
+    addressTableLookups: t.addressTableLookups.map((l: any) => ({
+      accountKey: l.accountKey,
+      writableIndexes: l.writableIndexes,
+      readonlyIndexes: l.readonlyIndexes,
+    })),
+    numReadonlySignedAccounts: t.numReadonlySignedAccounts,
+    numReadonlyUnsignedAccounts: t.numReadonlyUnsignedAccounts,
+    numRequiredSignatures: t.numRequiredSignatures,
+    recentBlockhash: t.recentBlockhash,
+    signatures: t.signatures,
+    err: t.err,
+    fee: t.fee,
+    computeUnitsConsumed: t.computeUnitsConsumed,
+    loadedAddresses: { writable: t.loadedAddresses.writable, readonly: t.loadedAddresses.readonly },
+    // the reference has no feePayer; semantics.md: accountKeys[0]
+    feePayer: t.accountKeys[0],
+    hasDroppedLogMessages: t.hasDroppedLogMessages,
+  }))
+
+  const instructions: Instruction[] = r.instructions.map((i: any) => {
+    // d1..d8/dataPrefix are solportal additions; computed here independently with the plain
+    // byte-wise decoder of src/util (the normalizer uses its own faster decoder).
+    const bytes = base58Decode(i.data)
+    return {
+      transactionIndex: i.transactionIndex,
+      instructionAddress: i.instructionAddress,
+      programId: i.programId,
+      accounts: i.accounts,
+      data: i.data,
+      d1: bytes.length >= 1 ? hexPrefix(bytes, 1) : null,
+      d2: bytes.length >= 2 ? hexPrefix(bytes, 2) : null,
+      d4: bytes.length >= 4 ? hexPrefix(bytes, 4) : null,
+      d8: bytes.length >= 8 ? hexPrefix(bytes, 8) : null,
+      dataPrefix: hexPrefix(bytes, 16),
+      error: nul(i.error),
+      computeUnitsConsumed: nul(i.computeUnitsConsumed),
+      isCommitted: i.isCommitted,
+      hasDroppedLogMessages: i.hasDroppedLogMessages,
+    }
+  })
+
+  const tokenBalances = r.tokenBalances.map((b: any) => ({
+    transactionIndex: b.transactionIndex,
+    account: b.account,
+    preMint: nul(b.preMint),
+    postMint: nul(b.postMint),
+    preDecimals: nul(b.preDecimals),
+    postDecimals: nul(b.postDecimals),
+    preProgramId: nul(b.preProgramId),
+    postProgramId: nul(b.postProgramId),
+    preOwner: nul(b.preOwner),
+    postOwner: nul(b.postOwner),
+    preAmount: nul(b.preAmount),
+    postAmount: nul(b.postAmount),
+  }))
+
+  // KNOWN DIFFERENCE 2: the reference keeps rewards in RPC order; semantics.md §2 orders them
+  // by (pubkey, rewardType with null first). Sorted here with an independent comparator.
+  const rewards = r.rewards
+    .map((w: any) => ({
+      pubkey: w.pubkey,
+      lamports: w.lamports,
+      postBalance: w.postBalance,
+      rewardType: nul(w.rewardType),
+      commission: nul(w.commission),
+    }))
+    .sort((a: any, b: any) => {
+      if (a.pubkey !== b.pubkey) return a.pubkey < b.pubkey ? -1 : 1
+      if (a.rewardType === b.rewardType) return 0
+      if (a.rewardType === null) return -1
+      if (b.rewardType === null) return 1
+      return a.rewardType < b.rewardType ? -1 : 1
+    })
+
+  return {
+    block: {
+      header: {
+        number: r.header.slot,
+        hash: r.header.hash,
+        parentNumber: r.header.parentSlot,
+        parentHash: r.header.parentHash,
+        height: r.header.height ?? null,
+        timestamp: r.header.timestamp,
+      },
+      transactions: txs,
+      instructions,
+      logs: r.logs.map((l: any) => ({ ...l })),
+      balances: r.balances.map((b: any) => ({ ...b })),
+      tokenBalances,
+      rewards,
+    },
+    messages,
+  }
+}
+
+function compareBlocks(name: string, line: ArchiveLine, includeVotes: boolean): void {
+  const mine = normalizeBlock(line, { includeVotes })
+  const theirs = runReference(line, includeVotes)
+  const a = mine.block
+  const b = theirs.block
+  assert.deepStrictEqual(a.header, b.header, `${name}: header`)
+  assert.equal(a.transactions.length, b.transactions.length, `${name}: transaction count`)
+  for (let i = 0; i < a.transactions.length; i++) {
+    assert.deepStrictEqual(a.transactions[i], b.transactions[i], `${name}: transaction ${i}`)
+  }
+  assert.equal(a.instructions.length, b.instructions.length, `${name}: instruction count`)
+  for (let i = 0; i < a.instructions.length; i++) {
+    assert.deepStrictEqual(a.instructions[i], b.instructions[i], `${name}: instruction ${i}`)
+  }
+  assert.equal(a.logs.length, b.logs.length, `${name}: log count`)
+  for (let i = 0; i < a.logs.length; i++) assert.deepStrictEqual(a.logs[i], b.logs[i], `${name}: log ${i}`)
+  assert.deepStrictEqual(a.balances, b.balances, `${name}: balances`)
+  assert.deepStrictEqual(a.tokenBalances, b.tokenBalances, `${name}: token balances`)
+  assert.deepStrictEqual(a.rewards, b.rewards, `${name}: rewards`)
+  // Both report problems on the same blocks (messages differ in wording, not compared).
+  assert.equal(mine.warnings.length === 0, theirs.messages.length === 0, `${name}: warnings ${JSON.stringify(mine.warnings)} vs ${JSON.stringify(theirs.messages)}`)
+}
+
+for (const { name, line } of realBlocks()) {
+  test(`oracle: ${name} equals the reference normalizer (votes dropped)`, () => {
+    compareBlocks(name, line, false)
+  })
+  test(`oracle: ${name} equals the reference normalizer (votes kept)`, () => {
+    compareBlocks(name, line, true)
+  })
+}
