@@ -24,8 +24,8 @@
  * (fanout - 1) * levels small files. Bulk imports append target-sized batches, written sealed at
  * once.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { open, rename, rm, writeFile } from 'node:fs/promises'
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { open, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Block } from '../model.ts'
 import type { Chunk, HeadInfo } from './chunk.ts'
@@ -324,15 +324,34 @@ export class DiskColdStore implements ColdStore {
       }
       prev = b.header.number
     }
-    const groups = this.split(blocks)
+    // An unsealed tail that the new blocks would fill is rewritten together with them, so unsealed
+    // (small) chunks only ever exist at the end of the store.
+    const tail = this.tail()
+    let tailBlocks = 0
+    let bytes = 0
+    for (const e of tail) {
+      tailBlocks += e.blockCount
+      bytes += e.bytes
+    }
+    for (const b of blocks) bytes += estimateBlockBytes(b)
+    const absorb = tail.length > 0 && (tailBlocks + blocks.length >= this.targetBlocks || bytes >= this.targetBytes)
+    const all = absorb ? [...this.readEntries(tail), ...blocks] : blocks
+    const groups = this.split(all)
     const written: ChunkEntry[] = []
     const gen = this.manifest.generation + 1
     for (let i = 0; i < groups.length; i++) {
       const full = i < groups.length - 1 || this.isFull(groups[i])
       written.push(await this.writeChunk(groups[i], gen, i, full, 0))
     }
-    await this.publish([...this.manifest.chunks, ...written], [])
+    const keep = absorb ? this.manifest.chunks.slice(0, this.manifest.chunks.length - tail.length) : this.manifest.chunks
+    await this.publish([...keep, ...written], absorb ? tail.map((e) => e.file) : [])
     await this.maybeMerge()
+  }
+
+  private readEntries(entries: readonly ChunkEntry[]): Block[] {
+    const out: Block[] = []
+    for (const e of entries) out.push(...readChunkBlocks(join(this.dir, 'chunks', e.file), this.chunkOf(e).footer))
+    return out
   }
 
   private isFull(blocks: readonly Block[]): boolean {
@@ -411,7 +430,10 @@ export class DiskColdStore implements ColdStore {
         bytes += e.bytes
       }
       if (blocks >= this.targetBlocks || bytes >= this.targetBytes) {
-        await this.merge(tail, false)
+        if (tail.length === 1) {
+          const c = this.manifest.chunks
+          await this.publish([...c.slice(0, -1), { ...tail[0], sealed: true, level: 0 }], [])
+        } else await this.merge(tail, true)
         continue
       }
       if (tail.length >= this.fanout) {
@@ -427,8 +449,7 @@ export class DiskColdStore implements ColdStore {
 
   /** Replace consecutive entries `group` (a suffix of the manifest) with merged chunk(s). */
   private async merge(group: ChunkEntry[], force: boolean): Promise<void> {
-    const blocks: Block[] = []
-    for (const e of group) blocks.push(...readChunkBlocks(join(this.dir, 'chunks', e.file), this.chunkOf(e).footer))
+    const blocks = this.readEntries(group)
     const gen = this.manifest.generation + 1
     const groups = this.split(blocks)
     const level = Math.max(...group.map((e) => e.level)) + 1
@@ -499,5 +520,3 @@ async function releaseLock(dir: string): Promise<void> {
     /* not ours or gone */
   }
 }
-
-export const _internal = { existsSync, writeFile }
