@@ -1,0 +1,412 @@
+/**
+ * Following a Solana node over HTTP JSON-RPC.
+ *
+ * `RpcClient` does single calls with transport-level retries (exponential backoff with full
+ * jitter): dropped connections, timeouts, HTTP 429 (honouring `Retry-After`), HTTP 5xx and
+ * "node unhealthy" (-32005). JSON-RPC errors are otherwise returned to the caller as `RpcError`.
+ *
+ * `RpcSource` turns the node into a stream of produced blocks in slot order: it lists produced
+ * slots with `getBlocks` (skipped slots are not blocks), fetches them with `getBlock` with a
+ * configurable number of requests in flight, and delivers them in order. The node's answers for
+ * a slot that is not a block:
+ *   -32007 SLOT_SKIPPED                      the slot was skipped (or lost to a ledger jump) → no block
+ *   -32009 LONG_TERM_STORAGE_SLOT_SKIPPED    the same, answered from long-term storage → no block
+ *   -32004 BLOCK_NOT_AVAILABLE               the node has no block for the slot (yet) at this
+ *                                            commitment → retry with backoff
+ *   -32014 BLOCK_STATUS_NOT_AVAILABLE_YET    the slot's status is not known yet → retry with backoff
+ *   -32001 BLOCK_CLEANED_UP                  below the node's first available block → error
+ * A `null` result (older nodes, "not confirmed yet") is retried like -32004.
+ *
+ * Responses are parsed with `parseJsonExact`: u64 values above 2^53 arrive as decimal strings.
+ */
+import { parseJsonExact } from '../normalize/json.ts'
+import type { RpcBlock } from '../normalize/rpc-types.ts'
+
+export type Commitment = 'processed' | 'confirmed' | 'finalized'
+
+export const RPC_BLOCK_CLEANED_UP = -32001
+export const RPC_BLOCK_NOT_AVAILABLE = -32004
+export const RPC_NODE_UNHEALTHY = -32005
+export const RPC_SLOT_SKIPPED = -32007
+export const RPC_LONG_TERM_STORAGE_SLOT_SKIPPED = -32009
+export const RPC_BLOCK_STATUS_NOT_AVAILABLE_YET = -32014
+export const RPC_UNSUPPORTED_TRANSACTION_VERSION = -32015
+
+/** A JSON-RPC error object returned by the node. */
+export class RpcError extends Error {
+  constructor(
+    readonly method: string,
+    readonly code: number,
+    readonly rpcMessage: string,
+    readonly data?: unknown,
+  ) {
+    super(`${method}: JSON-RPC error ${code}: ${rpcMessage}`)
+    this.name = 'RpcError'
+  }
+}
+
+/** A transport failure that is worth retrying (connection, timeout, 429, 5xx). */
+export class TransientRpcError extends Error {
+  constructor(
+    message: string,
+    /** server-requested delay (Retry-After), ms */
+    readonly retryAfterMs?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options)
+    this.name = 'TransientRpcError'
+  }
+}
+
+export interface RpcClientOptions {
+  /** node URL, e.g. http://127.0.0.1:8899 */
+  url: string
+  /** per-request timeout, ms (default 30 000) */
+  timeoutMs?: number
+  /** retries of transient failures per call before giving up (default 8) */
+  maxRetries?: number
+  /** first backoff delay, ms (default 50); doubles per attempt, full jitter */
+  minBackoffMs?: number
+  /** backoff ceiling, ms (default 5 000); also caps Retry-After */
+  maxBackoffMs?: number
+  /** extra HTTP headers */
+  headers?: Record<string, string>
+  /** counts for tests and logs */
+  onRetry?: (method: string, err: Error, attempt: number, delayMs: number) => void
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortError(signal))
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort)
+      resolve()
+    }, ms)
+    const onAbort = () => {
+      clearTimeout(t)
+      reject(abortError(signal!))
+    }
+    signal?.addEventListener('abort', onAbort, { once: true })
+  })
+}
+
+function abortError(signal: AbortSignal): Error {
+  const r = signal.reason
+  if (r instanceof Error) return r
+  const e = new Error('aborted')
+  e.name = 'AbortError'
+  return e
+}
+
+export function isAbortError(e: unknown): boolean {
+  return e instanceof Error && (e.name === 'AbortError' || e.name === 'TimeoutError')
+}
+
+/** Parses Retry-After (seconds or an HTTP date) into ms. */
+function parseRetryAfter(v: string | null): number | undefined {
+  if (!v) return undefined
+  const s = Number(v)
+  if (Number.isFinite(s)) return Math.max(0, s * 1000)
+  const d = Date.parse(v)
+  return Number.isFinite(d) ? Math.max(0, d - Date.now()) : undefined
+}
+
+export class RpcClient {
+  readonly url: string
+  private readonly timeoutMs: number
+  private readonly maxRetries: number
+  private readonly minBackoffMs: number
+  private readonly maxBackoffMs: number
+  private readonly headers: Record<string, string>
+  private readonly onRetry?: RpcClientOptions['onRetry']
+  private nextId = 1
+  /** statistics: transient failures seen, by kind */
+  readonly stats = { calls: 0, retries: 0, http429: 0, dropped: 0, timeouts: 0 }
+
+  constructor(opts: RpcClientOptions) {
+    this.url = opts.url
+    this.timeoutMs = opts.timeoutMs ?? 30_000
+    this.maxRetries = opts.maxRetries ?? 8
+    this.minBackoffMs = opts.minBackoffMs ?? 50
+    this.maxBackoffMs = opts.maxBackoffMs ?? 5_000
+    this.headers = opts.headers ?? {}
+    this.onRetry = opts.onRetry
+  }
+
+  backoff(attempt: number): number {
+    const cap = Math.min(this.maxBackoffMs, this.minBackoffMs * 2 ** attempt)
+    return Math.random() * cap
+  }
+
+  /** one JSON-RPC call; transient failures are retried, JSON-RPC errors thrown as RpcError */
+  async call<T>(method: string, params: unknown[], signal?: AbortSignal): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.callOnce<T>(method, params, signal)
+      } catch (e) {
+        const err = e as Error
+        const transient =
+          err instanceof TransientRpcError || (err instanceof RpcError && err.code === RPC_NODE_UNHEALTHY)
+        if (!transient || signal?.aborted || attempt >= this.maxRetries) throw err
+        let delay = this.backoff(attempt)
+        if (err instanceof TransientRpcError && err.retryAfterMs !== undefined) {
+          delay = Math.min(this.maxBackoffMs, Math.max(delay, err.retryAfterMs))
+        }
+        this.stats.retries++
+        this.onRetry?.(method, err, attempt, delay)
+        await sleep(delay, signal)
+      }
+    }
+  }
+
+  private async callOnce<T>(method: string, params: unknown[], signal?: AbortSignal): Promise<T> {
+    this.stats.calls++
+    const id = this.nextId++
+    const timeout = AbortSignal.timeout(this.timeoutMs)
+    const sig = signal ? AbortSignal.any([signal, timeout]) : timeout
+    let text: string
+    let status: number
+    try {
+      const res = await fetch(this.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...this.headers },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+        signal: sig,
+      })
+      status = res.status
+      if (status === 429) {
+        this.stats.http429++
+        await res.body?.cancel().catch(() => {})
+        throw new TransientRpcError(`${method}: HTTP 429`, parseRetryAfter(res.headers.get('retry-after')))
+      }
+      text = await res.text()
+    } catch (e) {
+      if (e instanceof TransientRpcError) throw e
+      if (signal?.aborted) throw abortError(signal)
+      if (timeout.aborted) {
+        this.stats.timeouts++
+        throw new TransientRpcError(`${method}: timeout after ${this.timeoutMs} ms`, undefined, { cause: e })
+      }
+      // dropped connection, refused, reset, truncated body
+      this.stats.dropped++
+      throw new TransientRpcError(`${method}: ${(e as Error).message}`, undefined, { cause: e })
+    }
+    if (status >= 500 || status === 408) {
+      throw new TransientRpcError(`${method}: HTTP ${status}: ${text.slice(0, 200)}`)
+    }
+    let body: { result?: unknown; error?: { code: number; message: string; data?: unknown } }
+    try {
+      body = parseJsonExact(text) as typeof body
+    } catch (e) {
+      if (status !== 200) throw new Error(`${method}: HTTP ${status}: ${text.slice(0, 200)}`)
+      // a truncated body is a dropped connection
+      this.stats.dropped++
+      throw new TransientRpcError(`${method}: malformed response: ${(e as Error).message}`, undefined, { cause: e })
+    }
+    if (body && typeof body === 'object' && body.error) {
+      throw new RpcError(method, Number(body.error.code), String(body.error.message), body.error.data)
+    }
+    if (status !== 200) throw new Error(`${method}: HTTP ${status}: ${text.slice(0, 200)}`)
+    if (!body || typeof body !== 'object' || !('result' in body)) {
+      throw new TransientRpcError(`${method}: response without result`)
+    }
+    return body.result as T
+  }
+
+  async getSlot(commitment: Commitment, signal?: AbortSignal): Promise<number> {
+    return Number(await this.call<number>('getSlot', [{ commitment }], signal))
+  }
+
+  /** produced slots in [start, end] (inclusive) at the commitment, ascending */
+  async getBlocks(start: number, end: number, commitment: Commitment, signal?: AbortSignal): Promise<number[]> {
+    const r = await this.call<number[]>('getBlocks', [start, end, { commitment }], signal)
+    return r.map(Number)
+  }
+
+  /**
+   * The full block (json encoding, full transaction details, rewards, v0 transactions).
+   * Throws RpcError for JSON-RPC errors; resolves null when the node answers `null`.
+   */
+  async getBlock(slot: number, commitment: Commitment, signal?: AbortSignal): Promise<RpcBlock | null> {
+    return this.call<RpcBlock | null>(
+      'getBlock',
+      [
+        slot,
+        {
+          encoding: 'json',
+          transactionDetails: 'full',
+          rewards: true,
+          maxSupportedTransactionVersion: 0,
+          commitment,
+        },
+      ],
+      signal,
+    )
+  }
+
+  /** only the header fields of a block (no transactions, no rewards) */
+  async getBlockHeader(slot: number, commitment: Commitment, signal?: AbortSignal): Promise<RpcBlock | null> {
+    return this.call<RpcBlock | null>(
+      'getBlock',
+      [slot, { encoding: 'json', transactionDetails: 'none', rewards: false, maxSupportedTransactionVersion: 0, commitment }],
+      signal,
+    )
+  }
+}
+
+/** A fetched block: the archive line shape of semantics.md §1. */
+export interface RpcBlockLine {
+  slot: number
+  block: RpcBlock
+}
+
+export type SourceEvent =
+  | { kind: 'block'; slot: number; block: RpcBlock }
+  /** the source has delivered everything up to the node's head at its commitment */
+  | { kind: 'tip'; head: number }
+
+export interface RpcSourceOptions {
+  /** a client, or the options to build one */
+  client: RpcClient | RpcClientOptions
+  /** commitment of the followed chain (default `confirmed`) */
+  commitment?: Commitment
+  /** getBlock requests in flight (default 4); blocks are still delivered in slot order */
+  concurrency?: number
+  /** slots listed per getBlocks call (default 1 000; the node allows up to 500 000) */
+  maxRange?: number
+  /** pause between polls of the node's head once caught up, ms (default 250) */
+  pollIntervalMs?: number
+  /**
+   * how many times a listed slot answered "not available yet" (-32004, -32014, null) is retried
+   * before the session fails (default 30); backoff as the client's
+   */
+  notAvailableRetries?: number
+}
+
+export type SlotOutcome = { kind: 'block'; block: RpcBlock } | { kind: 'skipped' }
+
+export class RpcSource {
+  readonly client: RpcClient
+  readonly commitment: Commitment
+  private readonly concurrency: number
+  private readonly maxRange: number
+  private readonly pollIntervalMs: number
+  private readonly notAvailableRetries: number
+  readonly stats = { blocks: 0, skipped: 0, notAvailable: 0 }
+
+  constructor(opts: RpcSourceOptions) {
+    this.client = opts.client instanceof RpcClient ? opts.client : new RpcClient(opts.client)
+    this.commitment = opts.commitment ?? 'confirmed'
+    this.concurrency = Math.max(1, opts.concurrency ?? 4)
+    this.maxRange = Math.max(1, opts.maxRange ?? 1000)
+    this.pollIntervalMs = opts.pollIntervalMs ?? 250
+    this.notAvailableRetries = opts.notAvailableRetries ?? 30
+  }
+
+  /** fetch one listed slot, classifying the node's answer */
+  async fetchSlot(slot: number, signal?: AbortSignal, commitment = this.commitment): Promise<SlotOutcome> {
+    for (let attempt = 0; ; attempt++) {
+      let block: RpcBlock | null
+      try {
+        block = await this.client.getBlock(slot, commitment, signal)
+      } catch (e) {
+        if (e instanceof RpcError) {
+          if (e.code === RPC_SLOT_SKIPPED || e.code === RPC_LONG_TERM_STORAGE_SLOT_SKIPPED) {
+            this.stats.skipped++
+            return { kind: 'skipped' }
+          }
+          if (e.code !== RPC_BLOCK_NOT_AVAILABLE && e.code !== RPC_BLOCK_STATUS_NOT_AVAILABLE_YET) throw e
+          block = null
+        } else {
+          throw e
+        }
+      }
+      if (block) return { kind: 'block', block }
+      this.stats.notAvailable++
+      if (attempt >= this.notAvailableRetries) {
+        throw new Error(`getBlock(${slot}): block still not available after ${attempt + 1} attempts`)
+      }
+      await sleep(this.client.backoff(Math.min(attempt, 6)), signal)
+    }
+  }
+
+  /** the node's header (no transactions) of a slot, or null when it is not a block there */
+  async fetchHeader(slot: number, commitment: Commitment, signal?: AbortSignal): Promise<RpcBlock | null> {
+    try {
+      return await this.client.getBlockHeader(slot, commitment, signal)
+    } catch (e) {
+      if (
+        e instanceof RpcError &&
+        [RPC_SLOT_SKIPPED, RPC_LONG_TERM_STORAGE_SLOT_SKIPPED, RPC_BLOCK_NOT_AVAILABLE, RPC_BLOCK_STATUS_NOT_AVAILABLE_YET].includes(
+          e.code,
+        )
+      ) {
+        return null
+      }
+      throw e
+    }
+  }
+
+  /**
+   * Produced blocks from slot `from` on, in slot order, each exactly once per call; a `tip` event
+   * whenever everything up to the node's current head has been delivered. Never ends by itself:
+   * stop it with `signal` or by leaving the `for await` loop. Errors end the iteration (the caller
+   * restarts from its own committed position).
+   */
+  async *blocks(from: number, signal?: AbortSignal): AsyncGenerator<SourceEvent> {
+    const ctl = new AbortController()
+    const onAbort = () => ctl.abort(signal!.reason)
+    if (signal) {
+      if (signal.aborted) return
+      signal.addEventListener('abort', onAbort, { once: true })
+    }
+    const sig = ctl.signal
+    // in-flight fetches, in slot order
+    const queue: { slot: number; p: Promise<SlotOutcome> }[] = []
+    try {
+      let next = from
+      let listed: number[] = []
+      let head = -1
+      for (;;) {
+        if (sig.aborted) return
+        // refill the pipeline
+        while (queue.length < this.concurrency) {
+          if (listed.length === 0) {
+            if (queue.length > 0) break
+            head = await this.client.getSlot(this.commitment, sig)
+            if (head < next) {
+              yield { kind: 'tip', head }
+              await sleep(this.pollIntervalMs, sig)
+              continue
+            }
+            const end = Math.min(head, next + this.maxRange - 1)
+            listed = (await this.client.getBlocks(next, end, this.commitment, sig)).filter((s) => s >= next && s <= end)
+            next = end + 1
+            if (listed.length === 0) break
+          }
+          const slot = listed.shift()!
+          const p = this.fetchSlot(slot, sig)
+          p.catch(() => {}) // handled when awaited
+          queue.push({ slot, p })
+        }
+        if (queue.length === 0) {
+          // everything listed up to `head` is delivered
+          if (next > head) {
+            yield { kind: 'tip', head }
+            await sleep(this.pollIntervalMs, sig)
+          }
+          continue
+        }
+        const { slot, p } = queue.shift()!
+        const r = await p
+        if (r.kind === 'block') {
+          this.stats.blocks++
+          yield { kind: 'block', slot, block: r.block }
+        }
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort)
+      ctl.abort(new Error('source closed'))
+    }
+  }
+}

@@ -1,0 +1,279 @@
+/**
+ * The hot store: unfinalized blocks of the followed chain, durable in LMDB, fork-aware.
+ *
+ * State: an anchor (the highest finalized block, i.e. the cold store's last block; null before
+ * anything was finalized) and a window of blocks above it that form one chain: every block's
+ * parentNumber/parentHash name the block below it (or the anchor).
+ *
+ * Transitions, each one LMDB write transaction, made visible in memory (and announced with a
+ * `change` event) only once committed:
+ *  - push(block) whose parent is the tip            → EXTEND
+ *  - push(block) whose parent is an earlier block   → REPLACE: the blocks above the parent are
+ *    (or the anchor)                                   removed and the new block appended, atomically
+ *  - push(block) with an unknown parent             → no change, `unlinked`: the caller resolves the
+ *                                                      common ancestor with the source and re-fetches
+ *  - rollbackTo(n)                                  → blocks above n removed (the node's chain ends lower)
+ *  - finalize(upTo, cold)                           → blocks ≤ upTo appended IN ORDER to the cold store
+ *                                                      (durable when resolved), then deleted here and the
+ *                                                      anchor moved, in one transaction
+ * A crash between the cold append and the hot delete is repaired on open: blocks at or below the
+ * cold store's last block are dropped (they are already in the cold store).
+ *
+ * Blocks are stored with lmdb's own msgpack encoder, which keeps bigint values exact (u64 and i64
+ * round-trip as bigint; checked by test/realtime-hot.test.ts). All window blocks are also held
+ * decoded in memory: readers get immutable snapshots (`entries()`), never touched by later writes.
+ */
+import { EventEmitter } from 'node:events'
+import { mkdirSync } from 'node:fs'
+import { open, type Database, type RootDatabase } from 'lmdb'
+import type { Block } from '../model.ts'
+import type { HeadInfo } from './chunk.ts'
+import type { ColdStore } from './types.ts'
+
+export interface HotHeader {
+  number: number
+  hash: string
+  parentNumber: number
+  parentHash: string
+}
+
+export interface HotEntry {
+  readonly header: HotHeader
+  readonly block: Block
+}
+
+export type PushResult =
+  /** appended on top of the tip */
+  | { status: 'extended' }
+  /** a fork: `removed` (ascending) were dropped and the block appended on the common ancestor */
+  | { status: 'replaced'; removed: HeadInfo[] }
+  /** the same block (number and hash) is already stored; nothing changed */
+  | { status: 'duplicate' }
+  /** at or below the anchor (already finalized); nothing changed */
+  | { status: 'stale' }
+  /** the parent is neither in the window nor the anchor; nothing changed */
+  | { status: 'unlinked' }
+
+export interface HotStoreOptions {
+  /** directory of the LMDB environment (created when missing) */
+  path: string
+  /**
+   * The cold store's last block. Window blocks at or below it are dropped on open (repairs a
+   * crash between a cold append and the hot delete); it becomes the anchor when it is above the
+   * persisted one.
+   */
+  coldLast?: HeadInfo | null
+  /** skip fsync on commit (tests/benchmarks only; a system crash may then lose recent commits) */
+  noSync?: boolean
+}
+
+const ANCHOR_KEY = 'anchor'
+
+export function headerOf(b: Block): HotHeader {
+  const h = b.header
+  return { number: h.number, hash: h.hash, parentNumber: h.parentNumber, parentHash: h.parentHash }
+}
+
+export class HotStore extends EventEmitter {
+  private readonly root: RootDatabase
+  private readonly blocks: Database<Block, number>
+  private readonly meta: Database<HeadInfo | null, string>
+  private window: readonly HotEntry[] = []
+  private anchorInfo: HeadInfo | null = null
+  private writeLock: Promise<unknown> = Promise.resolve()
+  private closed = false
+  /** blocks dropped on open because they were already in the cold store */
+  readonly droppedOnOpen: number[] = []
+
+  private constructor(root: RootDatabase) {
+    super()
+    this.setMaxListeners(0)
+    this.root = root
+    this.blocks = root.openDB<Block, number>({ name: 'blocks', keyEncoding: 'ordered-binary' })
+    this.meta = root.openDB<HeadInfo | null, string>({ name: 'meta' })
+  }
+
+  static async open(opts: HotStoreOptions): Promise<HotStore> {
+    mkdirSync(opts.path, { recursive: true })
+    const root = open({ path: opts.path, noSync: opts.noSync ?? false, maxDbs: 4 })
+    const s = new HotStore(root)
+    await s.load(opts.coldLast ?? null)
+    return s
+  }
+
+  private async load(coldLast: HeadInfo | null): Promise<void> {
+    let anchor = this.meta.get(ANCHOR_KEY) ?? null
+    if (coldLast && (!anchor || coldLast.number > anchor.number)) anchor = coldLast
+    const entries: HotEntry[] = []
+    const drop: number[] = []
+    for (const { key, value } of this.blocks.getRange({})) {
+      if (anchor && key <= anchor.number) {
+        drop.push(key)
+        continue
+      }
+      const h = headerOf(value)
+      const prev = entries.length ? entries[entries.length - 1].header : anchor
+      if (prev && (h.parentNumber !== prev.number || h.parentHash !== prev.hash)) {
+        // cannot happen with atomic commits unless the cold store and the hot store disagree
+        // (e.g. a cold store restored from elsewhere): the window is re-fetchable, drop the rest
+        drop.push(key)
+        continue
+      }
+      entries.push({ header: h, block: value })
+    }
+    // a window that failed to link is dropped from the first broken block on
+    if (drop.length || (this.meta.get(ANCHOR_KEY)?.number ?? null) !== (anchor?.number ?? null)) {
+      await this.root.transaction(() => {
+        for (const k of drop) this.blocks.remove(k)
+        this.meta.put(ANCHOR_KEY, anchor)
+      })
+    }
+    this.droppedOnOpen.push(...drop)
+    this.window = entries
+    this.anchorInfo = anchor
+  }
+
+  /** serialize writers */
+  private locked<T>(fn: () => Promise<T>): Promise<T> {
+    const p = this.writeLock.then(fn, fn)
+    this.writeLock = p.catch(() => {})
+    return p
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new Error('hot store is closed')
+  }
+
+  /** the highest finalized block (the cold store's last), or null */
+  get anchor(): HeadInfo | null {
+    return this.anchorInfo
+  }
+
+  /** immutable snapshot of the window, ascending */
+  entries(): readonly HotEntry[] {
+    return this.window
+  }
+
+  get size(): number {
+    return this.window.length
+  }
+
+  /** the window's tip, or null when the window is empty */
+  tip(): HeadInfo | null {
+    const e = this.window[this.window.length - 1]
+    return e ? { number: e.header.number, hash: e.header.hash } : null
+  }
+
+  /** index in `entries` of the block numbered n, or -1 */
+  indexOf(n: number, entries: readonly HotEntry[] = this.window): number {
+    let lo = 0
+    let hi = entries.length - 1
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1
+      const v = entries[mid].header.number
+      if (v === n) return mid
+      if (v < n) lo = mid + 1
+      else hi = mid - 1
+    }
+    return -1
+  }
+
+  /** true when ⟨number, hash⟩ is the anchor or a window block */
+  contains(number: number, hash: string): boolean {
+    if (this.anchorInfo && this.anchorInfo.number === number) return this.anchorInfo.hash === hash
+    const i = this.indexOf(number)
+    return i >= 0 && this.window[i].header.hash === hash
+  }
+
+  /** store a block (EXTEND or REPLACE) or report why not */
+  push(block: Block): Promise<PushResult> {
+    return this.locked(async () => {
+      this.checkOpen()
+      const h = headerOf(block)
+      if (!(h.parentNumber < h.number)) throw new Error(`block ${h.number}: parent number ${h.parentNumber} is not below it`)
+      const anchor = this.anchorInfo
+      if (anchor && h.number <= anchor.number) return { status: 'stale' } as const
+      const win = this.window
+      const same = this.indexOf(h.number, win)
+      if (same >= 0 && win[same].header.hash === h.hash) return { status: 'duplicate' } as const
+      // position of the parent: -1 = the anchor (or an empty store without anchor)
+      let parentIdx: number
+      if (win.length === 0 && anchor === null) {
+        parentIdx = -1
+      } else if (anchor && h.parentNumber === anchor.number) {
+        if (h.parentHash !== anchor.hash) return { status: 'unlinked' } as const
+        parentIdx = -1
+      } else {
+        parentIdx = this.indexOf(h.parentNumber, win)
+        if (parentIdx < 0 || win[parentIdx].header.hash !== h.parentHash) return { status: 'unlinked' } as const
+      }
+      const removed = win.slice(parentIdx + 1)
+      await this.root.transaction(() => {
+        for (const e of removed) this.blocks.remove(e.header.number)
+        this.blocks.put(h.number, block)
+      })
+      this.window = [...win.slice(0, parentIdx + 1), { header: h, block }]
+      this.emit('change')
+      if (removed.length === 0) return { status: 'extended' } as const
+      return { status: 'replaced', removed: removed.map((e) => ({ number: e.header.number, hash: e.header.hash })) } as const
+    })
+  }
+
+  /** drop the window blocks above n (n must be the anchor, a window block, or below the window) */
+  rollbackTo(n: number): Promise<HeadInfo[]> {
+    return this.locked(async () => {
+      this.checkOpen()
+      if (this.anchorInfo && n < this.anchorInfo.number) throw new Error(`rollback to ${n} is below the finalized block ${this.anchorInfo.number}`)
+      const win = this.window
+      const keep = win.filter((e) => e.header.number <= n)
+      const removed = win.slice(keep.length)
+      if (removed.length === 0) return []
+      await this.root.transaction(() => {
+        for (const e of removed) this.blocks.remove(e.header.number)
+      })
+      this.window = keep
+      this.emit('change')
+      return removed.map((e) => ({ number: e.header.number, hash: e.header.hash }))
+    })
+  }
+
+  /**
+   * Move the window blocks numbered ≤ upTo to the cold store, in order: cold.append first
+   * (durable when it resolves), then delete them here and move the anchor, atomically.
+   * Returns the moved blocks.
+   */
+  finalize(upTo: number, cold: ColdStore, hooks?: { afterColdAppend?: () => void | Promise<void> }): Promise<Block[]> {
+    return this.locked(async () => {
+      this.checkOpen()
+      const win = this.window
+      let k = 0
+      while (k < win.length && win[k].header.number <= upTo) k++
+      if (k === 0) return []
+      const moving = win.slice(0, k)
+      const coldLast = cold.lastBlock()
+      // blocks already in the cold store (only after a crash in between; load() drops them too)
+      const fresh = coldLast ? moving.filter((e) => e.header.number > coldLast.number) : moving
+      if (fresh.length) await cold.append(fresh.map((e) => e.block))
+      await hooks?.afterColdAppend?.()
+      this.checkOpen()
+      const last = moving[moving.length - 1].header
+      const anchor: HeadInfo = { number: last.number, hash: last.hash }
+      await this.root.transaction(() => {
+        for (const e of moving) this.blocks.remove(e.header.number)
+        this.meta.put(ANCHOR_KEY, anchor)
+      })
+      this.anchorInfo = anchor
+      this.window = win.slice(k)
+      this.emit('change')
+      return moving.map((e) => e.block)
+    })
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    await this.locked(async () => {
+      this.closed = true
+      await this.root.close()
+    })
+  }
+}

@@ -1,0 +1,500 @@
+/**
+ * The real-time dataset: a finalized ColdStore below a fork-aware HotStore, fed from a Solana node.
+ *
+ *  - `RealtimeStore` (BlockStore): the cold part then the hot part, seamlessly. Every call works on
+ *    one snapshot (cold last block + the hot window, taken together synchronously), so a fork or a
+ *    finalization during a stream never mixes chains. Heads are answered from memory; `waitFor`
+ *    is woken by the hot store's `change` events (no polling).
+ *  - `RealtimeIngester`: RpcSource → normalize → HotStore (EXTEND/REPLACE, fork resolution against
+ *    the node) → finalization (hot → cold, in order) with start()/stop().
+ *  - `createRealtimeDataset(...)`: everything wired, for the server's `--rpc URL` and `--demo`.
+ */
+import { EventEmitter } from 'node:events'
+import { join } from 'node:path'
+import type { Block, NormalizationWarning } from '../model.ts'
+import type { RpcBlock } from '../normalize/rpc-types.ts'
+import { isAbortError, RpcSource, sleep, type Commitment, type RpcClientOptions } from '../ingest/rpc.ts'
+import type { Chunk, HeadInfo } from './chunk.ts'
+import { MemoryColdStore } from './cold-memory.ts'
+import { HotStore, type HotEntry } from './hot.ts'
+import { MemoryChunk } from './memory.ts'
+import type { BlockStore, ColdStore } from './types.ts'
+
+// --- the store -----------------------------------------------------------------------------------
+
+export interface RealtimeStoreOptions {
+  hot: HotStore
+  cold: ColdStore
+  /** hot blocks are served in chunks of blocks whose numbers share floor(number / hotChunkSlots) (default 32) */
+  hotChunkSlots?: number
+}
+
+interface Snapshot {
+  coldLast: HeadInfo | null
+  hot: readonly HotEntry[]
+}
+
+export class RealtimeStore implements BlockStore {
+  readonly hot: HotStore
+  readonly cold: ColdStore
+  private readonly hotChunkSlots: number
+  private readonly chunkCache = new Map<string, MemoryChunk>()
+  private readonly events = new EventEmitter()
+
+  constructor(opts: RealtimeStoreOptions) {
+    this.hot = opts.hot
+    this.cold = opts.cold
+    this.hotChunkSlots = Math.max(1, opts.hotChunkSlots ?? 32)
+    this.events.setMaxListeners(0)
+    this.hot.on('change', () => this.events.emit('change'))
+  }
+
+  private snapshot(): Snapshot {
+    const coldLast = this.cold.lastBlock()
+    let hot = this.hot.entries()
+    // blocks already appended to the cold store but not yet deleted from the hot one
+    if (coldLast && hot.length && hot[0].header.number <= coldLast.number) {
+      hot = hot.filter((e) => e.header.number > coldLast.number)
+    }
+    return { coldLast, hot }
+  }
+
+  firstBlock(): number | null {
+    const c = this.cold.firstBlock()
+    if (c !== null) return c
+    const s = this.snapshot()
+    return s.hot.length ? s.hot[0].header.number : null
+  }
+
+  head(): HeadInfo | null {
+    const s = this.snapshot()
+    const t = s.hot[s.hot.length - 1]
+    return t ? { number: t.header.number, hash: t.header.hash } : s.coldLast
+  }
+
+  finalizedHead(): HeadInfo | null {
+    return this.cold.lastBlock()
+  }
+
+  async *chunks(from: number, to: number, finalizedOnly: boolean): AsyncIterable<Chunk> {
+    const s = this.snapshot()
+    if (s.coldLast && from <= s.coldLast.number) {
+      yield* this.cold.chunks(from, Math.min(to, s.coldLast.number))
+    }
+    if (finalizedOnly) return
+    // hot blocks of the snapshot in [from.., to]; a chunk may start below `from` (the engine clips)
+    let i = 0
+    const hot = s.hot
+    while (i < hot.length && hot[i].header.number < from) i++
+    // start at the beginning of from's group, so that groups stay aligned (and cached)
+    const group = (n: number) => Math.floor(n / this.hotChunkSlots)
+    if (i < hot.length) {
+      const g = group(hot[i].header.number)
+      while (i > 0 && group(hot[i - 1].header.number) === g) i--
+    }
+    while (i < hot.length && hot[i].header.number <= to) {
+      const g = group(hot[i].header.number)
+      let j = i
+      while (j < hot.length && hot[j].header.number <= to && group(hot[j].header.number) === g) j++
+      yield this.hotChunk(hot, i, j)
+      i = j
+    }
+  }
+
+  private hotChunk(hot: readonly HotEntry[], i: number, j: number): MemoryChunk {
+    const key = `${hot[i].header.number}:${hot[i].header.hash}:${hot[j - 1].header.hash}:${j - i}`
+    let c = this.chunkCache.get(key)
+    if (!c) {
+      c = new MemoryChunk(hot.slice(i, j).map((e) => e.block))
+      this.chunkCache.set(key, c)
+      if (this.chunkCache.size > 256) this.chunkCache.delete(this.chunkCache.keys().next().value!)
+    }
+    return c
+  }
+
+  async chainBefore(n: number, limit: number): Promise<HeadInfo[]> {
+    if (limit <= 0) return []
+    const s = this.snapshot()
+    const hot: HeadInfo[] = []
+    let k = s.hot.length
+    while (k > 0 && s.hot[k - 1].header.number >= n) k--
+    for (let i = Math.max(0, k - limit); i < k; i++) hot.push({ number: s.hot[i].header.number, hash: s.hot[i].header.hash })
+    if (hot.length >= limit || !s.coldLast) return hot
+    const coldBelow = Math.min(n, s.coldLast.number + 1)
+    const cold = await this.cold.chainBefore(coldBelow, limit - hot.length)
+    return [...cold, ...hot]
+  }
+
+  waitFor(number: number, finalizedOnly: boolean, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    const ready = () => {
+      const h = finalizedOnly ? this.finalizedHead() : this.head()
+      return h !== null && h.number >= number
+    }
+    if (ready()) return Promise.resolve(true)
+    if (signal?.aborted || timeoutMs <= 0) return Promise.resolve(false)
+    return new Promise((resolve) => {
+      const done = (v: boolean) => {
+        clearTimeout(timer)
+        this.events.off('change', onChange)
+        signal?.removeEventListener('abort', onAbort)
+        resolve(v)
+      }
+      const onChange = () => {
+        if (ready()) done(true)
+      }
+      const onAbort = () => done(false)
+      const timer = setTimeout(() => done(ready()), timeoutMs)
+      this.events.on('change', onChange)
+      signal?.addEventListener('abort', onAbort, { once: true })
+    })
+  }
+
+  /** subscribe to changes of the stored chain (new block, fork, finalization) */
+  onChange(fn: () => void): () => void {
+    this.events.on('change', fn)
+    return () => this.events.off('change', fn)
+  }
+}
+
+// --- the ingester ------------------------------------------------------------------------------
+
+export type NormalizeFn = (line: { slot: number; block: RpcBlock }) => { block: Block; warnings: NormalizationWarning[] }
+
+export interface RealtimeLogger {
+  info(msg: string): void
+  warn(msg: string): void
+  error(msg: string): void
+}
+
+export const consoleLogger: RealtimeLogger = {
+  info: (m) => console.error(`[realtime] ${m}`),
+  warn: (m) => console.error(`[realtime] warning: ${m}`),
+  error: (m) => console.error(`[realtime] error: ${m}`),
+}
+
+export const silentLogger: RealtimeLogger = { info() {}, warn() {}, error() {} }
+
+export interface RealtimeIngesterOptions {
+  source: RpcSource
+  hot: HotStore
+  cold: ColdStore
+  normalize: NormalizeFn
+  /** first slot to ingest when both stores are empty (default: the node's finalized slot) */
+  startSlot?: number
+  /** minimum pause between finalization checks while catching up, ms (default 1 000; always checked at the tip) */
+  finalizeIntervalMs?: number
+  /** pause after a failed session, doubled per consecutive failure up to 10 s (default 200 ms) */
+  retryDelayMs?: number
+  /** consecutive tip checks where the node's head stays below ours before our extra blocks are dropped (default 3) */
+  orphanStrikes?: number
+  logger?: RealtimeLogger
+}
+
+/** Why a session ended and where the next one starts. */
+class Restart {
+  constructor(
+    readonly from: number,
+    readonly reason: string,
+  ) {}
+}
+
+export class RealtimeIngester {
+  readonly source: RpcSource
+  readonly hot: HotStore
+  readonly cold: ColdStore
+  private readonly normalize: NormalizeFn
+  private readonly startSlot?: number
+  private readonly finalizeIntervalMs: number
+  private readonly retryDelayMs: number
+  private readonly orphanStrikes: number
+  private readonly log: RealtimeLogger
+  private ctl: AbortController | null = null
+  private loop: Promise<void> | null = null
+  private lastFinalize = 0
+  private strikes = 0
+  private restartFrom: number | null = null
+  readonly stats = { blocks: 0, forks: 0, replaced: 0, finalized: 0, warnings: 0, sessions: 0, failures: 0 }
+  /** the last session error (for status reporting) */
+  lastError: Error | null = null
+
+  constructor(opts: RealtimeIngesterOptions) {
+    this.source = opts.source
+    this.hot = opts.hot
+    this.cold = opts.cold
+    this.normalize = opts.normalize
+    this.startSlot = opts.startSlot
+    this.finalizeIntervalMs = opts.finalizeIntervalMs ?? 1000
+    this.retryDelayMs = opts.retryDelayMs ?? 200
+    this.orphanStrikes = opts.orphanStrikes ?? 3
+    this.log = opts.logger ?? consoleLogger
+  }
+
+  get running(): boolean {
+    return this.loop !== null
+  }
+
+  start(): void {
+    if (this.loop) return
+    const ctl = new AbortController()
+    this.ctl = ctl
+    this.loop = this.run(ctl.signal)
+  }
+
+  /** stop ingesting; resolves once the loop has left (no write in progress) */
+  async stop(): Promise<void> {
+    const loop = this.loop
+    if (!loop) return
+    this.ctl?.abort()
+    await loop
+    this.loop = null
+    this.ctl = null
+  }
+
+  private async run(signal: AbortSignal): Promise<void> {
+    let failures = 0
+    while (!signal.aborted) {
+      try {
+        await this.session(signal)
+        failures = 0
+      } catch (e) {
+        if (signal.aborted) break
+        if (e instanceof Restart) {
+          failures = 0
+          this.restartFrom = e.from
+          if (e.reason) this.log.info(`${e.reason}; resuming from slot ${e.from}`)
+          continue
+        }
+        failures++
+        this.stats.failures++
+        this.lastError = e as Error
+        this.log.warn(`ingest session failed (${failures} in a row): ${(e as Error).message}`)
+        try {
+          await sleep(Math.min(10_000, this.retryDelayMs * 2 ** (failures - 1)), signal)
+        } catch {
+          break
+        }
+      }
+    }
+  }
+
+  private async position(signal: AbortSignal): Promise<number> {
+    if (this.restartFrom !== null) {
+      const r = this.restartFrom
+      this.restartFrom = null
+      return r
+    }
+    const tip = this.hot.tip() ?? this.hot.anchor ?? this.cold.lastBlock()
+    if (tip) return tip.number + 1
+    if (this.startSlot !== undefined) return this.startSlot
+    return this.source.client.getSlot('finalized', signal)
+  }
+
+  private async session(signal: AbortSignal): Promise<void> {
+    this.stats.sessions++
+    const from = await this.position(signal)
+    for await (const ev of this.source.blocks(from, signal)) {
+      if (signal.aborted) return
+      if (ev.kind === 'tip') {
+        await this.finalizeStep(signal)
+        await this.verifyTip(ev.head, signal)
+        continue
+      }
+      const { block, warnings } = this.normalize({ slot: ev.slot, block: ev.block })
+      for (const w of warnings) {
+        this.stats.warnings++
+        this.log.warn(
+          `slot ${w.slot}${w.transactionIndex !== undefined ? ` tx ${w.transactionIndex}` : ''}${w.signature ? ` ${w.signature}` : ''}: ${w.message}`,
+        )
+      }
+      const r = await this.hot.push(block)
+      switch (r.status) {
+        case 'extended':
+          this.stats.blocks++
+          this.strikes = 0
+          break
+        case 'replaced':
+          this.stats.blocks++
+          this.stats.forks++
+          this.stats.replaced += r.removed.length
+          this.strikes = 0
+          this.log.info(
+            `fork at slot ${block.header.parentNumber}: replaced ${r.removed.length} block(s) ${r.removed[0].number}..${r.removed[r.removed.length - 1].number}`,
+          )
+          break
+        case 'duplicate':
+        case 'stale':
+          break
+        case 'unlinked': {
+          const ancestor = await this.findAncestor(block.header.parentNumber, block.header.parentHash, signal)
+          throw new Restart(ancestor + 1, `block ${block.header.number} does not link to the stored chain (fork)`)
+        }
+      }
+      if (Date.now() - this.lastFinalize >= this.finalizeIntervalMs) await this.finalizeStep(signal)
+    }
+  }
+
+  /**
+   * Walk the node's chain down from ⟨number, hash⟩ (a block the node reports) until a block we
+   * store; returns its number. Throws when the walk would cross the finalized block.
+   */
+  private async findAncestor(number: number, hash: string, signal: AbortSignal): Promise<number> {
+    let n = number
+    let h = hash
+    const floor = this.hot.anchor?.number ?? -1
+    const first = this.hot.entries()[0]?.header.number
+    for (;;) {
+      if (this.hot.contains(n, h)) return n
+      if (n <= floor) {
+        throw new Error(`the node's chain diverges at or below the finalized block ${floor} (slot ${n} ${h}): not applied`)
+      }
+      if (first === undefined || n < first) {
+        // nothing finalized yet and the divergence is below the window: replace the whole window
+        if (this.hot.anchor === null) {
+          const removed = await this.hot.rollbackTo(n)
+          this.log.warn(`fork below the hot window (no finalized block yet): dropped ${removed.length} block(s)`)
+          return n
+        }
+      }
+      const hdr = await this.source.fetchHeader(n, this.source.commitment, signal)
+      if (!hdr) throw new Error(`fork resolution: slot ${n} is no longer a block on the node`)
+      if (hdr.blockhash !== h) throw new Error(`fork resolution: the node changed block ${n} while resolving`)
+      n = Number(hdr.parentSlot)
+      h = hdr.previousBlockhash
+    }
+  }
+
+  /** move blocks the node reports finalized from the hot store to the cold store */
+  private async finalizeStep(signal: AbortSignal): Promise<void> {
+    this.lastFinalize = Date.now()
+    const win = this.hot.entries()
+    if (win.length === 0) return
+    const f = await this.source.client.getSlot('finalized', signal)
+    let k = win.length - 1
+    while (k >= 0 && win[k].header.number > f) k--
+    if (k < 0) return
+    const e = win[k].header
+    if (this.source.commitment !== 'finalized') {
+      // the finality report is checked against the block we store, not taken on trust
+      const hdr = await this.source.fetchHeader(e.number, 'finalized', signal)
+      if (!hdr || hdr.blockhash !== e.hash) {
+        const fin = await this.source.fetchHeader(f, 'finalized', signal)
+        if (!fin) return // the node's answers are moving; try again later
+        const ancestor = await this.findAncestor(f, fin.blockhash, signal)
+        throw new Restart(ancestor + 1, `stored block ${e.number} is not on the node's finalized chain (fork)`)
+      }
+    }
+    const moved = await this.hot.finalize(e.number, this.cold)
+    this.stats.finalized += moved.length
+  }
+
+  /** at the tip: make sure the stored tip is still on the node's chain */
+  private async verifyTip(nodeHead: number, signal: AbortSignal): Promise<void> {
+    const tip = this.hot.tip()
+    if (!tip || nodeHead > tip.number) {
+      this.strikes = 0
+      return
+    }
+    const hdr = await this.source.fetchHeader(nodeHead, this.source.commitment, signal)
+    if (!hdr) return
+    if (!this.hot.contains(nodeHead, hdr.blockhash)) {
+      const ancestor = await this.findAncestor(nodeHead, hdr.blockhash, signal)
+      throw new Restart(ancestor + 1, `the node's head ${nodeHead} is not on the stored chain (fork)`)
+    }
+    if (nodeHead === tip.number) {
+      this.strikes = 0
+      return
+    }
+    // the node's head is a stored block below our tip: our blocks above it were dropped by the
+    // node, or the node lags; act only when it persists
+    if (++this.strikes < this.orphanStrikes) return
+    this.strikes = 0
+    const removed = await this.hot.rollbackTo(nodeHead)
+    if (removed.length) {
+      this.stats.forks++
+      this.stats.replaced += removed.length
+      throw new Restart(nodeHead + 1, `the node's chain ends at ${nodeHead}: dropped ${removed.length} orphaned block(s)`)
+    }
+  }
+}
+
+// --- wiring ------------------------------------------------------------------------------------
+
+export interface RealtimeDatasetOptions {
+  /** the Solana node to follow (HTTP JSON-RPC) */
+  rpcUrl: string
+  /** the hot store's LMDB environment goes to `${dataDir}/hot` */
+  dataDir: string
+  /** finalized storage (default: a new MemoryColdStore — not durable) */
+  cold?: ColdStore
+  /** commitment of the followed chain (default `confirmed`) */
+  commitment?: Exclude<Commitment, 'processed'>
+  /** getBlock requests in flight (default 4) */
+  concurrency?: number
+  /** first slot when both stores are empty (default: the node's finalized slot) */
+  startSlot?: number
+  /** head poll interval once caught up, ms (default 250) */
+  pollIntervalMs?: number
+  /** see RealtimeIngesterOptions */
+  finalizeIntervalMs?: number
+  /** RPC client tuning (timeouts, retries, backoff) */
+  rpc?: Omit<RpcClientOptions, 'url'>
+  /** normalizer (default: normalizeBlock of src/normalize/normalize.ts with `normalizeOptions`) */
+  normalize?: NormalizeFn
+  normalizeOptions?: { includeVotes?: boolean }
+  /** skip fsync in the hot store (tests only) */
+  noSync?: boolean
+  logger?: RealtimeLogger
+}
+
+export interface RealtimeDataset {
+  store: RealtimeStore
+  hot: HotStore
+  cold: ColdStore
+  ingester: RealtimeIngester
+  /** start following the node */
+  start(): void
+  /** stop following and close the hot store (the cold store is the caller's, unless defaulted) */
+  stop(): Promise<void>
+}
+
+export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promise<RealtimeDataset> {
+  const ownCold = !opts.cold
+  const cold = opts.cold ?? new MemoryColdStore()
+  let normalize = opts.normalize
+  if (!normalize) {
+    const mod = await import('../normalize/normalize.ts')
+    const nopts = opts.normalizeOptions
+    normalize = (line) => mod.normalizeBlock(line, nopts)
+  }
+  const hot = await HotStore.open({ path: join(opts.dataDir, 'hot'), coldLast: cold.lastBlock(), noSync: opts.noSync })
+  const source = new RpcSource({
+    client: { url: opts.rpcUrl, ...opts.rpc },
+    commitment: opts.commitment ?? 'confirmed',
+    concurrency: opts.concurrency,
+    pollIntervalMs: opts.pollIntervalMs,
+  })
+  const store = new RealtimeStore({ hot, cold })
+  const ingester = new RealtimeIngester({
+    source,
+    hot,
+    cold,
+    normalize,
+    startSlot: opts.startSlot,
+    finalizeIntervalMs: opts.finalizeIntervalMs,
+    logger: opts.logger,
+  })
+  return {
+    store,
+    hot,
+    cold,
+    ingester,
+    start: () => ingester.start(),
+    stop: async () => {
+      await ingester.stop()
+      await hot.close()
+      if (ownCold) await (cold as ColdStore).close?.()
+    },
+  }
+}
+
+export { isAbortError }
