@@ -54,6 +54,12 @@ export interface DiskColdStoreOptions {
   verify?: 'size' | 'full'
   /** fsync files and directories (default true; only tests and benches turn it off) */
   fsync?: boolean
+  /**
+   * Files dropped by a merge are deleted this long after (default 30 s) and when no iteration of
+   * this process is running, so readers in other processes (a server over a directory being
+   * imported) can finish reading the chunks of the manifest they loaded.
+   */
+  graceMs?: number
 }
 
 export class ColdStoreError extends Error {}
@@ -81,7 +87,7 @@ export class DiskColdStore implements ColdStore {
   private readonly chunkObjects = new Map<string, DiskChunk>()
   private queue: Promise<unknown> = Promise.resolve()
   private readers = 0
-  private garbage: string[] = []
+  private garbage: { file: string; at: number }[] = []
   private closed = false
   private manifestStamp = ''
   readonly targetBlocks: number
@@ -407,16 +413,21 @@ export class DiskColdStore implements ColdStore {
     this.manifest = body
     this.manifestStamp = this.stamp()
     for (const f of dropped) this.forget(f)
-    this.garbage.push(...dropped)
+    const now = Date.now()
+    for (const file of dropped) this.garbage.push({ file, at: now })
     this.collect()
   }
 
   /** delete dropped files once no reader may still be iterating an older manifest */
-  private collect(): void {
+  private collect(all = false): void {
     if (this.readers > 0 || this.garbage.length === 0) return
-    const g = this.garbage
-    this.garbage = []
-    for (const f of g) rmSync(join(this.dir, 'chunks', f), { force: true })
+    const limit = all ? Infinity : Date.now() - (this.opts.graceMs ?? 30_000)
+    const keep: { file: string; at: number }[] = []
+    for (const g of this.garbage) {
+      if (g.at <= limit) rmSync(join(this.dir, 'chunks', g.file), { force: true })
+      else keep.push(g)
+    }
+    this.garbage = keep
   }
 
   private async maybeMerge(): Promise<void> {
@@ -469,7 +480,7 @@ export class DiskColdStore implements ColdStore {
     this.cache.clear()
     this.chunkObjects.clear()
     if (!this.opts.readOnly) {
-      this.collect()
+      this.collect(true)
       await releaseLock(this.dir)
     }
   }
