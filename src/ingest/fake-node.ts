@@ -451,6 +451,14 @@ export class FakeSolanaNode {
     return this.finalized
   }
 
+  /** change the fault injection rates at run time */
+  setFaults(f: { rate429?: number; retryAfterSec?: number; dropRate?: number; notYetRate?: number }): void {
+    if (f.rate429 !== undefined) this.opts.rate429 = f.rate429
+    if (f.retryAfterSec !== undefined) this.opts.retryAfterSec = f.retryAfterSec
+    if (f.dropRate !== undefined) this.opts.dropRate = f.dropRate
+    if (f.notYetRate !== undefined) this.opts.notYetRate = f.notYetRate
+  }
+
   /** change the finality lag (e.g. to let finalization catch up at the end of a test) */
   setFinalityLag(lag: number): void {
     this.opts.finalityLag = lag
