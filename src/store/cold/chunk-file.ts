@@ -36,10 +36,10 @@ export const LISTS: { readonly [K in RecordKind]: keyof Block } = {
   reward: 'rewards',
 }
 
-/** Fields with a Bloom filter per chunk (the address-like filter fields and the d* prefixes). */
+/** Fields with a Bloom filter per chunk: the address-like fields the query engine prunes on. */
 export const PRUNE_FIELDS: { readonly [K in RecordKind]: readonly string[] } = {
   transaction: ['feePayer', 'accountKeys', 'loadedAddresses'],
-  instruction: ['programId', 'accounts', 'd1', 'd2', 'd4', 'd8'],
+  instruction: ['programId', 'accounts'],
   log: ['programId'],
   balance: ['account'],
   tokenBalance: ['account', 'preMint', 'postMint', 'preOwner', 'postOwner', 'preProgramId', 'postProgramId'],
