@@ -26,7 +26,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { open, rename, rm } from 'node:fs/promises'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import type { Block } from '../model.ts'
 import type { Chunk, HeadInfo } from './chunk.ts'
 import { readChunkBlocks, writeChunkFile } from './cold/chunk-file.ts'
@@ -497,13 +497,19 @@ function alive(pid: number): boolean {
   }
 }
 
+/** directories this process holds the writer lock of */
+const OPEN_WRITERS = new Set<string>()
+
 async function takeLock(dir: string): Promise<void> {
   const p = join(dir, 'LOCK')
+  const key = resolve(dir)
+  if (OPEN_WRITERS.has(key)) throw new ColdStoreError(`${dir} is already open for writing in this process`)
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const fh = await open(p, 'wx')
       await fh.writeFile(String(process.pid))
       await fh.close()
+      OPEN_WRITERS.add(key)
       return
     } catch (e) {
       if (errno(e) !== 'EEXIST') throw e
@@ -525,6 +531,7 @@ async function takeLock(dir: string): Promise<void> {
 
 async function releaseLock(dir: string): Promise<void> {
   const p = join(dir, 'LOCK')
+  OPEN_WRITERS.delete(resolve(dir))
   try {
     if (Number(readFileSync(p, 'utf8').trim()) === process.pid) await rm(p, { force: true })
   } catch {

@@ -77,9 +77,9 @@ export async function writeArchive(path: string, o: ArchiveGenOptions): Promise<
   const file = createWriteStream(path)
   const out = path.endsWith('.gz') ? createGzip({ level: 1 }) : null
   if (out) out.pipe(file)
-  const sink = out ?? file
+  const sink: NodeJS.WritableStream = out ?? file
   for (const line of archiveLines(o)) {
-    if (!sink.write(line + '\n')) await new Promise((r) => sink.once('drain', r))
+    if (!sink.write(line + '\n')) await new Promise<void>((r) => sink.once('drain', () => r()))
   }
   await new Promise<void>((resolve, reject) => {
     file.on('finish', resolve).on('error', reject)
