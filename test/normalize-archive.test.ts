@@ -28,6 +28,41 @@ test('parseJsonExact equals JSON.parse on JSON without big integers (property)',
   )
 })
 
+test('parseJsonExact: big integers anywhere, strings with digits/quotes/escapes untouched (property)', () => {
+  const str = fc
+    .array(fc.constantFrom('12345678901234567890', ':', ',', '[', ' ', '"', '\\', 'a', '-', '9', '\u00e9', '\n'), { maxLength: 8 })
+    .map((a) => a.join(''))
+  const int = fc.oneof(fc.bigInt({ min: -(2n ** 80n), max: 2n ** 80n }), fc.bigInt({ min: -1000n, max: 1000n }))
+  const { value } = fc.letrec((tie) => ({
+    value: fc.oneof({ depthSize: 'small' }, int, str, fc.boolean(), fc.constant(null), tie('arr'), tie('obj')),
+    arr: fc.array(tie('value'), { maxLength: 4 }),
+    obj: fc.dictionary(str, tie('value'), { maxKeys: 4 }),
+  }))
+  // expected: integers with more than 15 digits as decimal strings, the others as numbers
+  const expect = (v: unknown): unknown => {
+    if (typeof v === 'bigint') return (v < 0n ? -v : v).toString().length > 15 ? v.toString() : Number(v)
+    if (Array.isArray(v)) return v.map(expect)
+    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, expect(x)]))
+    return v
+  }
+  // a serializer that puts whitespace after every delimiter (outside strings only)
+  const ser = (v: unknown, ws: string): string =>
+    typeof v === 'bigint'
+      ? v.toString()
+      : Array.isArray(v)
+        ? '[' + ws + v.map((x) => ser(x, ws)).join(',' + ws) + ']'
+        : v !== null && typeof v === 'object'
+          ? '{' + Object.entries(v).map(([k, x]) => JSON.stringify(k) + ':' + ws + ser(x, ws)).join(',' + ws) + '}'
+          : JSON.stringify(v)
+  fc.assert(
+    fc.property(value, fc.constantFrom('', ' ', '\n\t '), (v, ws) => {
+      assert.deepStrictEqual(parseJsonExact(ser(v, ws)), expect(v))
+    }),
+    { numRuns: 2000 },
+  )
+  assert.equal(stringifyExact([1n, -(2n ** 70n)]), '[1,' + -(2n ** 70n) + ']')
+})
+
 test('parseJsonExact: integers of more than 15 digits become exact decimal strings, nothing else changes', () => {
   const text =
     '{"a":18446744073709551615,"b":-9223372036854775808,"c":123456789012345,"d":1234567890123456,' +

@@ -34,61 +34,85 @@ export function parseJsonExact(text: string): unknown {
 }
 
 /**
+ * A big integer token outside strings always follows `:`, `[` or `,` (plus optional whitespace).
+ * The native regex engine finds such candidates; only then is the string state at each candidate
+ * established, by hopping from quote to quote with indexOf. Typical blocks have no candidate at
+ * all, or a few (inside log messages), so the cost over JSON.parse stays small.
+ */
+const CANDIDATE = /[:[,][ \t\n\r]*-?\d{16,}/g
+
+/**
  * Flat list [start0, end0, start1, end1, ...] of big integer tokens outside string literals,
  * or null when there are none. Malformed text is left for JSON.parse to reject.
  */
 function findBigIntegers(text: string): number[] | null {
-  let found: number[] | null = null
   const n = text.length
-  let i = 0
-  while (i < n) {
-    const c = text.charCodeAt(i)
-    if (c === 34 /* " */) {
-      // Skip the string literal: find the closing quote not preceded by an odd run of backslashes.
-      let j = i + 1
-      for (;;) {
-        const q = text.indexOf('"', j)
-        if (q < 0) return found // unterminated: JSON.parse will throw
+  // a bare top-level number has no delimiter before it
+  let first = 0
+  while (first < n && isWhitespace(text.charCodeAt(first))) first++
+  if (first < n && (text.charCodeAt(first) === 45 || (text.charCodeAt(first) >= 48 && text.charCodeAt(first) <= 57))) {
+    const end = numberEnd(text, first)
+    const digits = text.charCodeAt(first) === 45 ? end.intEnd - first - 1 : end.intEnd - first
+    return end.isInteger && digits > MAX_EXACT_DIGITS ? [first, end.end] : null
+  }
+  const re = CANDIDATE
+  re.lastIndex = 0
+  let m = re.exec(text)
+  if (m === null) return null
+  let found: number[] | null = null
+  let pos = 0 // string state known up to here
+  let inString = false
+  while (m !== null) {
+    const delimiter = m.index
+    // advance the string state to the delimiter
+    for (;;) {
+      const q = text.indexOf('"', pos)
+      if (q < 0 || q >= delimiter) break
+      if (inString) {
         let b = q - 1
-        while (b > i && text.charCodeAt(b) === 92 /* \ */) b--
-        if ((q - 1 - b) % 2 === 0) {
-          i = q + 1
-          break
+        while (text.charCodeAt(b) === 92 /* \ */) b--
+        if ((q - 1 - b) % 2 === 1) {
+          pos = q + 1 // escaped quote
+          continue
         }
-        j = q + 1
       }
-      continue
+      inString = !inString
+      pos = q + 1
     }
-    if ((c >= 48 && c <= 57) || c === 45 /* - */) {
-      const start = i
-      if (c === 45) i++
-      // skip leading zeros (not significant)
-      while (i < n && text.charCodeAt(i) === 48) i++
-      const sig = i
-      while (i < n) {
-        const d = text.charCodeAt(i)
-        if (d < 48 || d > 57) break
-        i++
-      }
-      const digits = i - sig
-      let isInteger = true
-      // fraction / exponent: this is not an integer token; consume the rest of it
-      while (i < n) {
-        const d = text.charCodeAt(i)
-        if (d === 46 /* . */ || d === 101 /* e */ || d === 69 /* E */ || d === 43 /* + */ || d === 45 /* - */ || (d >= 48 && d <= 57)) {
-          isInteger = false
-          i++
-        } else break
-      }
-      if (isInteger && digits > MAX_EXACT_DIGITS) {
+    if (!inString) {
+      let start = delimiter + 1
+      while (isWhitespace(text.charCodeAt(start))) start++
+      const end = re.lastIndex // \d{16,} is greedy: the digit run ends here
+      const c = end < n ? text.charCodeAt(end) : 0
+      if (c !== 46 /* . */ && c !== 101 /* e */ && c !== 69 /* E */) {
         if (found === null) found = []
-        found.push(start, i)
+        found.push(start, end)
       }
-      continue
     }
-    i++
+    m = re.exec(text)
   }
   return found
+}
+
+function isWhitespace(c: number): boolean {
+  return c === 32 || c === 9 || c === 10 || c === 13
+}
+
+/** End of the number token at i: where its integer digits end, where the token ends. */
+function numberEnd(text: string, i: number): { intEnd: number; end: number; isInteger: boolean } {
+  const n = text.length
+  if (text.charCodeAt(i) === 45) i++
+  while (i < n && text.charCodeAt(i) >= 48 && text.charCodeAt(i) <= 57) i++
+  const intEnd = i
+  let isInteger = true
+  while (i < n) {
+    const d = text.charCodeAt(i)
+    if (d === 46 || d === 101 || d === 69 || d === 43 || d === 45 || (d >= 48 && d <= 57)) {
+      isInteger = false
+      i++
+    } else break
+  }
+  return { intEnd, end: i, isInteger }
 }
 
 /**
