@@ -202,3 +202,23 @@ describe('RealtimeIngester against the fake node', () => {
     }
   })
 })
+
+describe('createDemoDataset', () => {
+  test('serves the live fake chain with real sample blocks', async () => {
+    const lines: string[] = []
+    const { createDemoDataset } = await import('../src/store/realtime.ts')
+    const demo = await createDemoDataset({ node: { intervalMs: 50, initialBlocks: 40, finalityLag: 8 }, logger: logger(lines) })
+    try {
+      demo.start()
+      await until('demo catch-up', () => demo.store.head()?.hash === demo.node.tip.hash && demo.store.finalizedHead() !== null)
+      const h = demo.store.head()!
+      assert.equal(await demo.store.waitFor(h.number + 1, false, 3000), true)
+      let rows = 0
+      for await (const c of demo.store.chunks(demo.node.firstSlot, h.number, false)) rows += c.table('instruction').rowCount
+      assert.ok(rows > 100)
+      assert.equal(demo.store.firstBlock(), demo.node.firstSlot)
+    } finally {
+      await demo.stop()
+    }
+  })
+})

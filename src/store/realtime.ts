@@ -497,4 +497,57 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
   }
 }
 
+/**
+ * The `--demo` dataset: a fake Solana node in-process (recorded real blocks re-slotted into a live
+ * chain, with forks and lagging finality) followed by a RealtimeIngester into a RealtimeStore.
+ */
+export interface DemoDatasetOptions {
+  /** hot store directory (default: a temp dir, removed on stop) */
+  dataDir?: string
+  /** fake node settings (defaults: the bundled sample + the mainnet block as templates, ≤ 40
+   *  transactions per block, a block every 400 ms, 150 blocks of history, finality lag 32 slots,
+   *  a 2-block fork every 50 blocks) */
+  node?: import('../ingest/fake-node.ts').FakeNodeOptions
+  cold?: ColdStore
+  logger?: RealtimeLogger
+}
+
+export async function createDemoDataset(
+  opts: DemoDatasetOptions = {},
+): Promise<RealtimeDataset & { node: import('../ingest/fake-node.ts').FakeSolanaNode }> {
+  const { FakeSolanaNode, DEFAULT_TEMPLATE } = await import('../ingest/fake-node.ts')
+  const { existsSync, mkdtempSync, rmSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const sample = join(DEFAULT_TEMPLATE, '..', '..', '..', 'sample', 'litesvm.jsonl.gz')
+  const node = await FakeSolanaNode.start({
+    templates: existsSync(sample) ? [sample, DEFAULT_TEMPLATE] : [DEFAULT_TEMPLATE],
+    txPerBlock: 40,
+    intervalMs: 400,
+    initialBlocks: 150,
+    finalityLag: 32,
+    forkEvery: 50,
+    forkDepth: 2,
+    ...opts.node,
+  })
+  const tmp = opts.dataDir ? null : mkdtempSync(join(tmpdir(), 'solportal-demo-'))
+  const ds = await createRealtimeDataset({
+    rpcUrl: node.url,
+    dataDir: opts.dataDir ?? tmp!,
+    cold: opts.cold,
+    startSlot: node.firstSlot,
+    concurrency: 4,
+    pollIntervalMs: 100,
+    logger: opts.logger,
+  })
+  return {
+    ...ds,
+    node,
+    stop: async () => {
+      await ds.stop()
+      await node.stop()
+      if (tmp) rmSync(tmp, { recursive: true, force: true })
+    },
+  }
+}
+
 export { isAbortError }
