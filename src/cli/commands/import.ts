@@ -34,6 +34,8 @@ export interface ImportOptions {
   signal?: AbortSignal
   /** warnings printed individually (the rest are counted); default 20 */
   maxWarnings?: number
+  /** called after each batch became durable */
+  onBatch?: (r: Readonly<ImportResult>) => void
 }
 
 export interface ImportResult {
@@ -161,6 +163,7 @@ export async function runImport(
         res.imported += b.length
         res.firstBlock ??= b[0].header.number
         res.lastBlock = b[b.length - 1].header.number
+        opts.onBatch?.(res)
       }, () => undefined)
     }
     outer: for (const file of files) {
