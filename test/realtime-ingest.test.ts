@@ -12,7 +12,7 @@ import { RpcClient } from '../src/ingest/rpc.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import type { HeadInfo } from '../src/store/chunk.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
-import { createRealtimeDataset, type RealtimeDataset, type RealtimeLogger } from '../src/store/realtime.ts'
+import { createRealtimeDataset, type RealtimeDataset, type RealtimeDatasetOptions, type RealtimeLogger } from '../src/store/realtime.ts'
 
 const dirs: string[] = []
 function tempDir(): string {
@@ -39,8 +39,9 @@ function logger(lines: string[]): RealtimeLogger {
   return { info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`), error: (m) => lines.push(`error ${m}`) }
 }
 
-function open(node: FakeSolanaNode, dataDir: string, cold: MemoryColdStore, lines: string[]): Promise<RealtimeDataset> {
+function open(node: FakeSolanaNode, dataDir: string, cold: MemoryColdStore, lines: string[], extra: Partial<RealtimeDatasetOptions> = {}): Promise<RealtimeDataset> {
   return createRealtimeDataset({
+    orphanStrikes: 3,
     rpcUrl: node.url,
     dataDir,
     cold,
@@ -51,6 +52,7 @@ function open(node: FakeSolanaNode, dataDir: string, cold: MemoryColdStore, line
     finalizeIntervalMs: 30,
     rpc: { minBackoffMs: 1, maxBackoffMs: 20, maxRetries: 100, timeoutMs: 5000 },
     logger: logger(lines),
+    ...extra,
   })
 }
 

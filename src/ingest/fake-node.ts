@@ -438,6 +438,18 @@ export class FakeSolanaNode {
     return k
   }
 
+  /** index of the first chain block with slot >= s */
+  private lowerBound(s: number): number {
+    let lo = 0
+    let hi = this.chainBlocks.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (this.chainBlocks[mid].slot < s) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+
   /** the current chain (ascending) */
   chain(): FakeBlockInfo[] {
     return [...this.chainBlocks]
@@ -584,11 +596,15 @@ export class FakeSolanaNode {
           cfg = params[2]
           end = head(this.commitmentOf(cfg))
           const out: number[] = []
-          for (const b of this.chainBlocks) if (b.slot >= start && b.slot <= end && out.length < limit) out.push(b.slot)
+          for (let i = this.lowerBound(start); i < this.chainBlocks.length && this.chainBlocks[i].slot <= end && out.length < limit; i++) {
+            out.push(this.chainBlocks[i].slot)
+          }
           return JSON.stringify(out)
         }
         const out: number[] = []
-        for (const b of this.chainBlocks) if (b.slot >= start && b.slot <= end) out.push(b.slot)
+        for (let i = this.lowerBound(start); i < this.chainBlocks.length && this.chainBlocks[i].slot <= end; i++) {
+          out.push(this.chainBlocks[i].slot)
+        }
         return JSON.stringify(out)
       }
       case 'getBlockTime': {

@@ -185,8 +185,19 @@ export interface RealtimeIngesterOptions {
   finalizeIntervalMs?: number
   /** pause after a failed session, doubled per consecutive failure up to 10 s (default 200 ms) */
   retryDelayMs?: number
-  /** consecutive tip checks where the node's head stays below ours before our extra blocks are dropped (default 3) */
+  /**
+   * consecutive tip checks (one per poll) in which the node's head stays below our tip, on our
+   * chain, before our blocks above it are taken as orphaned and dropped (default 20; a lagging
+   * load-balanced node must not make the head go back)
+   */
   orphanStrikes?: number
+  /**
+   * finalization batching for cold stores that prefer bigger appends: move finalized blocks only
+   * once at least `finalizeMinBlocks` are waiting (default 1) or the oldest has waited
+   * `finalizeMaxDelayMs` (default 10 000)
+   */
+  finalizeMinBlocks?: number
+  finalizeMaxDelayMs?: number
   logger?: RealtimeLogger
 }
 
@@ -207,6 +218,10 @@ export class RealtimeIngester {
   private readonly finalizeIntervalMs: number
   private readonly retryDelayMs: number
   private readonly orphanStrikes: number
+  private readonly finalizeMinBlocks: number
+  private readonly finalizeMaxDelayMs: number
+  /** when finalized blocks were first seen waiting in the hot store (batching) */
+  private finalWaitingSince: number | null = null
   private readonly log: RealtimeLogger
   private ctl: AbortController | null = null
   private loop: Promise<void> | null = null
@@ -225,7 +240,9 @@ export class RealtimeIngester {
     this.startSlot = opts.startSlot
     this.finalizeIntervalMs = opts.finalizeIntervalMs ?? 1000
     this.retryDelayMs = opts.retryDelayMs ?? 200
-    this.orphanStrikes = opts.orphanStrikes ?? 3
+    this.orphanStrikes = opts.orphanStrikes ?? 20
+    this.finalizeMinBlocks = Math.max(1, opts.finalizeMinBlocks ?? 1)
+    this.finalizeMaxDelayMs = opts.finalizeMaxDelayMs ?? 10_000
     this.log = opts.logger ?? consoleLogger
   }
 
@@ -372,11 +389,17 @@ export class RealtimeIngester {
     let k = win.length - 1
     while (k >= 0 && win[k].header.number > f) k--
     if (k < 0) return
+    if (k + 1 < this.finalizeMinBlocks) {
+      this.finalWaitingSince ??= Date.now()
+      if (Date.now() - this.finalWaitingSince < this.finalizeMaxDelayMs) return
+    }
+    this.finalWaitingSince = null
     const e = win[k].header
     if (this.source.commitment !== 'finalized') {
       // the finality report is checked against the block we store, not taken on trust
       const hdr = await this.source.fetchHeader(e.number, 'finalized', signal)
-      if (!hdr || hdr.blockhash !== e.hash) {
+      if (!hdr) return // not answered as a finalized block (yet): try again later
+      if (hdr.blockhash !== e.hash) {
         const fin = await this.source.fetchHeader(f, 'finalized', signal)
         if (!fin) return // the node's answers are moving; try again later
         const ancestor = await this.findAncestor(f, fin.blockhash, signal)
@@ -436,6 +459,10 @@ export interface RealtimeDatasetOptions {
   pollIntervalMs?: number
   /** see RealtimeIngesterOptions */
   finalizeIntervalMs?: number
+  finalizeMinBlocks?: number
+  finalizeMaxDelayMs?: number
+  orphanStrikes?: number
+  retryDelayMs?: number
   /** RPC client tuning (timeouts, retries, backoff) */
   rpc?: Omit<RpcClientOptions, 'url'>
   /** normalizer (default: normalizeBlock of src/normalize/normalize.ts with `normalizeOptions`) */
@@ -481,6 +508,10 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
     normalize,
     startSlot: opts.startSlot,
     finalizeIntervalMs: opts.finalizeIntervalMs,
+    finalizeMinBlocks: opts.finalizeMinBlocks,
+    finalizeMaxDelayMs: opts.finalizeMaxDelayMs,
+    orphanStrikes: opts.orphanStrikes,
+    retryDelayMs: opts.retryDelayMs,
     logger: opts.logger,
   })
   return {
