@@ -2,9 +2,8 @@
  * Exact JSON parsing for RPC and archive input.
  *
  * `JSON.parse` turns every number into a double, so u64 values above 2^53 silently lose digits.
- * `parseJsonExact` first scans the text (honouring string literals and their escapes) for integer
- * tokens with more than 15 significant digits, quotes them, and then lets the native `JSON.parse`
- * do the work. Such integers therefore come out as decimal strings ("18446744073709551615"); every
+ * `parseJsonExact` quotes integer tokens with more than 15 significant digits (outside string
+ * literals) and then lets the native `JSON.parse` do the work. Such integers therefore come out as decimal strings ("18446744073709551615"); every
  * other value is exactly what `JSON.parse` gives. Consumers convert u64 fields with `BigInt(x)`,
  * which accepts both numbers and decimal strings.
  */
@@ -14,105 +13,106 @@ const MAX_EXACT_DIGITS = 15
 
 /**
  * Like `JSON.parse`, but integer literals that have more than 15 significant digits become decimal
- * strings (sign kept, leading zeros — which JSON does not allow anyway — dropped from the count).
- * Throws a `SyntaxError` on invalid JSON, as `JSON.parse` does.
+ * strings (sign kept). Throws a `SyntaxError` on invalid JSON, as `JSON.parse` does.
+ *
+ * How: a big integer token outside strings always follows `:`, `[` or `,` (plus optional
+ * whitespace) and is followed by optional whitespace and `,`, `]` or `}`. The native regex engine
+ * finds such candidates (typical blocks have none; a few may sit inside log messages). They are
+ * quoted speculatively and the result handed to JSON.parse. That parse can only succeed when every
+ * candidate was outside strings: quoting a candidate inside a string literal ends the string right
+ * before the digits, leaving a string token directly followed by a number token, which JSON.parse
+ * always rejects (the text before it tokenizes as in the original). On failure, the string state
+ * of each candidate is established exactly, by hopping from quote to quote, and the parse redone.
  */
 export function parseJsonExact(text: string): unknown {
-  const positions = findBigIntegers(text)
-  if (positions === null) return JSON.parse(text)
-  // Rebuild the text with the big integer tokens quoted.
-  let out = ''
-  let last = 0
-  for (let k = 0; k < positions.length; k += 2) {
-    const start = positions[k]
-    const end = positions[k + 1]
-    out += text.slice(last, start) + '"' + text.slice(start, end) + '"'
-    last = end
+  const first = firstNonWhitespace(text, 0)
+  if (first < text.length) {
+    const c = text.charCodeAt(first)
+    if (c === 45 || (c >= 48 && c <= 57)) return parseBareNumber(text, first)
   }
-  out += text.slice(last)
-  return JSON.parse(out)
+  const candidates = findCandidates(text)
+  if (candidates === null) return JSON.parse(text)
+  try {
+    return JSON.parse(quoteTokens(text, candidates))
+  } catch {
+    // some candidate is inside a string (or the text is not JSON at all)
+  }
+  const outside = outsideStrings(text, candidates)
+  return JSON.parse(outside.length > 0 ? quoteTokens(text, outside) : text)
 }
 
-/**
- * A big integer token outside strings always follows `:`, `[` or `,` (plus optional whitespace).
- * The native regex engine finds such candidates; only then is the string state at each candidate
- * established, by hopping from quote to quote with indexOf. Typical blocks have no candidate at
- * all, or a few (inside log messages), so the cost over JSON.parse stays small.
- */
-const CANDIDATE = /[:[,][ \t\n\r]*-?\d{16,}/g
-
-/**
- * Flat list [start0, end0, start1, end1, ...] of big integer tokens outside string literals,
- * or null when there are none. Malformed text is left for JSON.parse to reject.
- */
-function findBigIntegers(text: string): number[] | null {
-  const n = text.length
-  // a bare top-level number has no delimiter before it
-  let first = 0
-  while (first < n && isWhitespace(text.charCodeAt(first))) first++
-  if (first < n && (text.charCodeAt(first) === 45 || (text.charCodeAt(first) >= 48 && text.charCodeAt(first) <= 57))) {
-    const end = numberEnd(text, first)
-    const digits = text.charCodeAt(first) === 45 ? end.intEnd - first - 1 : end.intEnd - first
-    return end.isInteger && digits > MAX_EXACT_DIGITS ? [first, end.end] : null
-  }
-  const re = CANDIDATE
-  re.lastIndex = 0
-  let m = re.exec(text)
-  if (m === null) return null
-  let found: number[] | null = null
-  let pos = 0 // string state known up to here
-  let inString = false
-  while (m !== null) {
-    const delimiter = m.index
-    // advance the string state to the delimiter
-    for (;;) {
-      const q = text.indexOf('"', pos)
-      if (q < 0 || q >= delimiter) break
-      if (inString) {
-        let b = q - 1
-        while (text.charCodeAt(b) === 92 /* \ */) b--
-        if ((q - 1 - b) % 2 === 1) {
-          pos = q + 1 // escaped quote
-          continue
-        }
-      }
-      inString = !inString
-      pos = q + 1
-    }
-    if (!inString) {
-      let start = delimiter + 1
-      while (isWhitespace(text.charCodeAt(start))) start++
-      const end = re.lastIndex // \d{16,} is greedy: the digit run ends here
-      const c = end < n ? text.charCodeAt(end) : 0
-      if (c !== 46 /* . */ && c !== 101 /* e */ && c !== 69 /* E */) {
-        if (found === null) found = []
-        found.push(start, end)
-      }
-    }
-    m = re.exec(text)
-  }
-  return found
+function firstNonWhitespace(text: string, i: number): number {
+  while (i < text.length && isWhitespace(text.charCodeAt(i))) i++
+  return i
 }
 
 function isWhitespace(c: number): boolean {
   return c === 32 || c === 9 || c === 10 || c === 13
 }
 
-/** End of the number token at i: where its integer digits end, where the token ends. */
-function numberEnd(text: string, i: number): { intEnd: number; end: number; isInteger: boolean } {
-  const n = text.length
-  if (text.charCodeAt(i) === 45) i++
-  while (i < n && text.charCodeAt(i) >= 48 && text.charCodeAt(i) <= 57) i++
-  const intEnd = i
-  let isInteger = true
-  while (i < n) {
-    const d = text.charCodeAt(i)
-    if (d === 46 || d === 101 || d === 69 || d === 43 || d === 45 || (d >= 48 && d <= 57)) {
-      isInteger = false
-      i++
-    } else break
+/** A top-level bare number: the only number token that follows no delimiter. */
+function parseBareNumber(text: string, i: number): unknown {
+  let j = i
+  if (text.charCodeAt(j) === 45) j++
+  const d0 = j
+  while (j < text.length && text.charCodeAt(j) >= 48 && text.charCodeAt(j) <= 57) j++
+  if (j - d0 > MAX_EXACT_DIGITS && firstNonWhitespace(text, j) === text.length) {
+    JSON.parse(text) // validates (leading zeros etc.)
+    return text.slice(i, j)
   }
-  return { intEnd, end: i, isInteger }
+  return JSON.parse(text)
+}
+
+const CANDIDATE = /[:[,][ \t\n\r]*(-?\d{16,})(?=[ \t\n\r]*[,\]}])/g
+
+/** [start0, end0, start1, end1, ...] of big-integer-looking tokens (maybe inside strings), or null. */
+function findCandidates(text: string): number[] | null {
+  const re = CANDIDATE
+  re.lastIndex = 0
+  let found: number[] | null = null
+  let m: RegExpExecArray | null
+  while ((m = re.exec(text)) !== null) {
+    const end = m.index + m[0].length
+    if (found === null) found = []
+    found.push(end - m[1].length, end)
+  }
+  return found
+}
+
+/** The candidates that lie outside string literals (exact: quote hopping from the start). */
+function outsideStrings(text: string, candidates: number[]): number[] {
+  const out: number[] = []
+  let pos = 0 // the string state is known up to here
+  let inString = false
+  for (let k = 0; k < candidates.length; k += 2) {
+    const at = candidates[k]
+    for (;;) {
+      const q = text.indexOf('"', pos)
+      if (q < 0 || q >= at) break
+      if (inString) {
+        let b = q - 1
+        while (text.charCodeAt(b) === 92 /* \ */) b--
+        if ((q - 1 - b) % 2 === 1) {
+          pos = q + 1 // an escaped quote
+          continue
+        }
+      }
+      inString = !inString
+      pos = q + 1
+    }
+    if (!inString) out.push(at, candidates[k + 1])
+  }
+  return out
+}
+
+function quoteTokens(text: string, positions: number[]): string {
+  let out = ''
+  let last = 0
+  for (let k = 0; k < positions.length; k += 2) {
+    out += text.slice(last, positions[k]) + '"' + text.slice(positions[k], positions[k + 1]) + '"'
+    last = positions[k + 1]
+  }
+  return out + text.slice(last)
 }
 
 /**
