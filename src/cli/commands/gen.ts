@@ -1,0 +1,55 @@
+/**
+ * `solportal gen --blocks N --out FILE.jsonl.gz [--seed S] [--from-slot X] [--txs-per-block M]`: writes N
+ * deterministic mainnet-shaped blocks (archive lines, gzip when FILE ends in .gz), amplifying real
+ * transactions (src/ingest/generate.ts).
+ */
+import type { Command } from 'commander'
+import { loadTemplates, writeArchive } from '../../ingest/generate.ts'
+
+function int(name: string, value: string | undefined, def: number, min: number): number {
+  if (value === undefined) return def
+  if (!/^\d+$/.test(value) || Number(value) < min || !Number.isSafeInteger(Number(value))) {
+    throw new Error(`--${name} must be an integer >= ${min}, got ${value}`)
+  }
+  return Number(value)
+}
+
+export function register(program: Command): void {
+  program
+    .command('gen')
+    .description('generate deterministic mainnet-shaped blocks (archive lines) from real transactions, for benchmarks')
+    .requiredOption('--blocks <n>', 'number of blocks')
+    .requiredOption('--out <file>', 'output archive (.jsonl.gz: gzip; .jsonl: plain)')
+    .option('--seed <s>', 'PRNG seed (default 1)')
+    .option('--from-slot <x>', 'first slot (default 310000000)')
+    .option('--txs-per-block <m>', 'mean transactions per block, ~70% votes (default 1500)')
+    .option('--vote-share <f>', 'share of vote transactions (default 0.7)')
+    .option('--gzip-level <l>', 'gzip level 0-9 (default 1; 0 = stored, fastest)')
+    .action(async (o: { blocks: string; out: string; seed?: string; fromSlot?: string; txsPerBlock?: string; voteShare?: string; gzipLevel?: string }) => {
+      const voteShare = o.voteShare === undefined ? 0.7 : Number(o.voteShare)
+      if (!(voteShare >= 0 && voteShare <= 1)) throw new Error(`--vote-share must be in [0, 1], got ${o.voteShare}`)
+      const gzipLevel = int('gzip-level', o.gzipLevel, 1, 0)
+      if (gzipLevel > 9) throw new Error('--gzip-level must be 0..9')
+      const t0 = performance.now()
+      const templates = loadTemplates()
+      const t1 = performance.now()
+      const stats = await writeArchive(o.out, {
+        blocks: int('blocks', o.blocks, 0, 1),
+        seed: int('seed', o.seed, 1, 0),
+        fromSlot: int('from-slot', o.fromSlot, 310_000_000, 1),
+        txsPerBlock: int('txs-per-block', o.txsPerBlock, 1500, 1),
+        voteShare,
+        gzipLevel,
+        templates,
+      })
+      const s = (performance.now() - t1) / 1000
+      const b = stats.blocks
+      process.stderr.write(
+        `templates: ${templates.all.length} loaded in ${((t1 - t0) / 1000).toFixed(2)} s\n` +
+          `wrote ${o.out}: ${b} blocks, slots ${stats.firstSlot}..${stats.lastSlot}, in ${s.toFixed(2)} s (${(b / s).toFixed(1)} blocks/s)\n` +
+          `per block: ${(stats.txs / b).toFixed(0)} transactions (${(stats.votes / b).toFixed(0)} votes), ` +
+          `${(stats.instructions / b).toFixed(0)} instructions (${(stats.nonVoteInstructions / b).toFixed(0)} outside votes), ` +
+          `${(stats.bytes / b / 1e6).toFixed(2)} MB of JSON\n`,
+      )
+    })
+}

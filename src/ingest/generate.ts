@@ -1,0 +1,589 @@
+/**
+ * Deterministic generator of mainnet-shaped blocks for benchmarks (`solportal gen`).
+ *
+ * Real transactions are the templates: the whole mainnet block data/mainnet/blocks/254170887.jsonl.gz and
+ * the litesvm sample data/sample/litesvm.jsonl.gz (real programs executed locally). Each generated
+ * transaction is a template whose non-program accounts are re-keyed (deterministic PRNG, Zipf-like
+ * popularity: some accounts and fee payers are hot), with fresh unique signatures and a recent blockhash
+ * of the generated chain. Everything else (instructions, inner instructions, logs, balances, token
+ * balances, compute units, errors) is the template's, so it stays consistent:
+ *
+ * - a template is serialized once and split at every occurrence of a re-keyed address, a signature or the
+ *   recent blockhash, wherever it occurs (account lists, loaded addresses, lookup-table keys, token
+ *   balance owners, log lines such as Memo's "Signed by"); an instance is the concatenation of the parts
+ *   with its own values, so the same address is replaced by the same new one everywhere in the
+ *   transaction;
+ * - kept as they are: every program id (anything invoked by any template), sysvars and native ids
+ *   (addresses ending in ten or more '1's), and mints (so that USDC stays USDC).
+ *
+ * Vote transactions (~70 % of the transactions, as on mainnet; the normalizer drops them) come from a
+ * fixed set of validators: identity (fee payer) and vote account of the same validator. Leaders are
+ * validator identities, 4 slots each, rewarded with the block's fees.
+ *
+ * Blocks form a chain (parentSlot / previousBlockhash), with a few skipped slots, 0.4 s per slot.
+ * Output is streamed line by line (never all blocks in memory).
+ */
+import { createHash } from 'node:crypto'
+import { createWriteStream, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { gunzipSync, createGzip } from 'node:zlib'
+import type { Writable } from 'node:stream'
+import { base58Encode } from '../util/base58.ts'
+
+export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
+export const DEFAULT_TEMPLATE_FILES = ['data/mainnet/blocks/254170887.jsonl.gz', 'data/sample/litesvm.jsonl.gz']
+
+export const VOTE_PROGRAM = 'Vote111111111111111111111111111111111111111'
+export const WHIRLPOOL = 'whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc'
+export const JUPITER = 'JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4'
+export const METEORA_DLMM = 'LBUZKhRxPF3XUpBCjp4YzTKgLccjZhTSDM9YuVaPwxo'
+export const RAYDIUM_AMM = '675kPX9MHTjS2zt1qfr1NYHuzeLXfQM9H24wFSUt1Mp8'
+const TOKEN_PROGRAMS = new Set(['TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA', 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb'])
+
+const B58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
+const BASE58_RUN = /(?<![1-9A-HJ-NP-Za-km-z])[1-9A-HJ-NP-Za-km-z]{32,88}(?![1-9A-HJ-NP-Za-km-z])/g
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+type Json = any
+
+// ------------------------------------------------------------------------------------------ PRNG
+/** xorshift128+ on two 32-bit halves, seeded by splitmix32; deterministic and fast */
+export class Prng {
+  private a: number
+  private b: number
+  private c: number
+  private d: number
+  constructor(seed: number) {
+    let s = seed >>> 0
+    const next = () => {
+      s = (s + 0x9e3779b9) >>> 0
+      let z = s
+      z = Math.imul(z ^ (z >>> 16), 0x85ebca6b)
+      z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35)
+      return (z ^ (z >>> 16)) >>> 0
+    }
+    this.a = next() | 1
+    this.b = next()
+    this.c = next()
+    this.d = next()
+  }
+  /** uniform 32-bit unsigned (xoshiro128**) */
+  u32(): number {
+    const r = Math.imul(rotl(Math.imul(this.b, 5), 7), 9) >>> 0
+    const t = this.b << 9
+    this.c ^= this.a
+    this.d ^= this.b
+    this.b ^= this.c
+    this.a ^= this.d
+    this.c ^= t
+    this.d = rotl(this.d, 11)
+    return r
+  }
+  /** uniform in [0, 1) */
+  next(): number {
+    return this.u32() / 4294967296
+  }
+  int(n: number): number {
+    return Math.floor(this.next() * n)
+  }
+  /** Zipf-like index in [0, n): P(index < q·n) = q^(1/alpha) */
+  zipf(n: number, alpha: number): number {
+    return Math.floor(n * Math.pow(this.next(), alpha))
+  }
+}
+function rotl(x: number, k: number): number {
+  return (x << k) | (x >>> (32 - k))
+}
+
+// ------------------------------------------------------------------------------------------ templates
+export type Category = 'vote' | 'jupiter' | 'whirlpool' | 'dlmm' | 'raydium' | 'mainnet-other' | 'token'
+
+/** slot kinds of a template's values */
+const enum Kind {
+  Recent = 0,
+  Signature = 1,
+  Payer = 2,
+  Signer = 3,
+  Account = 4,
+}
+
+export interface Template {
+  category: Category
+  /**
+   * The serialized transaction (UTF-8) split around its variable values: part 0, value refs[0], part 1, ...
+   * Part i is bytes[partStart[i], partEnd[i]).
+   */
+  bytes: Buffer
+  partStart: Int32Array
+  partEnd: Int32Array
+  /** views of the parts, for fast bulk copies */
+  partViews: Uint8Array[]
+  refs: Uint16Array
+  /** kind of each value slot (index = slot) */
+  kinds: Uint8Array
+  /** bytes of the parts plus the longest possible values: an upper bound of an instance's size */
+  maxBytes: number
+  fee: bigint
+  baseFee: bigint
+  /** top-level + inner instructions */
+  instructions: number
+  /** where it came from: file and transaction position, for diagnostics and tests */
+  source: string
+  /** the template transaction itself */
+  tx: Json
+}
+
+export interface TemplateSet {
+  byCategory: Map<Category, Template[]>
+  all: Template[]
+}
+
+function accountList(tx: Json): string[] {
+  const la = tx.meta?.loadedAddresses ?? { writable: [], readonly: [] }
+  return [...tx.transaction.message.accountKeys, ...la.writable, ...la.readonly]
+}
+
+function invokedPrograms(tx: Json): string[] {
+  const keys = accountList(tx)
+  const out: string[] = []
+  for (const ix of tx.transaction.message.instructions) out.push(keys[ix.programIdIndex])
+  for (const g of tx.meta?.innerInstructions ?? []) for (const ix of g.instructions) out.push(keys[ix.programIdIndex])
+  return out
+}
+
+function categorize(tx: Json): Category {
+  const msg = tx.transaction.message
+  const keys = accountList(tx)
+  if (msg.instructions.length === 1 && keys[msg.instructions[0].programIdIndex] === VOTE_PROGRAM) return 'vote'
+  const progs = new Set(invokedPrograms(tx))
+  if (progs.has(JUPITER)) return 'jupiter'
+  if (progs.has(WHIRLPOOL)) return 'whirlpool'
+  if (progs.has(METEORA_DLMM)) return 'dlmm'
+  if (progs.has(RAYDIUM_AMM)) return 'raydium'
+  return 'mainnet-other'
+}
+
+/** Addresses never re-keyed: native/sysvar ids (ten or more trailing '1's). */
+const NATIVE_LIKE = /1{10,}$/
+
+/** Compile transactions (getBlock json shape) into templates. `keep` = addresses never re-keyed. */
+export function compileTemplate(tx: Json, keep: Set<string>, category: Category, source: string): Template {
+  const msg = tx.transaction.message
+  const keys = accountList(tx)
+  const nSig: number = msg.header.numRequiredSignatures
+  const slotOf = new Map<string, number>()
+  const kinds: Kind[] = []
+  const add = (value: string, kind: Kind) => {
+    if (!slotOf.has(value)) {
+      slotOf.set(value, kinds.length)
+      kinds.push(kind)
+    }
+  }
+  add(msg.recentBlockhash, Kind.Recent)
+  for (const s of tx.transaction.signatures) add(s, Kind.Signature)
+  keys.forEach((k, i) => {
+    if (keep.has(k) || NATIVE_LIKE.test(k)) return
+    add(k, i === 0 ? Kind.Payer : i < nSig ? Kind.Signer : Kind.Account)
+  })
+  for (const l of msg.addressTableLookups ?? []) if (!keep.has(l.accountKey)) add(l.accountKey, Kind.Account)
+  for (const tb of [...(tx.meta.preTokenBalances ?? []), ...(tx.meta.postTokenBalances ?? [])])
+    if (tb.owner && !keep.has(tb.owner) && !NATIVE_LIKE.test(tb.owner)) add(tb.owner, Kind.Account)
+
+  const text = JSON.stringify(tx)
+  const parts: Buffer[] = []
+  const refs: number[] = []
+  let last = 0
+  for (const m of text.matchAll(BASE58_RUN)) {
+    const slot = slotOf.get(m[0])
+    if (slot === undefined) continue
+    parts.push(Buffer.from(text.slice(last, m.index), 'utf8'))
+    refs.push(slot)
+    last = m.index! + m[0].length
+  }
+  parts.push(Buffer.from(text.slice(last), 'utf8'))
+  const bytes = Buffer.concat(parts)
+  const partStart = new Int32Array(parts.length)
+  const partEnd = new Int32Array(parts.length)
+  let o = 0
+  parts.forEach((b, i) => {
+    partStart[i] = o
+    partEnd[i] = o += b.length
+  })
+  let instructions = msg.instructions.length
+  for (const g of tx.meta.innerInstructions ?? []) instructions += g.instructions.length
+  const fee = BigInt(tx.meta.fee)
+  const baseFee = 5000n * BigInt(nSig)
+  return {
+    category, bytes, partStart, partEnd, partViews: parts.map((_, i) => bytes.subarray(partStart[i], partEnd[i])), refs: Uint16Array.from(refs), kinds: Uint8Array.from(kinds),
+    maxBytes: bytes.length + refs.length * 88, fee, baseFee: baseFee < fee ? baseFee : fee, instructions, source, tx,
+  }
+}
+
+function readLines(path: string): Json[] {
+  const buf = readFileSync(path)
+  const text = (buf[0] === 0x1f && buf[1] === 0x8b ? gunzipSync(buf) : buf).toString('utf8')
+  return text.split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l))
+}
+
+/** Load the template transactions of archive files (default: the real mainnet block and the litesvm sample). */
+export function loadTemplates(files: string[] = DEFAULT_TEMPLATE_FILES.map((f) => join(REPO_ROOT, f))): TemplateSet {
+  const txs: { tx: Json; category: Category; source: string }[] = []
+  const keep = new Set<string>()
+  for (const file of files) {
+    const isSample = file.includes('litesvm')
+    for (const line of readLines(file)) {
+      line.block.transactions.forEach((tx: Json, i: number) => {
+        const category = isSample ? 'token' : categorize(tx)
+        txs.push({ tx, category, source: `${file}#${line.slot}/${i}` })
+        for (const p of invokedPrograms(tx)) keep.add(p)
+        for (const tb of [...(tx.meta.preTokenBalances ?? []), ...(tx.meta.postTokenBalances ?? [])]) keep.add(tb.mint)
+      })
+    }
+  }
+  const byCategory = new Map<Category, Template[]>()
+  const all: Template[] = []
+  for (const { tx, category, source } of txs) {
+    const t = compileTemplate(tx, keep, category, source)
+    all.push(t)
+    let list = byCategory.get(category)
+    if (!list) byCategory.set(category, (list = []))
+    list.push(t)
+  }
+  return { byCategory, all }
+}
+
+// ------------------------------------------------------------------------------------------ generation
+export interface GenOptions {
+  blocks: number
+  seed?: number
+  fromSlot?: number
+  /** mean transactions per block (each block varies ±15 %) */
+  txsPerBlock?: number
+  /** share of vote transactions (default 0.7) */
+  voteShare?: number
+}
+
+export interface GenStats {
+  blocks: number
+  firstSlot: number
+  lastSlot: number
+  txs: number
+  votes: number
+  /** top-level + inner instructions, all transactions */
+  instructions: number
+  /** top-level + inner instructions of non-vote transactions (what the normalizer keeps) */
+  nonVoteInstructions: number
+  bytes: number
+}
+
+/** Weights of non-vote categories (DEX-heavy, like mainnet's non-vote traffic). */
+export const CATEGORY_WEIGHTS: [Category, number][] = [
+  ['jupiter', 25],
+  ['whirlpool', 12],
+  ['dlmm', 10],
+  ['raydium', 10],
+  ['mainnet-other', 20],
+  ['token', 23],
+]
+
+const BASE_SLOT = 300_000_000
+const BASE_TIME = 1_748_736_000 // 2025-06-01T00:00:00Z at BASE_SLOT (as the litesvm sample)
+const HEIGHT_OFFSET = 22_000_000
+const N_VALIDATORS = 1500
+const N_WALLETS = 40_000
+const N_ACCOUNTS = 300_000
+
+const ADDRESS_LEN = 44
+const SIGNATURE_LEN = 88
+const B58_BYTES = Buffer.from(B58, 'latin1')
+
+/**
+ * A stateful block generator: `nextBuffer()` returns the next archive line (UTF-8 JSON ending with a
+ * newline). Deterministic for a given seed, template set and options. Lines are assembled as bytes: the
+ * template parts and the values are copied into one buffer per block (no per-transaction strings).
+ */
+export class BlockGenerator {
+  readonly stats: GenStats
+  private readonly rng: Prng
+  private readonly seed: number
+  private readonly mean: number
+  private readonly voteShare: number
+  private readonly votes: Template[]
+  private readonly pickers: { weight: number; list: Template[] }[]
+  private readonly totalWeight: number
+  private slot: number
+  private height: number
+  private parentSlot: number
+  /** the last 150 block hashes (ASCII) */
+  private readonly recent: Buffer[] = []
+  private counter = 0
+  private readonly pad: Buffer
+  /** address pools, ADDRESS_LEN bytes each */
+  private readonly wallets: Buffer
+  private readonly accounts: Buffer
+  private readonly identities: Buffer
+  private readonly voteAccounts: Buffer
+  private readonly leaderBalance = new Map<number, bigint>()
+  // per-transaction scratch: where each value slot's bytes are, and an identity to keep addresses distinct
+  private slotBuf: Buffer[] = []
+  private slotOff = new Int32Array(64)
+  private slotLen = new Int32Array(64)
+  private slotId = new Float64Array(64)
+  private fresh = Buffer.alloc(64 * SIGNATURE_LEN)
+
+  constructor(private readonly templates: TemplateSet, opts: GenOptions) {
+    this.seed = (opts.seed ?? 1) >>> 0
+    this.rng = new Prng(this.seed ^ 0x5eed)
+    this.mean = opts.txsPerBlock ?? 1500
+    this.voteShare = opts.voteShare ?? 0.7
+    this.votes = templates.byCategory.get('vote') ?? []
+    this.pickers = CATEGORY_WEIGHTS.map(([c, w]) => ({ weight: w, list: templates.byCategory.get(c) ?? [] })).filter((p) => p.list.length > 0)
+    this.totalWeight = this.pickers.reduce((a, p) => a + p.weight, 0)
+    if (this.pickers.length === 0) throw new Error('no non-vote templates')
+    this.slot = opts.fromSlot ?? 310_000_000
+    this.parentSlot = this.slot - 1
+    this.height = this.slot - HEIGHT_OFFSET
+    // random base58 text that fills the non-unique part of signatures and addresses
+    this.pad = Buffer.alloc(4096)
+    for (let i = 0; i < this.pad.length; i++) this.pad[i] = B58_BYTES[this.rng.int(58)]
+    for (let i = 0; i < 150; i++) this.recent.push(Buffer.from(this.blockHash(this.parentSlot - 149 + i), 'latin1'))
+    const pool = (n: number) => {
+      const b = Buffer.alloc(n * ADDRESS_LEN)
+      for (let i = 0; i < n; i++) this.writeAddress(b, i * ADDRESS_LEN)
+      return b
+    }
+    this.identities = pool(N_VALIDATORS)
+    this.voteAccounts = pool(N_VALIDATORS)
+    this.wallets = pool(N_WALLETS)
+    this.accounts = pool(N_ACCOUNTS)
+    this.stats = { blocks: 0, firstSlot: this.slot, lastSlot: this.slot, txs: 0, votes: 0, instructions: 0, nonVoteInstructions: 0, bytes: 0 }
+  }
+
+  private blockHash(slot: number): string {
+    return base58Encode(new Uint8Array(createHash('sha256').update(`solportal-gen/${this.seed}/${slot}`).digest()))
+  }
+
+  /** fixed-width base58 of the unique counter, written at buf[off..off+width) */
+  private writeUnique(buf: Buffer, off: number, width: number): void {
+    let n = this.counter++
+    for (let i = width - 1; i >= 0; i--) {
+      buf[off + i] = B58_BYTES[n % 58]
+      n = Math.floor(n / 58)
+    }
+  }
+
+  /** A new unique 32-byte address: 44 base58 characters, the first in '2'..'H' (always 32 bytes). */
+  private writeAddress(buf: Buffer, off: number): void {
+    buf[off] = B58_BYTES[1 + this.rng.int(16)]
+    this.writeUnique(buf, off + 1, 9)
+    const p = this.rng.int(this.pad.length - 34)
+    this.pad.copy(buf, off + 10, p, p + 34)
+  }
+
+  /** A new unique 64-byte signature: 88 characters, the first in '2'..'5' (always 64 bytes). */
+  private writeSignature(buf: Buffer, off: number): void {
+    buf[off] = B58_BYTES[1 + this.rng.int(4)]
+    this.writeUnique(buf, off + 1, 10)
+    const p = this.rng.int(this.pad.length - 77)
+    this.pad.copy(buf, off + 11, p, p + 77)
+  }
+
+  private pickTemplate(): Template {
+    if (this.votes.length > 0 && this.rng.next() < this.voteShare) return this.votes[this.rng.int(this.votes.length)]
+    let x = this.rng.next() * this.totalWeight
+    for (const p of this.pickers) {
+      if ((x -= p.weight) < 0) return p.list[this.rng.int(p.list.length)]
+    }
+    const p = this.pickers[this.pickers.length - 1]
+    return p.list[this.rng.int(p.list.length)]
+  }
+
+  /** Choose the values of template `t`'s slots (fills the slot scratch). */
+  private chooseValues(t: Template): void {
+    const kinds = t.kinds
+    const n = kinds.length
+    if (n > this.slotOff.length) {
+      this.slotOff = new Int32Array(n)
+      this.slotLen = new Int32Array(n)
+      this.slotId = new Float64Array(n)
+      this.fresh = Buffer.alloc(n * SIGNATURE_LEN)
+    }
+    const rng = this.rng
+    const validator = t.category === 'vote' ? rng.int(N_VALIDATORS) : -1
+    let accountsSeen = 0
+    for (let i = 0; i < n; i++) {
+      const kind = kinds[i]
+      if (kind === Kind.Recent) {
+        this.slotBuf[i] = this.recent[this.recent.length - 1 - rng.int(this.recent.length)]
+        this.slotOff[i] = 0
+        this.slotLen[i] = this.slotBuf[i].length
+        this.slotId[i] = -1
+        continue
+      }
+      if (kind === Kind.Signature) {
+        this.writeSignature(this.fresh, i * SIGNATURE_LEN)
+        this.slotBuf[i] = this.fresh
+        this.slotOff[i] = i * SIGNATURE_LEN
+        this.slotLen[i] = SIGNATURE_LEN
+        this.slotId[i] = -1
+        continue
+      }
+      let buf: Buffer
+      let index: number
+      let id: number
+      if (kind === Kind.Payer && validator >= 0) {
+        buf = this.identities
+        index = validator
+        id = 1e7 + validator
+      } else if (kind === Kind.Payer || kind === Kind.Signer) {
+        buf = this.wallets
+        index = rng.zipf(N_WALLETS, 3)
+        id = index
+      } else if (validator >= 0 && accountsSeen++ === 0) {
+        buf = this.voteAccounts
+        index = validator
+        id = 2e7 + validator
+      } else if (rng.next() < 0.15) {
+        buf = this.fresh // a brand-new account
+        index = -1
+        id = -1
+      } else {
+        buf = this.accounts
+        index = rng.zipf(N_ACCOUNTS, 2.5)
+        id = 1e6 + index
+      }
+      // addresses of one transaction must be distinct: on a collision, use a brand-new one
+      if (id >= 0) {
+        for (let j = 0; j < i; j++) {
+          if (this.slotId[j] === id) {
+            buf = this.fresh
+            index = -1
+            id = -1
+            break
+          }
+        }
+      }
+      if (index < 0) {
+        this.writeAddress(this.fresh, i * SIGNATURE_LEN)
+        this.slotBuf[i] = this.fresh
+        this.slotOff[i] = i * SIGNATURE_LEN
+      } else {
+        this.slotBuf[i] = buf
+        this.slotOff[i] = index * ADDRESS_LEN
+      }
+      this.slotLen[i] = ADDRESS_LEN
+      this.slotId[i] = id
+    }
+  }
+
+  /** Write an instance of template `t` at out[off..]; returns the new offset. */
+  private writeInstance(t: Template, out: Buffer, off: number): number {
+    this.chooseValues(t)
+    const bytes = t.bytes
+    const ps = t.partStart
+    const pe = t.partEnd
+    const views = t.partViews
+    const refs = t.refs
+    const nr = refs.length
+    for (let i = 0; i <= nr; i++) {
+      const a = ps[i]
+      const e = pe[i]
+      if (e - a < 40) for (let k = a; k < e; k++) out[off++] = bytes[k]
+      else {
+        out.set(views[i], off)
+        off += e - a
+      }
+      if (i === nr) break
+      const r = refs[i]
+      const src = this.slotBuf[r]
+      const so = this.slotOff[r]
+      const sl = this.slotLen[r]
+      for (let k = 0; k < sl; k++) out[off + k] = src[so + k]
+      off += sl
+    }
+    return off
+  }
+
+  /** One transaction instance of template `t` (JSON text). */
+  instantiate(t: Template): string {
+    const out = Buffer.allocUnsafe(t.maxBytes)
+    return out.toString('utf8', 0, this.writeInstance(t, out, 0))
+  }
+
+  /** The next block's archive line, JSON text ending with a newline. */
+  next(): string {
+    return this.nextBuffer().toString('utf8')
+  }
+
+  /** The next block's archive line as UTF-8 bytes (a fresh buffer, ending with a newline). */
+  nextBuffer(): Buffer {
+    const rng = this.rng
+    if (this.stats.blocks > 0 && rng.next() < 0.05) this.slot += 1 + rng.int(3) // skipped slots
+    const slot = this.slot
+    const hash = this.blockHash(slot)
+    const count = Math.max(1, Math.round(this.mean * (0.85 + 0.3 * rng.next())))
+    const chosen: Template[] = new Array(count)
+    let size = 0
+    let base = 0n
+    let priority = 0n
+    for (let i = 0; i < count; i++) {
+      const t = (chosen[i] = this.pickTemplate())
+      size += t.maxBytes + 1
+      base += t.baseFee
+      priority += t.fee - t.baseFee
+      this.stats.txs++
+      this.stats.instructions += t.instructions
+      if (t.category === 'vote') this.stats.votes++
+      else this.stats.nonVoteInstructions += t.instructions
+    }
+    const leaderIndex = Math.floor(slot / 4) % N_VALIDATORS
+    const leader = this.identities.toString('latin1', leaderIndex * ADDRESS_LEN, (leaderIndex + 1) * ADDRESS_LEN)
+    const reward = base / 2n + priority
+    const balance = (this.leaderBalance.get(leaderIndex) ?? 1_000_000_000_000n + BigInt(leaderIndex) * 7_919_000_000n) + reward
+    this.leaderBalance.set(leaderIndex, balance)
+    const blockTime = BASE_TIME + Math.floor(((slot - BASE_SLOT) * 2) / 5)
+    const head =
+      `{"slot":${slot},"hash":"${hash}","height":${this.height},"block":{"previousBlockhash":"${this.recent[this.recent.length - 1].toString('latin1')}",` +
+      `"blockhash":"${hash}","parentSlot":${this.parentSlot},"transactions":[`
+    const tail =
+      `],"rewards":[{"pubkey":"${leader}","lamports":${reward},"postBalance":${balance},"rewardType":"Fee","commission":null}],` +
+      `"blockTime":${blockTime},"blockHeight":${this.height}}}\n`
+    const out = Buffer.allocUnsafe(size + head.length + tail.length)
+    let off = out.write(head, 0, 'latin1')
+    for (let i = 0; i < count; i++) {
+      if (i > 0) out[off++] = 44 // ','
+      off = this.writeInstance(chosen[i], out, off)
+    }
+    off += out.write(tail, off, 'latin1')
+    this.recent.push(Buffer.from(hash, 'latin1'))
+    if (this.recent.length > 150) this.recent.shift()
+    this.parentSlot = slot
+    this.stats.lastSlot = slot
+    this.stats.blocks++
+    this.stats.bytes += off
+    this.height++
+    this.slot++
+    return out.subarray(0, off)
+  }
+}
+
+/** Write `opts.blocks` blocks to `out` (gzip when it ends in .gz), streaming. */
+export async function writeArchive(out: string, opts: GenOptions & { gzipLevel?: number; templates?: TemplateSet }): Promise<GenStats> {
+  const gen = new BlockGenerator(opts.templates ?? loadTemplates(), opts)
+  const file = createWriteStream(out)
+  const gz = out.endsWith('.gz') ? createGzip({ level: opts.gzipLevel ?? 1 }) : undefined
+  gz?.pipe(file)
+  const sink: Writable = gz ?? file
+  const done = new Promise<void>((resolve, reject) => {
+    file.on('finish', resolve)
+    file.on('error', reject)
+    sink.on('error', reject)
+  })
+  for (let i = 0; i < opts.blocks; i++) {
+    if (!sink.write(gen.nextBuffer())) await new Promise((r) => sink.once('drain', r))
+  }
+  sink.end()
+  await done
+  return gen.stats
+}

@@ -1,0 +1,175 @@
+/**
+ * `solportal gen` (src/ingest/generate.ts): determinism, structure of the generated blocks, program mix,
+ * re-keying consistency, hot accounts, and that the normalizer takes the blocks as it takes mainnet's.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { BlockGenerator, loadTemplates, writeArchive, JUPITER, METEORA_DLMM, WHIRLPOOL, VOTE_PROGRAM, type Template } from '../src/ingest/generate.ts'
+import { validateArchive, newStats, accountList, type Json } from '../scripts/sample/validate.ts'
+import { normalizeBlock } from '../src/normalize/normalize.ts'
+
+const templates = loadTemplates()
+const gen = (seed: number, blocks: number, txsPerBlock?: number) => {
+  const g = new BlockGenerator(templates, { blocks, seed, txsPerBlock })
+  const out: Buffer[] = []
+  for (let i = 0; i < blocks; i++) out.push(g.nextBuffer())
+  return { lines: out, stats: g.stats }
+}
+const BASE58_RUN = /(?<![1-9A-HJ-NP-Za-km-z])[1-9A-HJ-NP-Za-km-z]{32,88}(?![1-9A-HJ-NP-Za-km-z])/g
+
+test('deterministic: 20 blocks twice with the same seed are byte-identical; another seed differs', () => {
+  const a = gen(42, 20, 300).lines
+  const b = gen(42, 20, 300).lines
+  assert.equal(a.length, 20)
+  for (let i = 0; i < 20; i++) assert.ok(a[i].equals(b[i]), `block ${i} differs`)
+  const c = gen(43, 2, 300).lines
+  assert.ok(!a[0].equals(c[0]))
+})
+
+test('writeArchive streams gzip output, identical across runs', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'solportal-gen-'))
+  try {
+    const s1 = await writeArchive(join(dir, 'a.jsonl.gz'), { blocks: 5, seed: 9, txsPerBlock: 200, templates })
+    await writeArchive(join(dir, 'b.jsonl.gz'), { blocks: 5, seed: 9, txsPerBlock: 200, templates })
+    await writeArchive(join(dir, 'c.jsonl'), { blocks: 5, seed: 9, txsPerBlock: 200, templates })
+    const a = readFileSync(join(dir, 'a.jsonl.gz'))
+    assert.equal(a[0], 0x1f)
+    assert.ok(a.equals(readFileSync(join(dir, 'b.jsonl.gz'))))
+    const plain = readFileSync(join(dir, 'c.jsonl'), 'utf8')
+    assert.equal(plain.split('\n').filter(Boolean).length, 5)
+    assert.equal(s1.blocks, 5)
+    assert.equal(Buffer.byteLength(plain), s1.bytes)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+const { lines: sampleLines, stats: sampleStats } = gen(7, 20, 600)
+const parsed: Json[] = sampleLines.map((b) => JSON.parse(b.toString('utf8')))
+
+test('generated blocks are structurally valid: chain, indexes, log walk, unique signatures and hashes', () => {
+  const stats = newStats()
+  const problems = validateArchive(parsed, stats)
+  assert.deepEqual(problems.slice(0, 20), [])
+  assert.equal(stats.txs, sampleStats.txs)
+  assert.equal(stats.topLevel + stats.inner, sampleStats.instructions)
+  assert.equal(parsed[0].slot, 310_000_000)
+  assert.ok(parsed.at(-1).slot > parsed[0].slot + 18)
+  for (const l of parsed) {
+    assert.match(l.hash, /^[1-9A-HJ-NP-Za-km-z]{43,44}$/)
+    assert.equal(l.block.rewards[0].rewardType, 'Fee')
+  }
+})
+
+test('program mix: ~70% votes, DEX programs (Jupiter, Whirlpool, Meteora DLMM), compute budget, tokens', () => {
+  const counts = new Map<string, number>()
+  let votes = 0
+  let txs = 0
+  for (const l of parsed) {
+    for (const tx of l.block.transactions) {
+      txs++
+      const keys = accountList(tx)
+      const progs = new Set<string>()
+      for (const ix of tx.transaction.message.instructions) progs.add(keys[ix.programIdIndex])
+      for (const g of tx.meta.innerInstructions) for (const ix of g.instructions) progs.add(keys[ix.programIdIndex])
+      if (tx.transaction.message.instructions.length === 1 && progs.has(VOTE_PROGRAM)) votes++
+      for (const p of progs) counts.set(p, (counts.get(p) ?? 0) + 1)
+    }
+  }
+  assert.ok(votes / txs > 0.62 && votes / txs < 0.78, `vote share ${votes / txs}`)
+  for (const p of [JUPITER, WHIRLPOOL, METEORA_DLMM, 'ComputeBudget111111111111111111111111111111', 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA', 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb'])
+    assert.ok((counts.get(p) ?? 0) > 10, `${p}: ${counts.get(p)}`)
+})
+
+test('default size: 1,000+ transactions and 5,000+ instructions per block', () => {
+  const { lines, stats } = gen(1, 3)
+  assert.equal(lines.length, 3)
+  assert.ok(stats.txs / 3 >= 1000, `${stats.txs / 3} txs per block`)
+  assert.ok(stats.instructions / 3 >= 5000, `${stats.instructions / 3} instructions per block`)
+})
+
+test('fee payers and accounts are Zipf-like: a few hot ones, many distinct', () => {
+  const payers = new Map<string, number>()
+  let n = 0
+  for (const l of parsed) {
+    for (const tx of l.block.transactions) {
+      if (tx.transaction.message.accountKeys.includes(VOTE_PROGRAM)) continue
+      const p = tx.transaction.message.accountKeys[0]
+      payers.set(p, (payers.get(p) ?? 0) + 1)
+      n++
+    }
+  }
+  const top = Math.max(...payers.values())
+  assert.ok(payers.size > n / 10, `${payers.size} distinct payers of ${n}`)
+  assert.ok(top > n / 200, `hottest payer ${top} of ${n}`)
+})
+
+/** Map template addresses to instance addresses by position; check the instance is the template re-keyed. */
+function checkInstance(t: Template, text: string) {
+  const tpl = t.tx
+  const inst = JSON.parse(text)
+  const map = new Map<string, string>()
+  const bind = (a: string, b: string) => {
+    const prev = map.get(a)
+    if (prev !== undefined) assert.equal(prev, b, `${a} mapped to both ${prev} and ${b}`)
+    map.set(a, b)
+  }
+  const ka = accountList(tpl)
+  const kb = accountList(inst)
+  assert.equal(ka.length, kb.length)
+  ka.forEach((a: string, i: number) => bind(a, kb[i]))
+  assert.equal(new Set(kb).size, kb.length, 'account list has duplicates')
+  tpl.transaction.signatures.forEach((s: string, i: number) => bind(s, inst.transaction.signatures[i]))
+  bind(tpl.transaction.message.recentBlockhash, inst.transaction.message.recentBlockhash)
+  ;(tpl.transaction.message.addressTableLookups ?? []).forEach((l: Json, i: number) => bind(l.accountKey, inst.transaction.message.addressTableLookups[i].accountKey))
+  for (const side of ['preTokenBalances', 'postTokenBalances'])
+    tpl.meta[side].forEach((tb: Json, i: number) => {
+      bind(tb.owner, inst.meta[side][i].owner)
+      assert.equal(tb.mint, inst.meta[side][i].mint, 'mints are kept')
+    })
+  // program ids are kept
+  for (const ix of tpl.transaction.message.instructions) assert.equal(ka[ix.programIdIndex], kb[ix.programIdIndex])
+  for (const s of inst.transaction.signatures) assert.ok(!tpl.transaction.signatures.includes(s))
+  const rekeyed = JSON.stringify(tpl).replace(BASE58_RUN, (m) => map.get(m) ?? m)
+  assert.equal(rekeyed, text)
+  return { map, inst }
+}
+
+test('an instance is its template with accounts re-keyed consistently everywhere (logs, token balances, lookups)', () => {
+  const g = new BlockGenerator(templates, { blocks: 0, seed: 3 })
+  let checked = 0
+  let logsRewritten = 0
+  let payerChanged = 0
+  for (let i = 0; i < templates.all.length; i += 7) {
+    const t = templates.all[i]
+    const { map, inst } = checkInstance(t, g.instantiate(t))
+    checked++
+    if (inst.transaction.message.accountKeys[0] !== t.tx.transaction.message.accountKeys[0]) payerChanged++
+    const before = (t.tx.meta.logMessages ?? []).join('\n')
+    const after = (inst.meta.logMessages ?? []).join('\n')
+    if (before !== after) {
+      for (const [a, b] of map) if (a !== b && before.includes(a)) assert.ok(after.includes(b) && !after.includes(a))
+      logsRewritten++
+    }
+  }
+  assert.ok(checked > 1000)
+  assert.equal(payerChanged, checked)
+  assert.ok(logsRewritten > 20, `${logsRewritten} instances with re-keyed log lines`)
+})
+
+test('the normalizer takes generated blocks without warnings beyond the templates\' own, and drops the votes', () => {
+  const g = new BlockGenerator(templates, { blocks: 2, seed: 11, txsPerBlock: 400 })
+  for (let i = 0; i < 2; i++) {
+    const before = g.stats.nonVoteInstructions
+    const line = JSON.parse(g.next())
+    const r = normalizeBlock(line)
+    const kept = line.block.transactions.filter((tx: Json) => !(tx.transaction.message.instructions.length === 1 && accountList(tx)[tx.transaction.message.instructions[0].programIdIndex] === VOTE_PROGRAM))
+    assert.equal(r.block.transactions.length, kept.length)
+    assert.equal(r.block.instructions.length, g.stats.nonVoteInstructions - before)
+    // the only warnings the real templates themselves produce are log truncations and walk failures
+    for (const w of r.warnings) assert.match(w.message, /truncat|log walk|logs/i, w.message)
+  }
+})
