@@ -37,13 +37,26 @@ export interface ParsedLine {
 const B58 = new Uint8Array(128)
 for (const c of '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz') B58[c.charCodeAt(0)] = 1
 
+const LINE_TERMINATOR = /[\n\r\u2028\u2029]/
+
 /** Does s contain, from index `from`, a character that `.` in a JS regex does not match? */
 function hasLineTerminator(s: string, from: number): boolean {
-  for (let i = from; i < s.length; i++) {
-    const c = s.charCodeAt(i)
-    if (c === 10 || c === 13 || c === 0x2028 || c === 0x2029) return true
+  // the prefix before `from` never holds one (checked by the callers' prefix matches)
+  return LINE_TERMINATOR.test(s)
+}
+
+/** Program ids already seen to be base58 (bounded; cleared when full). */
+const KNOWN_IDS = new Set<string>()
+
+function isBase58Id(id: string): boolean {
+  if (KNOWN_IDS.has(id)) return true
+  for (let i = 0; i < id.length; i++) {
+    const c = id.charCodeAt(i)
+    if (c >= 128 || B58[c] === 0) return false
   }
-  return false
+  if (KNOWN_IDS.size >= 10000) KNOWN_IDS.clear()
+  KNOWN_IDS.add(id)
+  return true
 }
 
 /** Index after the run of ASCII digits starting at `i`. */
@@ -81,33 +94,30 @@ export function parseLogLine(line: string, out: ParsedLine): ParsedLine {
         return out
       }
     } else {
-      let j = 8
-      while (j < n) {
-        const c = line.charCodeAt(j)
-        if (c >= 128 || B58[c] === 0) break
-        j++
-      }
-      if (j > 8 && j < n && line.charCodeAt(j) === 32) {
+      // the program id runs up to the next space and must be base58 (`[b58]+ ` in the patterns)
+      const j = line.indexOf(' ', 8)
+      const id = j > 8 ? line.slice(8, j) : ''
+      if (j > 8 && isBase58Id(id)) {
         const r = j + 1
         if (line.startsWith('invoke [', r)) {
           const d0 = r + 8
           const d1 = digitsEnd(line, d0)
           if (d1 > d0 && d1 === n - 1 && line.charCodeAt(d1) === 93 /* ] */) {
             out.kind = LINE_INVOKE
-            out.programId = line.slice(8, j)
+            out.programId = id
             out.depth = parseInt(line.slice(d0, d1), 10)
             out.text = ''
             return out
           }
         } else if (n - r === 7 && line.startsWith('success', r)) {
           out.kind = LINE_SUCCESS
-          out.programId = line.slice(8, j)
+          out.programId = id
           out.text = ''
           return out
         } else if (line.startsWith('failed: ', r)) {
           if (!hasLineTerminator(line, r + 8)) {
             out.kind = LINE_FAILED
-            out.programId = line.slice(8, j)
+            out.programId = id
             out.text = line.slice(r + 8)
             return out
           }
@@ -119,7 +129,7 @@ export function parseLogLine(line: string, out: ParsedLine): ParsedLine {
             const b1 = digitsEnd(line, b0)
             if (b1 > b0 && n - b1 === 14 && line.startsWith(' compute units', b1)) {
               out.kind = LINE_CONSUMED
-              out.programId = line.slice(8, j)
+              out.programId = id
               out.text = line.slice(a0, a1)
               return out
             }
