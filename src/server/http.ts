@@ -371,6 +371,8 @@ export class PortalServer {
         }
         if (signal.aborted || shouldStop() || last == null) break
         if (q.toBlock != null && last.number >= q.toBlock) break
+        // a dataset without a live source never grows: end at the head
+        if (!ds.realTime) break
         // Follow the head: wait for the next block (flushing what we have first).
         await out.flush()
         const remaining = deadline - Date.now()

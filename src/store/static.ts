@@ -63,7 +63,7 @@ export class StaticStore implements BlockStore {
     return c
   }
 
-  async *chunks(from: number, to: number): AsyncIterable<Chunk> {
+  async *chunks(from: number, to: number, _finalizedOnly = false): AsyncIterable<Chunk> {
     const start = this.lowerBound(from)
     const end = this.lowerBound(to + 1) // exclusive
     if (start >= end) return

@@ -17,6 +17,11 @@ export interface ServeOptions {
   host: string
   archive?: string[]
   demo?: boolean
+  rpc?: string
+  dataDir?: string
+  datasetDir?: string
+  commitment: string
+  rpcConcurrency: string
   bigintsAsNumbers?: boolean
   includeVotes?: boolean
   responseTimeMs: string
@@ -44,6 +49,11 @@ export function register(program: Command): void {
       'serve archive files (.jsonl/.jsonl.gz, or a directory of them) instead of the sample',
     )
     .option('--demo', 'run a live fake Solana chain in-process and serve it in real time')
+    .option('--rpc <url>', 'follow a Solana node over JSON-RPC (needs --data-dir)')
+    .option('--data-dir <dir>', 'storage of the followed chain (hot LMDB + cold chunks)')
+    .option('--commitment <level>', 'commitment of the followed chain: confirmed or finalized', 'confirmed')
+    .option('--rpc-concurrency <n>', 'getBlock requests in flight', '4')
+    .option('--dataset-dir <dir>', 'serve a dataset directory written by `solportal import`')
     .option('--bigints-as-numbers', 'render u64 amounts as bare JSON integers instead of decimal strings')
     .option('--include-votes', 'keep vote transactions')
     .option('--response-time-ms <ms>', 'end a stream response after this long', String(DEFAULT_LIMITS.responseTimeMs))
@@ -70,11 +80,51 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
   const common = { bigintsAsNumbers: !!opts.bigintsAsNumbers }
   let onStop: (() => Promise<void>) | undefined
 
-  if (opts.demo) {
-    const { startDemo } = await import('../../server/demo.ts')
-    const demo = await startDemo({ log })
-    onStop = demo.stop
-    datasets.push({ name: 'solana-mainnet', aliases: ['solana-beta'], store: demo.store, realTime: true, ...common })
+  const realtimeLogger = {
+    info: (m: string) => log('info', m),
+    warn: (m: string) => log('warn', m),
+    error: (m: string) => log('error', m),
+  }
+  if (opts.demo || opts.rpc) {
+    const rt = await import('../../store/realtime.ts')
+    let ds: Awaited<ReturnType<typeof rt.createRealtimeDataset>>
+    if (opts.demo) {
+      ds = await rt.createDemoDataset({ logger: realtimeLogger, dataDir: opts.dataDir })
+      log('info', `demo: fake Solana node at ${(ds as Awaited<ReturnType<typeof rt.createDemoDataset>>).node.url}`)
+    } else {
+      if (!opts.dataDir) throw new Error('--rpc needs --data-dir DIR (hot and cold storage)')
+      const { DiskColdStore } = await import('../../store/cold.ts')
+      const { coldDir } = await import('../../store/dataset-dir.ts')
+      const cold = await DiskColdStore.open(coldDir(opts.dataDir))
+      ds = await rt.createRealtimeDataset({
+        rpcUrl: opts.rpc!,
+        dataDir: opts.dataDir,
+        cold,
+        commitment: opts.commitment === 'finalized' ? 'finalized' : 'confirmed',
+        concurrency: int('rpc-concurrency', opts.rpcConcurrency),
+        normalizeOptions: { includeVotes: opts.includeVotes },
+        logger: realtimeLogger,
+      })
+      const stopDs = ds.stop
+      ds.stop = async () => {
+        await stopDs()
+        await cold.close()
+      }
+    }
+    ds.start()
+    onStop = ds.stop
+    datasets.push(
+      { name: 'solana-mainnet', aliases: ['solana-beta'], store: ds.store, realTime: true, ...common },
+      { name: 'solana-mainnet-complete', aliases: ['solana-complete'], store: ds.store, realTime: true, ...common },
+    )
+  } else if (opts.datasetDir) {
+    const { openDatasetDir } = await import('../../store/dataset-dir.ts')
+    const store = await openDatasetDir(opts.datasetDir)
+    onStop = () => store.close()
+    datasets.push(
+      { name: 'solana-mainnet', aliases: ['solana-beta'], store, realTime: false, ...common },
+      { name: 'solana-mainnet-complete', aliases: ['solana-complete'], store, realTime: false, ...common },
+    )
   } else {
     const t0 = Date.now()
     const source = opts.archive ? readArchive(opts.archive) : sampleLines()
