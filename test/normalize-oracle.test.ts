@@ -247,3 +247,24 @@ test('oracle: KNOWN DIFFERENCE 4 — input on which the reference throws instead
   assert.throws(() => runReference(bad, false))
   assert.deepStrictEqual(normalizeBlock(bad).block.instructions[0].accounts, [''])
 })
+
+test('oracle: KNOWN DIFFERENCE 5 — left-over children of a parent that failed with an empty error text', () => {
+  // semantics.md: a left-over inner instruction without stackHeight "gets depth parent+1 if the
+  // parent failed". The reference tests the error text for truthiness, so `failed: ` with nothing
+  // after it counts as success there (depth 2: the children become siblings of the parent).
+  const line = synthBlock([
+    {
+      top: [{ p: PA }],
+      inner: { 0: [{ p: PB }, { p: PC }] },
+      err: { InstructionError: [0, { Custom: 1 }] },
+      logs: [invoke(PA, 1), invoke(PB, 2), failed(PB, ''), failed(PA, 'e')],
+    },
+  ])
+  const mine = normalizeBlock(line).block
+  const theirs = runReference(line, false).block
+  assert.deepStrictEqual(mine.instructions.map((i) => i.instructionAddress), [[0], [0, 0], [0, 0, 0]])
+  assert.deepStrictEqual(theirs.instructions.map((i) => i.instructionAddress), [[0], [0, 0], [0, 1]])
+  assert.equal(mine.instructions[1].error, '')
+  theirs.instructions[2].instructionAddress = [0, 0, 0]
+  assert.deepStrictEqual(mine, theirs)
+})
