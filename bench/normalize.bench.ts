@@ -112,6 +112,23 @@ export async function run(): Promise<string> {
       `| ${s.name} | ${s.lines.length} | ${perBlockTx.toFixed(0)} | ${fmt(r.blocks / r.seconds)} | ${fmt(r.txs / r.seconds)} | ${fmt(r.ins / r.seconds)} | ${fmt(r.logs / r.seconds)} |`,
     )
   }
+  // end to end: text → parseJsonExact → normalizeBlock (what ingesting an archive costs)
+  const e2eRows: string[] = []
+  for (const s of sources) {
+    const t0 = performance.now()
+    let n = 0
+    let txs = 0
+    while (performance.now() - t0 < 1000 / sources.length) {
+      for (const t of s.texts) {
+        const v = parseJsonExact(t) as ArchiveLine | RpcBlock
+        const line: ArchiveLine = 'block' in v ? v : { slot: v.parentSlot + 1, block: v }
+        txs += normalizeBlock(line).block.transactions.length
+        n++
+      }
+    }
+    const sec = (performance.now() - t0) / 1000
+    e2eRows.push(`| ${s.name} | ${fmt(n / sec)} | ${fmt(txs / sec)} |`)
+  }
   const allTexts = sources.flatMap((s) => s.texts)
   const mb = allTexts.reduce((a, s) => a + s.length, 0) / 2 ** 20
   // interleave the two parsers so that both see the same machine state
@@ -131,6 +148,12 @@ export async function run(): Promise<string> {
     '| source | blocks | tx/block | blocks/s | transactions/s | instructions/s | logs/s |',
     '|---|---:|---:|---:|---:|---:|---:|',
     ...rows,
+    '',
+    'End to end, JSON text → `parseJsonExact` → `normalizeBlock`:',
+    '',
+    '| source | blocks/s | transactions/s |',
+    '|---|---:|---:|',
+    ...e2eRows,
     '',
     `JSON parsing of the same ${mb.toFixed(1)} MiB of block text (characters/s):`,
     '',
