@@ -50,6 +50,8 @@ interface Plan {
   relations: RelationDecl[]
   headerDefs: FieldDef[]
   headerWriter: WriterFactory
+  /** per request: candidate row buffer reused across chunks (one execution only) */
+  scratch: Map<ItemRequest, Int32Array>
 }
 
 function makePlan(q: ParsedQuery, bigintsAsNumbers: boolean): Plan {
@@ -79,6 +81,7 @@ function makePlan(q: ParsedQuery, bigintsAsNumbers: boolean): Plan {
     relations,
     headerDefs: selectedDefs(q.fields.block),
     headerWriter: compileWriter(q.fields.block, bigintsAsNumbers),
+    scratch: new Map(),
   }
 }
 
@@ -293,6 +296,16 @@ class ChunkRun {
     }
   }
 
+  /** the candidate row buffer of a request, reused from chunk to chunk */
+  private scratch(req: ItemRequest, size: number): Int32Array {
+    let buf = this.plan.scratch.get(req)
+    if (!buf || buf.length < size) {
+      buf = new Int32Array(Math.max(size, buf ? buf.length * 2 : 0))
+      this.plan.scratch.set(req, buf)
+    }
+    return buf
+  }
+
   private evaluate(kind: RecordKind, req: ItemRequest): void {
     if (!mayMatch(this.chunk, kind, req)) return
     const t = this.table(kind)
@@ -309,12 +322,12 @@ class ChunkRun {
     let cand: Int32Array | null = null
     let n = 0
     if (req.filters.length === 0) {
-      cand = new Int32Array(hi - lo)
+      cand = this.scratch(req, hi - lo)
       for (let r = lo; r < hi; r++) cand[n++] = r
     } else {
       for (const f of req.filters) {
         if (cand === null) {
-          cand = new Int32Array(hi - lo)
+          cand = this.scratch(req, hi - lo)
           n = applyFilter(f, t, null, 0, lo, hi, cand)
         } else {
           n = applyFilter(f, t, cand, n, lo, hi, cand)
@@ -448,7 +461,7 @@ interface BoundKind {
  */
 export async function* executeQuery(store: BlockStore, q: ParsedQuery, opts: ExecuteOptions): AsyncGenerator<OutputBlock> {
   const from = q.fromBlock
-  const to = opts.to
+  const to = q.toBlock !== undefined && q.toBlock < opts.to ? q.toBlock : opts.to
   if (to < from) return
   const plan = makePlan(q, opts.bigintsAsNumbers === true)
   const shouldStop = opts.shouldStop
