@@ -34,9 +34,6 @@ export interface ParsedLine {
   text: string
 }
 
-const B58 = new Uint8Array(128)
-for (const c of '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz') B58[c.charCodeAt(0)] = 1
-
 const LINE_TERMINATOR = /[\n\r\u2028\u2029]/
 
 /** Does s contain, from index `from`, a character that `.` in a JS regex does not match? */
@@ -45,19 +42,8 @@ function hasLineTerminator(s: string, from: number): boolean {
   return LINE_TERMINATOR.test(s)
 }
 
-/** Program ids already seen to be base58 (bounded; cleared when full). */
-const KNOWN_IDS = new Set<string>()
-
-function isBase58Id(id: string): boolean {
-  if (KNOWN_IDS.has(id)) return true
-  for (let i = 0; i < id.length; i++) {
-    const c = id.charCodeAt(i)
-    if (c >= 128 || B58[c] === 0) return false
-  }
-  if (KNOWN_IDS.size >= 10000) KNOWN_IDS.clear()
-  KNOWN_IDS.add(id)
-  return true
-}
+/** A run of base58 characters (sticky: matched at `lastIndex`). */
+const B58_RUN = /[1-9A-HJ-NP-Za-km-z]+/y
 
 /** Index after the run of ASCII digits starting at `i`. */
 function digitsEnd(s: string, i: number): number {
@@ -94,10 +80,11 @@ export function parseLogLine(line: string, out: ParsedLine): ParsedLine {
         return out
       }
     } else {
-      // the program id runs up to the next space and must be base58 (`[b58]+ ` in the patterns)
-      const j = line.indexOf(' ', 8)
-      const id = j > 8 ? line.slice(8, j) : ''
-      if (j > 8 && isBase58Id(id)) {
+      // `[b58]+ `: the program id is the base58 run at 8, followed by a space
+      B58_RUN.lastIndex = 8
+      const j = B58_RUN.test(line) ? B58_RUN.lastIndex : 8
+      if (j > 8 && j < n && line.charCodeAt(j) === 32) {
+        const id = line.slice(8, j)
         const r = j + 1
         if (line.startsWith('invoke [', r)) {
           const d0 = r + 8
