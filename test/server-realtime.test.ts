@@ -103,7 +103,7 @@ describe('real time over HTTP', () => {
   const synced = () => until(() => ds.store.head()?.hash === node.tip.hash)
 
   test('metadata says real_time', async () => {
-    const m = await fetch(`${base}/metadata`).then((r) => r.json())
+    const m = (await fetch(`${base}/metadata`).then((r) => r.json())) as { real_time: boolean }
     assert.equal(m.real_time, true)
   })
 
