@@ -10,6 +10,8 @@ import { join } from 'node:path'
 import { BlockGenerator, loadTemplates, writeArchive, JUPITER, METEORA_DLMM, WHIRLPOOL, VOTE_PROGRAM, type Template } from '../src/ingest/generate.ts'
 import { validateArchive, newStats, accountList, type Json } from '../scripts/sample/validate.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
+import { readArchive } from '../src/ingest/archive.ts'
+import { gunzipSync } from 'node:zlib'
 
 const templates = loadTemplates()
 const gen = (seed: number, blocks: number, txsPerBlock?: number) => {
@@ -42,6 +44,16 @@ test('writeArchive streams gzip output, identical across runs', async () => {
     assert.equal(plain.split('\n').filter(Boolean).length, 5)
     assert.equal(s1.blocks, 5)
     assert.equal(Buffer.byteLength(plain), s1.bytes)
+    assert.equal(gunzipSync(a).toString('utf8'), plain)
+    // parallel compression: one gzip member per block, same content, deterministic, read by the archive reader
+    await writeArchive(join(dir, 'd.jsonl.gz'), { blocks: 5, seed: 9, txsPerBlock: 200, templates, gzipThreads: 3 })
+    await writeArchive(join(dir, 'e.jsonl.gz'), { blocks: 5, seed: 9, txsPerBlock: 200, templates, gzipThreads: 3 })
+    const d = readFileSync(join(dir, 'd.jsonl.gz'))
+    assert.ok(d.equals(readFileSync(join(dir, 'e.jsonl.gz'))))
+    assert.equal(gunzipSync(d).toString('utf8'), plain)
+    const slots: number[] = []
+    for await (const line of readArchive(join(dir, 'd.jsonl.gz'))) slots.push(line.slot)
+    assert.deepEqual(slots, plain.split('\n').filter(Boolean).map((l) => JSON.parse(l).slot))
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

@@ -27,7 +27,8 @@ import { createHash } from 'node:crypto'
 import { createWriteStream, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { gunzipSync, createGzip } from 'node:zlib'
+import { gunzipSync, createGzip, gzip } from 'node:zlib'
+import { promisify } from 'node:util'
 import type { Writable } from 'node:stream'
 import { base58Encode } from '../util/base58.ts'
 
@@ -41,6 +42,7 @@ export const METEORA_DLMM = 'LBUZKhRxPF3XUpBCjp4YzTKgLccjZhTSDM9YuVaPwxo'
 export const RAYDIUM_AMM = '675kPX9MHTjS2zt1qfr1NYHuzeLXfQM9H24wFSUt1Mp8'
 const TOKEN_PROGRAMS = new Set(['TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA', 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb'])
 
+const gzipAsync = promisify(gzip)
 const B58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
 const BASE58_RUN = /(?<![1-9A-HJ-NP-Za-km-z])[1-9A-HJ-NP-Za-km-z]{32,88}(?![1-9A-HJ-NP-Za-km-z])/g
 
@@ -87,9 +89,15 @@ export class Prng {
   int(n: number): number {
     return Math.floor(this.next() * n)
   }
-  /** Zipf-like index in [0, n): P(index < q·n) = q^(1/alpha) */
-  zipf(n: number, alpha: number): number {
-    return Math.floor(n * Math.pow(this.next(), alpha))
+  /** Zipf-like index in [0, n): P(index < q·n) = q^(1/3) (a few very hot indexes) */
+  hot3(n: number): number {
+    const u = this.next()
+    return Math.floor(n * u * u * u)
+  }
+  /** Zipf-like index in [0, n): P(index < q·n) = q^(1/2.5) */
+  hot25(n: number): number {
+    const u = this.next()
+    return Math.floor(n * u * u * Math.sqrt(u))
   }
 }
 function rotl(x: number, k: number): number {
@@ -325,12 +333,18 @@ export class BlockGenerator {
   private readonly identities: Buffer
   private readonly voteAccounts: Buffer
   private readonly leaderBalance = new Map<number, bigint>()
-  // per-transaction scratch: where each value slot's bytes are, and an identity to keep addresses distinct
-  private slotBuf: Buffer[] = []
-  private slotOff = new Int32Array(64)
-  private slotLen = new Int32Array(64)
-  private slotId = new Float64Array(64)
-  private fresh = Buffer.alloc(64 * SIGNATURE_LEN)
+  /** views of pool entries, made on first use (copying from a ready view is the fastest copy) */
+  private readonly walletViews: Uint8Array[] = new Array(N_WALLETS)
+  private readonly accountViews: Uint8Array[] = new Array(N_ACCOUNTS)
+  private readonly identityViews: Uint8Array[] = new Array(N_VALIDATORS)
+  private readonly voteViews: Uint8Array[] = new Array(N_VALIDATORS)
+  // per-transaction scratch: each value slot's bytes, and an identity to keep addresses distinct
+  private slotView: Uint8Array[] = []
+  private slotId = new Float64Array(0)
+  /** fresh values of slot i are written at fresh[i * SIGNATURE_LEN ..] */
+  private fresh = Buffer.alloc(0)
+  private freshAddress: Uint8Array[] = []
+  private freshSignature: Uint8Array[] = []
 
   constructor(private readonly templates: TemplateSet, opts: GenOptions) {
     this.seed = (opts.seed ?? 1) >>> 0
@@ -399,81 +413,76 @@ export class BlockGenerator {
     return p.list[this.rng.int(p.list.length)]
   }
 
+  private static view(cache: Uint8Array[], pool: Buffer, index: number): Uint8Array {
+    return (cache[index] ??= pool.subarray(index * ADDRESS_LEN, (index + 1) * ADDRESS_LEN))
+  }
+
   /** Choose the values of template `t`'s slots (fills the slot scratch). */
   private chooseValues(t: Template): void {
     const kinds = t.kinds
     const n = kinds.length
-    if (n > this.slotOff.length) {
-      this.slotOff = new Int32Array(n)
-      this.slotLen = new Int32Array(n)
+    if (n > this.slotId.length) {
       this.slotId = new Float64Array(n)
       this.fresh = Buffer.alloc(n * SIGNATURE_LEN)
+      this.freshAddress = []
+      this.freshSignature = []
+      for (let i = 0; i < n; i++) {
+        this.freshAddress.push(this.fresh.subarray(i * SIGNATURE_LEN, i * SIGNATURE_LEN + ADDRESS_LEN))
+        this.freshSignature.push(this.fresh.subarray(i * SIGNATURE_LEN, (i + 1) * SIGNATURE_LEN))
+      }
     }
     const rng = this.rng
+    const slotView = this.slotView
+    const slotId = this.slotId
     const validator = t.category === 'vote' ? rng.int(N_VALIDATORS) : -1
     let accountsSeen = 0
     for (let i = 0; i < n; i++) {
       const kind = kinds[i]
       if (kind === Kind.Recent) {
-        this.slotBuf[i] = this.recent[this.recent.length - 1 - rng.int(this.recent.length)]
-        this.slotOff[i] = 0
-        this.slotLen[i] = this.slotBuf[i].length
-        this.slotId[i] = -1
+        slotView[i] = this.recent[this.recent.length - 1 - rng.int(this.recent.length)]
+        slotId[i] = -1
         continue
       }
       if (kind === Kind.Signature) {
         this.writeSignature(this.fresh, i * SIGNATURE_LEN)
-        this.slotBuf[i] = this.fresh
-        this.slotOff[i] = i * SIGNATURE_LEN
-        this.slotLen[i] = SIGNATURE_LEN
-        this.slotId[i] = -1
+        slotView[i] = this.freshSignature[i]
+        slotId[i] = -1
         continue
       }
-      let buf: Buffer
-      let index: number
+      let view: Uint8Array | undefined
       let id: number
       if (kind === Kind.Payer && validator >= 0) {
-        buf = this.identities
-        index = validator
+        view = BlockGenerator.view(this.identityViews, this.identities, validator)
         id = 1e7 + validator
       } else if (kind === Kind.Payer || kind === Kind.Signer) {
-        buf = this.wallets
-        index = rng.zipf(N_WALLETS, 3)
+        const index = rng.hot3(N_WALLETS)
+        view = BlockGenerator.view(this.walletViews, this.wallets, index)
         id = index
       } else if (validator >= 0 && accountsSeen++ === 0) {
-        buf = this.voteAccounts
-        index = validator
+        view = BlockGenerator.view(this.voteViews, this.voteAccounts, validator)
         id = 2e7 + validator
       } else if (rng.next() < 0.15) {
-        buf = this.fresh // a brand-new account
-        index = -1
-        id = -1
+        id = -1 // a brand-new account
       } else {
-        buf = this.accounts
-        index = rng.zipf(N_ACCOUNTS, 2.5)
+        const index = rng.hot25(N_ACCOUNTS)
+        view = BlockGenerator.view(this.accountViews, this.accounts, index)
         id = 1e6 + index
       }
       // addresses of one transaction must be distinct: on a collision, use a brand-new one
       if (id >= 0) {
         for (let j = 0; j < i; j++) {
-          if (this.slotId[j] === id) {
-            buf = this.fresh
-            index = -1
+          if (slotId[j] === id) {
             id = -1
             break
           }
         }
       }
-      if (index < 0) {
+      if (id < 0) {
         this.writeAddress(this.fresh, i * SIGNATURE_LEN)
-        this.slotBuf[i] = this.fresh
-        this.slotOff[i] = i * SIGNATURE_LEN
-      } else {
-        this.slotBuf[i] = buf
-        this.slotOff[i] = index * ADDRESS_LEN
+        view = this.freshAddress[i]
       }
-      this.slotLen[i] = ADDRESS_LEN
-      this.slotId[i] = id
+      slotView[i] = view!
+      slotId[i] = id
     }
   }
 
@@ -484,23 +493,21 @@ export class BlockGenerator {
     const ps = t.partStart
     const pe = t.partEnd
     const views = t.partViews
+    const slotView = this.slotView
     const refs = t.refs
     const nr = refs.length
     for (let i = 0; i <= nr; i++) {
       const a = ps[i]
       const e = pe[i]
-      if (e - a < 40) for (let k = a; k < e; k++) out[off++] = bytes[k]
+      if (e - a < 12) for (let k = a; k < e; k++) out[off++] = bytes[k]
       else {
         out.set(views[i], off)
         off += e - a
       }
       if (i === nr) break
-      const r = refs[i]
-      const src = this.slotBuf[r]
-      const so = this.slotOff[r]
-      const sl = this.slotLen[r]
-      for (let k = 0; k < sl; k++) out[off + k] = src[so + k]
-      off += sl
+      const v = slotView[refs[i]]
+      out.set(v, off)
+      off += v.length
     }
     return off
   }
@@ -568,20 +575,45 @@ export class BlockGenerator {
   }
 }
 
+export interface WriteOptions extends GenOptions {
+  /** gzip level 0-9 (default 1) when `out` ends in .gz */
+  gzipLevel?: number
+  /**
+   * Compress on this many threads (default 1: one gzip stream). Above 1, every block line is its own gzip
+   * member (a valid gzip file, read by any gunzip; still deterministic), compressed in parallel.
+   */
+  gzipThreads?: number
+  templates?: TemplateSet
+}
+
 /** Write `opts.blocks` blocks to `out` (gzip when it ends in .gz), streaming. */
-export async function writeArchive(out: string, opts: GenOptions & { gzipLevel?: number; templates?: TemplateSet }): Promise<GenStats> {
+export async function writeArchive(out: string, opts: WriteOptions): Promise<GenStats> {
   const gen = new BlockGenerator(opts.templates ?? loadTemplates(), opts)
   const file = createWriteStream(out)
-  const gz = out.endsWith('.gz') ? createGzip({ level: opts.gzipLevel ?? 1 }) : undefined
-  gz?.pipe(file)
-  const sink: Writable = gz ?? file
+  const level = opts.gzipLevel ?? 1
+  const threads = Math.max(1, opts.gzipThreads ?? 1)
+  const gzipped = out.endsWith('.gz')
+  const stream = gzipped && threads === 1 ? createGzip({ level }) : undefined
+  stream?.pipe(file)
+  const sink: Writable = stream ?? file
   const done = new Promise<void>((resolve, reject) => {
     file.on('finish', resolve)
     file.on('error', reject)
     sink.on('error', reject)
   })
-  for (let i = 0; i < opts.blocks; i++) {
-    if (!sink.write(gen.nextBuffer())) await new Promise((r) => sink.once('drain', r))
+  const write = async (chunk: Buffer) => {
+    if (!sink.write(chunk)) await new Promise((r) => sink.once('drain', r))
+  }
+  if (gzipped && threads > 1) {
+    // members compressed on the libuv thread pool, written in order
+    const pending: Promise<Buffer>[] = []
+    for (let i = 0; i < opts.blocks; i++) {
+      pending.push(gzipAsync(gen.nextBuffer(), { level }))
+      if (pending.length >= threads) await write(await pending.shift()!)
+    }
+    while (pending.length > 0) await write(await pending.shift()!)
+  } else {
+    for (let i = 0; i < opts.blocks; i++) await write(gen.nextBuffer())
   }
   sink.end()
   await done
