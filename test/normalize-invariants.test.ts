@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import fc from 'fast-check'
 import { formatArchiveLine } from '../src/ingest/archive.ts'
 import type { Block } from '../src/model.ts'
 import { parseJsonExact } from '../src/normalize/json.ts'
@@ -150,10 +151,12 @@ test('a malformed transaction never throws out of normalizeBlock: it is skipped 
   ;(line.block.transactions![0] as unknown as { transaction: unknown }).transaction = null
   line.block.transactions![1].meta!.fee = 'not a number'
   const { block, warnings } = normalizeBlock(line)
-  assert.equal(block.transactions.length, 0)
-  assert.equal(block.instructions.length, 0)
+  // tx 0 cannot be read at all: skipped; tx 1 is kept with fee 0
+  assert.deepStrictEqual(block.transactions.map((t) => [t.transactionIndex, t.fee]), [[1, 0n]])
+  assert.deepStrictEqual(block.instructions.map((i) => i.transactionIndex), [1])
   assert.deepStrictEqual(warnings.map((w) => [w.slot, w.transactionIndex]), [[1000, 0], [1000, 1]])
   assert.match(warnings[0].message, /transaction skipped: no transaction.message/)
+  assert.match(warnings[1].message, /meta.fee is not an integer \("not a number"\): 0 used/)
   // an instruction with an out-of-range account index: resolved to '' with a warning, rest intact
   const l2 = synthBlock([{ top: [{ p: PA }], logs: [invoke(PA, 1), success(PA)] }])
   l2.block.transactions![0].transaction.message.instructions[0].accounts = [0, 99]
@@ -166,4 +169,47 @@ test('a malformed transaction never throws out of normalizeBlock: it is skipped 
   assert.equal(r3.block.header.height, null)
   assert.equal(r3.block.header.timestamp, 0)
   assert.ok(r3.warnings.length > 0)
+})
+
+test('fuzz: random corruption of real transactions never throws out of normalizeBlock', () => {
+  const src = realBlocks()
+  const small = src.filter((b) => b.name.startsWith('chainstorage/')).map((b) => b.line)
+  // plus 40 transactions of the whole block (failed, v0, truncated ones included)
+  const whole = src[0].line
+  const picked = [9, 32, 210, 229, 440, 10, 265, ...Array.from({ length: 33 }, (_, k) => 6 + k * 13)]
+  small.push({ ...whole, block: { ...whole.block, transactions: picked.map((i) => whole.block.transactions![i]) } })
+  const replacements: unknown[] = [null, undefined, 'x', -1, 1.5, [], {}, '123456789012345678901234', true, [null], [{}], 'Log truncated']
+  const paths = (v: unknown, prefix: (string | number)[], out: (string | number)[][], depth: number): void => {
+    if (depth > 7 || v === null || typeof v !== 'object') return
+    const entries = Array.isArray(v) ? v.slice(0, 6).map((x, i) => [i, x] as const) : Object.entries(v)
+    for (const [k, x] of entries) {
+      out.push([...prefix, k])
+      paths(x, [...prefix, k], out, depth + 1)
+    }
+  }
+  const pathsOf = small.map((l) => {
+    const all: (string | number)[][] = []
+    paths(l.block, [], all, 0)
+    return all
+  })
+  fc.assert(
+    fc.property(fc.nat(small.length - 1), fc.nat(), fc.nat(replacements.length - 1), fc.integer({ min: 1, max: 3 }), (bi, pi, ri, count) => {
+      const line = structuredClone(small[bi])
+      const all = pathsOf[bi]
+      for (let c = 0; c < count; c++) {
+        const path = all[(pi + c * 7919) % all.length]
+        let target = line.block as unknown as Record<string | number, unknown>
+        for (const k of path.slice(0, -1)) {
+          const next = target?.[k]
+          if (next === null || typeof next !== 'object') return
+          target = next as Record<string | number, unknown>
+        }
+        target[path[path.length - 1]] = structuredClone(replacements[ri])
+      }
+      const r = normalizeBlock(line, { includeVotes: ri % 2 === 0 })
+      assert.ok(Array.isArray(r.block.transactions))
+      for (const w of r.warnings) assert.equal(typeof w.message, 'string')
+    }),
+    { numRuns: 600 },
+  )
 })

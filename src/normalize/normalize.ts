@@ -290,8 +290,8 @@ class TxNormalizer implements WalkInput {
       recentBlockhash: message.recentBlockhash,
       signatures: Array.isArray(signatures) ? signatures : [],
       err,
-      fee: meta.fee == null ? 0n : u64(meta.fee),
-      computeUnitsConsumed: meta.computeUnitsConsumed == null ? 0n : u64(meta.computeUnitsConsumed),
+      fee: this.safeU64(meta.fee, 'meta.fee'),
+      computeUnitsConsumed: meta.computeUnitsConsumed == null ? 0n : this.safeU64(meta.computeUnitsConsumed, 'meta.computeUnitsConsumed'),
       loadedAddresses: { writable, readonly },
       feePayer: accountKeys[0] ?? '',
       hasDroppedLogMessages: walk.hasDroppedLogMessages,
@@ -309,8 +309,8 @@ class TxNormalizer implements WalkInput {
         const a = pre[i]
         const b = post[i]
         if (a === b) continue
-        const x = u64(a)
-        const y = u64(b)
+        const x = this.safeU64(a, `meta.preBalances[${i}]`)
+        const y = this.safeU64(b, `meta.postBalances[${i}]`)
         if (x === y) continue
         block.balances.push({ transactionIndex: index, account: this.account(i), pre: x, post: y })
       }
@@ -327,6 +327,7 @@ class TxNormalizer implements WalkInput {
       const start = block.tokenBalances.length
       if (hasPre) {
         for (const tb of preTb!) {
+          if (!this.validTokenBalance(tb, 'preTokenBalances')) continue
           const account = this.account(tb.accountIndex)
           let rec = byAccount.get(account)
           if (rec === undefined) {
@@ -339,6 +340,7 @@ class TxNormalizer implements WalkInput {
       }
       if (hasPost) {
         for (const tb of postTb!) {
+          if (!this.validTokenBalance(tb, 'postTokenBalances')) continue
           const account = this.account(tb.accountIndex)
           let rec = byAccount.get(account)
           if (rec === undefined) {
@@ -352,6 +354,32 @@ class TxNormalizer implements WalkInput {
       sortTail(block.tokenBalances, start)
     }
     if (this.badAccountIndex) this.warn('account index out of range: resolved to ""')
+  }
+
+  /** A u64 field; 0 with a warning when it is not an integer. */
+  private safeU64(v: unknown, what: string): bigint {
+    try {
+      if (typeof v === 'number' || typeof v === 'string' || typeof v === 'bigint') return BigInt(v)
+    } catch {
+      // not an integer
+    }
+    this.warn(`${what} is not an integer (${safeJson(v)}): 0 used`)
+    return 0n
+  }
+
+  /** A token balance entry usable for the merge; a warning when not. */
+  private validTokenBalance(tb: RpcTokenBalance, list: string): boolean {
+    const amount = tb?.uiTokenAmount?.amount
+    let ok = typeof tb?.accountIndex === 'number' && typeof tb.mint === 'string' && typeof tb.uiTokenAmount.decimals === 'number'
+    if (ok) {
+      try {
+        BigInt(amount as string)
+      } catch {
+        ok = false
+      }
+    }
+    if (!ok) this.warn(`malformed ${list} entry ${safeJson(tb)} ignored`)
+    return ok
   }
 
   private account(i: number): string {
