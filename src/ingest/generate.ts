@@ -523,8 +523,11 @@ export class BlockGenerator {
     return this.nextBuffer().toString('utf8')
   }
 
-  /** The next block's archive line as UTF-8 bytes (a fresh buffer, ending with a newline). */
-  nextBuffer(): Buffer {
+  /**
+   * The next block's archive line as UTF-8 bytes, ending with a newline: a view of `into` when that is
+   * large enough (to reuse memory once the previous line has been consumed), else of a new buffer.
+   */
+  nextBuffer(into?: Buffer): Buffer {
     const rng = this.rng
     if (this.stats.blocks > 0 && rng.next() < 0.05) this.slot += 1 + rng.int(3) // skipped slots
     const slot = this.slot
@@ -556,7 +559,8 @@ export class BlockGenerator {
     const tail =
       `],"rewards":[{"pubkey":"${leader}","lamports":${reward},"postBalance":${balance},"rewardType":"Fee","commission":null}],` +
       `"blockTime":${blockTime},"blockHeight":${this.height}}}\n`
-    const out = Buffer.allocUnsafe(size + head.length + tail.length)
+    const need = size + head.length + tail.length
+    const out = into && into.length >= need ? into : Buffer.allocUnsafe(Math.ceil(need * 1.25))
     let off = out.write(head, 0, 'latin1')
     for (let i = 0; i < count; i++) {
       if (i > 0) out[off++] = 44 // ','
@@ -601,19 +605,24 @@ export async function writeArchive(out: string, opts: WriteOptions): Promise<Gen
     file.on('error', reject)
     sink.on('error', reject)
   })
-  const write = async (chunk: Buffer) => {
-    if (!sink.write(chunk)) await new Promise((r) => sink.once('drain', r))
+  // output buffers are reused once their line has been consumed (less allocation and GC)
+  const free: Buffer[] = []
+  const release = (chunk: Buffer) => () => free.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.buffer.byteLength - chunk.byteOffset))
+  const write = async (chunk: Buffer, owned = true) => {
+    const ok = owned ? sink.write(chunk, release(chunk)) : sink.write(chunk)
+    if (!ok) await new Promise((r) => sink.once('drain', r))
   }
   if (gzipped && threads > 1) {
     // members compressed on the libuv thread pool, written in order
     const pending: Promise<Buffer>[] = []
     for (let i = 0; i < opts.blocks; i++) {
-      pending.push(gzipAsync(gen.nextBuffer(), { level }))
-      if (pending.length >= threads) await write(await pending.shift()!)
+      const line = gen.nextBuffer(free.pop())
+      pending.push(gzipAsync(line, { level }).then((z) => (release(line)(), z)))
+      if (pending.length >= threads) await write(await pending.shift()!, false)
     }
-    while (pending.length > 0) await write(await pending.shift()!)
+    while (pending.length > 0) await write(await pending.shift()!, false)
   } else {
-    for (let i = 0; i < opts.blocks; i++) await write(gen.nextBuffer())
+    for (let i = 0; i < opts.blocks; i++) await write(gen.nextBuffer(free.pop()))
   }
   sink.end()
   await done
