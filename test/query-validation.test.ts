@@ -235,4 +235,9 @@ test('limit: values per filter list', () => {
     reason({ fromBlock: 0, instructions: [{ a3: list(11) }] }, { maxFilterValues: 10 }),
     '.instructions[0].a3: 11 values, but at most 10 are allowed per filter (limit maxFilterValues)',
   )
+  // an undefined limit keeps the default
+  assert.equal(
+    reason({ fromBlock: 0, transactions: [{ feePayer: list(100_001) }] }, { maxFilterValues: undefined, maxItemRequests: 5 }),
+    '.transactions[0].feePayer: 100001 values, but at most 100000 are allowed per filter (limit maxFilterValues)',
+  )
 })

@@ -108,35 +108,27 @@ function sameAddress(a: readonly number[], b: readonly number[]): boolean {
 }
 
 /**
- * Apply one filter: with `cand === null`, scan rows [lo, hi) into `out`; otherwise keep the rows
- * of `cand[0..n)` that pass (in place, `out === cand`). Returns the number of rows kept.
+ * Keep the rows of `rows[0..n)` that pass one filter (in place); returns how many were kept.
+ * Every operator is one tight loop over the candidate rows.
  */
-function applyFilter(f: CompiledFilter, t: Table, cand: Int32Array | null, n: number, lo: number, hi: number, out: Int32Array): number {
+function applyFilter(f: CompiledFilter, t: Table, rows: Int32Array, n: number): number {
   let k = 0
   switch (f.op) {
     case 'in': {
       const col = t.column(f.column) as ArrayLike<string | null>
-      const set = f.values as Set<string | null>
-      if (cand === null) {
-        for (let r = lo; r < hi; r++) if (set.has(col[r])) out[k++] = r
-      } else {
-        for (let j = 0; j < n; j++) {
-          const r = cand[j]
-          if (set.has(col[r])) out[k++] = r
-        }
+      const set = f.values as ReadonlySet<string | null>
+      for (let j = 0; j < n; j++) {
+        const r = rows[j]
+        if (set.has(col[r])) rows[k++] = r
       }
       return k
     }
     case 'bool': {
       const col = t.column(f.column) as ArrayLike<boolean>
       const v = f.value
-      if (cand === null) {
-        for (let r = lo; r < hi; r++) if (col[r] === v) out[k++] = r
-      } else {
-        for (let j = 0; j < n; j++) {
-          const r = cand[j]
-          if (col[r] === v) out[k++] = r
-        }
+      for (let j = 0; j < n; j++) {
+        const r = rows[j]
+        if (col[r] === v) rows[k++] = r
       }
       return k
     }
@@ -144,74 +136,62 @@ function applyFilter(f: CompiledFilter, t: Table, cand: Int32Array | null, n: nu
       const col = t.column(f.column) as ArrayLike<readonly string[]>
       const set = f.values
       const idx = f.index
-      if (cand === null) {
-        for (let r = lo; r < hi; r++) {
-          const a = col[r]
-          if (a.length > idx && set.has(a[idx])) out[k++] = r
-        }
-      } else {
-        for (let j = 0; j < n; j++) {
-          const r = cand[j]
-          const a = col[r]
-          if (a.length > idx && set.has(a[idx])) out[k++] = r
-        }
+      for (let j = 0; j < n; j++) {
+        const r = rows[j]
+        const a = col[r]
+        if (a.length > idx && set.has(a[idx])) rows[k++] = r
       }
       return k
     }
     case 'any': {
+      // a row passes when any element of any source list is in the set
       const set = f.values
-      const cols = f.sources.map((s) => ({ col: t.column(s.column) as ArrayLike<unknown>, sub: s.sub }))
-      const test = (r: number): boolean => {
-        for (let s = 0; s < cols.length; s++) {
-          const v = cols[s].col[r] as Record<string, readonly string[]> | readonly string[] | null
+      const cols = f.sources.map((s) => t.column(s.column) as ArrayLike<unknown>)
+      const subs = f.sources.map((s) => s.sub)
+      const ns = cols.length
+      for (let j = 0; j < n; j++) {
+        const r = rows[j]
+        let hit = false
+        for (let s = 0; s < ns && !hit; s++) {
+          let v = cols[s][r] as unknown
+          const sub = subs[s]
+          if (sub !== undefined && v !== null && v !== undefined) v = (v as Record<string, unknown>)[sub]
           if (v === null || v === undefined) continue
-          const list = (cols[s].sub === undefined ? v : (v as Record<string, readonly string[]>)[cols[s].sub!]) as
-            | readonly string[]
-            | undefined
-          if (!list) continue
-          for (let e = 0; e < list.length; e++) if (set.has(list[e])) return true
+          const list = v as readonly string[]
+          for (let e = 0; e < list.length; e++) {
+            if (set.has(list[e])) {
+              hit = true
+              break
+            }
+          }
         }
-        return false
-      }
-      if (cand === null) {
-        for (let r = lo; r < hi; r++) if (test(r)) out[k++] = r
-      } else {
-        for (let j = 0; j < n; j++) {
-          const r = cand[j]
-          if (test(r)) out[k++] = r
-        }
+        if (hit) rows[k++] = r
       }
       return k
     }
     case 'prefix': {
+      // groups by prefix length, ascending; a value shorter than a group's length matches no later group
       const col = t.column(f.column) as ArrayLike<string>
       const groups = f.groups
-      if (groups.length === 1 && groups[0].values.size === 1) {
+      const ng = groups.length
+      if (ng === 1 && groups[0].values.size === 1) {
         const p = groups[0].values.values().next().value as string
-        if (cand === null) {
-          for (let r = lo; r < hi; r++) if (col[r].startsWith(p)) out[k++] = r
-        } else {
-          for (let j = 0; j < n; j++) {
-            const r = cand[j]
-            if (col[r].startsWith(p)) out[k++] = r
-          }
+        for (let j = 0; j < n; j++) {
+          const r = rows[j]
+          if (col[r].startsWith(p)) rows[k++] = r
         }
         return k
       }
-      const test = (s: string): boolean => {
-        for (let g = 0; g < groups.length; g++) {
+      for (let j = 0; j < n; j++) {
+        const r = rows[j]
+        const s = col[r]
+        for (let g = 0; g < ng; g++) {
           const len = groups[g].length
-          if (s.length < len) return false
-          if (groups[g].values.has(s.length === len ? s : s.slice(0, len))) return true
-        }
-        return false
-      }
-      if (cand === null) {
-        for (let r = lo; r < hi; r++) if (test(col[r])) out[k++] = r
-      } else {
-        for (let j = 0; j < n; j++) {
-          const r = cand[j]
-          if (test(col[r])) out[k++] = r
+          if (s.length < len) break
+          if (groups[g].values.has(s.length === len ? s : s.slice(0, len))) {
+            rows[k++] = r
+            break
+          }
         }
       }
       return k
@@ -319,23 +299,13 @@ class ChunkRun {
       s.any = true
       return
     }
-    let cand: Int32Array | null = null
+    const rows = this.scratch(req, hi - lo)
     let n = 0
-    if (req.filters.length === 0) {
-      cand = this.scratch(req, hi - lo)
-      for (let r = lo; r < hi; r++) cand[n++] = r
-    } else {
-      for (const f of req.filters) {
-        if (cand === null) {
-          cand = this.scratch(req, hi - lo)
-          n = applyFilter(f, t, null, 0, lo, hi, cand)
-        } else {
-          n = applyFilter(f, t, cand, n, lo, hi, cand)
-        }
-        if (n === 0) return
-      }
+    for (let r = lo; r < hi; r++) rows[n++] = r
+    for (const f of req.filters) {
+      n = applyFilter(f, t, rows, n)
+      if (n === 0) return
     }
-    const rows = cand!
     const s = this.sel(kind)
     const m = s.mask
     const base = s.base

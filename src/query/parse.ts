@@ -195,7 +195,10 @@ function parseFields(v: unknown, limits: QueryLimits): Selection {
 
 /** Validate a query body (already JSON-parsed). Throws QueryError with the reason. */
 export function parseQuery(body: unknown, limits?: Partial<QueryLimits>): ParsedQuery {
-  const lim: QueryLimits = { ...DEFAULT_LIMITS, ...limits }
+  const lim: QueryLimits = {
+    maxItemRequests: limits?.maxItemRequests ?? DEFAULT_LIMITS.maxItemRequests,
+    maxFilterValues: limits?.maxFilterValues ?? DEFAULT_LIMITS.maxFilterValues,
+  }
   if (!isObject(body)) throw new QueryError('the query must be a JSON object')
   for (const name of Object.keys(body)) if (!TOP_MEMBERS.has(name)) unknownMember('', name)
 

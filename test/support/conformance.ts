@@ -65,16 +65,18 @@ function randomInstructionRequest(r: Rng, P: Pools): Q {
   if (r.chance(0.5)) q.programId = values(r, P.programs)
   if (r.chance(0.4)) {
     const d = r.pick(['d1', 'd2', 'd3', 'd4', 'd8', 'discriminator'])
-    const bytes = d === 'discriminator' ? r.int(0, 12) : Number(d.slice(1))
+    const fixed = d === 'discriminator' ? -1 : Number(d.slice(1))
     const list: string[] = []
     const n = r.int(0, 3)
     for (let i = 0; i < n; i++) {
+      // discriminator values of mixed lengths (0 to 12 bytes)
+      const bytes = fixed >= 0 ? fixed : r.int(0, 12)
       const disc = r.pick(P.discriminators)
       let v = r.chance(0.8) ? disc.slice(0, 2 + 2 * Math.min(bytes, 8)) : '0x' + 'ab'.repeat(bytes)
       if (bytes > 8) v = v + 'cd'.repeat(bytes - 8)
       list.push(hexCase(r, v))
     }
-    if (n === 0 && r.chance(0.5)) list.push(hexCase(r, r.pick(P.discriminators).slice(0, 2 + 2 * Math.min(bytes, 8))))
+    if (n === 0 && r.chance(0.5)) list.push(hexCase(r, r.pick(P.discriminators).slice(0, 2 + 2 * Math.min(fixed >= 0 ? fixed : 4, 8))))
     q[d] = list
   }
   for (let i = 0; i < 16; i++) if (r.chance(0.04)) q[`a${i}`] = values(r, P.accounts)
