@@ -117,6 +117,31 @@ test('formatArchiveLine ↔ parseJsonExact round trip of the whole real block', 
   )
 })
 
+test('formatArchiveLine: bigints outside the u64 fields and marker-like strings fall back to the exact writer', () => {
+  const mk = (extra: Record<string, unknown>, meta: Record<string, unknown>): ArchiveLine =>
+    ({
+      slot: 3,
+      block: {
+        blockhash: 'h',
+        previousBlockhash: 'p',
+        parentSlot: 2,
+        ...extra,
+        transactions: [{ transaction: { signatures: [], message: {} }, meta: { err: null, preBalances: [], postBalances: [], ...meta } }],
+      },
+    }) as unknown as ArchiveLine
+  // a bigint where the fast path does not look (blockTime)
+  const a = formatArchiveLine(mk({ blockTime: 12345678901234567890n }, { fee: '18446744073709551615' }))
+  assert.match(a, /"blockTime":12345678901234567890,/)
+  assert.match(a, /"fee":18446744073709551615}/)
+  // a genuine string that looks like the internal marker stays a string
+  const b = formatArchiveLine(mk({}, { fee: 12345678901234567890n, logMessages: ['\u0000solportal-u64:7'] }))
+  assert.match(b, /"fee":12345678901234567890[,}]/)
+  assert.deepStrictEqual((parseJsonExact(b) as ArchiveLine).block.transactions![0].meta!.logMessages, ['\u0000solportal-u64:7'])
+  // and the fast path output equals the generic one
+  const c = formatArchiveLine(mk({}, { fee: 5000, preBalances: [1, '99999999999999999'], postBalances: [2n, 3] }))
+  assert.match(c, /"preBalances":\[1,99999999999999999\],"postBalances":\[2,3\]/)
+})
+
 async function collect(p: string | string[]): Promise<ArchiveLine[]> {
   const out: ArchiveLine[] = []
   for await (const l of readArchive(p)) out.push(l)

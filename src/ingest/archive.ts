@@ -149,13 +149,82 @@ const DECIMAL = /^-?\d+$/
  * values anywhere, and decimal strings under the RPC's numeric u64 keys, become bare integers.
  */
 export function formatArchiveLine(line: ArchiveLine): string {
-  const out: string[] = ['{"slot":', String(line.slot), ',"hash":']
-  out.push(JSON.stringify(line.hash ?? line.block.blockhash), ',"height":')
   const height = line.height !== undefined ? line.height : line.block.blockHeight
-  out.push(height == null ? 'null' : String(height), ',"block":')
-  write(line.block, false, out)
-  out.push('}')
-  return out.join('')
+  const head = `{"slot":${line.slot},"hash":${JSON.stringify(line.hash ?? line.block.blockhash)},"height":${height == null ? 'null' : String(height)},"block":`
+  let body: string | null = null
+  try {
+    body = fastBlockJson(line.block)
+  } catch {
+    // a bigint where the fast path does not look: the generic writer handles it
+  }
+  if (body === null) {
+    const out: string[] = []
+    write(line.block, false, out)
+    body = out.join('')
+  }
+  return head + body + '}'
+}
+
+/** Marker for an exact integer inside the native JSON.stringify output (see fastBlockJson). */
+const MARK = '\u0000solportal-u64:'
+const MARK_RE = /"\\u0000solportal-u64:(-?\d+)"/g
+
+/**
+ * The fast path: native JSON.stringify, with the u64 fields of the RPC shape that hold a bigint or
+ * a decimal string replaced (in shallow copies) by marker strings, which are then turned into bare
+ * integers. Returns null when the marker count does not match (a real string that looks like a
+ * marker); throws when a bigint sits elsewhere.
+ */
+function fastBlockJson(block: RpcBlock): string | null {
+  let markers = 0
+  const fix = (v: unknown): unknown => {
+    if (typeof v === 'bigint' || (typeof v === 'string' && DECIMAL.test(v))) {
+      markers++
+      return MARK + String(v)
+    }
+    return v
+  }
+  const special = (v: unknown) => typeof v === 'bigint' || typeof v === 'string'
+  const fixRewards = (rs: unknown): unknown => {
+    if (!Array.isArray(rs) || !rs.some((r) => r != null && (special(r.lamports) || special(r.postBalance)))) return rs
+    return rs.map((r) => (r == null ? r : { ...r, lamports: fix(r.lamports), postBalance: fix(r.postBalance) }))
+  }
+  let patched = block
+  const rewards = fixRewards(block.rewards)
+  if (rewards !== block.rewards) patched = { ...patched, rewards: rewards as RpcBlock['rewards'] }
+  const txs = block.transactions
+  if (Array.isArray(txs)) {
+    let copy: typeof txs | null = null
+    for (let i = 0; i < txs.length; i++) {
+      const meta = txs[i]?.meta
+      if (meta == null) continue
+      const pre = meta.preBalances
+      const post = meta.postBalances
+      const r = fixRewards(meta.rewards)
+      const needs =
+        special(meta.fee) ||
+        special(meta.computeUnitsConsumed) ||
+        (Array.isArray(pre) && pre.some(special)) ||
+        (Array.isArray(post) && post.some(special)) ||
+        r !== meta.rewards
+      if (!needs) continue
+      const m = { ...meta, fee: fix(meta.fee), rewards: r } as typeof meta
+      if (meta.computeUnitsConsumed !== undefined) m.computeUnitsConsumed = fix(meta.computeUnitsConsumed) as typeof meta.computeUnitsConsumed
+      if (Array.isArray(pre)) m.preBalances = pre.map(fix) as typeof pre
+      if (Array.isArray(post)) m.postBalances = post.map(fix) as typeof post
+      if (copy === null) copy = txs.slice()
+      copy[i] = { ...txs[i], meta: m }
+    }
+    if (copy !== null) patched = { ...patched, transactions: copy }
+  }
+  const text = JSON.stringify(patched)
+  if (markers === 0) return text
+  let found = 0
+  const out = text.replace(MARK_RE, (_m, digits: string) => {
+    found++
+    return digits
+  })
+  return found === markers ? out : null
 }
 
 function write(v: unknown, numeric: boolean, out: string[]): void {
