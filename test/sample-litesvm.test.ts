@@ -5,6 +5,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { base58Decode } from '../src/util/base58.ts'
+import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { readArchive, validateArchive, validateTx, newStats, accountList, type Json } from '../scripts/sample/validate.ts'
 
 const lines = readArchive('data/sample/litesvm.jsonl.gz')
@@ -152,4 +153,26 @@ test('the validator rejects broken data (it can fail)', () => {
   const chain = structuredClone(lines.slice(0, 3))
   chain[2].block.previousBlockhash = chain[0].hash
   assert.ok(validateArchive(chain).some((m) => m.includes('previousBlockhash')))
+})
+
+test('the normalizer takes the sample like mainnet: no warnings, every transaction and instruction kept', () => {
+  let instructions = 0
+  let transactions = 0
+  let failingTopLevel = 0
+  let uncommitted = 0
+  for (const line of lines) {
+    const r = normalizeBlock(line)
+    assert.deepEqual(r.warnings, [], `slot ${line.slot}`)
+    instructions += r.block.instructions.length
+    transactions += r.block.transactions.length
+    for (const ix of r.block.instructions) {
+      if (ix.error !== null && ix.instructionAddress.length === 1) failingTopLevel++
+      if (!ix.isCommitted) uncommitted++
+    }
+  }
+  assert.equal(transactions, stats.txs)
+  // every failed transaction has exactly one failing top-level instruction, with the error text of its log
+  assert.equal(failingTopLevel, stats.failed)
+  assert.ok(uncommitted > stats.failed)
+  assert.equal(instructions, stats.topLevel + stats.inner)
 })
