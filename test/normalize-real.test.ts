@@ -390,3 +390,35 @@ test('chainstorage versioned tx (slot 154808473): v0 resolution through loaded a
   assert.equal(warnings[0].signature, t.signatures[0])
   assert.match(warnings[0].message, /missing invoke line/)
 })
+
+test('cross-check with the jsonParsed encoding of the same block (client_solana_block_v2): programIds and raw accounts', async () => {
+  const { readFileSync } = await import('node:fs')
+  const { join } = await import('node:path')
+  const { DATA } = await import('./fixtures/normalize/blocks.ts')
+  type ParsedIns = { programId: string; accounts?: string[] }
+  const parsed = JSON.parse(readFileSync(join(DATA, 'chainstorage/client_solana_block_v2.json'), 'utf8')) as {
+    transactions: { transaction: { message: { accountKeys: { pubkey: string }[]; instructions: ParsedIns[] } }; meta: { innerInstructions?: { index: number; instructions: ParsedIns[] }[] } }[]
+  }
+  const { block } = normalizeBlock(chainstorage('client_solana_block.json'), { includeVotes: true })
+  let compared = 0
+  parsed.transactions.forEach((pt, txIndex) => {
+    const t = block.transactions.find((x) => x.transactionIndex === txIndex)!
+    assert.deepStrictEqual(t.accountKeys, pt.transaction.message.accountKeys.map((k) => k.pubkey))
+    // the jsonParsed order: each top-level instruction followed by its inner ones
+    const expected: ParsedIns[] = []
+    pt.transaction.message.instructions.forEach((ins, i) => {
+      expected.push(ins)
+      for (const pack of pt.meta.innerInstructions ?? []) if (pack.index === i) expected.push(...pack.instructions)
+    })
+    const mine = block.instructions.filter((i) => i.transactionIndex === txIndex)
+    assert.deepStrictEqual(mine.map((i) => i.programId), expected.map((e) => e.programId))
+    mine.forEach((m, k) => {
+      // instructions the node could not parse keep their raw account list
+      if (expected[k].accounts) {
+        assert.deepStrictEqual(m.accounts, expected[k].accounts)
+        compared++
+      }
+    })
+  })
+  assert.equal(compared, 4) // the 4 unparsed instructions (Serum DEX, FsJ3...) of the block
+})
