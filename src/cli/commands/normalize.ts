@@ -59,6 +59,9 @@ async function* linesOf(file: string, opts: NormalizeCliOptions, warn: (m: strin
   }
   // a bare getBlock result: it does not carry its slot
   const block = v as unknown as RpcBlock
+  if (typeof block.blockhash !== 'string') {
+    throw new Error(`${file}: neither a getBlock result (no "blockhash") nor an archive line (no "slot"/"block")`)
+  }
   let slot: number
   if (opts.slot !== undefined) {
     slot = Number(opts.slot)
