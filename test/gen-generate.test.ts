@@ -12,6 +12,7 @@ import { validateArchive, newStats, accountList, type Json } from '../scripts/sa
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { readArchive } from '../src/ingest/archive.ts'
 import { gunzipSync } from 'node:zlib'
+import { spawnSync } from 'node:child_process'
 
 const templates = loadTemplates()
 const gen = (seed: number, blocks: number, txsPerBlock?: number) => {
@@ -183,5 +184,27 @@ test('the normalizer takes generated blocks without warnings beyond the template
     assert.equal(r.block.instructions.length, g.stats.nonVoteInstructions - before)
     // the only warnings the real templates themselves produce are log truncations and walk failures
     for (const w of r.warnings) assert.match(w.message, /truncat|log walk|logs/i, w.message)
+  }
+})
+
+test('CLI: solportal gen writes the archive and rejects bad options', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'solportal-gen-cli-'))
+  try {
+    const out = join(dir, 'x.jsonl.gz')
+    const run = (...args: string[]) =>
+      spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'gen', ...args], { encoding: 'utf8' })
+    const ok = run('--blocks', '3', '--out', out, '--seed', '5', '--from-slot', '400000000', '--txs-per-block', '50')
+    assert.equal(ok.status, 0, ok.stderr)
+    assert.match(ok.stderr, /wrote .*3 blocks, slots 400000000\.\./)
+    const lines = gunzipSync(readFileSync(out)).toString('utf8').trim().split('\n').map((l) => JSON.parse(l))
+    assert.equal(lines.length, 3)
+    assert.equal(lines[0].slot, 400_000_000)
+    const direct = new BlockGenerator(templates, { blocks: 3, seed: 5, fromSlot: 400_000_000, txsPerBlock: 50 })
+    assert.equal(JSON.stringify(lines[2]), (direct.next(), direct.next(), direct.next()).trim())
+    const bad = run('--blocks', 'x', '--out', out)
+    assert.notEqual(bad.status, 0)
+    assert.match(bad.stderr, /--blocks must be an integer/)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
   }
 })

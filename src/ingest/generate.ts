@@ -499,7 +499,7 @@ export class BlockGenerator {
     for (let i = 0; i <= nr; i++) {
       const a = ps[i]
       const e = pe[i]
-      if (e - a < 12) for (let k = a; k < e; k++) out[off++] = bytes[k]
+      if (e - a < 8) for (let k = a; k < e; k++) out[off++] = bytes[k]
       else {
         out.set(views[i], off)
         off += e - a
