@@ -2,7 +2,7 @@
  * JSON writers compiled once per (kind, selection) from the catalogue: straight string building,
  * no intermediate objects (semantics.md §3).
  */
-import type { FieldDef, FieldType } from '../catalogue.ts'
+import type { FieldDef } from '../catalogue.ts'
 import type { SelectedField } from './parse.ts'
 
 /** Writes one record (row `i` of the bound columns) as a JSON object. */
@@ -10,23 +10,59 @@ export type RowWriter = (i: number) => string
 /** Binds a writer to the columns of one chunk, given in the order of `fields`. */
 export type WriterFactory = (columns: readonly ArrayLike<unknown>[]) => RowWriter
 
+function list(v: readonly string[]): string {
+  return v.length === 0 ? '[]' : '["' + v.join('","') + '"]'
+}
+
 const helpers = {
   json(v: unknown): string {
     return v === undefined || v === null ? 'null' : JSON.stringify(v)
   },
+  /** `loadedAddresses` (model LoadedAddresses: base58 lists), key order of src/model.ts */
+  loadedAddresses(v: { writable: readonly string[]; readonly: readonly string[] }): string {
+    if (!Array.isArray(v.writable) || !Array.isArray(v.readonly)) return JSON.stringify(v)
+    return '{"writable":' + list(v.writable) + ',"readonly":' + list(v.readonly) + '}'
+  },
+  /** `addressTableLookups` (model AddressTableLookup[]), key order of src/model.ts */
+  addressTableLookups(v: readonly { accountKey: string; writableIndexes: readonly number[]; readonlyIndexes: readonly number[] }[]): string {
+    if (!Array.isArray(v)) return JSON.stringify(v)
+    if (v.length === 0) return '[]'
+    let s = '['
+    for (let i = 0; i < v.length; i++) {
+      const x = v[i]
+      if (typeof x.accountKey !== 'string' || !Array.isArray(x.writableIndexes) || !Array.isArray(x.readonlyIndexes)) {
+        return JSON.stringify(v)
+      }
+      s +=
+        (i === 0 ? '{"accountKey":"' : ',{"accountKey":"') +
+        x.accountKey +
+        '","writableIndexes":[' +
+        x.writableIndexes.join(',') +
+        '],"readonlyIndexes":[' +
+        x.readonlyIndexes.join(',') +
+        ']}'
+    }
+    return s + ']'
+  },
   str(v: unknown): string {
     return JSON.stringify(v)
   },
-  list(v: readonly string[]): string {
-    return v.length === 0 ? '[]' : '["' + v.join('","') + '"]'
-  },
+  list,
   addr(v: readonly number[]): string {
     return '[' + v.join(',') + ']'
   },
 }
 
+/**
+ * `json` fields whose structure the model fixes (src/model.ts) get a structural writer (base58
+ * strings and integers only: no escaping, no JSON.stringify); other values fall back to it.
+ */
+const SHAPED_JSON = new Set(['loadedAddresses', 'addressTableLookups'])
+
 /** expression rendering the non-null value `v` of a field */
-function valueExpr(type: FieldType, v: string, bigintsAsNumbers: boolean): string {
+function valueExpr(def: FieldDef, v: string, bigintsAsNumbers: boolean): string {
+  const type = def.type
+  if (type === 'json' && SHAPED_JSON.has(def.name)) return `h.${def.name}(${v})`
   switch (type) {
     case 'u32':
       return `('' + ${v})`
@@ -76,7 +112,7 @@ export function compileWriter(fields: readonly SelectedField[], bigintsAsNumbers
       body.push(`const v${c} = c${c}[i];`)
       used.add(c)
     }
-    const val = valueExpr(f.def.type, `v${c}`, bigintsAsNumbers)
+    const val = valueExpr(f.def, `v${c}`, bigintsAsNumbers)
     const rendered = f.def.nullable || f.def.type === 'json' ? `(v${c} === null || v${c} === undefined ? 'null' : ${val})` : val
     const keyText = JSON.stringify((k === 0 ? '{' : ',') + JSON.stringify(f.key) + ':')
     expr += (k === 0 ? '' : ' + ') + keyText + ' + ' + rendered
