@@ -125,8 +125,10 @@ export interface Template {
   bytes: Buffer
   partStart: Int32Array
   partEnd: Int32Array
-  /** views of the parts, for fast bulk copies */
+  /** views of the parts, for fast bulk copies of long parts */
   partViews: Uint8Array[]
+  /** DataView over `bytes`, for word-wise copies of short parts */
+  dv: DataView
   refs: Uint16Array
   /** kind of each value slot (index = slot) */
   kinds: Uint8Array
@@ -223,7 +225,8 @@ export function compileTemplate(tx: Json, keep: Set<string>, category: Category,
   const fee = BigInt(tx.meta.fee)
   const baseFee = 5000n * BigInt(nSig)
   return {
-    category, bytes, partStart, partEnd, partViews: parts.map((_, i) => bytes.subarray(partStart[i], partEnd[i])), refs: Uint16Array.from(refs), kinds: Uint8Array.from(kinds),
+    category, bytes, partStart, partEnd, partViews: parts.map((_, i) => bytes.subarray(partStart[i], partEnd[i])),
+    dv: new DataView(bytes.buffer, bytes.byteOffset, bytes.length), refs: Uint16Array.from(refs), kinds: Uint8Array.from(kinds),
     maxBytes: bytes.length + refs.length * 88, fee, baseFee: baseFee < fee ? baseFee : fee, instructions, source, tx,
   }
 }
@@ -333,18 +336,21 @@ export class BlockGenerator {
   private readonly identities: Buffer
   private readonly voteAccounts: Buffer
   private readonly leaderBalance = new Map<number, bigint>()
-  /** views of pool entries, made on first use (copying from a ready view is the fastest copy) */
-  private readonly walletViews: Uint8Array[] = new Array(N_WALLETS)
-  private readonly accountViews: Uint8Array[] = new Array(N_ACCOUNTS)
-  private readonly identityViews: Uint8Array[] = new Array(N_VALIDATORS)
-  private readonly voteViews: Uint8Array[] = new Array(N_VALIDATORS)
-  // per-transaction scratch: each value slot's bytes, and an identity to keep addresses distinct
-  private slotView: Uint8Array[] = []
+  private readonly walletsDv: DataView
+  private readonly accountsDv: DataView
+  private readonly identitiesDv: DataView
+  private readonly voteAccountsDv: DataView
+  private readonly recentDv: DataView[] = []
+  // per-transaction scratch: where each value slot's bytes are (DataView, offset, length), and an identity
+  // to keep addresses distinct. Values are base58 ASCII, so copying them as float64 words is exact (their
+  // high bytes are <= 0x7a: never NaN) and the fastest copy in JS.
+  private slotDv: DataView[] = []
+  private slotOff = new Int32Array(0)
+  private slotLen = new Int32Array(0)
   private slotId = new Float64Array(0)
   /** fresh values of slot i are written at fresh[i * SIGNATURE_LEN ..] */
   private fresh = Buffer.alloc(0)
-  private freshAddress: Uint8Array[] = []
-  private freshSignature: Uint8Array[] = []
+  private freshDv = new DataView(new ArrayBuffer(0))
 
   constructor(private readonly templates: TemplateSet, opts: GenOptions) {
     this.seed = (opts.seed ?? 1) >>> 0
@@ -371,6 +377,12 @@ export class BlockGenerator {
     this.voteAccounts = pool(N_VALIDATORS)
     this.wallets = pool(N_WALLETS)
     this.accounts = pool(N_ACCOUNTS)
+    const dv = (b: Buffer) => new DataView(b.buffer, b.byteOffset, b.length)
+    this.identitiesDv = dv(this.identities)
+    this.voteAccountsDv = dv(this.voteAccounts)
+    this.walletsDv = dv(this.wallets)
+    this.accountsDv = dv(this.accounts)
+    for (const r of this.recent) this.recentDv.push(dv(r))
     this.stats = { blocks: 0, firstSlot: this.slot, lastSlot: this.slot, txs: 0, votes: 0, instructions: 0, nonVoteInstructions: 0, bytes: 0 }
   }
 
@@ -413,59 +425,62 @@ export class BlockGenerator {
     return p.list[this.rng.int(p.list.length)]
   }
 
-  private static view(cache: Uint8Array[], pool: Buffer, index: number): Uint8Array {
-    return (cache[index] ??= pool.subarray(index * ADDRESS_LEN, (index + 1) * ADDRESS_LEN))
-  }
-
   /** Choose the values of template `t`'s slots (fills the slot scratch). */
   private chooseValues(t: Template): void {
     const kinds = t.kinds
     const n = kinds.length
     if (n > this.slotId.length) {
       this.slotId = new Float64Array(n)
+      this.slotOff = new Int32Array(n)
+      this.slotLen = new Int32Array(n)
       this.fresh = Buffer.alloc(n * SIGNATURE_LEN)
-      this.freshAddress = []
-      this.freshSignature = []
-      for (let i = 0; i < n; i++) {
-        this.freshAddress.push(this.fresh.subarray(i * SIGNATURE_LEN, i * SIGNATURE_LEN + ADDRESS_LEN))
-        this.freshSignature.push(this.fresh.subarray(i * SIGNATURE_LEN, (i + 1) * SIGNATURE_LEN))
-      }
+      this.freshDv = new DataView(this.fresh.buffer, this.fresh.byteOffset, this.fresh.length)
     }
     const rng = this.rng
-    const slotView = this.slotView
+    const slotDv = this.slotDv
+    const slotOff = this.slotOff
+    const slotLen = this.slotLen
     const slotId = this.slotId
     const validator = t.category === 'vote' ? rng.int(N_VALIDATORS) : -1
     let accountsSeen = 0
     for (let i = 0; i < n; i++) {
       const kind = kinds[i]
       if (kind === Kind.Recent) {
-        slotView[i] = this.recent[this.recent.length - 1 - rng.int(this.recent.length)]
+        const r = this.recent.length - 1 - rng.int(this.recent.length)
+        slotDv[i] = this.recentDv[r]
+        slotOff[i] = 0
+        slotLen[i] = this.recent[r].length
         slotId[i] = -1
         continue
       }
       if (kind === Kind.Signature) {
         this.writeSignature(this.fresh, i * SIGNATURE_LEN)
-        slotView[i] = this.freshSignature[i]
+        slotDv[i] = this.freshDv
+        slotOff[i] = i * SIGNATURE_LEN
+        slotLen[i] = SIGNATURE_LEN
         slotId[i] = -1
         continue
       }
-      let view: Uint8Array | undefined
+      let pool: DataView | undefined
+      let index = -1
       let id: number
       if (kind === Kind.Payer && validator >= 0) {
-        view = BlockGenerator.view(this.identityViews, this.identities, validator)
+        pool = this.identitiesDv
+        index = validator
         id = 1e7 + validator
       } else if (kind === Kind.Payer || kind === Kind.Signer) {
-        const index = rng.hot3(N_WALLETS)
-        view = BlockGenerator.view(this.walletViews, this.wallets, index)
+        pool = this.walletsDv
+        index = rng.hot3(N_WALLETS)
         id = index
       } else if (validator >= 0 && accountsSeen++ === 0) {
-        view = BlockGenerator.view(this.voteViews, this.voteAccounts, validator)
+        pool = this.voteAccountsDv
+        index = validator
         id = 2e7 + validator
       } else if (rng.next() < 0.15) {
         id = -1 // a brand-new account
       } else {
-        const index = rng.hot25(N_ACCOUNTS)
-        view = BlockGenerator.view(this.accountViews, this.accounts, index)
+        pool = this.accountsDv
+        index = rng.hot25(N_ACCOUNTS)
         id = 1e6 + index
       }
       // addresses of one transaction must be distinct: on a collision, use a brand-new one
@@ -479,35 +494,49 @@ export class BlockGenerator {
       }
       if (id < 0) {
         this.writeAddress(this.fresh, i * SIGNATURE_LEN)
-        view = this.freshAddress[i]
+        slotDv[i] = this.freshDv
+        slotOff[i] = i * SIGNATURE_LEN
+      } else {
+        slotDv[i] = pool!
+        slotOff[i] = index * ADDRESS_LEN
       }
-      slotView[i] = view!
+      slotLen[i] = ADDRESS_LEN
       slotId[i] = id
     }
   }
 
-  /** Write an instance of template `t` at out[off..]; returns the new offset. */
-  private writeInstance(t: Template, out: Buffer, off: number): number {
+  /** Write an instance of template `t` at out[off..] (odv: a DataView over out); returns the new offset. */
+  private writeInstance(t: Template, out: Buffer, odv: DataView, off: number): number {
     this.chooseValues(t)
-    const bytes = t.bytes
+    const tdv = t.dv
     const ps = t.partStart
     const pe = t.partEnd
     const views = t.partViews
-    const slotView = this.slotView
+    const slotDv = this.slotDv
+    const slotOff = this.slotOff
+    const slotLen = this.slotLen
     const refs = t.refs
     const nr = refs.length
     for (let i = 0; i <= nr; i++) {
+      // a part: arbitrary UTF-8, copied as int32 words when short (exact for any bytes), else in bulk
       const a = ps[i]
-      const e = pe[i]
-      if (e - a < 8) for (let k = a; k < e; k++) out[off++] = bytes[k]
-      else {
-        out.set(views[i], off)
-        off += e - a
-      }
+      const len = pe[i] - a
+      if (len < 96) {
+        let k = 0
+        for (; k + 4 <= len; k += 4) odv.setInt32(off + k, tdv.getInt32(a + k))
+        for (; k < len; k++) odv.setUint8(off + k, tdv.getUint8(a + k))
+      } else out.set(views[i], off)
+      off += len
       if (i === nr) break
-      const v = slotView[refs[i]]
-      out.set(v, off)
-      off += v.length
+      // a value: base58 ASCII, copied as float64 words
+      const r = refs[i]
+      const sdv = slotDv[r]
+      const so = slotOff[r]
+      const sl = slotLen[r]
+      let k = 0
+      for (; k + 8 <= sl; k += 8) odv.setFloat64(off + k, sdv.getFloat64(so + k))
+      for (; k < sl; k++) odv.setUint8(off + k, sdv.getUint8(so + k))
+      off += sl
     }
     return off
   }
@@ -515,7 +544,8 @@ export class BlockGenerator {
   /** One transaction instance of template `t` (JSON text). */
   instantiate(t: Template): string {
     const out = Buffer.allocUnsafe(t.maxBytes)
-    return out.toString('utf8', 0, this.writeInstance(t, out, 0))
+    const odv = new DataView(out.buffer, out.byteOffset, out.length)
+    return out.toString('utf8', 0, this.writeInstance(t, out, odv, 0))
   }
 
   /** The next block's archive line, JSON text ending with a newline. */
@@ -561,14 +591,20 @@ export class BlockGenerator {
       `"blockTime":${blockTime},"blockHeight":${this.height}}}\n`
     const need = size + head.length + tail.length
     const out = into && into.length >= need ? into : Buffer.allocUnsafe(Math.ceil(need * 1.25))
+    const odv = new DataView(out.buffer, out.byteOffset, out.length)
     let off = out.write(head, 0, 'latin1')
     for (let i = 0; i < count; i++) {
       if (i > 0) out[off++] = 44 // ','
-      off = this.writeInstance(chosen[i], out, off)
+      off = this.writeInstance(chosen[i], out, odv, off)
     }
     off += out.write(tail, off, 'latin1')
-    this.recent.push(Buffer.from(hash, 'latin1'))
-    if (this.recent.length > 150) this.recent.shift()
+    const hb = Buffer.from(hash, 'latin1')
+    this.recent.push(hb)
+    this.recentDv.push(new DataView(hb.buffer, hb.byteOffset, hb.length))
+    if (this.recent.length > 150) {
+      this.recent.shift()
+      this.recentDv.shift()
+    }
     this.parentSlot = slot
     this.stats.lastSlot = slot
     this.stats.blocks++
