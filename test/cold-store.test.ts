@@ -98,6 +98,9 @@ test('encodings: edge values, empty columns, all-null columns, dictionary vs pla
   const rep = Array.from({ length: 100 }, (_, i) => `prog${i % 3}`)
   assert.equal(encodeColumn('p', 'base58', rep).e, 'dict')
   assert.equal(encodeColumn('p', 'base58', rep.map((x, i) => x + i)).e, 'plain')
+  // 44-character addresses, 60% distinct: the dictionary is smaller than the plain list
+  const addrs = makeAddressPool(rng(1), 60)
+  assert.equal(encodeColumn('a', 'base58', Array.from({ length: 100 }, (_, i) => addrs[i % 60])).e, 'dict')
   assert.throws(() => encodeColumn('fee', 'u64', [-1n]), /expected a u64/)
   assert.throws(() => encodeColumn('fee', 'u64', [5]), /expected a u64/)
   assert.throws(() => encodeColumn('n', 'u32', [1.5]), /expected a u32/)

@@ -66,12 +66,16 @@ export class ColdStoreError extends Error {}
 
 /**
  * Rough encoded size of a block, to split appends into chunks of about `targetBytes`.
- * Calibrated on generated mainnet-like blocks (see bench/cold.bench.ts): within ~30%.
+ * Calibrated on generated mainnet-shaped busy blocks (bench/cold.bench.ts prints the ratio of
+ * real to estimated size): per-row costs of the columns, 4-byte dictionary codes for addresses.
  */
 export function estimateBlockBytes(b: Block): number {
-  let n = 64 + b.transactions.length * 90 + b.balances.length * 24 + b.tokenBalances.length * 30 + b.rewards.length * 24
-  for (const ix of b.instructions) n += 24 + ix.accounts.length * 2 + ix.data.length
-  for (const l of b.logs) n += 10 + l.message.length
+  let n = 200 + b.logs.length * 12 + b.balances.length * 50 + b.tokenBalances.length * 150 + b.rewards.length * 60
+  for (const t of b.transactions) {
+    n += 150 + t.signatures.length * 90 + t.accountKeys.length * 4 + (t.loadedAddresses.writable.length + t.loadedAddresses.readonly.length) * 47
+  }
+  for (const ix of b.instructions) n += 30 + ix.accounts.length * 4 + ix.data.length + Math.min(34, ix.data.length)
+  for (const l of b.logs) n += l.message.length
   return n
 }
 

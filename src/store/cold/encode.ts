@@ -11,7 +11,7 @@
  * | bool    | bool               | Uint8 (0, 1; 2 = null)                                  |
  * | ver     | version            | Int32 (-1 = "legacy")                                   |
  * | dict    | base58, string     | JSON array of distinct values, codes (w = 1/2/4 bytes); code = dict size → null |
- * | plain   | base58, string     | JSON array of all values (high-cardinality columns: data, log messages) |
+ * | plain   | base58, string     | JSON array of all values, when smaller than dict (data, signatures, messages) |
  * | jdict   | json               | JSON array of distinct values, codes                    |
  * | jplain  | json               | JSON array of all values                                |
  * | addr    | address            | Uint32 offsets (n + 1), element values (w = 1/2/4 bytes) |
@@ -72,7 +72,10 @@ function fail(name: string, i: number, what: string, value: unknown): never {
   throw new Error(`cold store: column ${name} row ${i}: ${what}, got ${typeof value === 'bigint' ? `${value}n` : JSON.stringify(value)}`)
 }
 
-/** Strings: a dictionary when values repeat (distinct < half the rows), else the plain list. */
+/**
+ * Strings: a dictionary when it is smaller than the plain list (values repeat: program ids,
+ * accounts, mints, owners), else the plain list (high-cardinality: data, signatures, messages).
+ */
 function encodeStrings(name: string, values: ArrayLike<unknown>, json: boolean): Encoded {
   const n = values.length
   const index = new Map<string, number>()
@@ -80,6 +83,8 @@ function encodeStrings(name: string, values: ArrayLike<unknown>, json: boolean):
   const codes = new Uint32Array(n)
   const texts: (string | null)[] | null = json ? new Array(n) : null
   let nulls = 0
+  let plainChars = 0
+  let dictChars = 0
   for (let i = 0; i < n; i++) {
     const x = values[i]
     if (x === null || x === undefined) {
@@ -98,23 +103,24 @@ function encodeStrings(name: string, values: ArrayLike<unknown>, json: boolean):
       if (typeof x !== 'string') fail(name, i, 'expected a string', x)
       key = x
     }
+    plainChars += key.length + 3
     let c = index.get(key)
     if (c === undefined) {
       c = dict.length
       index.set(key, c)
       dict.push(key)
+      dictChars += key.length + 3
     }
     codes[i] = c
   }
   if (nulls) for (let i = 0; i < n; i++) if (codes[i] === U32_MAX) codes[i] = dict.length
-  const useDict = dict.length * 2 <= n - nulls || n - nulls === 0
-  if (!useDict) {
+  const w = widthFor(dict.length)
+  if (dictChars + n * w >= plainChars + nulls * 5) {
     const text = json
       ? `[${texts!.map((t) => (t === null ? 'null' : t)).join(',')}]`
       : JSON.stringify(Array.from(values as ArrayLike<string | null>, (x) => x ?? null))
     return { e: json ? 'jplain' : 'plain', parts: [utf8(text)], distinct: dict }
   }
-  const w = widthFor(dict.length)
   const dictText = json ? `[${dict.join(',')}]` : JSON.stringify(dict)
   return { e: json ? 'jdict' : 'dict', parts: [utf8(dictText), packCodes(codes, w)], w, distinct: dict }
 }
