@@ -167,9 +167,10 @@ function categorize(tx: Json): Category {
   const keys = accountList(tx)
   if (msg.instructions.length === 1 && keys[msg.instructions[0].programIdIndex] === VOTE_PROGRAM) return 'vote'
   const progs = new Set(invokedPrograms(tx))
-  if (progs.has(JUPITER)) return 'jupiter'
-  if (progs.has(WHIRLPOOL)) return 'whirlpool'
+  // the rarer DEX first (many of their transactions are Jupiter routes through them)
   if (progs.has(METEORA_DLMM)) return 'dlmm'
+  if (progs.has(WHIRLPOOL)) return 'whirlpool'
+  if (progs.has(JUPITER)) return 'jupiter'
   if (progs.has(RAYDIUM_AMM)) return 'raydium'
   return 'mainnet-other'
 }
