@@ -20,6 +20,9 @@
  * fixed set of validators: identity (fee payer) and vote account of the same validator. Leaders are
  * validator identities, 4 slots each, rewarded with the block's fees.
  *
+ * Fee payers and other signers come from a pool of 40,000 wallets, other accounts from a pool of 300,000
+ * (both Zipf-like: the first ones are hot) or, 15 % of the time, are brand-new addresses.
+ *
  * Blocks form a chain (parentSlot / previousBlockhash), with a few skipped slots, 0.4 s per slot.
  * Output is streamed line by line (never all blocks in memory).
  */
@@ -40,7 +43,6 @@ export const WHIRLPOOL = 'whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc'
 export const JUPITER = 'JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4'
 export const METEORA_DLMM = 'LBUZKhRxPF3XUpBCjp4YzTKgLccjZhTSDM9YuVaPwxo'
 export const RAYDIUM_AMM = '675kPX9MHTjS2zt1qfr1NYHuzeLXfQM9H24wFSUt1Mp8'
-const TOKEN_PROGRAMS = new Set(['TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA', 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb'])
 
 const gzipAsync = promisify(gzip)
 const B58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
@@ -50,7 +52,7 @@ const BASE58_RUN = /(?<![1-9A-HJ-NP-Za-km-z])[1-9A-HJ-NP-Za-km-z]{32,88}(?![1-9A
 type Json = any
 
 // ------------------------------------------------------------------------------------------ PRNG
-/** xorshift128+ on two 32-bit halves, seeded by splitmix32; deterministic and fast */
+/** xoshiro128** seeded through a 32-bit mixer: deterministic and fast */
 export class Prng {
   private a: number
   private b: number
