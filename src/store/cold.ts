@@ -29,7 +29,7 @@ import { open, rename, rm } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import type { Block } from '../model.ts'
 import type { Chunk, HeadInfo } from './chunk.ts'
-import { readChunkBlocks, writeChunkFile } from './cold/chunk-file.ts'
+import { readChunkBlocksAsync, writeChunkFile } from './cold/chunk-file.ts'
 import { DiskChunk, type ColumnCache } from './cold/disk-chunk.ts'
 import { ByteLru } from './cold/lru.ts'
 import { FORMAT, MANIFEST, fsyncDir, readManifest, sha256File, writeManifest, type ChunkEntry, type ManifestBody } from './cold/manifest.ts'
@@ -345,7 +345,7 @@ export class DiskColdStore implements ColdStore {
     }
     for (const b of blocks) bytes += estimateBlockBytes(b)
     const absorb = tail.length > 0 && (tailBlocks + blocks.length >= this.targetBlocks || bytes >= this.targetBytes)
-    const all = absorb ? [...this.readEntries(tail), ...blocks] : blocks
+    const all = absorb ? [...(await this.readEntries(tail)), ...blocks] : blocks
     const groups = this.split(all)
     const written: ChunkEntry[] = []
     const gen = this.manifest.generation + 1
@@ -358,9 +358,9 @@ export class DiskColdStore implements ColdStore {
     await this.maybeMerge()
   }
 
-  private readEntries(entries: readonly ChunkEntry[]): Block[] {
+  private async readEntries(entries: readonly ChunkEntry[]): Promise<Block[]> {
     const out: Block[] = []
-    for (const e of entries) out.push(...readChunkBlocks(join(this.dir, 'chunks', e.file), this.chunkOf(e).footer))
+    for (const e of entries) out.push(...(await readChunkBlocksAsync(join(this.dir, 'chunks', e.file), this.chunkOf(e).footer)))
     return out
   }
 
@@ -464,7 +464,7 @@ export class DiskColdStore implements ColdStore {
 
   /** Replace consecutive entries `group` (a suffix of the manifest) with merged chunk(s). */
   private async merge(group: ChunkEntry[], force: boolean): Promise<void> {
-    const blocks = this.readEntries(group)
+    const blocks = await this.readEntries(group)
     const gen = this.manifest.generation + 1
     const groups = this.split(blocks)
     const level = Math.max(...group.map((e) => e.level)) + 1

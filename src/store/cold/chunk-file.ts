@@ -89,6 +89,7 @@ export interface WrittenChunk {
 }
 
 const pad8 = (n: number) => (n + 7) & ~7
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve))
 const ZERO = new Uint8Array(8)
 
 /** All values of a loadedAddresses JSON value that are addresses. */
@@ -148,12 +149,13 @@ export async function writeChunkFile(path: string, blocks: readonly Block[], opt
 
   const blooms: { key: string; bits: Uint8Array }[] = []
 
-  const encodeTable = (defs: readonly FieldDef[], rows: readonly Record<string, unknown>[], kind?: RecordKind) => {
+  const encodeTable = async (defs: readonly FieldDef[], rows: readonly Record<string, unknown>[], kind?: RecordKind) => {
     const cols: Record<string, ColMeta> = {}
     const prune = kind ? PRUNE_FIELDS[kind] : []
     for (const d of defs) {
       const values = new Array<unknown>(rows.length)
       for (let i = 0; i < rows.length; i++) values[i] = rows[i][d.name] ?? null
+      if (rows.length > 10_000) await tick() // let the event loop breathe between big columns
       const enc = encodeColumn(d.name, d.type, values)
       cols[d.name] = emit(enc)
       if (prune.includes(d.name)) {
@@ -180,7 +182,7 @@ export async function writeChunkFile(path: string, blocks: readonly Block[], opt
   }
 
   const headers = blocks.map((b) => b.header as unknown as Record<string, unknown>)
-  const header: TableMeta = { rows: blocks.length, cols: encodeTable(HEADER_FIELDS, headers) }
+  const header: TableMeta = { rows: blocks.length, cols: await encodeTable(HEADER_FIELDS, headers) }
   const kinds = {} as Record<RecordKind, TableMeta>
   for (const kind of RECORD_KINDS) {
     const offsets = new Uint32Array(blocks.length + 1)
@@ -191,7 +193,7 @@ export async function writeChunkFile(path: string, blocks: readonly Block[], opt
     }
     offsets[blocks.length] = rows.length
     const off = emit({ e: 'u32', parts: [new Uint8Array(offsets.buffer)] })
-    kinds[kind] = { rows: rows.length, off, cols: encodeTable(columnsOf(kind), rows, kind) }
+    kinds[kind] = { rows: rows.length, off, cols: await encodeTable(columnsOf(kind), rows, kind) }
   }
 
   // prune section
@@ -327,43 +329,76 @@ export function bloomMayContain(blooms: Map<string, Uint8Array>, kind: RecordKin
   return false
 }
 
-/** Rebuild the normalized blocks of a chunk file (used by merges, `verify` and tests). */
+/** Every blob of a chunk with its row count (header columns, block offsets, record columns). */
+function blobsOf(ft: Footer): { m: ColMeta; n: number }[] {
+  const out: { m: ColMeta; n: number }[] = []
+  for (const d of HEADER_FIELDS) out.push({ m: ft.header.cols[d.name], n: ft.blockCount })
+  for (const kind of RECORD_KINDS) {
+    const t = ft.kinds[kind]
+    out.push({ m: t.off!, n: ft.blockCount + 1 })
+    for (const d of columnsOf(kind)) out.push({ m: t.cols[d.name], n: t.rows })
+  }
+  return out
+}
+
+/** Rebuild blocks from decoded columns (`get` returns the values of a blob). */
+function assemble(ft: Footer, get: (m: ColMeta, n: number) => ArrayLike<unknown>): Block[] {
+  const n = ft.blockCount
+  const hcols = HEADER_FIELDS.map((d) => get(ft.header.cols[d.name], n))
+  const blocks: Block[] = []
+  for (let b = 0; b < n; b++) {
+    const header = {} as Record<string, unknown>
+    HEADER_FIELDS.forEach((d, i) => (header[d.name] = hcols[i][b]))
+    blocks.push({
+      header: header as unknown as BlockHeader,
+      transactions: [],
+      instructions: [],
+      logs: [],
+      balances: [],
+      tokenBalances: [],
+      rewards: [],
+    })
+  }
+  for (const kind of RECORD_KINDS) {
+    const t = ft.kinds[kind]
+    const offsets = get(t.off!, n + 1) as Uint32Array
+    const defs = columnsOf(kind)
+    const cols = defs.map((d) => get(t.cols[d.name], t.rows))
+    for (let b = 0; b < n; b++) {
+      const list = blocks[b][LISTS[kind]] as unknown as Record<string, unknown>[]
+      for (let r = offsets[b]; r < offsets[b + 1]; r++) {
+        const row: Record<string, unknown> = {}
+        defs.forEach((d, i) => (row[d.name] = cols[i][r]))
+        list.push(row)
+      }
+    }
+  }
+  return blocks
+}
+
+/** Rebuild the normalized blocks of a chunk file (used by merges and tests). */
 export function readChunkBlocks(path: string, footer?: Footer): Block[] {
   const ft = footer ?? readFooter(path).footer
   const fd = openSync(path, 'r')
   try {
-    const n = ft.blockCount
-    const hcols = HEADER_FIELDS.map((d) => decodeBlob(path, fd, ft.header.cols[d.name], n).values)
-    const blocks: Block[] = []
-    for (let b = 0; b < n; b++) {
-      const header = {} as Record<string, unknown>
-      HEADER_FIELDS.forEach((d, i) => (header[d.name] = hcols[i][b]))
-      blocks.push({
-        header: header as unknown as BlockHeader,
-        transactions: [],
-        instructions: [],
-        logs: [],
-        balances: [],
-        tokenBalances: [],
-        rewards: [],
-      })
-    }
-    for (const kind of RECORD_KINDS) {
-      const t = ft.kinds[kind]
-      const offsets = decodeBlob(path, fd, t.off!, n + 1).values as Uint32Array
-      const defs = columnsOf(kind)
-      const cols = defs.map((d) => decodeBlob(path, fd, t.cols[d.name], t.rows).values)
-      for (let b = 0; b < n; b++) {
-        const list = blocks[b][LISTS[kind]] as unknown as Record<string, unknown>[]
-        for (let r = offsets[b]; r < offsets[b + 1]; r++) {
-          const row: Record<string, unknown> = {}
-          defs.forEach((d, i) => (row[d.name] = cols[i][r]))
-          list.push(row)
-        }
-      }
-    }
-    return blocks
+    return assemble(ft, (m, n) => decodeBlob(path, fd, m, n).values)
   } finally {
     closeSync(fd)
   }
+}
+
+/** `readChunkBlocks` yielding to the event loop between big columns (merges in a serving process). */
+export async function readChunkBlocksAsync(path: string, footer?: Footer): Promise<Block[]> {
+  const ft = footer ?? readFooter(path).footer
+  const fd = openSync(path, 'r')
+  const decoded = new Map<number, ArrayLike<unknown>>()
+  try {
+    for (const { m, n } of blobsOf(ft)) {
+      if (n > 10_000) await tick()
+      decoded.set(m.o, decodeBlob(path, fd, m, n).values)
+    }
+  } finally {
+    closeSync(fd)
+  }
+  return assemble(ft, (m) => decoded.get(m.o)!)
 }
