@@ -205,6 +205,47 @@ describe('RealtimeIngester against the fake node', () => {
   })
 })
 
+describe('RealtimeIngester options', () => {
+  test('commitment finalized: only finalized blocks are ingested, straight into the cold store', async () => {
+    const node = await FakeSolanaNode.start({ txPerBlock: 1, intervalMs: 0, initialBlocks: 40, skipRate: 0.2, finalityLag: 10, seed: 12 })
+    const cold = new MemoryColdStore()
+    const ds = await open(node, tempDir(), cold, [], { commitment: 'finalized' })
+    try {
+      ds.start()
+      await until('finalized catch-up', () => ds.store.finalizedHead()?.number === node.finalizedSlot)
+      for (let i = 0; i < 5; i++) node.produce()
+      await until('finalized catch-up 2', () => ds.store.finalizedHead()?.number === node.finalizedSlot && ds.hot.size === 0)
+      const fin = node.chain().filter((b) => b.slot <= node.finalizedSlot)
+      assert.deepEqual(pairs(await storedChain(ds)), pairs(fin))
+      assert.deepEqual(cold.appends.flat(), fin.map((b) => b.slot))
+      assert.deepEqual(ds.store.head(), ds.store.finalizedHead())
+    } finally {
+      await ds.stop()
+      await node.stop()
+    }
+  })
+
+  test('finalizeMinBlocks batches the moves into the cold store', async () => {
+    const node = await FakeSolanaNode.start({ txPerBlock: 1, intervalMs: 0, initialBlocks: 5, skipRate: 0, finalityLag: 3, seed: 13 })
+    const cold = new MemoryColdStore()
+    const ds = await open(node, tempDir(), cold, [], { finalizeMinBlocks: 6, finalizeMaxDelayMs: 60_000 })
+    try {
+      ds.start()
+      for (let i = 0; i < 40; i++) {
+        node.produce()
+        await sleep(3)
+      }
+      await until('head', () => ds.store.head()?.hash === node.tip.hash)
+      await until('some finalized', () => cold.size >= 12)
+      assert.ok(cold.appends.every((a) => a.length >= 6), JSON.stringify(cold.appends))
+      assert.deepEqual(pairs(await storedChain(ds)), pairs(node.chain()))
+    } finally {
+      await ds.stop()
+      await node.stop()
+    }
+  })
+})
+
 describe('createDemoDataset', () => {
   test('serves the live fake chain with real sample blocks', async () => {
     const lines: string[] = []

@@ -162,8 +162,22 @@ export class RpcClient {
   private async callOnce<T>(method: string, params: unknown[], signal?: AbortSignal): Promise<T> {
     this.stats.calls++
     const id = this.nextId++
-    const timeout = AbortSignal.timeout(this.timeoutMs)
-    const sig = signal ? AbortSignal.any([signal, timeout]) : timeout
+    // one controller per attempt (AbortSignal.any on a long-lived signal accumulates dependants)
+    const ctl = new AbortController()
+    let timedOut = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      ctl.abort(new Error('timeout'))
+    }, this.timeoutMs)
+    const onAbort = () => ctl.abort(signal!.reason)
+    if (signal) {
+      if (signal.aborted) {
+        clearTimeout(timer)
+        throw abortError(signal)
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+    }
+    const sig = ctl.signal
     let text: string
     let status: number
     try {
@@ -183,13 +197,16 @@ export class RpcClient {
     } catch (e) {
       if (e instanceof TransientRpcError) throw e
       if (signal?.aborted) throw abortError(signal)
-      if (timeout.aborted) {
+      if (timedOut) {
         this.stats.timeouts++
         throw new TransientRpcError(`${method}: timeout after ${this.timeoutMs} ms`, undefined, { cause: e })
       }
       // dropped connection, refused, reset, truncated body
       this.stats.dropped++
       throw new TransientRpcError(`${method}: ${(e as Error).message}`, undefined, { cause: e })
+    } finally {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
     }
     if (status >= 500 || status === 408) {
       throw new TransientRpcError(`${method}: HTTP ${status}: ${text.slice(0, 200)}`)
