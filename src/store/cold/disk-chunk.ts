@@ -1,6 +1,6 @@
 /**
  * `Chunk` over one chunk file, loading columns lazily: the footer is read when the chunk is first
- * used, the Bloom filters on the first `mayContain`, and each column on its first `column()` /
+ * used, the Bloom filters on the first `mayContain` (kept in the cache like columns), and each column on its first `column()` /
  * `header()` call (one synchronous positioned read, crc-checked), decoded once and kept in the
  * store-wide byte-bounded LRU.
  */
@@ -25,7 +25,6 @@ export class DiskChunk implements Chunk {
   readonly lastBlock: number
   readonly blockCount: number
   private _footer: Footer | null = null
-  private blooms: Map<string, Uint8Array> | null = null
   private readonly tables = new Map<RecordKind, DiskTable>()
 
   constructor(
@@ -80,8 +79,14 @@ export class DiskChunk implements Chunk {
 
   mayContain(kind: RecordKind, field: string, values: ReadonlySet<string>): boolean {
     if (values.size === 0) return false
-    if (!this.blooms) this.blooms = readPrune(this.path, this.footer)
-    return bloomMayContain(this.blooms, kind, field, values)
+    // the filters live in the store-wide cache too, so their memory is bounded with the columns'
+    const k = `${this.path}\0#prune`
+    let blooms = this.cache.get(k) as unknown as Map<string, Uint8Array> | undefined
+    if (!blooms) {
+      blooms = readPrune(this.path, this.footer)
+      this.cache.set(k, blooms as unknown as ArrayLike<unknown>, this.footer.prune.l + 64 * blooms.size)
+    }
+    return bloomMayContain(blooms, kind, field, values)
   }
 
   /** The blocks of positions [0, end) as a chunk (for ranges ending inside this chunk). */
