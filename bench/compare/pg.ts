@@ -24,7 +24,7 @@ export const PG_SETTINGS: [string, string, string][] = [
   ['max_parallel_workers_per_gather', '2', '2 cores (PostgreSQL may use both; solportal uses one)'],
   ['max_parallel_maintenance_workers', '2', 'parallel index builds'],
   ['cursor_tuple_fraction', '1.0', 'psql FETCH_COUNT uses a cursor: plan for the whole result'],
-  ['jit', 'off', 'JIT compilation costs more than it saves on these queries (tried)'],
+  ['jit', 'off', 'no LLVM compile time per query (not measured both ways)'],
   ['autovacuum', 'off', 'explicit ANALYZE after the load'],
 ]
 
