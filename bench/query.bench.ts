@@ -216,7 +216,7 @@ export async function run(): Promise<string> {
     }
   }
   out.push(
-    'blocks/s counts every produced block of the range (the range is scanned whole); input rows = rows of every kind held by those blocks; records = rows output over all kinds; MB/s = bytes of JSON lines (with newline) per second; best of repeated runs after a warm-up.',
+    'blocks/s counts every produced block of the range (the range is scanned whole); input rows = rows of every kind held by those blocks (held, not necessarily read: a header-only query reads none); records = rows output over all kinds; MB/s = bytes of JSON lines (with newline) per second; best of repeated runs after a warm-up.',
   )
   return out.join('\n')
 }
