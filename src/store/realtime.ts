@@ -25,7 +25,7 @@ import type { BlockStore, ColdStore } from './types.ts'
 export interface RealtimeStoreOptions {
   hot: HotStore
   cold: ColdStore
-  /** hot blocks are served in chunks of blocks whose numbers share floor(number / hotChunkSlots) (default 32) */
+  /** hot blocks are served in chunks of blocks whose numbers share floor(number / hotChunkSlots) (default 16) */
   hotChunkSlots?: number
 }
 
@@ -38,13 +38,13 @@ export class RealtimeStore implements BlockStore {
   readonly hot: HotStore
   readonly cold: ColdStore
   private readonly hotChunkSlots: number
-  private readonly chunkCache = new Map<string, MemoryChunk>()
+  private readonly chunkCache = new Map<number, { key: string; chunk: MemoryChunk }>()
   private readonly events = new EventEmitter()
 
   constructor(opts: RealtimeStoreOptions) {
     this.hot = opts.hot
     this.cold = opts.cold
-    this.hotChunkSlots = Math.max(1, opts.hotChunkSlots ?? 32)
+    this.hotChunkSlots = Math.max(1, opts.hotChunkSlots ?? 16)
     this.events.setMaxListeners(0)
     this.hot.on('change', () => this.events.emit('change'))
   }
@@ -101,15 +101,28 @@ export class RealtimeStore implements BlockStore {
     }
   }
 
+  /**
+   * The chunk of hot[i..j) (one group). One version per group is cached: the tail group is rebuilt
+   * as blocks arrive, and groups that left the window are forgotten, so the cache never holds
+   * more than the window's blocks.
+   */
   private hotChunk(hot: readonly HotEntry[], i: number, j: number): MemoryChunk {
-    const key = `${hot[i].header.number}:${hot[i].header.hash}:${hot[j - 1].header.hash}:${j - i}`
-    let c = this.chunkCache.get(key)
-    if (!c) {
-      c = new MemoryChunk(hot.slice(i, j).map((e) => e.block))
-      this.chunkCache.set(key, c)
-      if (this.chunkCache.size > 256) this.chunkCache.delete(this.chunkCache.keys().next().value!)
+    const g = Math.floor(hot[i].header.number / this.hotChunkSlots)
+    const key = `${hot[i].header.hash}:${hot[j - 1].header.hash}:${j - i}`
+    const cached = this.chunkCache.get(g)
+    if (cached && cached.key === key) return cached.chunk
+    const chunk = new MemoryChunk(hot.slice(i, j).map((e) => e.block))
+    // a chunk clipped at `to` below the group's end is not cached (the full one is the common case)
+    const groupEnd = j === hot.length || Math.floor(hot[j].header.number / this.hotChunkSlots) !== g
+    if (groupEnd) {
+      this.chunkCache.set(g, { key, chunk })
+      const first = this.hot.entries()[0]
+      if (first) {
+        const low = Math.floor(first.header.number / this.hotChunkSlots)
+        for (const k of this.chunkCache.keys()) if (k < low) this.chunkCache.delete(k)
+      }
     }
-    return c
+    return chunk
   }
 
   async chainBefore(n: number, limit: number): Promise<HeadInfo[]> {
