@@ -87,6 +87,7 @@ test('ingest with forks into the disk cold store across a restart', async () => 
       pollIntervalMs: 5,
       finalizeIntervalMs: 20,
       orphanStrikes: 3,
+      tipCheckIntervalMs: 10,
       logger: silentLogger,
     })
     return { cold, ds }

@@ -42,6 +42,7 @@ function logger(lines: string[]): RealtimeLogger {
 function open(node: FakeSolanaNode, dataDir: string, cold: MemoryColdStore, lines: string[], extra: Partial<RealtimeDatasetOptions> = {}): Promise<RealtimeDataset> {
   return createRealtimeDataset({
     orphanStrikes: 3,
+    tipCheckIntervalMs: 10,
     rpcUrl: node.url,
     dataDir,
     cold,

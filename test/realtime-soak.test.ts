@@ -55,6 +55,7 @@ for (const seed of [101, 202]) {
         pollIntervalMs: 5,
         finalizeIntervalMs: 20,
         orphanStrikes: 3,
+        tipCheckIntervalMs: 10,
         rpc: { minBackoffMs: 1, maxBackoffMs: 20, maxRetries: 100 },
         logger: silentLogger,
       })

@@ -194,12 +194,17 @@ export interface RealtimeIngesterOptions {
   normalize: NormalizeFn
   /** first slot to ingest when both stores are empty (default: the node's finalized slot) */
   startSlot?: number
-  /** minimum pause between finalization checks while catching up, ms (default 1 000; always checked at the tip) */
+  /** minimum pause between finalization checks (getSlot finalized + a header check), ms (default 1 000) */
   finalizeIntervalMs?: number
   /** pause after a failed session, doubled per consecutive failure up to 10 s (default 200 ms) */
   retryDelayMs?: number
   /**
-   * consecutive tip checks (one per poll) in which the node's head stays below our tip, on our
+   * once caught up, how often the stored tip is re-checked against the node (one getBlock header
+   * request) while neither the node's head nor our tip changes, ms (default 1 000)
+   */
+  tipCheckIntervalMs?: number
+  /**
+   * consecutive tip checks in which the node's head stays below our tip, on our
    * chain, before our blocks above it are taken as orphaned and dropped (default 20; a lagging
    * load-balanced node must not make the head go back)
    */
@@ -235,6 +240,8 @@ export class RealtimeIngester {
   private readonly finalizeMaxDelayMs: number
   /** when finalized blocks were first seen waiting in the hot store (batching) */
   private finalWaitingSince: number | null = null
+  private readonly tipCheckIntervalMs: number
+  private lastTipCheck = { key: '', at: 0 }
   private readonly log: RealtimeLogger
   private ctl: AbortController | null = null
   private loop: Promise<void> | null = null
@@ -254,6 +261,7 @@ export class RealtimeIngester {
     this.finalizeIntervalMs = opts.finalizeIntervalMs ?? 1000
     this.retryDelayMs = opts.retryDelayMs ?? 200
     this.orphanStrikes = opts.orphanStrikes ?? 20
+    this.tipCheckIntervalMs = opts.tipCheckIntervalMs ?? 1000
     this.finalizeMinBlocks = Math.max(1, opts.finalizeMinBlocks ?? 1)
     this.finalizeMaxDelayMs = opts.finalizeMaxDelayMs ?? 10_000
     this.log = opts.logger ?? consoleLogger
@@ -325,7 +333,7 @@ export class RealtimeIngester {
     for await (const ev of this.source.blocks(from, signal)) {
       if (signal.aborted) return
       if (ev.kind === 'tip') {
-        await this.finalizeStep(signal)
+        if (Date.now() - this.lastFinalize >= this.finalizeIntervalMs) await this.finalizeStep(signal)
         await this.verifyTip(ev.head, signal)
         continue
       }
@@ -430,6 +438,10 @@ export class RealtimeIngester {
       this.strikes = 0
       return
     }
+    // one header request per tip check interval, unless the situation changed
+    const key = `${nodeHead}:${tip.number}:${tip.hash}`
+    if (key === this.lastTipCheck.key && Date.now() - this.lastTipCheck.at < this.tipCheckIntervalMs) return
+    this.lastTipCheck = { key, at: Date.now() }
     const hdr = await this.source.fetchHeader(nodeHead, this.source.commitment, signal)
     if (!hdr) return
     if (!this.hot.contains(nodeHead, hdr.blockhash)) {
@@ -475,6 +487,7 @@ export interface RealtimeDatasetOptions {
   finalizeMinBlocks?: number
   finalizeMaxDelayMs?: number
   orphanStrikes?: number
+  tipCheckIntervalMs?: number
   retryDelayMs?: number
   /** RPC client tuning (timeouts, retries, backoff) */
   rpc?: Omit<RpcClientOptions, 'url'>
@@ -524,6 +537,7 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
     finalizeMinBlocks: opts.finalizeMinBlocks,
     finalizeMaxDelayMs: opts.finalizeMaxDelayMs,
     orphanStrikes: opts.orphanStrikes,
+    tipCheckIntervalMs: opts.tipCheckIntervalMs,
     retryDelayMs: opts.retryDelayMs,
     logger: opts.logger,
   })

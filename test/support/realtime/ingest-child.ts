@@ -26,6 +26,7 @@ const ds = await createRealtimeDataset({
   pollIntervalMs: 5,
   finalizeIntervalMs: 10,
   orphanStrikes: 3,
+  tipCheckIntervalMs: 10,
   rpc: { minBackoffMs: 1, maxBackoffMs: 20, maxRetries: 1000 },
   logger: silentLogger,
 })
