@@ -13,7 +13,7 @@ import { EventEmitter } from 'node:events'
 import { join } from 'node:path'
 import type { Block, NormalizationWarning } from '../model.ts'
 import type { RpcBlock } from '../normalize/rpc-types.ts'
-import { isAbortError, RpcSource, sleep, type Commitment, type RpcClientOptions } from '../ingest/rpc.ts'
+import { RpcSource, sleep, type Commitment, type RpcClientOptions } from '../ingest/rpc.ts'
 import type { Chunk, HeadInfo } from './chunk.ts'
 import { MemoryColdStore } from './cold-memory.ts'
 import { HotStore, type HotEntry } from './hot.ts'
@@ -247,6 +247,8 @@ export class RealtimeIngester {
   private loop: Promise<void> | null = null
   private lastFinalize = 0
   private strikes = 0
+  /** consecutive session restarts without a stored block */
+  private idleRestarts = 0
   private restartFrom: number | null = null
   readonly stats = { blocks: 0, forks: 0, replaced: 0, finalized: 0, warnings: 0, sessions: 0, failures: 0 }
   /** the last session error (for status reporting) */
@@ -300,6 +302,14 @@ export class RealtimeIngester {
           failures = 0
           this.restartFrom = e.from
           if (e.reason) this.log.info(`${e.reason}; resuming from slot ${e.from}`)
+          // restarts that store nothing in between (a node whose answers keep moving) back off
+          if (++this.idleRestarts > 3) {
+            try {
+              await sleep(Math.min(5_000, this.retryDelayMs * 2 ** (this.idleRestarts - 4)), signal)
+            } catch {
+              break
+            }
+          }
           continue
         }
         failures++
@@ -349,8 +359,10 @@ export class RealtimeIngester {
         case 'extended':
           this.stats.blocks++
           this.strikes = 0
+          this.idleRestarts = 0
           break
         case 'replaced':
+          this.idleRestarts = 0
           this.stats.blocks++
           this.stats.forks++
           this.stats.replaced += r.removed.length
@@ -608,4 +620,3 @@ export async function createDemoDataset(
   }
 }
 
-export { isAbortError }
