@@ -93,6 +93,24 @@ describe('HotStore', () => {
     }
   })
 
+  test('a cold store behind the persisted anchor is reported; the anchor still guards linkage', async () => {
+    const path = tempDir()
+    const cold = new MemoryColdStore()
+    let hot = await HotStore.open({ path, coldLast: cold.lastBlock() })
+    const chain = mkChain(GENESIS, 10)
+    await pushAll(hot, chain)
+    await hot.finalize(chain[4].header.number, cold)
+    await hot.close()
+    hot = await HotStore.open({ path, coldLast: null }) // e.g. a memory cold store after a restart
+    assert.deepEqual(hot.coldBehind, { anchor: heads([chain[4]])[0], coldLast: null })
+    assert.deepEqual(hot.anchor, heads([chain[4]])[0])
+    assert.deepEqual(hotHeads(hot), heads(chain.slice(5)))
+    await hot.close()
+    hot = await HotStore.open({ path, coldLast: cold.lastBlock() })
+    assert.equal(hot.coldBehind, null)
+    await hot.close()
+  })
+
   test('duplicates and stale blocks change nothing; an unlinked block is refused', async () => {
     const hot = await HotStore.open({ path: tempDir() })
     const chain = mkChain(GENESIS, 4)

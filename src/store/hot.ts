@@ -82,8 +82,13 @@ export class HotStore extends EventEmitter {
   private anchorInfo: HeadInfo | null = null
   private writeLock: Promise<unknown> = Promise.resolve()
   private closed = false
-  /** blocks dropped on open because they were already in the cold store */
+  /** blocks dropped on open because they were already in the cold store (or failed to link) */
   readonly droppedOnOpen: number[] = []
+  /**
+   * set on open when the persisted anchor is above the cold store's last block: blocks finalized
+   * earlier are missing from the cold store (a non-durable or replaced cold store)
+   */
+  coldBehind: { anchor: HeadInfo; coldLast: HeadInfo | null } | null = null
 
   private constructor(root: RootDatabase) {
     super()
@@ -103,6 +108,7 @@ export class HotStore extends EventEmitter {
 
   private async load(coldLast: HeadInfo | null): Promise<void> {
     let anchor = this.meta.get(ANCHOR_KEY) ?? null
+    if (anchor && (!coldLast || coldLast.number < anchor.number)) this.coldBehind = { anchor, coldLast }
     if (coldLast && (!anchor || coldLast.number > anchor.number)) anchor = coldLast
     const entries: HotEntry[] = []
     const drop: number[] = []

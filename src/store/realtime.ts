@@ -532,6 +532,13 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
     normalize = (line) => mod.normalizeBlock(line, nopts)
   }
   const hot = await HotStore.open({ path: join(opts.dataDir, 'hot'), coldLast: cold.lastBlock(), noSync: opts.noSync })
+  const log = opts.logger ?? consoleLogger
+  if (hot.droppedOnOpen.length) log.info(`hot store: dropped ${hot.droppedOnOpen.length} block(s) already in the cold store`)
+  if (hot.coldBehind) {
+    log.warn(
+      `the cold store ends at ${hot.coldBehind.coldLast?.number ?? 'nothing'} but blocks up to ${hot.coldBehind.anchor.number} were finalized into it earlier (not durable?): the cold store has a gap`,
+    )
+  }
   const source = new RpcSource({
     client: { url: opts.rpcUrl, ...opts.rpc },
     commitment: opts.commitment ?? 'confirmed',
