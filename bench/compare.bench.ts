@@ -13,7 +13,7 @@
  *    Parquet files exported from the same rows (1 thread).
  * 4. The reference engine's five benchmark queries on solportal, beside its published figures.
  *
- * Environment: COMPARE_BLOCKS (10000), COMPARE_TXS (mean transactions per block incl. ~70% votes, 150),
+ * Environment: COMPARE_BLOCKS (10000), COMPARE_TXS (mean transactions per block incl. ~70% votes, 200),
  * COMPARE_SEED (1), COMPARE_FULL_BLOCKS (range of the "everything" query, 1000), COMPARE_RUNS (timed runs
  * per query and system, best reported; 2).
  */
@@ -35,7 +35,7 @@ const WORK = join(BENCH, 'tmp', 'compare')
 const CLI = ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts')]
 
 const N_BLOCKS = Number(process.env.COMPARE_BLOCKS ?? 10_000)
-const TXS = Number(process.env.COMPARE_TXS ?? 150)
+const TXS = Number(process.env.COMPARE_TXS ?? 200)
 const SEED = Number(process.env.COMPARE_SEED ?? 1)
 const FULL_BLOCKS = Number(process.env.COMPARE_FULL_BLOCKS ?? 1000)
 const RUNS = Number(process.env.COMPARE_RUNS ?? 2)
