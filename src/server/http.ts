@@ -9,6 +9,7 @@
  * Responses are streamed block by block: every write waits for the socket (or gzip stream) to
  * drain, so a slow client slows the query down instead of filling memory.
  */
+import { setMaxListeners } from 'node:events'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import zlib from 'node:zlib'
@@ -113,6 +114,8 @@ export class PortalServer {
 
   constructor(private readonly opts: ServerOptions) {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits }
+    // every open stream listens on it
+    setMaxListeners(0, this.closing.signal)
     this.limiter = opts.rateLimit ? new RateLimiter(opts.rateLimit) : null
     this.log = opts.log ?? ((level, msg) => console.error(`[${level}] ${msg}`))
     this.server = http.createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
