@@ -31,13 +31,20 @@ function loadSources(): Source[] {
   const out: Source[] = []
   const mainnet: Source = { name: 'data/mainnet', texts: [], lines: [] }
   const blocksDir = join(root, 'data/mainnet/blocks')
-  for (const f of readdirSync(blocksDir).filter((f) => f.endsWith('.jsonl') || f.endsWith('.jsonl.gz')).sort()) {
+  for (const f of readdirSync(blocksDir)
+    .filter((f) => f.endsWith('.jsonl') || f.endsWith('.jsonl.gz'))
+    .sort()) {
     for (const t of archiveTexts(join(blocksDir, f))) {
       mainnet.texts.push(t)
       mainnet.lines.push(parseJsonExact(t) as ArchiveLine)
     }
   }
-  for (const f of ['client_solana_block.json', 'parser_solana_block.json', 'parser_solana_transaction_err.json', 'parser_solana_block_with_versioned_tx.json']) {
+  for (const f of [
+    'client_solana_block.json',
+    'parser_solana_block.json',
+    'parser_solana_transaction_err.json',
+    'parser_solana_block_with_versioned_tx.json',
+  ]) {
     const t = readFileSync(join(root, 'data/mainnet/chainstorage', f), 'utf8')
     const block = parseJsonExact(t) as RpcBlock
     mainnet.texts.push(t)
@@ -46,7 +53,9 @@ function loadSources(): Source[] {
   out.push(mainnet)
   const sampleDir = join(root, 'data/sample')
   if (existsSync(sampleDir)) {
-    for (const f of readdirSync(sampleDir).filter((f) => f.endsWith('.jsonl.gz')).sort()) {
+    for (const f of readdirSync(sampleDir)
+      .filter((f) => f.endsWith('.jsonl.gz'))
+      .sort()) {
       const s: Source = { name: `data/sample/${f}`, texts: archiveTexts(join(sampleDir, f)), lines: [] }
       s.lines = s.texts.map((t) => parseJsonExact(t) as ArchiveLine)
       out.push(s)

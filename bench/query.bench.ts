@@ -79,7 +79,10 @@ function fmt(n: number): string {
 }
 
 /** compiled writer vs building objects + JSON.stringify, over every row of one kind */
-function writerRatio(chunks: Chunk[], kind: 'instruction' | 'transaction'): { writer: number; stringify: number; mb: number } {
+function writerRatio(
+  chunks: Chunk[],
+  kind: 'instruction' | 'transaction',
+): { writer: number; stringify: number; mb: number } {
   const q = parseQuery({ fromBlock: 0, fields: { [kind]: allFields(kind) } })
   const fields = q.fields[kind]
   const defs = selectedDefs(fields)
@@ -141,8 +144,12 @@ async function section(title: string, blocks: Block[]): Promise<string> {
   const wide = Object.fromEntries(SELECTOR_NAMES.map((s) => [s, allFields(s)]))
   const popular = (() => {
     const n = new Map<string, number>()
-    for (const b of blocks) for (const t of b.transactions) for (const a of t.accountKeys.slice(1)) n.set(a, (n.get(a) ?? 0) + 1)
-    return [...n.entries()].sort((a, b) => b[1] - a[1]).slice(5, 6).map((e) => e[0])
+    for (const b of blocks)
+      for (const t of b.transactions) for (const a of t.accountKeys.slice(1)) n.set(a, (n.get(a) ?? 0) + 1)
+    return [...n.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(5, 6)
+      .map((e) => e[0])
   })()
   const queries: { name: string; body: Q }[] = [
     {
@@ -154,7 +161,10 @@ async function section(title: string, blocks: Block[]): Promise<string> {
     },
     {
       name: 'all instructions, all fields',
-      body: { fields: { block: { number: true, hash: true }, instruction: allFields('instruction') }, instructions: [{}] },
+      body: {
+        fields: { block: { number: true, hash: true }, instruction: allFields('instruction') },
+        instructions: [{}],
+      },
     },
     {
       name: 'transactions mentioning an account + instructions, logs, balances',
@@ -163,7 +173,18 @@ async function section(title: string, blocks: Block[]): Promise<string> {
         transactions: [{ mentionsAccount: popular, instructions: true, logs: true, balances: true }],
       },
     },
-    { name: 'everything, all fields (wide)', body: { fields: wide, transactions: [{}], instructions: [{}], logs: [{}], balances: [{}], tokenBalances: [{}], rewards: [{}] } },
+    {
+      name: 'everything, all fields (wide)',
+      body: {
+        fields: wide,
+        transactions: [{}],
+        instructions: [{}],
+        logs: [{}],
+        balances: [{}],
+        tokenBalances: [{}],
+        rewards: [{}],
+      },
+    },
     ...benchQueries().map((q) => ({ name: `bench ${q.name}`, body: q.body })),
   ]
   const inputRows = tx + ins + count('logs') + count('balances') + count('tokenBalances') + count('rewards')
@@ -201,7 +222,12 @@ async function section(title: string, blocks: Block[]): Promise<string> {
 
 export async function run(): Promise<string> {
   const out = ['## Query engine (src/query), one core, blocks in memory (StaticStore, 64-block chunks)', '']
-  out.push(await section('Random blocks (test/support/random-blocks.ts)', randomBlocks(42, { blocks: 192, maxTx: 300, skipRate: 0.05 })))
+  out.push(
+    await section(
+      'Random blocks (test/support/random-blocks.ts)',
+      randomBlocks(42, { blocks: 192, maxTx: 300, skipRate: 0.05 }),
+    ),
+  )
   const file = join(root, 'data/mainnet/blocks/254170887.jsonl.gz')
   if (existsSync(file)) {
     let real: Block | undefined
@@ -210,7 +236,10 @@ export async function run(): Promise<string> {
       // the one real block, repeated under consecutive slot numbers
       const copies: Block[] = []
       for (let i = 0; i < 64; i++) {
-        copies.push({ ...real, header: { ...real.header, number: real.header.number + i, parentNumber: real.header.number + i - 1 } })
+        copies.push({
+          ...real,
+          header: { ...real.header, number: real.header.number + i, parentNumber: real.header.number + i - 1 },
+        })
       }
       out.push(await section('Real mainnet block 254170887, repeated 64 times', copies))
     }

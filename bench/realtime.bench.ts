@@ -78,7 +78,8 @@ export async function run(): Promise<string> {
   const rows = [
     await catchUp('whole mainnet block 254170887 (602 tx)', { templates: [DEFAULT_TEMPLATE], initialBlocks: 40 }, 4),
   ]
-  if (existsSync(SAMPLE)) rows.push(await catchUp('litesvm sample blocks (5-40 tx)', { templates: [SAMPLE], initialBlocks: 600 }, 4))
+  if (existsSync(SAMPLE))
+    rows.push(await catchUp('litesvm sample blocks (5-40 tx)', { templates: [SAMPLE], initialBlocks: 600 }, 4))
   const lat = [await tipLatency(150, 250, 30), await tipLatency(150, 50, 30)]
   return [
     '## Real-time ingest (fake node on loopback → RPC → normalize → LMDB hot store)',

@@ -19,7 +19,15 @@ import { dirname } from 'node:path'
 import { createGzip } from 'node:zlib'
 import { base58Encode } from '../src/util/base58.ts'
 import {
-  Rng, TOKEN, TOKEN_2022, hash58, instructionErrorJson, mintDecimals, parseTokenAccount, sha256, tokenBalanceJson,
+  Rng,
+  TOKEN,
+  TOKEN_2022,
+  hash58,
+  instructionErrorJson,
+  mintDecimals,
+  parseTokenAccount,
+  sha256,
+  tokenBalanceJson,
   type TokenAccountInfo,
 } from './sample/rpc.ts'
 
@@ -80,8 +88,12 @@ async function signer(name: string): Promise<Signer> {
 }
 function fund(address: Addr, lamports: bigint) {
   svm.setAccount({
-    address, lamports: k.lamports(lamports), data: new Uint8Array(0), executable: false,
-    programAddress: k.address(SYSTEM), space: 0n,
+    address,
+    lamports: k.lamports(lamports),
+    data: new Uint8Array(0),
+    executable: false,
+    programAddress: k.address(SYSTEM),
+    space: 0n,
   })
 }
 
@@ -107,12 +119,26 @@ for (let i = 0; i < 4; i++) {
 for (let i = 0; i < 16; i++) leaders.push((await signer(`leader-${i}`)).address)
 const leaderBalance = new Map<string, bigint>(leaders.map((l, i) => [l, 20_000n * SOL + BigInt(i) * 123_456_789n]))
 
-interface Mint { address: Addr; program: Addr; decimals: number; authority: Signer }
+interface Mint {
+  address: Addr
+  program: Addr
+  decimals: number
+  authority: Signer
+}
 const mints: Mint[] = []
 const atas = new Map<string, Addr>() // `${owner}:${mint}` → ATA (created)
-interface Manual { address: Addr; mint: Mint; owner: Signer }
+interface Manual {
+  address: Addr
+  mint: Mint
+  owner: Signer
+}
 const manuals: Manual[] = []
-interface Delegation { source: Addr; mint: Mint; delegate: Signer; amount: bigint }
+interface Delegation {
+  source: Addr
+  mint: Mint
+  delegate: Signer
+  amount: bigint
+}
 const delegations: Delegation[] = []
 let fresh = 0
 
@@ -123,7 +149,12 @@ const recentSlots: number[] = [FIRST_SLOT - 1]
 let currentSlot = FIRST_SLOT
 
 // ---------------------------------------------------------------- address lookup tables
-interface Table { address: Addr; authority: Signer; addresses: Addr[]; usableFrom: number }
+interface Table {
+  address: Addr
+  authority: Signer
+  addresses: Addr[]
+  usableFrom: number
+}
 const tables: Table[] = []
 
 function u32le(n: number) {
@@ -175,7 +206,10 @@ function extendTableIx(table: Addr, authority: Signer, addresses: Addr[]): Ix {
 }
 
 // ---------------------------------------------------------------- execution → RPC JSON
-interface Snapshot { lamports: bigint; token?: TokenAccountInfo }
+interface Snapshot {
+  lamports: bigint
+  token?: TokenAccountInfo
+}
 const decimalsCache = new Map<string, number>()
 function decimalsOf(mint: string): number {
   let d = decimalsCache.get(mint)
@@ -211,7 +245,11 @@ interface Compiled {
   header: { numSignerAccounts: number; numReadonlySignerAccounts: number; numReadonlyNonSignerAccounts: number }
   staticAccounts: Addr[]
   instructions: { programAddressIndex: number; accountIndices?: readonly number[]; data?: Uint8Array }[]
-  addressTableLookups?: { lookupTableAddress: Addr; writableIndexes: readonly number[]; readonlyIndexes: readonly number[] }[]
+  addressTableLookups?: {
+    lookupTableAddress: Addr
+    writableIndexes: readonly number[]
+    readonlyIndexes: readonly number[]
+  }[]
 }
 
 function feeOf(compiled: Compiled, keys: string[]): bigint {
@@ -228,11 +266,27 @@ function feeOf(compiled: Compiled, keys: string[]): bigint {
   return LAMPORTS_PER_SIGNATURE * BigInt(compiled.header.numSignerAccounts) + priority
 }
 
-interface TxOpts { version?: 'legacy' | 0; table?: Table }
-interface TxResult { json: unknown; fee: bigint; priority: bigint; failed: boolean }
+interface TxOpts {
+  version?: 'legacy' | 0
+  table?: Table
+}
+interface TxResult {
+  json: unknown
+  fee: bigint
+  priority: bigint
+  failed: boolean
+}
 const stats = {
-  txs: 0, failed: 0, dropped: 0, v0: 0, withLookups: 0, instructions: 0, inner: 0, maxStack: 1,
-  programs: new Map<string, number>(), errors: new Map<string, number>(),
+  txs: 0,
+  failed: 0,
+  dropped: 0,
+  v0: 0,
+  withLookups: 0,
+  instructions: 0,
+  inner: 0,
+  maxStack: 1,
+  programs: new Map<string, number>(),
+  errors: new Map<string, number>(),
 }
 const blockTxs: TxResult[] = []
 let txCounter = 0
@@ -243,10 +297,12 @@ async function send(feePayer: Signer, ixs: Ix[], opts: TxOpts = {}): Promise<TxR
   let msg: Ix = k.pipe(
     k.createTransactionMessage({ version: opts.table ? 0 : version }),
     (m) => k.setTransactionMessageFeePayerSigner(feePayer, m),
-    (m) => k.setTransactionMessageLifetimeUsingBlockhash({ blockhash: k.blockhash(recent), lastValidBlockHeight: 0n }, m),
+    (m) =>
+      k.setTransactionMessageLifetimeUsingBlockhash({ blockhash: k.blockhash(recent), lastValidBlockHeight: 0n }, m),
     (m) => k.appendTransactionMessageInstructions(ixs, m),
   )
-  if (opts.table) msg = k.compressTransactionMessageUsingAddressLookupTables(msg, { [opts.table.address]: opts.table.addresses })
+  if (opts.table)
+    msg = k.compressTransactionMessageUsingAddressLookupTables(msg, { [opts.table.address]: opts.table.addresses })
   const compiled = k.compileTransactionMessage(msg) as unknown as Compiled
   const writable: string[] = []
   const readonly: string[] = []
@@ -316,7 +372,12 @@ async function send(feePayer: Signer, ixs: Ix[], opts: TxOpts = {}): Promise<TxR
         stats.maxStack = Math.max(stats.maxStack, ii.stackHeight())
         count(keys[c.programIdIndex()])
         stats.inner++
-        return { programIdIndex: c.programIdIndex(), accounts: [...c.accounts()], data: base58Encode(c.data()), stackHeight: ii.stackHeight() }
+        return {
+          programIdIndex: c.programIdIndex(),
+          accounts: [...c.accounts()],
+          data: base58Encode(c.data()),
+          stackHeight: ii.stackHeight(),
+        }
       }),
     })
   }
@@ -361,7 +422,9 @@ function count(program: string) {
 function computeBudget(): Ix[] {
   return [
     getSetComputeUnitLimitInstruction({ units: rng.pick([60_000, 120_000, 200_000, 300_000, 400_000]) }),
-    getSetComputeUnitPriceInstruction({ microLamports: BigInt(rng.pick([1, 1000, 5000, 25_000, 100_000, 1_000_000]) + rng.int(1000)) }),
+    getSetComputeUnitPriceInstruction({
+      microLamports: BigInt(rng.pick([1, 1000, 5000, 25_000, 100_000, 1_000_000]) + rng.int(1000)),
+    }),
   ]
 }
 const maybeBudget = (p = 0.4): Ix[] => (rng.chance(p) ? computeBudget() : [])
@@ -380,7 +443,10 @@ async function ataOf(owner: Addr, mint: Mint): Promise<Addr> {
   return a
 }
 function memoText(): string {
-  return rng.pick(['gm', 'invoice #', 'payout ', 'ref:', 'order ', 'tip for ', 'rent ', 'swap fee ']) + (txCounter * 7919 + rng.int(1e6)).toString(36)
+  return (
+    rng.pick(['gm', 'invoice #', 'payout ', 'ref:', 'order ', 'tip for ', 'rent ', 'swap fee ']) +
+    (txCounter * 7919 + rng.int(1e6)).toString(36)
+  )
 }
 async function freshSigner(prefix: string): Promise<Signer> {
   return signer(`${prefix}-${fresh++}`)
@@ -388,9 +454,16 @@ async function freshSigner(prefix: string): Promise<Signer> {
 async function createAtaIx(payer: Signer, owner: Addr, mint: Mint, idempotent = false): Promise<Ix> {
   const ata = await ataOf(owner, mint)
   const input = { payer, ata, owner, mint: mint.address, tokenProgram: mint.program }
-  return idempotent ? tok.getCreateAssociatedTokenIdempotentInstruction(input) : tok.getCreateAssociatedTokenInstruction(input)
+  return idempotent
+    ? tok.getCreateAssociatedTokenIdempotentInstruction(input)
+    : tok.getCreateAssociatedTokenInstruction(input)
 }
-const holdings = () => [...atas.entries()].map(([key, ata]) => ({ owner: key.split(':')[0], mint: mints.find((m) => m.address === key.split(':')[1])!, ata }))
+const holdings = () =>
+  [...atas.entries()].map(([key, ata]) => ({
+    owner: key.split(':')[0],
+    mint: mints.find((m) => m.address === key.split(':')[1])!,
+    ata,
+  }))
 const userBy = (address: string) => users.find((u) => u.address === address)
 
 // ---------------------------------------------------------------- scenarios (each sends 1+ transactions, or returns false)
@@ -399,14 +472,24 @@ type Scenario = () => Promise<boolean>
 const solTransfer: Scenario = async () => {
   const from = rng.hot(users)
   const to = rng.chance(0.15) ? (await freshSigner('wallet')).address : rng.pick(users).address
-  const ixs: Ix[] = [...maybeBudget(0.3), getTransferSolInstruction({ source: from, destination: to, amount: BigInt(rng.range(1_000, 2_000_000_000)) })]
+  const ixs: Ix[] = [
+    ...maybeBudget(0.3),
+    getTransferSolInstruction({ source: from, destination: to, amount: BigInt(rng.range(1_000, 2_000_000_000)) }),
+  ]
   if (rng.chance(0.35)) ixs.push(memo(memoText(), rng.chance(0.5) ? [from] : []))
   return !!(await send(payerFor(from), ixs))
 }
 const multiTransfer: Scenario = async () => {
   const from = rng.hot(users)
   const ixs: Ix[] = [...maybeBudget(0.5)]
-  for (let i = rng.range(2, 5); i > 0; i--) ixs.push(getTransferSolInstruction({ source: from, destination: rng.pick(users).address, amount: BigInt(rng.range(5_000, 500_000_000)) }))
+  for (let i = rng.range(2, 5); i > 0; i--)
+    ixs.push(
+      getTransferSolInstruction({
+        source: from,
+        destination: rng.pick(users).address,
+        amount: BigInt(rng.range(5_000, 500_000_000)),
+      }),
+    )
   if (rng.chance(0.3)) ixs.push(memo(memoText()))
   return !!(await send(from, ixs))
 }
@@ -428,10 +511,32 @@ const newMint: Scenario = async () => {
   const ata = await ataOf(authority.address, m)
   const ixs: Ix[] = [
     ...maybeBudget(0.5),
-    getCreateAccountInstruction({ payer: authority, newAccount: mintKey, lamports: svm.minimumBalanceForRentExemption(82n), space: 82, programAddress: program }),
-    tok.getInitializeMint2Instruction({ mint: mintKey.address, decimals, mintAuthority: authority.address, freezeAuthority: rng.chance(0.5) ? authority.address : null }, { programAddress: program }),
+    getCreateAccountInstruction({
+      payer: authority,
+      newAccount: mintKey,
+      lamports: svm.minimumBalanceForRentExemption(82n),
+      space: 82,
+      programAddress: program,
+    }),
+    tok.getInitializeMint2Instruction(
+      {
+        mint: mintKey.address,
+        decimals,
+        mintAuthority: authority.address,
+        freezeAuthority: rng.chance(0.5) ? authority.address : null,
+      },
+      { programAddress: program },
+    ),
     await createAtaIx(authority, authority.address, m),
-    tok.getMintToInstruction({ mint: mintKey.address, token: ata, mintAuthority: authority, amount: BigInt(rng.range(1, 1000)) * 10n ** BigInt(decimals + 3) }, { programAddress: program }),
+    tok.getMintToInstruction(
+      {
+        mint: mintKey.address,
+        token: ata,
+        mintAuthority: authority,
+        amount: BigInt(rng.range(1, 1000)) * 10n ** BigInt(decimals + 3),
+      },
+      { programAddress: program },
+    ),
   ]
   const r = await send(authority, ixs)
   if (r && !r.failed) {
@@ -459,9 +564,17 @@ const mintTo: Scenario = async () => {
   const ixs: Ix[] = [...maybeBudget(0.3)]
   if (!atas.has(key)) ixs.push(await createAtaIx(mint.authority, owner.address, mint, true))
   const amount = BigInt(rng.range(1, 50_000)) * 10n ** BigInt(Math.max(0, mint.decimals - 2))
-  ixs.push(rng.chance(0.5)
-    ? tok.getMintToInstruction({ mint: mint.address, token: ata, mintAuthority: mint.authority, amount }, { programAddress: mint.program })
-    : tok.getMintToCheckedInstruction({ mint: mint.address, token: ata, mintAuthority: mint.authority, amount, decimals: mint.decimals }, { programAddress: mint.program }))
+  ixs.push(
+    rng.chance(0.5)
+      ? tok.getMintToInstruction(
+          { mint: mint.address, token: ata, mintAuthority: mint.authority, amount },
+          { programAddress: mint.program },
+        )
+      : tok.getMintToCheckedInstruction(
+          { mint: mint.address, token: ata, mintAuthority: mint.authority, amount, decimals: mint.decimals },
+          { programAddress: mint.program },
+        ),
+  )
   const r = await send(mint.authority, ixs)
   if (r && !r.failed) atas.set(key, ata)
   return !!r
@@ -486,9 +599,24 @@ const tokenTransfer: Scenario = async () => {
   if (amount > bal) return false
   const ixs: Ix[] = [...maybeBudget(0.6)]
   if (!atas.has(`${to.address}:${h.mint.address}`)) ixs.push(await createAtaIx(from, to.address, h.mint, true))
-  ixs.push(rng.chance(0.5)
-    ? tok.getTransferInstruction({ source: h.ata, destination: dest, authority: from, amount }, { programAddress: h.mint.program })
-    : tok.getTransferCheckedInstruction({ source: h.ata, mint: h.mint.address, destination: dest, authority: from, amount, decimals: h.mint.decimals }, { programAddress: h.mint.program }))
+  ixs.push(
+    rng.chance(0.5)
+      ? tok.getTransferInstruction(
+          { source: h.ata, destination: dest, authority: from, amount },
+          { programAddress: h.mint.program },
+        )
+      : tok.getTransferCheckedInstruction(
+          {
+            source: h.ata,
+            mint: h.mint.address,
+            destination: dest,
+            authority: from,
+            amount,
+            decimals: h.mint.decimals,
+          },
+          { programAddress: h.mint.program },
+        ),
+  )
   if (rng.chance(0.2)) ixs.push(memo(memoText(), [from]))
   const r = await send(payerFor(from), ixs)
   if (r && !r.failed) atas.set(`${to.address}:${h.mint.address}`, dest)
@@ -502,8 +630,14 @@ const approve: Scenario = async () => {
   if (delegate.address === owner.address) return false
   const amount = 1n + tokenAmountOf(h.ata) / BigInt(rng.range(2, 10))
   const ix = rng.chance(0.5)
-    ? tok.getApproveInstruction({ source: h.ata, delegate: delegate.address, owner, amount }, { programAddress: h.mint.program })
-    : tok.getApproveCheckedInstruction({ source: h.ata, mint: h.mint.address, delegate: delegate.address, owner, amount, decimals: h.mint.decimals }, { programAddress: h.mint.program })
+    ? tok.getApproveInstruction(
+        { source: h.ata, delegate: delegate.address, owner, amount },
+        { programAddress: h.mint.program },
+      )
+    : tok.getApproveCheckedInstruction(
+        { source: h.ata, mint: h.mint.address, delegate: delegate.address, owner, amount, decimals: h.mint.decimals },
+        { programAddress: h.mint.program },
+      )
   const r = await send(payerFor(owner), [...maybeBudget(0.2), ix])
   if (r && !r.failed) delegations.push({ source: h.ata, mint: h.mint, delegate, amount })
   return !!r
@@ -517,7 +651,17 @@ const delegateTransfer: Scenario = async () => {
   const dest = await ataOf(d.delegate.address, d.mint)
   const ixs: Ix[] = [
     await createAtaIx(d.delegate, d.delegate.address, d.mint, true),
-    tok.getTransferCheckedInstruction({ source: d.source, mint: d.mint.address, destination: dest, authority: d.delegate, amount, decimals: d.mint.decimals }, { programAddress: d.mint.program }),
+    tok.getTransferCheckedInstruction(
+      {
+        source: d.source,
+        mint: d.mint.address,
+        destination: dest,
+        authority: d.delegate,
+        amount,
+        decimals: d.mint.decimals,
+      },
+      { programAddress: d.mint.program },
+    ),
   ]
   const r = await send(d.delegate, ixs)
   if (r && !r.failed) atas.set(`${d.delegate.address}:${d.mint.address}`, dest)
@@ -529,8 +673,14 @@ const burn: Scenario = async () => {
   const owner = userBy(h.owner)!
   const amount = 1n + tokenAmountOf(h.ata) / BigInt(rng.range(3, 20))
   const ix = rng.chance(0.5)
-    ? tok.getBurnInstruction({ account: h.ata, mint: h.mint.address, authority: owner, amount }, { programAddress: h.mint.program })
-    : tok.getBurnCheckedInstruction({ account: h.ata, mint: h.mint.address, authority: owner, amount, decimals: h.mint.decimals }, { programAddress: h.mint.program })
+    ? tok.getBurnInstruction(
+        { account: h.ata, mint: h.mint.address, authority: owner, amount },
+        { programAddress: h.mint.program },
+      )
+    : tok.getBurnCheckedInstruction(
+        { account: h.ata, mint: h.mint.address, authority: owner, amount, decimals: h.mint.decimals },
+        { programAddress: h.mint.program },
+      )
   return !!(await send(payerFor(owner), [...maybeBudget(0.3), ix]))
 }
 /** a non-associated token account: create + initialize (+ fund) (+ hand over to a new owner) */
@@ -541,16 +691,43 @@ const manualAccount: Scenario = async () => {
   const acc = await freshSigner('tokenacct')
   const ixs: Ix[] = [
     ...maybeBudget(0.3),
-    getCreateAccountInstruction({ payer: owner, newAccount: acc, lamports: svm.minimumBalanceForRentExemption(165n), space: 165, programAddress: mint.program }),
-    tok.getInitializeAccount3Instruction({ account: acc.address, mint: mint.address, owner: owner.address }, { programAddress: mint.program }),
+    getCreateAccountInstruction({
+      payer: owner,
+      newAccount: acc,
+      lamports: svm.minimumBalanceForRentExemption(165n),
+      space: 165,
+      programAddress: mint.program,
+    }),
+    tok.getInitializeAccount3Instruction(
+      { account: acc.address, mint: mint.address, owner: owner.address },
+      { programAddress: mint.program },
+    ),
   ]
   const src = atas.get(`${owner.address}:${mint.address}`)
   const bal = src ? tokenAmountOf(src) : 0n
-  if (src && bal > 1n) ixs.push(tok.getTransferCheckedInstruction({ source: src, mint: mint.address, destination: acc.address, authority: owner, amount: bal / 2n, decimals: mint.decimals }, { programAddress: mint.program }))
+  if (src && bal > 1n)
+    ixs.push(
+      tok.getTransferCheckedInstruction(
+        {
+          source: src,
+          mint: mint.address,
+          destination: acc.address,
+          authority: owner,
+          amount: bal / 2n,
+          decimals: mint.decimals,
+        },
+        { programAddress: mint.program },
+      ),
+    )
   let newOwner = owner
   if (rng.chance(0.6)) {
     newOwner = rng.pick(users)
-    ixs.push(tok.getSetAuthorityInstruction({ owned: acc.address, owner, authorityType: tok.AuthorityType.AccountOwner, newAuthority: newOwner.address }, { programAddress: mint.program }))
+    ixs.push(
+      tok.getSetAuthorityInstruction(
+        { owned: acc.address, owner, authorityType: tok.AuthorityType.AccountOwner, newAuthority: newOwner.address },
+        { programAddress: mint.program },
+      ),
+    )
   }
   const r = await send(owner, ixs)
   if (r && !r.failed) manuals.push({ address: acc.address, mint, owner: newOwner })
@@ -562,8 +739,19 @@ const closeAccount: Scenario = async () => {
   const m = manuals.splice(rng.int(manuals.length), 1)[0]
   const bal = tokenAmountOf(m.address)
   const ixs: Ix[] = []
-  if (bal > 0n) ixs.push(tok.getBurnInstruction({ account: m.address, mint: m.mint.address, authority: m.owner, amount: bal }, { programAddress: m.mint.program }))
-  ixs.push(tok.getCloseAccountInstruction({ account: m.address, destination: rng.pick([m.owner.address, rng.pick(users).address]), owner: m.owner }, { programAddress: m.mint.program }))
+  if (bal > 0n)
+    ixs.push(
+      tok.getBurnInstruction(
+        { account: m.address, mint: m.mint.address, authority: m.owner, amount: bal },
+        { programAddress: m.mint.program },
+      ),
+    )
+  ixs.push(
+    tok.getCloseAccountInstruction(
+      { account: m.address, destination: rng.pick([m.owner.address, rng.pick(users).address]), owner: m.owner },
+      { programAddress: m.mint.program },
+    ),
+  )
   return !!(await send(payerFor(m.owner), ixs))
 }
 const memoOnly: Scenario = async () => {
@@ -602,9 +790,28 @@ const lookupTransfer: Scenario = async () => {
   const ixs: Ix[] = [...maybeBudget(0.7)]
   for (let i = Math.min(dests.length, rng.range(1, 3)); i > 0; i--) {
     const amount = 1n + (bal * BigInt(rng.range(1, 20))) / 100n
-    ixs.push(tok.getTransferCheckedInstruction({ source: h.ata, mint: h.mint.address, destination: rng.pick(dests).ata, authority: from, amount, decimals: h.mint.decimals }, { programAddress: h.mint.program }))
+    ixs.push(
+      tok.getTransferCheckedInstruction(
+        {
+          source: h.ata,
+          mint: h.mint.address,
+          destination: rng.pick(dests).ata,
+          authority: from,
+          amount,
+          decimals: h.mint.decimals,
+        },
+        { programAddress: h.mint.program },
+      ),
+    )
   }
-  if (rng.chance(0.4)) ixs.push(getTransferSolInstruction({ source: from, destination: rng.pick(table.addresses.filter((a) => userBy(a))), amount: BigInt(rng.range(10_000, 90_000_000)) }))
+  if (rng.chance(0.4))
+    ixs.push(
+      getTransferSolInstruction({
+        source: from,
+        destination: rng.pick(table.addresses.filter((a) => userBy(a))),
+        amount: BigInt(rng.range(10_000, 90_000_000)),
+      }),
+    )
   return !!(await send(payerFor(from), ixs, { table }))
 }
 
@@ -614,7 +821,11 @@ const failSolTransfer: Scenario = async () => {
   const ixs: Ix[] = [
     ...maybeBudget(0.3),
     memo(memoText()),
-    getTransferSolInstruction({ source: from, destination: rng.pick(users).address, amount: lamportsOf(from.address) + BigInt(rng.range(1, 10)) * SOL }),
+    getTransferSolInstruction({
+      source: from,
+      destination: rng.pick(users).address,
+      amount: lamportsOf(from.address) + BigInt(rng.range(1, 10)) * SOL,
+    }),
     memo('never runs ' + txCounter),
   ]
   return !!(await send(from, ixs))
@@ -626,7 +837,11 @@ const failAtaCpi: Scenario = async () => {
   const p = rng.pick(poor)
   const mint = rng.pick(mints)
   const owner = await freshSigner('wallet')
-  const ixs: Ix[] = [...computeBudget(), await createAtaIx(p, owner.address, mint), memo('after the failure ' + txCounter)]
+  const ixs: Ix[] = [
+    ...computeBudget(),
+    await createAtaIx(p, owner.address, mint),
+    memo('after the failure ' + txCounter),
+  ]
   return !!(await send(relayer, ixs))
 }
 const failTokenTransfer: Scenario = async () => {
@@ -637,7 +852,15 @@ const failTokenTransfer: Scenario = async () => {
   if (!to) return false
   const ixs: Ix[] = [
     ...maybeBudget(0.5),
-    tok.getTransferInstruction({ source: h.ata, destination: to.ata, authority: from, amount: tokenAmountOf(h.ata) + BigInt(rng.range(1, 1000)) }, { programAddress: h.mint.program }),
+    tok.getTransferInstruction(
+      {
+        source: h.ata,
+        destination: to.ata,
+        authority: from,
+        amount: tokenAmountOf(h.ata) + BigInt(rng.range(1, 1000)),
+      },
+      { programAddress: h.mint.program },
+    ),
   ]
   return !!(await send(from, ixs))
 }
@@ -647,15 +870,33 @@ const failImmutableOwner: Scenario = async () => {
   if (hs.length === 0) return false
   const h = rng.pick(hs)
   const owner = userBy(h.owner)!
-  const ix = tok.getSetAuthorityInstruction({ owned: h.ata, owner, authorityType: tok.AuthorityType.AccountOwner, newAuthority: rng.pick(users).address }, { programAddress: h.mint.program })
+  const ix = tok.getSetAuthorityInstruction(
+    { owned: h.ata, owner, authorityType: tok.AuthorityType.AccountOwner, newAuthority: rng.pick(users).address },
+    { programAddress: h.mint.program },
+  )
   return !!(await send(owner, [memo(memoText(), [owner]), ix]))
 }
 
 const weighted: [number, Scenario][] = [
-  [18, solTransfer], [6, multiTransfer], [5, createAccount], [2, newMint], [7, createAta], [7, mintTo],
-  [18, tokenTransfer], [4, approve], [4, delegateTransfer], [4, burn], [4, manualAccount], [3, closeAccount],
-  [5, memoOnly], [3, wrapSol], [6, lookupTransfer],
-  [2, failSolTransfer], [2, failAtaCpi], [2, failTokenTransfer], [1, failImmutableOwner],
+  [18, solTransfer],
+  [6, multiTransfer],
+  [5, createAccount],
+  [2, newMint],
+  [7, createAta],
+  [7, mintTo],
+  [18, tokenTransfer],
+  [4, approve],
+  [4, delegateTransfer],
+  [4, burn],
+  [4, manualAccount],
+  [3, closeAccount],
+  [5, memoOnly],
+  [3, wrapSol],
+  [6, lookupTransfer],
+  [2, failSolTransfer],
+  [2, failAtaCpi],
+  [2, failTokenTransfer],
+  [1, failImmutableOwner],
 ]
 const totalWeight = weighted.reduce((a, [w]) => a + w, 0)
 async function randomScenario(): Promise<void> {
@@ -676,7 +917,8 @@ async function setup(blockIndex: number) {
   if (blockIndex === 0) {
     // the native mint (wrapped SOL) exists at genesis in LiteSVM
     const nm = svm.getAccount(k.address(NATIVE_MINT))
-    if (nm.exists) mints.push({ address: k.address(NATIVE_MINT), program: k.address(TOKEN), decimals: 9, authority: users[0] })
+    if (nm.exists)
+      mints.push({ address: k.address(NATIVE_MINT), program: k.address(TOKEN), decimals: 9, authority: users[0] })
     for (let i = 0; i < 4; i++) await newMint()
   }
   if (blockIndex === 2 || blockIndex === 40) {
@@ -713,16 +955,28 @@ async function epochRewards(blockIndex: number) {
   if (blockIndex !== 120 && blockIndex !== 270) return []
   if (voteAccounts.size === 0) {
     for (let i = 0; i < 6; i++)
-      voteAccounts.set((await signer(`vote-${i}`)).address, { balance: BigInt(rng.range(1, 30)) * SOL, commission: rng.pick([0, 5, 7, 10, 100]) })
+      voteAccounts.set((await signer(`vote-${i}`)).address, {
+        balance: BigInt(rng.range(1, 30)) * SOL,
+        commission: rng.pick([0, 5, 7, 10, 100]),
+      })
     const votes = [...voteAccounts.keys()]
     for (let i = 0; i < 24; i++)
-      stakeAccounts.set((await signer(`stake-${i}`)).address, { balance: BigInt(rng.range(2, 90_000)) * SOL, vote: votes[i % votes.length] })
+      stakeAccounts.set((await signer(`stake-${i}`)).address, {
+        balance: BigInt(rng.range(2, 90_000)) * SOL,
+        vote: votes[i % votes.length],
+      })
   }
   const out = []
   for (const [pubkey, v] of voteAccounts) {
     const lamports = BigInt(rng.range(1_000_000, 900_000_000))
     v.balance += lamports
-    out.push({ pubkey, lamports: Number(lamports), postBalance: Number(v.balance), rewardType: 'Voting', commission: v.commission })
+    out.push({
+      pubkey,
+      lamports: Number(lamports),
+      postBalance: Number(v.balance),
+      rewardType: 'Voting',
+      commission: v.commission,
+    })
   }
   for (const [pubkey, s] of stakeAccounts) {
     const commission = voteAccounts.get(s.vote)!.commission
@@ -756,7 +1010,12 @@ for (let b = 0; b < N_BLOCKS; b++) {
   const clock = svm.getClock()
   clock.unixTimestamp = BigInt(blockTime)
   svm.setClock(clock)
-  svm.setSlotHashes(recentHashes.slice(-150).map((hash, i, xs) => ({ slot: BigInt(recentSlots[recentSlots.length - xs.length + i]), hash })).reverse())
+  svm.setSlotHashes(
+    recentHashes
+      .slice(-150)
+      .map((hash, i, xs) => ({ slot: BigInt(recentSlots[recentSlots.length - xs.length + i]), hash }))
+      .reverse(),
+  )
 
   blockTxs.length = 0
   await setup(b)
@@ -779,7 +1038,10 @@ for (let b = 0; b < N_BLOCKS; b++) {
     blockhash: hash,
     parentSlot,
     transactions: blockTxs.map((t) => t.json),
-    rewards: [{ pubkey: leader, lamports: Number(reward), postBalance: Number(lb), rewardType: 'Fee', commission: null }, ...(await epochRewards(b))],
+    rewards: [
+      { pubkey: leader, lamports: Number(reward), postBalance: Number(lb), rewardType: 'Fee', commission: null },
+      ...(await epochRewards(b)),
+    ],
     blockTime,
     blockHeight: height,
   }
@@ -795,8 +1057,12 @@ gz.end()
 await new Promise<void>((resolve, reject) => out.on('finish', resolve).on('error', reject))
 
 const byProgram = [...stats.programs.entries()].sort((a, b) => b[1] - a[1])
-console.log(`wrote ${OUT}: ${N_BLOCKS} blocks (slots ${FIRST_SLOT}..${parentSlot}, ${skipped} skipped) in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
-console.log(`transactions: ${stats.txs} (${stats.failed} failed, ${stats.v0} v0, ${stats.withLookups} with lookup-table addresses; ${stats.dropped} dropped as not includable)`)
+console.log(
+  `wrote ${OUT}: ${N_BLOCKS} blocks (slots ${FIRST_SLOT}..${parentSlot}, ${skipped} skipped) in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+)
+console.log(
+  `transactions: ${stats.txs} (${stats.failed} failed, ${stats.v0} v0, ${stats.withLookups} with lookup-table addresses; ${stats.dropped} dropped as not includable)`,
+)
 console.log(`instructions: ${stats.instructions} top-level, ${stats.inner} inner, max stack height ${stats.maxStack}`)
 console.log('instructions per program (top-level + inner):')
 for (const [p, n] of byProgram) console.log(`  ${p} ${n}`)

@@ -7,7 +7,16 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BlockGenerator, loadTemplates, writeArchive, JUPITER, METEORA_DLMM, WHIRLPOOL, VOTE_PROGRAM, type Template } from '../src/ingest/generate.ts'
+import {
+  BlockGenerator,
+  loadTemplates,
+  writeArchive,
+  JUPITER,
+  METEORA_DLMM,
+  WHIRLPOOL,
+  VOTE_PROGRAM,
+  type Template,
+} from '../src/ingest/generate.ts'
 import { validateArchive, newStats, accountList, type Json } from '../scripts/sample/validate.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { readArchive } from '../src/ingest/archive.ts'
@@ -54,7 +63,13 @@ test('writeArchive streams gzip output, identical across runs', async () => {
     assert.equal(gunzipSync(d).toString('utf8'), plain)
     const slots: number[] = []
     for await (const line of readArchive(join(dir, 'd.jsonl.gz'))) slots.push(line.slot)
-    assert.deepEqual(slots, plain.split('\n').filter(Boolean).map((l) => JSON.parse(l).slot))
+    assert.deepEqual(
+      slots,
+      plain
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).slot),
+    )
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -93,7 +108,14 @@ test('program mix: ~70% votes, DEX programs (Jupiter, Whirlpool, Meteora DLMM), 
     }
   }
   assert.ok(votes / txs > 0.62 && votes / txs < 0.78, `vote share ${votes / txs}`)
-  for (const p of [JUPITER, WHIRLPOOL, METEORA_DLMM, 'ComputeBudget111111111111111111111111111111', 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA', 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb'])
+  for (const p of [
+    JUPITER,
+    WHIRLPOOL,
+    METEORA_DLMM,
+    'ComputeBudget111111111111111111111111111111',
+    'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA',
+    'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb',
+  ])
     assert.ok((counts.get(p) ?? 0) > 10, `${p}: ${counts.get(p)}`)
 })
 
@@ -137,7 +159,9 @@ function checkInstance(t: Template, text: string) {
   assert.equal(new Set(kb).size, kb.length, 'account list has duplicates')
   tpl.transaction.signatures.forEach((s: string, i: number) => bind(s, inst.transaction.signatures[i]))
   bind(tpl.transaction.message.recentBlockhash, inst.transaction.message.recentBlockhash)
-  ;(tpl.transaction.message.addressTableLookups ?? []).forEach((l: Json, i: number) => bind(l.accountKey, inst.transaction.message.addressTableLookups[i].accountKey))
+  ;(tpl.transaction.message.addressTableLookups ?? []).forEach((l: Json, i: number) =>
+    bind(l.accountKey, inst.transaction.message.addressTableLookups[i].accountKey),
+  )
   for (const side of ['preTokenBalances', 'postTokenBalances'])
     tpl.meta[side].forEach((tb: Json, i: number) => {
       bind(tb.owner, inst.meta[side][i].owner)
@@ -173,13 +197,19 @@ test('an instance is its template with accounts re-keyed consistently everywhere
   assert.ok(logsRewritten > 20, `${logsRewritten} instances with re-keyed log lines`)
 })
 
-test('the normalizer takes generated blocks without warnings beyond the templates\' own, and drops the votes', () => {
+test("the normalizer takes generated blocks without warnings beyond the templates' own, and drops the votes", () => {
   const g = new BlockGenerator(templates, { blocks: 2, seed: 11, txsPerBlock: 400 })
   for (let i = 0; i < 2; i++) {
     const before = g.stats.nonVoteInstructions
     const line = JSON.parse(g.next())
     const r = normalizeBlock(line)
-    const kept = line.block.transactions.filter((tx: Json) => !(tx.transaction.message.instructions.length === 1 && accountList(tx)[tx.transaction.message.instructions[0].programIdIndex] === VOTE_PROGRAM))
+    const kept = line.block.transactions.filter(
+      (tx: Json) =>
+        !(
+          tx.transaction.message.instructions.length === 1 &&
+          accountList(tx)[tx.transaction.message.instructions[0].programIdIndex] === VOTE_PROGRAM
+        ),
+    )
     assert.equal(r.block.transactions.length, kept.length)
     assert.equal(r.block.instructions.length, g.stats.nonVoteInstructions - before)
     // the only warnings the real templates themselves produce are log truncations and walk failures
@@ -196,7 +226,11 @@ test('CLI: solportal gen writes the archive and rejects bad options', () => {
     const ok = run('--blocks', '3', '--out', out, '--seed', '5', '--from-slot', '400000000', '--txs-per-block', '50')
     assert.equal(ok.status, 0, ok.stderr)
     assert.match(ok.stderr, /wrote .*3 blocks, slots 400000000\.\./)
-    const lines = gunzipSync(readFileSync(out)).toString('utf8').trim().split('\n').map((l) => JSON.parse(l))
+    const lines = gunzipSync(readFileSync(out))
+      .toString('utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
     assert.equal(lines.length, 3)
     assert.equal(lines[0].slot, 400_000_000)
     const direct = new BlockGenerator(templates, { blocks: 3, seed: 5, fromSlot: 400_000_000, txsPerBlock: 50 })

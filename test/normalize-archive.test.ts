@@ -30,7 +30,9 @@ test('parseJsonExact equals JSON.parse on JSON without big integers (property)',
 
 test('parseJsonExact: big integers anywhere, strings with digits/quotes/escapes untouched (property)', () => {
   const str = fc
-    .array(fc.constantFrom('12345678901234567890', ':', ',', '[', ' ', '"', '\\', 'a', '-', '9', '\u00e9', '\n'), { maxLength: 8 })
+    .array(fc.constantFrom('12345678901234567890', ':', ',', '[', ' ', '"', '\\', 'a', '-', '9', '\u00e9', '\n'), {
+      maxLength: 8,
+    })
     .map((a) => a.join(''))
   const int = fc.oneof(fc.bigInt({ min: -(2n ** 80n), max: 2n ** 80n }), fc.bigInt({ min: -1000n, max: 1000n }))
   const { value } = fc.letrec((tie) => ({
@@ -42,7 +44,8 @@ test('parseJsonExact: big integers anywhere, strings with digits/quotes/escapes 
   const expect = (v: unknown): unknown => {
     if (typeof v === 'bigint') return (v < 0n ? -v : v).toString().length > 15 ? v.toString() : Number(v)
     if (Array.isArray(v)) return v.map(expect)
-    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, expect(x)]))
+    if (v !== null && typeof v === 'object')
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, expect(x)]))
     return v
   }
   // a serializer that puts whitespace after every delimiter (outside strings only)
@@ -52,7 +55,11 @@ test('parseJsonExact: big integers anywhere, strings with digits/quotes/escapes 
       : Array.isArray(v)
         ? '[' + ws + v.map((x) => ser(x, ws)).join(',' + ws) + ']'
         : v !== null && typeof v === 'object'
-          ? '{' + Object.entries(v).map(([k, x]) => JSON.stringify(k) + ':' + ws + ser(x, ws)).join(',' + ws) + '}'
+          ? '{' +
+            Object.entries(v)
+              .map(([k, x]) => JSON.stringify(k) + ':' + ws + ser(x, ws))
+              .join(',' + ws) +
+            '}'
           : JSON.stringify(v)
   fc.assert(
     fc.property(value, fc.constantFrom('', ' ', '\n\t '), (v, ws) => {
@@ -88,14 +95,22 @@ test('parseJsonExact: integers of more than 15 digits become exact decimal strin
   assert.throws(() => parseJsonExact('"unterminated'), SyntaxError)
   assert.throws(() => parseJsonExact('[12345678901234567890'), SyntaxError)
   // round trip through stringifyExact with bigints
-  assert.equal(stringifyExact({ a: 18446744073709551615n, b: [1, 'x', null], c: undefined }), '{"a":18446744073709551615,"b":[1,"x",null]}')
+  assert.equal(
+    stringifyExact({ a: 18446744073709551615n, b: [1, 'x', null], c: undefined }),
+    '{"a":18446744073709551615,"b":[1,"x",null]}',
+  )
 })
 
 test('formatArchiveLine ↔ parseJsonExact round trip of the whole real block', () => {
   const line = wholeBlock()
   const text = formatArchiveLine(line)
   assert.ok(!text.includes('\n'))
-  assert.deepStrictEqual(parseJsonExact(text), { slot: line.slot, hash: line.hash, height: line.height, block: line.block })
+  assert.deepStrictEqual(parseJsonExact(text), {
+    slot: line.slot,
+    hash: line.hash,
+    height: line.height,
+    block: line.block,
+  })
   // defaults: hash and height from the block
   const bare: ArchiveLine = { slot: 7, block: { ...line.block, transactions: [] } }
   assert.deepStrictEqual(JSON.parse(formatArchiveLine(bare)).hash, line.block.blockhash)
@@ -126,7 +141,12 @@ test('formatArchiveLine: bigints outside the u64 fields and marker-like strings 
         previousBlockhash: 'p',
         parentSlot: 2,
         ...extra,
-        transactions: [{ transaction: { signatures: [], message: {} }, meta: { err: null, preBalances: [], postBalances: [], ...meta } }],
+        transactions: [
+          {
+            transaction: { signatures: [], message: {} },
+            meta: { err: null, preBalances: [], postBalances: [], ...meta },
+          },
+        ],
       },
     }) as unknown as ArchiveLine
   // a bigint where the fast path does not look (blockTime)
@@ -136,7 +156,9 @@ test('formatArchiveLine: bigints outside the u64 fields and marker-like strings 
   // a genuine string that looks like the internal marker stays a string
   const b = formatArchiveLine(mk({}, { fee: 12345678901234567890n, logMessages: ['\u0000solportal-u64:7'] }))
   assert.match(b, /"fee":12345678901234567890[,}]/)
-  assert.deepStrictEqual((parseJsonExact(b) as ArchiveLine).block.transactions![0].meta!.logMessages, ['\u0000solportal-u64:7'])
+  assert.deepStrictEqual((parseJsonExact(b) as ArchiveLine).block.transactions![0].meta!.logMessages, [
+    '\u0000solportal-u64:7',
+  ])
   // and the fast path output equals the generic one
   const c = formatArchiveLine(mk({}, { fee: 5000, preBalances: [1, '99999999999999999'], postBalances: [2n, 3] }))
   assert.match(c, /"preBalances":\[1,99999999999999999\],"postBalances":\[2,3\]/)
@@ -149,27 +171,43 @@ async function collect(p: string | string[]): Promise<ArchiveLine[]> {
 }
 
 const mini = (slot: number, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ slot, block: { blockhash: `H${slot}`, previousBlockhash: 'P', parentSlot: slot - 1, blockHeight: slot - 100, ...extra } })
+  JSON.stringify({
+    slot,
+    block: { blockhash: `H${slot}`, previousBlockhash: 'P', parentSlot: slot - 1, blockHeight: slot - 100, ...extra },
+  })
 
 test('readArchive: directory recursion sorted by path, gzip by magic bytes, defaults, blank lines', async () => {
   const dir = join(tmp, 'arch')
   mkdirSync(join(dir, 'b'), { recursive: true })
   writeFileSync(join(dir, 'a.jsonl'), mini(1) + '\n\n' + mini(2) + '\n')
-  writeFileSync(join(dir, 'b', 'c.jsonl.gz'), gzipSync(mini(3) + '\n' + '{"slot": 4, "hash": "X", "height": null, "block": {"blockhash": "H4", "fee": 12345678901234567890}}'))
+  writeFileSync(
+    join(dir, 'b', 'c.jsonl.gz'),
+    gzipSync(
+      mini(3) +
+        '\n' +
+        '{"slot": 4, "hash": "X", "height": null, "block": {"blockhash": "H4", "fee": 12345678901234567890}}',
+    ),
+  )
   writeFileSync(join(dir, 'b', 'ignored.json'), 'not an archive')
   // a gzip file without the .gz suffix is still detected
   writeFileSync(join(dir, 'd.jsonl'), gzipSync(mini(5)))
   const lines = await collect(dir)
-  assert.deepStrictEqual(lines.map((l) => [l.slot, l.hash, l.height]), [
-    [1, 'H1', -99],
-    [2, 'H2', -98],
-    [3, 'H3', -97],
-    [4, 'X', null],
-    [5, 'H5', -95],
-  ])
+  assert.deepStrictEqual(
+    lines.map((l) => [l.slot, l.hash, l.height]),
+    [
+      [1, 'H1', -99],
+      [2, 'H2', -98],
+      [3, 'H3', -97],
+      [4, 'X', null],
+      [5, 'H5', -95],
+    ],
+  )
   assert.equal((lines[3].block as unknown as { fee: string }).fee, '12345678901234567890')
   // a file path directly, and a list
-  assert.deepStrictEqual((await collect([join(dir, 'd.jsonl'), join(dir, 'a.jsonl')])).map((l) => l.slot), [5, 1, 2])
+  assert.deepStrictEqual(
+    (await collect([join(dir, 'd.jsonl'), join(dir, 'a.jsonl')])).map((l) => l.slot),
+    [5, 1, 2],
+  )
   // the real block archive
   const real = await collect(join(DATA, 'blocks'))
   assert.equal(real.length, 1)
@@ -195,28 +233,50 @@ test('normalize command (in process): archive and bare getBlock files, --slot, w
   const out: string[] = []
   const warns: string[] = []
   const file = join(DATA, 'chainstorage', 'parser_solana_block.json')
-  const r = await runNormalize([file], {}, (t) => void out.push(t), (w) => warns.push(w))
+  const r = await runNormalize(
+    [file],
+    {},
+    (t) => void out.push(t),
+    (w) => warns.push(w),
+  )
   assert.deepStrictEqual(r, { blocks: 1, warnings: 0 })
   assert.equal(warns.length, 1)
   assert.match(warns[0], /assuming parentSlot\+1 = 100000000/)
   const block = JSON.parse(out[0])
   assert.equal(block.header.number, 100000000)
-  assert.deepStrictEqual(Object.keys(block), ['header', 'transactions', 'instructions', 'logs', 'balances', 'tokenBalances', 'rewards'])
+  assert.deepStrictEqual(Object.keys(block), [
+    'header',
+    'transactions',
+    'instructions',
+    'logs',
+    'balances',
+    'tokenBalances',
+    'rewards',
+  ])
   assert.equal(block.transactions[0].fee, '5000') // bigints as decimal strings
   assert.equal(block.rewards[0].lamports, '7247500')
   out.length = 0
   warns.length = 0
-  await runNormalize([file], { slot: '42', includeVotes: true }, (t) => void out.push(t), (w) => warns.push(w))
+  await runNormalize(
+    [file],
+    { slot: '42', includeVotes: true },
+    (t) => void out.push(t),
+    (w) => warns.push(w),
+  )
   assert.equal(JSON.parse(out[0]).header.number, 42)
   assert.equal(JSON.parse(out[0]).transactions.length, 4)
   assert.deepStrictEqual(warns, [])
 })
 
 test('solportal normalize (CLI process) on the real archive', () => {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'normalize', join(DATA, 'blocks/254170887.jsonl.gz')], {
-    encoding: 'utf8',
-    maxBuffer: 64 << 20,
-  })
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli/main.ts', 'normalize', join(DATA, 'blocks/254170887.jsonl.gz')],
+    {
+      encoding: 'utf8',
+      maxBuffer: 64 << 20,
+    },
+  )
   assert.equal(r.status, 0, r.stderr)
   const lines = r.stdout.trim().split('\n')
   assert.equal(lines.length, 1)

@@ -28,7 +28,13 @@ function meta(name: string): RpcTransactionMeta {
  * A block with one transaction around a carbon meta: `staticKeys` static accounts (placeholders,
  * some set by `slots`), top-level instructions calling `top` (account slot indexes).
  */
-function around(m: RpcTransactionMeta, staticKeys: number, slots: Record<number, string>, top: number[], version: 'legacy' | 0): Block {
+function around(
+  m: RpcTransactionMeta,
+  staticKeys: number,
+  slots: Record<number, string>,
+  top: number[],
+  version: 'legacy' | 0,
+): Block {
   const keys = Array.from({ length: staticKeys }, (_, i) => slots[i] ?? `Placeholder${i}`)
   const r = normalizeBlock({
     slot: 1,
@@ -59,7 +65,11 @@ function around(m: RpcTransactionMeta, staticKeys: number, slots: Record<number,
 }
 
 const summary = (b: Block) =>
-  b.instructions.map((i) => [i.instructionAddress.join('.'), i.programId, i.computeUnitsConsumed === null ? null : Number(i.computeUnitsConsumed)])
+  b.instructions.map((i) => [
+    i.instructionAddress.join('.'),
+    i.programId,
+    i.computeUnitsConsumed === null ? null : Number(i.computeUnitsConsumed),
+  ])
 const logAt = (b: Block) => b.logs.map((l) => [l.logIndex, l.instructionAddress.join('.'), l.kind])
 
 test('carbon simple_tx: one CPI level under a top-level, logs and CU', () => {
@@ -74,7 +84,12 @@ test('carbon simple_tx: one CPI level under a top-level, logs and CU', () => {
     ['1.3', SYS, null],
     ['2', SYS, null],
   ])
-  assert.deepStrictEqual(logAt(b), [[3, '1', 'log'], [5, '1.0', 'log'], [14, '1', 'log'], [15, '1', 'data']])
+  assert.deepStrictEqual(logAt(b), [
+    [3, '1', 'log'],
+    [5, '1.0', 'log'],
+    [14, '1', 'log'],
+    [15, '1', 'data'],
+  ])
   assert.equal(b.transactions[0].computeUnitsConsumed, 44850n)
   assert.equal(b.transactions[0].fee, 9000n)
 })
@@ -117,7 +132,13 @@ test('carbon cpi_tx (v0): inner programs resolved through the real loaded addres
 
 test('carbon nested_cpi_tx: depth-3 CPI with a self-invocation', () => {
   const SMAK = 'smakEnVFKFy2fZG25bESNBgWuR6ZRnW1697qFZk4RTF'
-  const b = around(meta('nested_cpi_tx.json'), 18, { 11: LBUZ, 12: TOKEN, 13: CB, 14: SMAK, 15: SYS }, [13, 14, 15], 'legacy')
+  const b = around(
+    meta('nested_cpi_tx.json'),
+    18,
+    { 11: LBUZ, 12: TOKEN, 13: CB, 14: SMAK, 15: SYS },
+    [13, 14, 15],
+    'legacy',
+  )
   assert.deepStrictEqual(summary(b), [
     ['0', CB, null],
     ['1', SMAK, 64318],
@@ -127,5 +148,9 @@ test('carbon nested_cpi_tx: depth-3 CPI with a self-invocation', () => {
     ['1.0.2', LBUZ, 2135],
     ['2', SYS, null],
   ])
-  assert.deepStrictEqual(logAt(b), [[4, '1.0', 'log'], [6, '1.0.0', 'log'], [10, '1.0.1', 'log']])
+  assert.deepStrictEqual(logAt(b), [
+    [4, '1.0', 'log'],
+    [6, '1.0.0', 'log'],
+    [10, '1.0.1', 'log'],
+  ])
 })

@@ -22,9 +22,21 @@ test('dataPrefixOf equals the full decode: length and first 16 bytes (property, 
 })
 
 test('discriminators: exact widths, null when the data is shorter; invalid base58 → null', () => {
-  assert.deepStrictEqual(discriminatorsOf(dataPrefixOf('')!), { d1: null, d2: null, d4: null, d8: null, dataPrefix: '0x' })
+  assert.deepStrictEqual(discriminatorsOf(dataPrefixOf('')!), {
+    d1: null,
+    d2: null,
+    d4: null,
+    d8: null,
+    dataPrefix: '0x',
+  })
   const three = base58Encode(Uint8Array.from([0xab, 0x00, 0x01]))
-  assert.deepStrictEqual(discriminatorsOf(dataPrefixOf(three)!), { d1: '0xab', d2: '0xab00', d4: null, d8: null, dataPrefix: '0xab0001' })
+  assert.deepStrictEqual(discriminatorsOf(dataPrefixOf(three)!), {
+    d1: '0xab',
+    d2: '0xab00',
+    d4: null,
+    d8: null,
+    dataPrefix: '0xab0001',
+  })
   const long = base58Encode(Uint8Array.from({ length: 40 }, (_, i) => i))
   assert.deepStrictEqual(discriminatorsOf(dataPrefixOf(long)!), {
     d1: '0x00',

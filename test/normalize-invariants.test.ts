@@ -31,7 +31,11 @@ function checkInvariants(name: string, line: ArchiveLine, b: Block): void {
   for (let i = 1; i < b.instructions.length; i++) {
     const p = b.instructions[i - 1]
     const q = b.instructions[i]
-    assert.ok(p.transactionIndex < q.transactionIndex || (p.transactionIndex === q.transactionIndex && cmpAddr(p.instructionAddress, q.instructionAddress) < 0), `${name}: instruction order at ${i}`)
+    assert.ok(
+      p.transactionIndex < q.transactionIndex ||
+        (p.transactionIndex === q.transactionIndex && cmpAddr(p.instructionAddress, q.instructionAddress) < 0),
+      `${name}: instruction order at ${i}`,
+    )
   }
   const insKeys = new Set(b.instructions.map((i) => key(i.transactionIndex, i.instructionAddress)))
   const topCu = new Map<number, bigint>()
@@ -42,15 +46,24 @@ function checkInvariants(name: string, line: ArchiveLine, b: Block): void {
     assert.ok(i.instructionAddress.length >= 1 && i.instructionAddress.every((x) => Number.isInteger(x) && x >= 0))
     // inner instructions nest under an existing parent
     if (i.instructionAddress.length > 1) {
-      assert.ok(insKeys.has(key(i.transactionIndex, i.instructionAddress.slice(0, -1))), `${name}: orphan ${key(i.transactionIndex, i.instructionAddress)}`)
+      assert.ok(
+        insKeys.has(key(i.transactionIndex, i.instructionAddress.slice(0, -1))),
+        `${name}: orphan ${key(i.transactionIndex, i.instructionAddress)}`,
+      )
     } else {
       topCount.set(i.transactionIndex, (topCount.get(i.transactionIndex) ?? 0) + 1)
-      if (i.computeUnitsConsumed !== null) topCu.set(i.transactionIndex, (topCu.get(i.transactionIndex) ?? 0n) + i.computeUnitsConsumed)
+      if (i.computeUnitsConsumed !== null)
+        topCu.set(i.transactionIndex, (topCu.get(i.transactionIndex) ?? 0n) + i.computeUnitsConsumed)
     }
     assert.equal(i.isCommitted, t.err === null)
     assert.ok(i.programId.length > 0 && i.accounts.every((a) => a.length > 0), `${name}: unresolved account`)
     // discriminators are prefixes of dataPrefix, with the exact lengths
-    for (const [d, n] of [[i.d1, 4], [i.d2, 6], [i.d4, 10], [i.d8, 18]] as [string | null, number][]) {
+    for (const [d, n] of [
+      [i.d1, 4],
+      [i.d2, 6],
+      [i.d4, 10],
+      [i.d8, 18],
+    ] as [string | null, number][]) {
       if (d !== null) {
         assert.equal(d.length, n)
         assert.ok(i.dataPrefix.startsWith(d))
@@ -65,8 +78,15 @@ function checkInvariants(name: string, line: ArchiveLine, b: Block): void {
   for (const t of b.transactions) {
     // one record per top-level instruction; their CU adds up to at most the transaction's
     const rt = raw[t.transactionIndex]
-    assert.equal(topCount.get(t.transactionIndex) ?? 0, rt.transaction.message.instructions.length, `${name}: top-level count of tx ${t.transactionIndex}`)
-    assert.ok((topCu.get(t.transactionIndex) ?? 0n) <= t.computeUnitsConsumed || t.computeUnitsConsumed === 0n, `${name}: CU of tx ${t.transactionIndex}`)
+    assert.equal(
+      topCount.get(t.transactionIndex) ?? 0,
+      rt.transaction.message.instructions.length,
+      `${name}: top-level count of tx ${t.transactionIndex}`,
+    )
+    assert.ok(
+      (topCu.get(t.transactionIndex) ?? 0n) <= t.computeUnitsConsumed || t.computeUnitsConsumed === 0n,
+      `${name}: CU of tx ${t.transactionIndex}`,
+    )
     // every inner instruction of the node is emitted
     const innerCount = (rt.meta?.innerInstructions ?? []).reduce((s, p) => s + p.instructions.length, 0)
     assert.equal(insPerTx.get(t.transactionIndex) ?? 0, rt.transaction.message.instructions.length + innerCount)
@@ -82,7 +102,11 @@ function checkInvariants(name: string, line: ArchiveLine, b: Block): void {
     const l = b.logs[k]
     if (k > 0) {
       const p = b.logs[k - 1]
-      assert.ok(p.transactionIndex < l.transactionIndex || (p.transactionIndex === l.transactionIndex && p.logIndex < l.logIndex), `${name}: log order`)
+      assert.ok(
+        p.transactionIndex < l.transactionIndex ||
+          (p.transactionIndex === l.transactionIndex && p.logIndex < l.logIndex),
+        `${name}: log order`,
+      )
     }
     const ins = insByKey.get(key(l.transactionIndex, l.instructionAddress))
     assert.ok(ins, `${name}: log ${l.transactionIndex}/${l.logIndex} without instruction`)
@@ -95,7 +119,10 @@ function checkInvariants(name: string, line: ArchiveLine, b: Block): void {
     for (let k = 1; k < list.length; k++) {
       const p = list[k - 1]
       const q = list[k]
-      assert.ok(p.transactionIndex < q.transactionIndex || (p.transactionIndex === q.transactionIndex && p.account < q.account), `${name}: balance order`)
+      assert.ok(
+        p.transactionIndex < q.transactionIndex || (p.transactionIndex === q.transactionIndex && p.account < q.account),
+        `${name}: balance order`,
+      )
     }
   }
   for (const tb of b.tokenBalances) {
@@ -106,7 +133,10 @@ function checkInvariants(name: string, line: ArchiveLine, b: Block): void {
   for (let k = 1; k < b.rewards.length; k++) {
     const p = b.rewards[k - 1]
     const q = b.rewards[k]
-    assert.ok(p.pubkey < q.pubkey || (p.pubkey === q.pubkey && (p.rewardType === null || (q.rewardType !== null && p.rewardType <= q.rewardType))))
+    assert.ok(
+      p.pubkey < q.pubkey ||
+        (p.pubkey === q.pubkey && (p.rewardType === null || (q.rewardType !== null && p.rewardType <= q.rewardType))),
+    )
   }
 }
 
@@ -122,7 +152,19 @@ for (const { name, line } of realBlocks()) {
 test('u64 values above 2^53 survive archive text → parseJsonExact → normalize exactly', () => {
   const big = 18446744073709551615n // u64 max
   const big2 = 9007199254740993n // 2^53 + 1: not representable as a double
-  const line = synthBlock([{ top: [{ p: PA }, { p: PB }], logs: [invoke(PA, 1), log('x'), 'Program PAX consumed 1 of 2 compute units', success(PA), invoke(PB, 1), success(PB)] }])
+  const line = synthBlock([
+    {
+      top: [{ p: PA }, { p: PB }],
+      logs: [
+        invoke(PA, 1),
+        log('x'),
+        'Program PAX consumed 1 of 2 compute units',
+        success(PA),
+        invoke(PB, 1),
+        success(PB),
+      ],
+    },
+  ])
   const tx = line.block.transactions![0]
   const meta = tx.meta!
   meta.fee = big
@@ -131,8 +173,16 @@ test('u64 values above 2^53 survive archive text → parseJsonExact → normaliz
   meta.postBalances = [big2, 1, 1, 1, 1]
   meta.preTokenBalances = [{ accountIndex: 1, mint: 'M', uiTokenAmount: { amount: big.toString(), decimals: 0 } }]
   meta.postTokenBalances = [{ accountIndex: 1, mint: 'M', uiTokenAmount: { amount: big2.toString(), decimals: 0 } }]
-  meta.logMessages = [invoke(PA, 1), `Program ${PA} consumed ${big} of ${big} compute units`, success(PA), invoke(PB, 1), success(PB)]
-  line.block.rewards = [{ pubkey: 'R', lamports: -9223372036854775808n, postBalance: big, rewardType: '', commission: 5 }]
+  meta.logMessages = [
+    invoke(PA, 1),
+    `Program ${PA} consumed ${big} of ${big} compute units`,
+    success(PA),
+    invoke(PB, 1),
+    success(PB),
+  ]
+  line.block.rewards = [
+    { pubkey: 'R', lamports: -9223372036854775808n, postBalance: big, rewardType: '', commission: 5 },
+  ]
   const text = formatArchiveLine(line)
   assert.ok(text.includes('"fee":18446744073709551615'))
   assert.ok(text.includes('"preBalances":[18446744073709551615,1,1,1,1]'))
@@ -140,21 +190,41 @@ test('u64 values above 2^53 survive archive text → parseJsonExact → normaliz
   assert.deepStrictEqual(warnings, [])
   assert.equal(block.transactions[0].fee, big)
   assert.equal(block.transactions[0].computeUnitsConsumed, big2)
-  assert.deepStrictEqual(block.balances.map((x) => [x.pre, x.post]), [[big, big2]])
+  assert.deepStrictEqual(
+    block.balances.map((x) => [x.pre, x.post]),
+    [[big, big2]],
+  )
   assert.deepStrictEqual([block.tokenBalances[0].preAmount, block.tokenBalances[0].postAmount], [big, big2])
   assert.equal(block.instructions[0].computeUnitsConsumed, big)
-  assert.deepStrictEqual(block.rewards, [{ pubkey: 'R', lamports: -9223372036854775808n, postBalance: big, rewardType: null, commission: 5 }])
+  assert.deepStrictEqual(block.rewards, [
+    { pubkey: 'R', lamports: -9223372036854775808n, postBalance: big, rewardType: null, commission: 5 },
+  ])
 })
 
 test('a malformed transaction never throws out of normalizeBlock: it is skipped with a warning', () => {
-  const line = synthBlock([{ top: [{ p: PA }], logs: [invoke(PA, 1), success(PA)] }, { top: [{ p: PB }], logs: [invoke(PB, 1), success(PB)] }])
+  const line = synthBlock([
+    { top: [{ p: PA }], logs: [invoke(PA, 1), success(PA)] },
+    { top: [{ p: PB }], logs: [invoke(PB, 1), success(PB)] },
+  ])
   ;(line.block.transactions![0] as unknown as { transaction: unknown }).transaction = null
   line.block.transactions![1].meta!.fee = 'not a number'
   const { block, warnings } = normalizeBlock(line)
   // tx 0 cannot be read at all: skipped; tx 1 is kept with fee 0
-  assert.deepStrictEqual(block.transactions.map((t) => [t.transactionIndex, t.fee]), [[1, 0n]])
-  assert.deepStrictEqual(block.instructions.map((i) => i.transactionIndex), [1])
-  assert.deepStrictEqual(warnings.map((w) => [w.slot, w.transactionIndex]), [[1000, 0], [1000, 1]])
+  assert.deepStrictEqual(
+    block.transactions.map((t) => [t.transactionIndex, t.fee]),
+    [[1, 0n]],
+  )
+  assert.deepStrictEqual(
+    block.instructions.map((i) => i.transactionIndex),
+    [1],
+  )
+  assert.deepStrictEqual(
+    warnings.map((w) => [w.slot, w.transactionIndex]),
+    [
+      [1000, 0],
+      [1000, 1],
+    ],
+  )
   assert.match(warnings[0].message, /transaction skipped: no transaction.message/)
   assert.match(warnings[1].message, /meta.fee is not an integer \("not a number"\): 0 used/)
   // an instruction with an out-of-range account index: resolved to '' with a warning, rest intact
@@ -178,7 +248,20 @@ test('fuzz: random corruption of real transactions never throws out of normalize
   const whole = src[0].line
   const picked = [9, 32, 210, 229, 440, 10, 265, ...Array.from({ length: 33 }, (_, k) => 6 + k * 13)]
   small.push({ ...whole, block: { ...whole.block, transactions: picked.map((i) => whole.block.transactions![i]) } })
-  const replacements: unknown[] = [null, undefined, 'x', -1, 1.5, [], {}, '123456789012345678901234', true, [null], [{}], 'Log truncated']
+  const replacements: unknown[] = [
+    null,
+    undefined,
+    'x',
+    -1,
+    1.5,
+    [],
+    {},
+    '123456789012345678901234',
+    true,
+    [null],
+    [{}],
+    'Log truncated',
+  ]
   const paths = (v: unknown, prefix: (string | number)[], out: (string | number)[][], depth: number): void => {
     if (depth > 7 || v === null || typeof v !== 'object') return
     const entries = Array.isArray(v) ? v.slice(0, 6).map((x, i) => [i, x] as const) : Object.entries(v)
@@ -193,23 +276,29 @@ test('fuzz: random corruption of real transactions never throws out of normalize
     return all
   })
   fc.assert(
-    fc.property(fc.nat(small.length - 1), fc.nat(), fc.nat(replacements.length - 1), fc.integer({ min: 1, max: 3 }), (bi, pi, ri, count) => {
-      const line = structuredClone(small[bi])
-      const all = pathsOf[bi]
-      for (let c = 0; c < count; c++) {
-        const path = all[(pi + c * 7919) % all.length]
-        let target = line.block as unknown as Record<string | number, unknown>
-        for (const k of path.slice(0, -1)) {
-          const next = target?.[k]
-          if (next === null || typeof next !== 'object') return
-          target = next as Record<string | number, unknown>
+    fc.property(
+      fc.nat(small.length - 1),
+      fc.nat(),
+      fc.nat(replacements.length - 1),
+      fc.integer({ min: 1, max: 3 }),
+      (bi, pi, ri, count) => {
+        const line = structuredClone(small[bi])
+        const all = pathsOf[bi]
+        for (let c = 0; c < count; c++) {
+          const path = all[(pi + c * 7919) % all.length]
+          let target = line.block as unknown as Record<string | number, unknown>
+          for (const k of path.slice(0, -1)) {
+            const next = target?.[k]
+            if (next === null || typeof next !== 'object') return
+            target = next as Record<string | number, unknown>
+          }
+          target[path[path.length - 1]] = structuredClone(replacements[ri])
         }
-        target[path[path.length - 1]] = structuredClone(replacements[ri])
-      }
-      const r = normalizeBlock(line, { includeVotes: ri % 2 === 0 })
-      assert.ok(Array.isArray(r.block.transactions))
-      for (const w of r.warnings) assert.equal(typeof w.message, 'string')
-    }),
+        const r = normalizeBlock(line, { includeVotes: ri % 2 === 0 })
+        assert.ok(Array.isArray(r.block.transactions))
+        for (const w of r.warnings) assert.equal(typeof w.message, 'string')
+      },
+    ),
     { numRuns: 600 },
   )
 })

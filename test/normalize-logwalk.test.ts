@@ -6,9 +6,33 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
 import type { Block, NormalizationWarning } from '../src/model.ts'
-import { LINE_CONSUMED, LINE_DATA, LINE_FAILED, LINE_INVOKE, LINE_LOG, LINE_OTHER, LINE_SUCCESS, LINE_TRUNCATED, parseLogLine, type ParsedLine } from '../src/normalize/logwalk.ts'
+import {
+  LINE_CONSUMED,
+  LINE_DATA,
+  LINE_FAILED,
+  LINE_INVOKE,
+  LINE_LOG,
+  LINE_OTHER,
+  LINE_SUCCESS,
+  LINE_TRUNCATED,
+  parseLogLine,
+  type ParsedLine,
+} from '../src/normalize/logwalk.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
-import { CB, PA, PB, PC, consumed, data, failed, invoke, log, success, synthBlock, type SynthTx } from './fixtures/normalize/synth.ts'
+import {
+  CB,
+  PA,
+  PB,
+  PC,
+  consumed,
+  data,
+  failed,
+  invoke,
+  log,
+  success,
+  synthBlock,
+  type SynthTx,
+} from './fixtures/normalize/synth.ts'
 
 const short = (p: string) => (p === CB ? 'CB' : p[0])
 
@@ -80,7 +104,12 @@ test('depth mismatch fails the walk: logs dropped, instructions re-emitted flagg
   const { block, warnings } = run({
     sig: 'SigDepth',
     top: [{ p: PA }, { p: PB }],
-    inner: { 0: [{ p: PB, sh: 2 }, { p: PC, sh: 3 }] },
+    inner: {
+      0: [
+        { p: PB, sh: 2 },
+        { p: PC, sh: 3 },
+      ],
+    },
     logs: [invoke(PA, 1), log('x'), invoke(PB, 3), success(PB), success(PA), invoke(PB, 1), success(PB)],
   })
   assert.deepStrictEqual(insSummary(block), [
@@ -145,7 +174,12 @@ test('inner instruction without its invoke line: placed after its parent closes,
   // B is a child of A per stackHeight, but A's frame has no invoke line for it
   const { block, warnings } = run({
     top: [{ p: PA }],
-    inner: { 0: [{ p: PB, sh: 2 }, { p: PC, sh: 3 }] },
+    inner: {
+      0: [
+        { p: PB, sh: 2 },
+        { p: PC, sh: 3 },
+      ],
+    },
     logs: [invoke(PA, 1), log('a'), consumed(PA, 7), success(PA)],
   })
   assert.deepStrictEqual(insSummary(block), [
@@ -164,13 +198,21 @@ test('left-over inner instructions without stackHeight: depth parent+1 after a f
     inner: { 0: [{ p: PB }, { p: PC }, { p: PC }] },
     logs: [invoke(PA, 1), invoke(PB, 2), success(PB), success(PA)],
   })
-  assert.deepStrictEqual(insSummary(ok.block).map((x) => x[0]), ['0', '0.0', '0.1', '0.2'])
+  assert.deepStrictEqual(
+    insSummary(ok.block).map((x) => x[0]),
+    ['0', '0.0', '0.1', '0.2'],
+  )
   // B failed at depth 2 (the transaction failed at 0): the two C go under B
   const bad = run({
     top: [{ p: PA }],
     inner: { 0: [{ p: PB }, { p: PC }, { p: PC }] },
     err: { InstructionError: [0, { Custom: 1 }] },
-    logs: [invoke(PA, 1), invoke(PB, 2), failed(PB, 'custom program error: 0x1'), failed(PA, 'custom program error: 0x1')],
+    logs: [
+      invoke(PA, 1),
+      invoke(PB, 2),
+      failed(PB, 'custom program error: 0x1'),
+      failed(PA, 'custom program error: 0x1'),
+    ],
   })
   assert.deepStrictEqual(insSummary(bad.block), [
     ['0', 'A', 'custom program error: 0x1', null, false],
@@ -184,7 +226,13 @@ test('left-over inner instructions without stackHeight: depth parent+1 after a f
 test('Log truncated mid-frame: open frames and everything unvisited flagged, no error, no CU', () => {
   const { block, warnings } = run({
     top: [{ p: PA }, { p: PB }],
-    inner: { 0: [{ p: PB, sh: 2 }, { p: PC, sh: 3 }, { p: PC, sh: 2 }] },
+    inner: {
+      0: [
+        { p: PB, sh: 2 },
+        { p: PC, sh: 3 },
+        { p: PC, sh: 2 },
+      ],
+    },
     logs: [
       invoke(PA, 1),
       invoke(PB, 2),
@@ -212,7 +260,14 @@ test('InstructionError k: 0..k walked, later top-level instructions never ran', 
   const { block, warnings } = run({
     top: [{ p: PA }, { p: PB }, { p: PC }, { p: PA }],
     err: { InstructionError: [1, { Custom: 6 }] },
-    logs: [invoke(PA, 1), success(PA), invoke(PB, 1), log('boom'), consumed(PB, 9), failed(PB, 'custom program error: 0x6')],
+    logs: [
+      invoke(PA, 1),
+      success(PA),
+      invoke(PB, 1),
+      log('boom'),
+      consumed(PB, 9),
+      failed(PB, 'custom program error: 0x6'),
+    ],
   })
   assert.deepStrictEqual(warnings, [])
   assert.deepStrictEqual(insSummary(block), [
@@ -289,11 +344,31 @@ test('absent logMessages: every instruction flagged, transaction flag false', ()
 })
 
 for (const [name, t, reason] of [
-  ['lines left over', { top: [{ p: PA }], logs: [invoke(PA, 1), success(PA), log('extra')] }, /left over after the last instruction, from line 2/],
-  ['consumed naming another program', { top: [{ p: PA }], logs: [invoke(PA, 1), consumed(PB, 3), success(PA)] }, /consumed line of B+ inside the frame of \[0\]/],
-  ['result naming another program', { top: [{ p: PA }], logs: [invoke(PA, 1), success(PB)] }, /result line of B+ closes the frame of \[0\]/],
-  ['end of lines inside an open frame', { top: [{ p: PA }], inner: { 0: [{ p: PB }] }, logs: [invoke(PA, 1), invoke(PB, 2), success(PB)] }, /the log ends inside the frame of \[0\]/],
-  ['invoke with no instruction left', { top: [{ p: PA }], logs: [invoke(PA, 1), invoke(PB, 2), success(PB), success(PA)] }, /no instruction is left/],
+  [
+    'lines left over',
+    { top: [{ p: PA }], logs: [invoke(PA, 1), success(PA), log('extra')] },
+    /left over after the last instruction, from line 2/,
+  ],
+  [
+    'consumed naming another program',
+    { top: [{ p: PA }], logs: [invoke(PA, 1), consumed(PB, 3), success(PA)] },
+    /consumed line of B+ inside the frame of \[0\]/,
+  ],
+  [
+    'result naming another program',
+    { top: [{ p: PA }], logs: [invoke(PA, 1), success(PB)] },
+    /result line of B+ closes the frame of \[0\]/,
+  ],
+  [
+    'end of lines inside an open frame',
+    { top: [{ p: PA }], inner: { 0: [{ p: PB }] }, logs: [invoke(PA, 1), invoke(PB, 2), success(PB)] },
+    /the log ends inside the frame of \[0\]/,
+  ],
+  [
+    'invoke with no instruction left',
+    { top: [{ p: PA }], logs: [invoke(PA, 1), invoke(PB, 2), success(PB), success(PA)] },
+    /no instruction is left/,
+  ],
 ] as [string, SynthTx, RegExp][]) {
   test(`walk failure: ${name}`, () => {
     const { block, warnings } = run({ ...t, sig: 'SigFail' })
@@ -302,7 +377,9 @@ for (const [name, t, reason] of [
     assert.match(warnings[0].message, reason)
     assert.deepStrictEqual(block.logs, [])
     assert.equal(block.transactions[0].hasDroppedLogMessages, true)
-    assert.ok(block.instructions.every((i) => i.hasDroppedLogMessages && i.error === null && i.computeUnitsConsumed === null))
+    assert.ok(
+      block.instructions.every((i) => i.hasDroppedLogMessages && i.error === null && i.computeUnitsConsumed === null),
+    )
   })
 }
 
@@ -312,8 +389,17 @@ test('one failed transaction does not disturb the others of the block', () => {
   const { block, warnings } = normalizeBlock(synthBlock([good, bad, good]))
   assert.equal(warnings.length, 1)
   assert.equal(warnings[0].transactionIndex, 1)
-  assert.deepStrictEqual(block.logs.map((l) => [l.transactionIndex, l.logIndex]), [[0, 1], [2, 1]])
-  assert.deepStrictEqual(block.transactions.map((t) => t.hasDroppedLogMessages), [false, true, false])
+  assert.deepStrictEqual(
+    block.logs.map((l) => [l.transactionIndex, l.logIndex]),
+    [
+      [0, 1],
+      [2, 1],
+    ],
+  )
+  assert.deepStrictEqual(
+    block.transactions.map((t) => t.hasDroppedLogMessages),
+    [false, true, false],
+  )
 })
 
 // --- line classification -------------------------------------------------------------------
@@ -339,8 +425,31 @@ function classifyByRegex(line: string): [number, string, number, string] {
 
 test('parseLogLine equals the anchored regular expressions (property)', () => {
   const frag = fc.constantFrom(
-    'Program ', 'log: ', 'data: ', 'invoke [', ']', 'success', 'failed: ', 'consumed ', ' of ', ' compute units',
-    'Log truncated', 'Tokenkeg', '11111', '0', '12', ' ', '\n', '\r', '\u2028', 'l', 'O', 'ü', ':', '[', 'x',
+    'Program ',
+    'log: ',
+    'data: ',
+    'invoke [',
+    ']',
+    'success',
+    'failed: ',
+    'consumed ',
+    ' of ',
+    ' compute units',
+    'Log truncated',
+    'Tokenkeg',
+    '11111',
+    '0',
+    '12',
+    ' ',
+    '\n',
+    '\r',
+    '\u2028',
+    'l',
+    'O',
+    'ü',
+    ':',
+    '[',
+    'x',
   )
   const line = fc.array(frag, { maxLength: 9 }).map((a) => a.join(''))
   const out: ParsedLine = { kind: LINE_OTHER, programId: '', depth: 0, text: '' }

@@ -15,7 +15,19 @@ import { isVoteTransaction, normalizeBlock } from '../src/normalize/normalize.ts
 import type { ArchiveLine, RpcTransaction } from '../src/normalize/rpc-types.ts'
 import { base58Decode, hexPrefix } from '../src/util/base58.ts'
 import { clone, realBlocks } from './fixtures/normalize/blocks.ts'
-import { CB, PA, PB, PC, consumed, failed, invoke, log, success, synthBlock, type SynthTx } from './fixtures/normalize/synth.ts'
+import {
+  CB,
+  PA,
+  PB,
+  PC,
+  consumed,
+  failed,
+  invoke,
+  log,
+  success,
+  synthBlock,
+  type SynthTx,
+} from './fixtures/normalize/synth.ts'
 
 const require = createRequire(import.meta.url)
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -46,7 +58,10 @@ function runReference(line: ArchiveLine, includeVotes: boolean): RefRun {
     warn: (_p: unknown, m: string) => messages.push('warn: ' + m),
     error: (_p: unknown, m: string) => messages.push('error: ' + m),
   }
-  const r = ref.mapRpcBlock({ slot: line.slot, hash: line.hash ?? block.blockhash, height: line.height ?? block.blockHeight, block }, journal)
+  const r = ref.mapRpcBlock(
+    { slot: line.slot, hash: line.hash ?? block.blockhash, height: line.height ?? block.blockHeight, block },
+    journal,
+  )
   const nul = <T>(v: T | undefined): T | null => (v === undefined ? null : v)
 
   const txs = r.transactions.map((t: any) => ({
@@ -171,7 +186,11 @@ function compareBlocks(name: string, line: ArchiveLine, includeVotes: boolean): 
   assert.deepStrictEqual(a.tokenBalances, b.tokenBalances, `${name}: token balances`)
   assert.deepStrictEqual(a.rewards, b.rewards, `${name}: rewards`)
   // Both report problems on the same blocks (messages differ in wording, not compared).
-  assert.equal(mine.warnings.length === 0, theirs.messages.length === 0, `${name}: warnings ${JSON.stringify(mine.warnings)} vs ${JSON.stringify(theirs.messages)}`)
+  assert.equal(
+    mine.warnings.length === 0,
+    theirs.messages.length === 0,
+    `${name}: warnings ${JSON.stringify(mine.warnings)} vs ${JSON.stringify(theirs.messages)}`,
+  )
 }
 
 for (const { name, line } of realBlocks()) {
@@ -185,17 +204,78 @@ for (const { name, line } of realBlocks()) {
 
 // --- synthetic edge cases through both normalizers ------------------------------------------
 
-
 const SYNTH: [string, SynthTx][] = [
-  ['nesting without stackHeight', { top: [{ p: PA }, { p: PC }], inner: { 0: [{ p: PB }, { p: PC }] }, logs: [invoke(PA, 1), invoke(PB, 2), invoke(PC, 3), consumed(PC, 1), success(PC), success(PB), log('x'), success(PA), invoke(PC, 1), success(PC)] }],
-  ['depth mismatch', { top: [{ p: PA }], inner: { 0: [{ p: PB, sh: 2 }] }, logs: [invoke(PA, 1), invoke(PB, 3), success(PB), success(PA)] }],
+  [
+    'nesting without stackHeight',
+    {
+      top: [{ p: PA }, { p: PC }],
+      inner: { 0: [{ p: PB }, { p: PC }] },
+      logs: [
+        invoke(PA, 1),
+        invoke(PB, 2),
+        invoke(PC, 3),
+        consumed(PC, 1),
+        success(PC),
+        success(PB),
+        log('x'),
+        success(PA),
+        invoke(PC, 1),
+        success(PC),
+      ],
+    },
+  ],
+  [
+    'depth mismatch',
+    {
+      top: [{ p: PA }],
+      inner: { 0: [{ p: PB, sh: 2 }] },
+      logs: [invoke(PA, 1), invoke(PB, 3), success(PB), success(PA)],
+    },
+  ],
   ['never-logging program', { top: [{ p: CB }, { p: PA }], logs: [invoke(PA, 1), success(PA)] }],
   ['missing invoke line', { top: [{ p: PB }, { p: PA }], logs: [log('orphan'), invoke(PA, 1), success(PA)] }],
-  ['unvisited children', { top: [{ p: PA }], inner: { 0: [{ p: PB, sh: 2 }, { p: PC, sh: 3 }] }, logs: [invoke(PA, 1), success(PA)] }],
-  ['left-over children of a failed parent', { top: [{ p: PA }], inner: { 0: [{ p: PB }, { p: PC }] }, err: { InstructionError: [0, { Custom: 1 }] }, logs: [invoke(PA, 1), invoke(PB, 2), failed(PB, 'e'), failed(PA, 'e')] }],
-  ['truncation after a closed frame', { top: [{ p: PA }, { p: PB }], logs: [invoke(PA, 1), consumed(PA, 3), success(PA), 'Log truncated'] }],
-  ['InstructionError k', { top: [{ p: PA }, { p: PB }, { p: PC }], err: { InstructionError: [1, 'InvalidArgument'] }, logs: [invoke(PA, 1), success(PA), invoke(PB, 1), failed(PB, 'invalid')] }],
-  ['MissingAccount without invoke line', { top: [{ p: PA }, { p: PB }], err: { InstructionError: [1, 'MissingAccount'] }, logs: [invoke(PA, 1), success(PA)] }],
+  [
+    'unvisited children',
+    {
+      top: [{ p: PA }],
+      inner: {
+        0: [
+          { p: PB, sh: 2 },
+          { p: PC, sh: 3 },
+        ],
+      },
+      logs: [invoke(PA, 1), success(PA)],
+    },
+  ],
+  [
+    'left-over children of a failed parent',
+    {
+      top: [{ p: PA }],
+      inner: { 0: [{ p: PB }, { p: PC }] },
+      err: { InstructionError: [0, { Custom: 1 }] },
+      logs: [invoke(PA, 1), invoke(PB, 2), failed(PB, 'e'), failed(PA, 'e')],
+    },
+  ],
+  [
+    'truncation after a closed frame',
+    { top: [{ p: PA }, { p: PB }], logs: [invoke(PA, 1), consumed(PA, 3), success(PA), 'Log truncated'] },
+  ],
+  [
+    'InstructionError k',
+    {
+      top: [{ p: PA }, { p: PB }, { p: PC }],
+      err: { InstructionError: [1, 'InvalidArgument'] },
+      logs: [invoke(PA, 1), success(PA), invoke(PB, 1), failed(PB, 'invalid')],
+    },
+  ],
+  [
+    'MissingAccount without invoke line',
+    {
+      top: [{ p: PA }, { p: PB }],
+      err: { InstructionError: [1, 'MissingAccount'] },
+      logs: [invoke(PA, 1), success(PA)],
+    },
+  ],
   ['nothing ran', { top: [{ p: PA }], err: 'InsufficientFundsForFee', logs: [] }],
   ['lines left over', { top: [{ p: PA }], logs: [invoke(PA, 1), success(PA), log('extra')] }],
   ['consumed of another program', { top: [{ p: PA }], logs: [invoke(PA, 1), consumed(PB, 3), success(PA)] }],
@@ -214,7 +294,13 @@ test('oracle: KNOWN DIFFERENCE 3 — Log truncated inside a frame after its cons
   // semantics.md: "the open instruction and all not yet visited get the flag, no error, no CU".
   // The reference keeps the CU of a `consumed` line read before the truncation (the frame is still
   // open). Everything else is equal.
-  const line = synthBlock([{ top: [{ p: PA }], inner: { 0: [{ p: PB, sh: 2 }] }, logs: [invoke(PA, 1), invoke(PB, 2), consumed(PB, 55), 'Log truncated'] }])
+  const line = synthBlock([
+    {
+      top: [{ p: PA }],
+      inner: { 0: [{ p: PB, sh: 2 }] },
+      logs: [invoke(PA, 1), invoke(PB, 2), consumed(PB, 55), 'Log truncated'],
+    },
+  ])
   const mine = normalizeBlock(line).block
   const theirs = runReference(line, false).block
   assert.equal(theirs.instructions[1].computeUnitsConsumed, 55n)
@@ -228,11 +314,25 @@ test('oracle: KNOWN DIFFERENCE 4 — input on which the reference throws instead
   // assertion, not its recoverable ParsingError) on these; solportal fails only the walk of the
   // transaction (fallback + warning) or resolves the bad index to "" with a warning.
   const cases: [string, SynthTx][] = [
-    ['invoke line with no instruction left', { top: [{ p: PA }], logs: [invoke(PA, 1), invoke(PB, 2), success(PB), success(PA)] }],
-    ['stackHeight that cannot nest', { top: [{ p: PA }], inner: { 0: [{ p: PB, sh: 4 }] }, logs: [invoke(PA, 1), success(PA)] }],
+    [
+      'invoke line with no instruction left',
+      { top: [{ p: PA }], logs: [invoke(PA, 1), invoke(PB, 2), success(PB), success(PA)] },
+    ],
+    [
+      'stackHeight that cannot nest',
+      { top: [{ p: PA }], inner: { 0: [{ p: PB, sh: 4 }] }, logs: [invoke(PA, 1), success(PA)] },
+    ],
     // the reference's fallback re-raises its ParsingError here (never-ran instructions may not
     // have inner ones); solportal re-emits them unflagged (semantics.md: "those that never ran not")
-    ['never ran with inner instructions', { top: [{ p: PA }, { p: PB }], inner: { 1: [{ p: PC, sh: 2 }] }, err: { InstructionError: [0, 'InvalidArgument'] }, logs: [invoke(PA, 1), failed(PA, 'x')] }],
+    [
+      'never ran with inner instructions',
+      {
+        top: [{ p: PA }, { p: PB }],
+        inner: { 1: [{ p: PC, sh: 2 }] },
+        err: { InstructionError: [0, 'InvalidArgument'] },
+        logs: [invoke(PA, 1), failed(PA, 'x')],
+      },
+    ],
   ]
   for (const [name, t] of cases) {
     const line = synthBlock([t])
@@ -262,8 +362,14 @@ test('oracle: KNOWN DIFFERENCE 5 — left-over children of a parent that failed 
   ])
   const mine = normalizeBlock(line).block
   const theirs = runReference(line, false).block
-  assert.deepStrictEqual(mine.instructions.map((i) => i.instructionAddress), [[0], [0, 0], [0, 0, 0]])
-  assert.deepStrictEqual(theirs.instructions.map((i) => i.instructionAddress), [[0], [0, 0], [0, 1]])
+  assert.deepStrictEqual(
+    mine.instructions.map((i) => i.instructionAddress),
+    [[0], [0, 0], [0, 0, 0]],
+  )
+  assert.deepStrictEqual(
+    theirs.instructions.map((i) => i.instructionAddress),
+    [[0], [0, 0], [0, 1]],
+  )
   assert.equal(mine.instructions[1].error, '')
   theirs.instructions[2].instructionAddress = [0, 0, 0]
   assert.deepStrictEqual(mine, theirs)

@@ -58,7 +58,16 @@ test('real mainnet block: bench queries match the naive evaluator', async () => 
   )
   for (const bigintsAsNumbers of [false, true]) {
     await assertSame(store, blocks, {
-      body: { fromBlock: slot, fields: all, instructions: [{}], transactions: [{}], logs: [{}], balances: [{}], tokenBalances: [{}], rewards: [{}] },
+      body: {
+        fromBlock: slot,
+        fields: all,
+        instructions: [{}],
+        transactions: [{}],
+        logs: [{}],
+        balances: [{}],
+        tokenBalances: [{}],
+        rewards: [{}],
+      },
       to: slot,
       bigintsAsNumbers,
     })

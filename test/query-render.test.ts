@@ -8,7 +8,14 @@ const PROG = 'whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc'
 
 function block(): Block {
   return {
-    header: { number: 100, hash: 'HASH100', parentNumber: 98, parentHash: 'HASH98', height: null, timestamp: 1700000000 },
+    header: {
+      number: 100,
+      hash: 'HASH100',
+      parentNumber: 98,
+      parentHash: 'HASH98',
+      height: null,
+      timestamp: 1700000000,
+    },
     transactions: [
       {
         transactionIndex: 3,
@@ -80,7 +87,14 @@ function block(): Block {
       },
     ],
     logs: [
-      { transactionIndex: 3, logIndex: 1, instructionAddress: [0], programId: PROG, kind: 'log', message: 'tab\there ✓ \u0001' },
+      {
+        transactionIndex: 3,
+        logIndex: 1,
+        instructionAddress: [0],
+        programId: PROG,
+        kind: 'log',
+        message: 'tab\there ✓ \u0001',
+      },
       { transactionIndex: 3, logIndex: 4, instructionAddress: [0, 0], programId: 'Tok', kind: 'other', message: 'x' },
     ],
     balances: [{ transactionIndex: 3, account: 'A1', pre: 100n, post: 18446744073709551615n }],
@@ -107,7 +121,8 @@ function block(): Block {
 async function lines(body: unknown, bigintsAsNumbers = false): Promise<string[]> {
   const store = new StaticStore([block()])
   const out: string[] = []
-  for await (const b of executeQuery(store, parseQuery(body), { to: 100, finalizedOnly: true, bigintsAsNumbers })) out.push(b.line)
+  for await (const b of executeQuery(store, parseQuery(body), { to: 100, finalizedOnly: true, bigintsAsNumbers }))
+    out.push(b.line)
   return out
 }
 
@@ -116,8 +131,24 @@ test('every kind, exact text: selected fields only, catalogue order, u64 as stri
     fromBlock: 100,
     fields: {
       block: { timestamp: true, parentSlot: true, number: true, height: true, hash: true },
-      transaction: { fee: true, err: true, signatures: true, version: true, computeUnitsConsumed: true, loadedAddresses: true, addressTableLookups: true },
-      instruction: { instructionAddress: true, d8: true, d1: true, error: true, computeUnitsConsumed: true, accounts: true, isCommitted: true },
+      transaction: {
+        fee: true,
+        err: true,
+        signatures: true,
+        version: true,
+        computeUnitsConsumed: true,
+        loadedAddresses: true,
+        addressTableLookups: true,
+      },
+      instruction: {
+        instructionAddress: true,
+        d8: true,
+        d1: true,
+        error: true,
+        computeUnitsConsumed: true,
+        accounts: true,
+        isCommitted: true,
+      },
       log: { message: true, kind: true, logIndex: true },
       balance: { post: true, pre: true },
       tokenBalance: { preMint: true, postMint: true, preAmount: true, postAmount: true, postDecimals: true },
@@ -149,7 +180,12 @@ test('bigintsAsNumbers renders exact bare integers', async () => {
   const out = await lines(
     {
       fromBlock: 100,
-      fields: { transaction: { fee: true, computeUnitsConsumed: true }, balance: { post: true }, reward: { lamports: true }, tokenBalance: { preAmount: true } },
+      fields: {
+        transaction: { fee: true, computeUnitsConsumed: true },
+        balance: { post: true },
+        reward: { lamports: true },
+        tokenBalance: { preAmount: true },
+      },
       transactions: [{ feePayer: ['A1'] }],
       balances: [{}],
       rewards: [{}],
@@ -169,14 +205,22 @@ test('both spellings selected: both keys; no fields selected: {} records; unsele
     rewards: [{ pubkey: ['V1'] }],
     instructions: [{ programId: [PROG], innerInstructions: true }],
   })
-  assert.deepEqual(out, ['{"header":{"parentNumber":98,"parentSlot":98},"instructions":[{},{}],"rewards":[{"pubkey":"V1","pubKey":"V1"}]}'])
+  assert.deepEqual(out, [
+    '{"header":{"parentNumber":98,"parentSlot":98},"instructions":[{},{}],"rewards":[{"pubkey":"V1","pubKey":"V1"}]}',
+  ])
 })
 
 test('relations: d8 + innerInstructions + transaction + logs; log → instruction', async () => {
   const out = await lines({
     fromBlock: 100,
-    fields: { transaction: { transactionIndex: true }, instruction: { instructionAddress: true }, log: { logIndex: true } },
-    instructions: [{ programId: [PROG], d8: ['0xF8C69E91E17587C8'], innerInstructions: true, transaction: true, logs: true }],
+    fields: {
+      transaction: { transactionIndex: true },
+      instruction: { instructionAddress: true },
+      log: { logIndex: true },
+    },
+    instructions: [
+      { programId: [PROG], d8: ['0xF8C69E91E17587C8'], innerInstructions: true, transaction: true, logs: true },
+    ],
   })
   assert.deepEqual(out, [
     '{"header":{},"transactions":[{"transactionIndex":3}],"instructions":[{"instructionAddress":[0]},{"instructionAddress":[0,0]}],"logs":[{"logIndex":1}]}',

@@ -60,13 +60,22 @@ test('fields: strict selectors', () => {
   assert.equal(reason({ fromBlock: 0, fields: { blocks: {} } }), '.fields.blocks: unknown member')
   assert.equal(reason({ fromBlock: 0, fields: { block: { foo: true } } }), '.fields.block.foo: unknown member')
   assert.equal(reason({ fromBlock: 0, fields: { block: true } }), '.fields.block: expected an object')
-  assert.equal(reason({ fromBlock: 0, fields: { instruction: { data: 1 } } }), '.fields.instruction.data: expected a boolean')
-  assert.equal(reason({ fromBlock: 0, fields: { instruction: { d3: true } } }), '.fields.instruction.d3: unknown member')
+  assert.equal(
+    reason({ fromBlock: 0, fields: { instruction: { data: 1 } } }),
+    '.fields.instruction.data: expected a boolean',
+  )
+  assert.equal(
+    reason({ fromBlock: 0, fields: { instruction: { d3: true } } }),
+    '.fields.instruction.d3: unknown member',
+  )
   assert.equal(
     reason({ fromBlock: 0, fields: { instruction: { dataPrefix: true } } }),
     '.fields.instruction.dataPrefix: unknown member',
   )
-  assert.equal(reason({ fromBlock: 0, fields: { reward: { pubKey: true, foo: false } } }), '.fields.reward.foo: unknown member')
+  assert.equal(
+    reason({ fromBlock: 0, fields: { reward: { pubKey: true, foo: false } } }),
+    '.fields.reward.foo: unknown member',
+  )
 })
 
 test('fields: aliases render under the spelling used, catalogue order, false = not selected', () => {
@@ -102,7 +111,10 @@ test('item request lists and objects', () => {
   assert.equal(reason({ fromBlock: 0, instructions: [{}, { foo: [] }] }), '.instructions[1].foo: unknown member')
   assert.equal(reason({ fromBlock: 0, rewards: [{ pubKey: ['x'] }] }), '.rewards[0].pubKey: unknown member')
   assert.equal(reason({ fromBlock: 0, balances: [{ logs: true }] }), '.balances[0].logs: unknown member')
-  assert.equal(reason({ fromBlock: 0, transactions: [{ transaction: true }] }), '.transactions[0].transaction: unknown member')
+  assert.equal(
+    reason({ fromBlock: 0, transactions: [{ transaction: true }] }),
+    '.transactions[0].transaction: unknown member',
+  )
 })
 
 test('filter value types', () => {
@@ -110,12 +122,24 @@ test('filter value types', () => {
     reason({ fromBlock: 0, instructions: [{ programId: 'abc' }] }),
     '.instructions[0].programId: expected an array of strings',
   )
-  assert.equal(reason({ fromBlock: 0, instructions: [{ programId: ['a', 1] }] }), '.instructions[0].programId[1]: expected a string')
+  assert.equal(
+    reason({ fromBlock: 0, instructions: [{ programId: ['a', 1] }] }),
+    '.instructions[0].programId[1]: expected a string',
+  )
   assert.equal(reason({ fromBlock: 0, instructions: [{ a15: [null] }] }), '.instructions[0].a15[0]: expected a string')
   assert.equal(reason({ fromBlock: 0, instructions: [{ a16: ['x'] }] }), '.instructions[0].a16: unknown member')
-  assert.equal(reason({ fromBlock: 0, instructions: [{ isCommitted: 'true' }] }), '.instructions[0].isCommitted: expected a boolean')
-  assert.equal(reason({ fromBlock: 0, instructions: [{ transaction: 1 }] }), '.instructions[0].transaction: expected a boolean')
-  assert.equal(reason({ fromBlock: 0, tokenBalances: [{ preMint: [{}] }] }), '.tokenBalances[0].preMint[0]: expected a string')
+  assert.equal(
+    reason({ fromBlock: 0, instructions: [{ isCommitted: 'true' }] }),
+    '.instructions[0].isCommitted: expected a boolean',
+  )
+  assert.equal(
+    reason({ fromBlock: 0, instructions: [{ transaction: 1 }] }),
+    '.instructions[0].transaction: expected a boolean',
+  )
+  assert.equal(
+    reason({ fromBlock: 0, tokenBalances: [{ preMint: [{}] }] }),
+    '.tokenBalances[0].preMint[0]: expected a string',
+  )
   // null = absent for the optional filters (as the reference accepts)
   const q = ok({ fromBlock: 0, instructions: [{ programId: null, isCommitted: null }] })
   assert.equal(q.requests.length, 1)
@@ -126,7 +150,13 @@ test('d1..d8: exact length of hex digits, either case', () => {
   const digits: Record<string, number> = { d1: 2, d2: 4, d3: 6, d4: 8, d8: 16 }
   for (const [d, n] of Object.entries(digits)) {
     ok({ fromBlock: 0, instructions: [{ [d]: ['0x' + 'aB'.repeat(n / 2)] }] })
-    for (const bad of ['0x' + 'a'.repeat(n - 1), '0x' + 'a'.repeat(n + 2), 'ab'.repeat(n / 2 + 1), '0x' + 'g'.repeat(n), '0X' + 'a'.repeat(n)]) {
+    for (const bad of [
+      '0x' + 'a'.repeat(n - 1),
+      '0x' + 'a'.repeat(n + 2),
+      'ab'.repeat(n / 2 + 1),
+      '0x' + 'g'.repeat(n),
+      '0X' + 'a'.repeat(n),
+    ]) {
       assert.equal(
         reason({ fromBlock: 0, instructions: [{}, { [d]: ['0x' + '0'.repeat(n), bad] }] }),
         `.instructions[1].${d}[1]: expected 0x followed by ${n} hex digits`,
@@ -163,8 +193,14 @@ test('at most one of d1, d2, d3, d4, d8, discriminator per request', () => {
 
 test('log kind values', () => {
   ok({ fromBlock: 0, logs: [{ kind: ['log', 'data', 'other'] }] })
-  assert.equal(reason({ fromBlock: 0, logs: [{ kind: ['log', 'Log'] }] }), '.logs[0].kind[1]: expected one of "log", "data", "other"')
-  assert.equal(reason({ fromBlock: 0, logs: [{ kind: ['error'] }] }), '.logs[0].kind[0]: expected one of "log", "data", "other"')
+  assert.equal(
+    reason({ fromBlock: 0, logs: [{ kind: ['log', 'Log'] }] }),
+    '.logs[0].kind[1]: expected one of "log", "data", "other"',
+  )
+  assert.equal(
+    reason({ fromBlock: 0, logs: [{ kind: ['error'] }] }),
+    '.logs[0].kind[0]: expected one of "log", "data", "other"',
+  )
 })
 
 test('relation flags of every kind, with the reference extensions', () => {
@@ -183,7 +219,9 @@ test('relation flags of every kind, with the reference extensions', () => {
     ],
     transactions: [{ instructions: true, balances: true, tokenBalances: true, logs: true }],
     balances: [{ transaction: true, transactionInstructions: true }],
-    tokenBalances: [{ transaction: true, transactionInstructions: true, transactionBalances: true, transactionTokenBalances: true }],
+    tokenBalances: [
+      { transaction: true, transactionInstructions: true, transactionBalances: true, transactionTokenBalances: true },
+    ],
     logs: [{ instruction: true, transaction: true }],
     rewards: [{ pubkey: ['x'] }],
   })
@@ -193,7 +231,14 @@ test('relation flags of every kind, with the reference extensions', () => {
       ['transaction', ['instructions', 'balances', 'tokenBalances', 'logs']],
       [
         'instruction',
-        ['transaction', 'transactionBalances', 'transactionTokenBalances', 'transactionInstructions', 'innerInstructions', 'parentInstructions'],
+        [
+          'transaction',
+          'transactionBalances',
+          'transactionTokenBalances',
+          'transactionInstructions',
+          'innerInstructions',
+          'parentInstructions',
+        ],
       ],
       ['log', ['instruction', 'transaction']],
       ['balance', ['transaction', 'transactionInstructions']],
@@ -237,7 +282,10 @@ test('limit: values per filter list', () => {
   )
   // an undefined limit keeps the default
   assert.equal(
-    reason({ fromBlock: 0, transactions: [{ feePayer: list(100_001) }] }, { maxFilterValues: undefined, maxItemRequests: 5 }),
+    reason(
+      { fromBlock: 0, transactions: [{ feePayer: list(100_001) }] },
+      { maxFilterValues: undefined, maxItemRequests: 5 },
+    ),
     '.transactions[0].feePayer: 100001 values, but at most 100000 are allowed per filter (limit maxFilterValues)',
   )
 })

@@ -9,7 +9,21 @@ test('fake-node CLI serves a growing chain', async () => {
   const root = join(import.meta.dirname, '..')
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cli/main.ts', 'fake-node', '--port', '0', '--interval-ms', '20', '--tx-per-block', '2', '--finality-lag', '5', '--quiet'],
+    [
+      '--import',
+      'tsx',
+      'src/cli/main.ts',
+      'fake-node',
+      '--port',
+      '0',
+      '--interval-ms',
+      '20',
+      '--tx-per-block',
+      '2',
+      '--finality-lag',
+      '5',
+      '--quiet',
+    ],
     { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] },
   )
   try {

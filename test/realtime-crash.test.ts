@@ -28,10 +28,24 @@ interface Child {
   exited: Promise<void>
 }
 
-function spawnChild(url: string, dataDir: string, coldPath: string, startSlot: number, env: Record<string, string> = {}): Child {
+function spawnChild(
+  url: string,
+  dataDir: string,
+  coldPath: string,
+  startSlot: number,
+  env: Record<string, string> = {},
+): Child {
   const proc = spawn(
     process.execPath,
-    ['--import', 'tsx', join(import.meta.dirname, 'support', 'realtime', 'ingest-child.ts'), url, dataDir, coldPath, String(startSlot)],
+    [
+      '--import',
+      'tsx',
+      join(import.meta.dirname, 'support', 'realtime', 'ingest-child.ts'),
+      url,
+      dataDir,
+      coldPath,
+      String(startSlot),
+    ],
     { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } },
   )
   const c: Child = { proc, last: null, exited: new Promise((r) => proc.once('exit', () => r())) }
@@ -42,7 +56,14 @@ function spawnChild(url: string, dataDir: string, coldPath: string, startSlot: n
 }
 
 test('SIGKILL at random moments loses nothing and duplicates nothing', async () => {
-  const node = await FakeSolanaNode.start({ txPerBlock: 2, intervalMs: 0, initialBlocks: 20, skipRate: 0.2, finalityLag: 8, seed: 21 })
+  const node = await FakeSolanaNode.start({
+    txPerBlock: 2,
+    intervalMs: 0,
+    initialBlocks: 20,
+    skipRate: 0.2,
+    finalityLag: 8,
+    seed: 21,
+  })
   const dir = mkdtempSync(join(tmpdir(), 'solportal-crash-'))
   dirs.push(dir)
   const dataDir = join(dir, 'data')
@@ -50,11 +71,14 @@ test('SIGKILL at random moments loses nothing and duplicates nothing', async () 
   let child: Child | null = null
   try {
     let x = 7
-    const rnd = () => ((x = (x * 1103515245 + 12345) % 2147483648) / 2147483648)
+    const rnd = () => (x = (x * 1103515245 + 12345) % 2147483648) / 2147483648
     // a crash exactly between a durable cold append and the hot delete
     child = spawnChild(node.url, dataDir, coldPath, node.firstSlot, { CRASH_AFTER_COLD_APPEND: '2' })
     let timer: NodeJS.Timeout | undefined
-    const exitedBy = Promise.race([child.exited.then(() => 'exit'), new Promise((r) => (timer = setTimeout(() => r('timeout'), 20_000)))])
+    const exitedBy = Promise.race([
+      child.exited.then(() => 'exit'),
+      new Promise((r) => (timer = setTimeout(() => r('timeout'), 20_000))),
+    ])
     void exitedBy.then(() => clearTimeout(timer))
     let done = false
     void exitedBy.then(() => (done = true))
@@ -90,7 +114,8 @@ test('SIGKILL at random moments loses nothing and duplicates nothing', async () 
     for (;;) {
       const l: Child['last'] = child.last
       if (l?.head?.hash === node.tip.hash && l.fin?.number === node.finalizedSlot) break
-      if (Date.now() - t0 > 20_000) throw new Error(`no convergence: ${JSON.stringify(l)} vs ${node.tip.slot}/${node.finalizedSlot}`)
+      if (Date.now() - t0 > 20_000)
+        throw new Error(`no convergence: ${JSON.stringify(l)} vs ${node.tip.slot}/${node.finalizedSlot}`)
       await sleep(10)
     }
     child.proc.kill('SIGTERM')
@@ -101,8 +126,14 @@ test('SIGKILL at random moments loses nothing and duplicates nothing', async () 
     const hot = await HotStore.open({ path: join(dataDir, 'hot'), coldLast: cold.lastBlock() })
     try {
       const chain = node.chain()
-      const stored = [...cold.all().map((b) => [b.header.number, b.header.hash]), ...hot.entries().map((e) => [e.header.number, e.header.hash])]
-      assert.deepEqual(stored, chain.map((b) => [b.slot, b.hash]))
+      const stored = [
+        ...cold.all().map((b) => [b.header.number, b.header.hash]),
+        ...hot.entries().map((e) => [e.header.number, e.header.hash]),
+      ]
+      assert.deepEqual(
+        stored,
+        chain.map((b) => [b.slot, b.hash]),
+      )
       assert.deepEqual(
         cold.all().map((b) => b.header.number),
         chain.filter((b) => b.slot <= node.finalizedSlot).map((b) => b.slot),

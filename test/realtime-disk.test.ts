@@ -64,18 +64,30 @@ test('crash between a DiskColdStore append and the hot delete: reopen drops the 
     const n = c.header('number')
     for (let i = 0; i < c.blockCount; i++) fin.push(n[i])
   }
-  assert.deepEqual(fin, chain.slice(0, 35).map((b) => b.header.number))
+  assert.deepEqual(
+    fin,
+    chain.slice(0, 35).map((b) => b.header.number),
+  )
   // the cold store kept the bigints exactly
   for await (const c of cold.chunks(chain[12].header.number, chain[12].header.number)) {
     const t = c.table('transaction')
-    assert.ok(Array.from(t.column('computeUnitsConsumed') as ArrayLike<bigint>).every((v) => v === 18446744073709551615n))
+    assert.ok(
+      Array.from(t.column('computeUnitsConsumed') as ArrayLike<bigint>).every((v) => v === 18446744073709551615n),
+    )
   }
   await hot.close()
   await cold.close()
 })
 
 test('ingest with forks into the disk cold store across a restart', async () => {
-  const node = await FakeSolanaNode.start({ txPerBlock: 3, intervalMs: 0, initialBlocks: 30, skipRate: 0.2, finalityLag: 10, seed: 31 })
+  const node = await FakeSolanaNode.start({
+    txPerBlock: 3,
+    intervalMs: 0,
+    initialBlocks: 30,
+    skipRate: 0.2,
+    finalityLag: 10,
+    seed: 31,
+  })
   const dir = tempDir()
   const open = async () => {
     const cold = await DiskColdStore.open(join(dir, 'cold'))
@@ -113,10 +125,16 @@ test('ingest with forks into the disk cold store across a restart', async () => 
     }
     node.setFinalityLag(2)
     node.produce()
-    await until('catch-up', () => ds.store.head()?.hash === node.tip.hash && ds.store.finalizedHead()?.number === node.finalizedSlot)
+    await until(
+      'catch-up',
+      () => ds.store.head()?.hash === node.tip.hash && ds.store.finalizedHead()?.number === node.finalizedSlot,
+    )
     const chain = node.chain()
     const stored = await ds.store.chainBefore(Number.MAX_SAFE_INTEGER, 100_000)
-    assert.deepEqual(stored.map((h) => [h.number, h.hash]), chain.map((b) => [b.slot, b.hash]))
+    assert.deepEqual(
+      stored.map((h) => [h.number, h.hash]),
+      chain.map((b) => [b.slot, b.hash]),
+    )
     // the finalized blocks are on disk, with the node's content
     const c = new RpcClient({ url: node.url })
     const probe = chain.filter((b) => b.slot <= node.finalizedSlot).slice(-3)
@@ -130,10 +148,19 @@ test('ingest with forks into the disk cold store across a restart', async () => 
           found = true
           assert.equal(ch.header('hash')[i], expected.header.hash)
           const t = ch.table('transaction')
-          const sigs = Array.from(t.column('signatures') as ArrayLike<string[]>).slice(t.blockOffsets[i], t.blockOffsets[i + 1])
-          assert.deepEqual(sigs, expected.transactions.map((x) => x.signatures))
+          const sigs = Array.from(t.column('signatures') as ArrayLike<string[]>).slice(
+            t.blockOffsets[i],
+            t.blockOffsets[i + 1],
+          )
+          assert.deepEqual(
+            sigs,
+            expected.transactions.map((x) => x.signatures),
+          )
           const fees = Array.from(t.column('fee') as ArrayLike<bigint>).slice(t.blockOffsets[i], t.blockOffsets[i + 1])
-          assert.deepEqual(fees, expected.transactions.map((x) => x.fee))
+          assert.deepEqual(
+            fees,
+            expected.transactions.map((x) => x.fee),
+          )
         }
       }
       assert.ok(found, `block ${b.slot} not in the cold store`)

@@ -41,7 +41,8 @@ function hotHeads(hot: HotStore): HeadInfo[] {
 /** every block header the store serves for [from, to] */
 async function served(store: RealtimeStore, from: number, to: number, finalizedOnly: boolean): Promise<HeadInfo[]> {
   const out: HeadInfo[] = []
-  for await (const c of store.chunks(from, to, finalizedOnly)) out.push(...chunkHeads(c).filter((h) => h.number >= from && h.number <= to))
+  for await (const c of store.chunks(from, to, finalizedOnly))
+    out.push(...chunkHeads(c).filter((h) => h.number >= from && h.number <= to))
   return out
 }
 
@@ -71,7 +72,9 @@ describe('HotStore', () => {
   })
 
   test('real normalized blocks (whole mainnet block, litesvm sample) round-trip exactly through LMDB', async () => {
-    const files = [DEFAULT_TEMPLATE, join(import.meta.dirname, '..', 'data', 'sample', 'litesvm.jsonl.gz')].filter((f) => existsSync(f))
+    const files = [DEFAULT_TEMPLATE, join(import.meta.dirname, '..', 'data', 'sample', 'litesvm.jsonl.gz')].filter(
+      (f) => existsSync(f),
+    )
     const blocks: Block[] = []
     for (const f of files) {
       for (const line of readArchiveLines(f).slice(0, 40)) {
@@ -134,7 +137,12 @@ describe('HotStore', () => {
       // finalize the first 10 into the cold store
       await hot.finalize(a[9].header.number, cold)
       const forkParent = a[a.length - 1 - depth]
-      const b = mkChain({ number: forkParent.header.number, hash: forkParent.header.hash }, depth + 3, 'b', (s) => s % 5 === 0)
+      const b = mkChain(
+        { number: forkParent.header.number, hash: forkParent.header.hash },
+        depth + 3,
+        'b',
+        (s) => s % 5 === 0,
+      )
       const statuses = await pushAll(hot, b)
       assert.equal(statuses[0], 'replaced')
       assert.ok(statuses.slice(1).every((s) => s === 'extended'))
@@ -154,7 +162,10 @@ describe('HotStore', () => {
       const before = await store2.chainBefore(n, 20)
       const exp = heads(expected.filter((x) => x.header.number < n)).slice(-20)
       assert.deepEqual(before, exp)
-      assert.deepEqual(await store2.chainBefore(a[12].header.number, 5), heads(expected.filter((x) => x.header.number < a[12].header.number)).slice(-5))
+      assert.deepEqual(
+        await store2.chainBefore(a[12].header.number, 5),
+        heads(expected.filter((x) => x.header.number < a[12].header.number)).slice(-5),
+      )
       assert.deepEqual(await served(store2, 0, Number.MAX_SAFE_INTEGER, false), heads(expected))
       assert.deepEqual(await served(store2, 0, Number.MAX_SAFE_INTEGER, true), heads(expected.slice(0, 10)))
       await re.close()
@@ -209,7 +220,10 @@ describe('HotStore', () => {
     await hot.finalize(chain[44].header.number, cold)
     const store = new RealtimeStore({ hot, cold })
     const appended = cold.appends.flat()
-    assert.deepEqual(appended, chain.slice(0, 45).map((b) => b.header.number))
+    assert.deepEqual(
+      appended,
+      chain.slice(0, 45).map((b) => b.header.number),
+    )
     assert.deepStrictEqual(cold.all(), chain.slice(0, 45))
     assert.deepEqual(await store.chainBefore(Number.MAX_SAFE_INTEGER, 100), heads(chain))
     assert.deepEqual(store.finalizedHead(), heads([chain[44]])[0])
@@ -245,7 +259,8 @@ describe('RealtimeStore', () => {
     // `to` is never exceeded, chunks may start below `from`
     const part = await served(store, a[27].header.number, b[3].header.number, false)
     assert.deepEqual(part, heads([...a.slice(27, 30), ...b.slice(0, 4)]))
-    for await (const c of store.chunks(a[27].header.number, b[3].header.number, false)) assert.ok(c.lastBlock <= b[3].header.number)
+    for await (const c of store.chunks(a[27].header.number, b[3].header.number, false))
+      assert.ok(c.lastBlock <= b[3].header.number)
     await hot.close()
   })
 

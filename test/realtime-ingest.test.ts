@@ -12,7 +12,12 @@ import { RpcClient } from '../src/ingest/rpc.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import type { HeadInfo } from '../src/store/chunk.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
-import { createRealtimeDataset, type RealtimeDataset, type RealtimeDatasetOptions, type RealtimeLogger } from '../src/store/realtime.ts'
+import {
+  createRealtimeDataset,
+  type RealtimeDataset,
+  type RealtimeDatasetOptions,
+  type RealtimeLogger,
+} from '../src/store/realtime.ts'
 
 const dirs: string[] = []
 function tempDir(): string {
@@ -35,11 +40,26 @@ async function until(what: string, cond: () => boolean, timeoutMs = 15_000): Pro
 }
 
 function logger(lines: string[]): RealtimeLogger {
-  if (process.env.RT_DEBUG) return { info: (m) => console.log(Date.now(), m), warn: (m) => console.log(Date.now(), m), error: (m) => console.log(Date.now(), m) }
-  return { info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`), error: (m) => lines.push(`error ${m}`) }
+  if (process.env.RT_DEBUG)
+    return {
+      info: (m) => console.log(Date.now(), m),
+      warn: (m) => console.log(Date.now(), m),
+      error: (m) => console.log(Date.now(), m),
+    }
+  return {
+    info: (m) => lines.push(`info ${m}`),
+    warn: (m) => lines.push(`warn ${m}`),
+    error: (m) => lines.push(`error ${m}`),
+  }
 }
 
-function open(node: FakeSolanaNode, dataDir: string, cold: MemoryColdStore, lines: string[], extra: Partial<RealtimeDatasetOptions> = {}): Promise<RealtimeDataset> {
+function open(
+  node: FakeSolanaNode,
+  dataDir: string,
+  cold: MemoryColdStore,
+  lines: string[],
+  extra: Partial<RealtimeDatasetOptions> = {},
+): Promise<RealtimeDataset> {
   return createRealtimeDataset({
     orphanStrikes: 3,
     tipCheckIntervalMs: 10,
@@ -57,7 +77,8 @@ function open(node: FakeSolanaNode, dataDir: string, cold: MemoryColdStore, line
   })
 }
 
-const pairs = (xs: readonly (HeadInfo | FakeBlockInfo)[]) => xs.map((x) => ('slot' in x ? [x.slot, x.hash] : [x.number, x.hash]))
+const pairs = (xs: readonly (HeadInfo | FakeBlockInfo)[]) =>
+  xs.map((x) => ('slot' in x ? [x.slot, x.hash] : [x.number, x.hash]))
 
 async function storedChain(ds: RealtimeDataset): Promise<HeadInfo[]> {
   return ds.store.chainBefore(Number.MAX_SAFE_INTEGER, 1_000_000)
@@ -120,7 +141,10 @@ describe('RealtimeIngester against the fake node', () => {
       assert.deepEqual(pairs(await storedChain(ds)), pairs(chain))
       // finalization: appended in order, no gap, no duplicate, exactly the finalized prefix
       const appended = cold.appends.flat()
-      assert.deepEqual(appended, chain.filter((b) => b.slot <= node.finalizedSlot).map((b) => b.slot))
+      assert.deepEqual(
+        appended,
+        chain.filter((b) => b.slot <= node.finalizedSlot).map((b) => b.slot),
+      )
       // no orphan anywhere
       const stored = new Set((await storedChain(ds)).map((h) => h.hash))
       assert.ok(node.orphans.length >= 15)
@@ -145,7 +169,14 @@ describe('RealtimeIngester against the fake node', () => {
   })
 
   test('fork of depth 40 with a restart in the middle of it', async () => {
-    const node = await FakeSolanaNode.start({ txPerBlock: 2, intervalMs: 0, initialBlocks: 70, skipRate: 0.2, finalityLag: 200, seed: 5 })
+    const node = await FakeSolanaNode.start({
+      txPerBlock: 2,
+      intervalMs: 0,
+      initialBlocks: 70,
+      skipRate: 0.2,
+      finalityLag: 200,
+      seed: 5,
+    })
     const lines: string[] = []
     const cold = new MemoryColdStore()
     const dir = tempDir()
@@ -172,7 +203,10 @@ describe('RealtimeIngester against the fake node', () => {
       const reopened = await storedChain(ds)
       const common = before.slice(0, before.length - 40)
       assert.deepEqual(pairs(reopened.slice(0, common.length)), pairs(common))
-      assert.ok(reopened.length > common.length && reopened.length < node.chain().length, `restart in the middle: ${reopened.length}`)
+      assert.ok(
+        reopened.length > common.length && reopened.length < node.chain().length,
+        `restart in the middle: ${reopened.length}`,
+      )
       ds.start()
       for (let i = 0; i < 5; i++) node.produce()
       node.setFinalityLag(10)
@@ -181,7 +215,13 @@ describe('RealtimeIngester against the fake node', () => {
       assert.deepEqual(pairs(await storedChain(ds)), pairs(node.chain()))
       const stored = new Set((await storedChain(ds)).map((h) => h.hash))
       for (const o of node.orphans) assert.ok(!stored.has(o.hash))
-      assert.deepEqual(cold.appends.flat(), node.chain().filter((b) => b.slot <= node.finalizedSlot).map((b) => b.slot))
+      assert.deepEqual(
+        cold.appends.flat(),
+        node
+          .chain()
+          .filter((b) => b.slot <= node.finalizedSlot)
+          .map((b) => b.slot),
+      )
       assert.ok(lines.some((l) => /fork/.test(l)))
     } finally {
       await ds.stop()
@@ -190,7 +230,14 @@ describe('RealtimeIngester against the fake node', () => {
   })
 
   test('a fork whose new branch ends below the stored tip (and no later block) is still repaired', async () => {
-    const node = await FakeSolanaNode.start({ txPerBlock: 1, intervalMs: 0, initialBlocks: 30, skipRate: 0, finalityLag: 100, seed: 9 })
+    const node = await FakeSolanaNode.start({
+      txPerBlock: 1,
+      intervalMs: 0,
+      initialBlocks: 30,
+      skipRate: 0,
+      finalityLag: 100,
+      seed: 9,
+    })
     const cold = new MemoryColdStore()
     const ds = await open(node, tempDir(), cold, [])
     try {
@@ -208,17 +255,30 @@ describe('RealtimeIngester against the fake node', () => {
 
 describe('RealtimeIngester options', () => {
   test('commitment finalized: only finalized blocks are ingested, straight into the cold store', async () => {
-    const node = await FakeSolanaNode.start({ txPerBlock: 1, intervalMs: 0, initialBlocks: 40, skipRate: 0.2, finalityLag: 10, seed: 12 })
+    const node = await FakeSolanaNode.start({
+      txPerBlock: 1,
+      intervalMs: 0,
+      initialBlocks: 40,
+      skipRate: 0.2,
+      finalityLag: 10,
+      seed: 12,
+    })
     const cold = new MemoryColdStore()
     const ds = await open(node, tempDir(), cold, [], { commitment: 'finalized' })
     try {
       ds.start()
       await until('finalized catch-up', () => ds.store.finalizedHead()?.number === node.finalizedSlot)
       for (let i = 0; i < 5; i++) node.produce()
-      await until('finalized catch-up 2', () => ds.store.finalizedHead()?.number === node.finalizedSlot && ds.hot.size === 0)
+      await until(
+        'finalized catch-up 2',
+        () => ds.store.finalizedHead()?.number === node.finalizedSlot && ds.hot.size === 0,
+      )
       const fin = node.chain().filter((b) => b.slot <= node.finalizedSlot)
       assert.deepEqual(pairs(await storedChain(ds)), pairs(fin))
-      assert.deepEqual(cold.appends.flat(), fin.map((b) => b.slot))
+      assert.deepEqual(
+        cold.appends.flat(),
+        fin.map((b) => b.slot),
+      )
       assert.deepEqual(ds.store.head(), ds.store.finalizedHead())
     } finally {
       await ds.stop()
@@ -227,7 +287,14 @@ describe('RealtimeIngester options', () => {
   })
 
   test('finalizeMinBlocks batches the moves into the cold store', async () => {
-    const node = await FakeSolanaNode.start({ txPerBlock: 1, intervalMs: 0, initialBlocks: 5, skipRate: 0, finalityLag: 3, seed: 13 })
+    const node = await FakeSolanaNode.start({
+      txPerBlock: 1,
+      intervalMs: 0,
+      initialBlocks: 5,
+      skipRate: 0,
+      finalityLag: 3,
+      seed: 13,
+    })
     const cold = new MemoryColdStore()
     const ds = await open(node, tempDir(), cold, [], { finalizeMinBlocks: 6, finalizeMaxDelayMs: 60_000 })
     try {
@@ -238,7 +305,10 @@ describe('RealtimeIngester options', () => {
       }
       await until('head', () => ds.store.head()?.hash === node.tip.hash)
       await until('some finalized', () => cold.size >= 12)
-      assert.ok(cold.appends.every((a) => a.length >= 6), JSON.stringify(cold.appends))
+      assert.ok(
+        cold.appends.every((a) => a.length >= 6),
+        JSON.stringify(cold.appends),
+      )
       assert.deepEqual(pairs(await storedChain(ds)), pairs(node.chain()))
     } finally {
       await ds.stop()
@@ -251,14 +321,21 @@ describe('createDemoDataset', () => {
   test('serves the live fake chain with real sample blocks', async () => {
     const lines: string[] = []
     const { createDemoDataset } = await import('../src/store/realtime.ts')
-    const demo = await createDemoDataset({ node: { intervalMs: 50, initialBlocks: 40, finalityLag: 8 }, logger: logger(lines) })
+    const demo = await createDemoDataset({
+      node: { intervalMs: 50, initialBlocks: 40, finalityLag: 8 },
+      logger: logger(lines),
+    })
     try {
       demo.start()
-      await until('demo catch-up', () => demo.store.head()?.hash === demo.node.tip.hash && demo.store.finalizedHead() !== null)
+      await until(
+        'demo catch-up',
+        () => demo.store.head()?.hash === demo.node.tip.hash && demo.store.finalizedHead() !== null,
+      )
       const h = demo.store.head()!
       assert.equal(await demo.store.waitFor(h.number + 1, false, 3000), true)
       let rows = 0
-      for await (const c of demo.store.chunks(demo.node.firstSlot, h.number, false)) rows += c.table('instruction').rowCount
+      for await (const c of demo.store.chunks(demo.node.firstSlot, h.number, false))
+        rows += c.table('instruction').rowCount
       assert.ok(rows > 100)
       assert.equal(demo.store.firstBlock(), demo.node.firstSlot)
     } finally {

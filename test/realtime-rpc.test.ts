@@ -14,12 +14,23 @@ import type { RpcBlock } from '../src/normalize/rpc-types.ts'
 describe('fake node JSON-RPC', () => {
   let node: FakeSolanaNode
   before(async () => {
-    node = await FakeSolanaNode.start({ txPerBlock: 6, intervalMs: 0, initialBlocks: 40, skipRate: 0.3, finalityLag: 10, seed: 7 })
+    node = await FakeSolanaNode.start({
+      txPerBlock: 6,
+      intervalMs: 0,
+      initialBlocks: 40,
+      skipRate: 0.3,
+      finalityLag: 10,
+      seed: 7,
+    })
   })
   after(() => node.stop())
 
   async function raw(body: unknown): Promise<unknown> {
-    const r = await fetch(node.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    const r = await fetch(node.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
     return parseJsonExact(await r.text())
   }
 
@@ -30,7 +41,10 @@ describe('fake node JSON-RPC', () => {
     const fin = await c.getSlot('finalized')
     assert.equal(fin, node.finalizedSlot)
     assert.ok(fin <= chain[chain.length - 1].slot - 10 && fin >= chain[0].slot)
-    assert.deepEqual(await c.getBlocks(chain[0].slot, chain[chain.length - 1].slot + 100, 'confirmed'), chain.map((b) => b.slot))
+    assert.deepEqual(
+      await c.getBlocks(chain[0].slot, chain[chain.length - 1].slot + 100, 'confirmed'),
+      chain.map((b) => b.slot),
+    )
     assert.deepEqual(
       await c.getBlocks(chain[0].slot, chain[chain.length - 1].slot, 'finalized'),
       chain.filter((b) => b.slot <= fin).map((b) => b.slot),
@@ -51,7 +65,12 @@ describe('fake node JSON-RPC', () => {
     // without maxSupportedTransactionVersion a block holding v0 transactions is refused (-32015)
     let refused = 0
     for (const x of chain.slice(0, 10)) {
-      const r = (await raw({ jsonrpc: '2.0', id: 1, method: 'getBlock', params: [x.slot, { commitment: 'confirmed' }] })) as {
+      const r = (await raw({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'getBlock',
+        params: [x.slot, { commitment: 'confirmed' }],
+      })) as {
         error?: { code: number }
       }
       if (r.error) {
@@ -60,13 +79,24 @@ describe('fake node JSON-RPC', () => {
       }
     }
     assert.ok(refused > 0)
-    assert.deepEqual(await raw({ jsonrpc: '2.0', id: 'x', method: 'getHealth' }), { jsonrpc: '2.0', result: 'ok', id: 'x' })
+    assert.deepEqual(await raw({ jsonrpc: '2.0', id: 'x', method: 'getHealth' }), {
+      jsonrpc: '2.0',
+      result: 'ok',
+      id: 'x',
+    })
     const batch = (await raw([
       { jsonrpc: '2.0', id: 1, method: 'getFirstAvailableBlock' },
       { jsonrpc: '2.0', id: 2, method: 'getBlockHeight', params: [{ commitment: 'confirmed' }] },
     ])) as { id: number; result: number }[]
-    assert.deepEqual(batch.map((r) => r.result), [chain[0].slot, chain[chain.length - 1].height])
-    assert.deepEqual(await raw({ id: 1 }), { jsonrpc: '2.0', error: { code: -32600, message: 'Invalid request' }, id: 1 })
+    assert.deepEqual(
+      batch.map((r) => r.result),
+      [chain[0].slot, chain[chain.length - 1].height],
+    )
+    assert.deepEqual(await raw({ id: 1 }), {
+      jsonrpc: '2.0',
+      error: { code: -32600, message: 'Invalid request' },
+      id: 1,
+    })
     const bad = await fetch(node.url, { method: 'POST', body: '{nope' })
     assert.equal(((await bad.json()) as { error: { code: number } }).error.code, -32700)
   })
@@ -123,9 +153,18 @@ describe('RpcClient faults', () => {
 
   test('timeouts are retried with backoff, then reported', async () => {
     const retries: number[] = []
-    const c = new RpcClient({ url: hangUrl, timeoutMs: 100, maxRetries: 2, minBackoffMs: 10, onRetry: (_m, _e, a) => retries.push(a) })
+    const c = new RpcClient({
+      url: hangUrl,
+      timeoutMs: 100,
+      maxRetries: 2,
+      minBackoffMs: 10,
+      onRetry: (_m, _e, a) => retries.push(a),
+    })
     const t0 = performance.now()
-    await assert.rejects(c.getSlot('confirmed'), (e: Error) => e instanceof TransientRpcError && /timeout/.test(e.message))
+    await assert.rejects(
+      c.getSlot('confirmed'),
+      (e: Error) => e instanceof TransientRpcError && /timeout/.test(e.message),
+    )
     assert.deepEqual(retries, [0, 1])
     assert.equal(c.stats.timeouts, 3)
     assert.ok(performance.now() - t0 >= 300)
@@ -176,7 +215,8 @@ describe('RpcSource', () => {
       const ac = new AbortController()
       let produced = 0
       for await (const ev of src.blocks(node.firstSlot, ac.signal)) {
-        if (ev.kind === 'block') got.push({ slot: ev.slot, hash: ev.block.blockhash, parent: Number(ev.block.parentSlot) })
+        if (ev.kind === 'block')
+          got.push({ slot: ev.slot, hash: ev.block.blockhash, parent: Number(ev.block.parentSlot) })
         else {
           // at the tip: grow the chain a few times, then stop
           if (produced >= 30) break
@@ -191,7 +231,10 @@ describe('RpcSource', () => {
         chain.map((b) => [b.slot, b.hash]),
       )
       for (let i = 1; i < got.length; i++) assert.equal(got[i].parent, got[i - 1].slot)
-      assert.ok(node.stats.injected429 > 0 && node.stats.dropped > 0 && node.stats.notYet > 0, JSON.stringify(node.stats))
+      assert.ok(
+        node.stats.injected429 > 0 && node.stats.dropped > 0 && node.stats.notYet > 0,
+        JSON.stringify(node.stats),
+      )
       assert.ok(src.client.stats.retries > 0)
     } finally {
       await node.stop()

@@ -94,8 +94,7 @@ for (const seed of [101, 202]) {
             while (ds.store.head()?.hash !== node.tip.hash && Date.now() - t0 < 5000) await sleep(2)
           }
           node.fork(1 + Math.floor(rnd() * 8), 1 + Math.floor(rnd() * 10))
-        }
-        else if (r < 0.95) {
+        } else if (r < 0.95) {
           replaced += ds.ingester.stats.replaced
           await ds.stop()
           ds = await open()
@@ -109,7 +108,8 @@ for (const seed of [101, 202]) {
       node.produce()
       const t0 = Date.now()
       while (!(ds.store.head()?.hash === node.tip.hash && ds.store.finalizedHead()?.number === node.finalizedSlot)) {
-        if (Date.now() - t0 > 20_000) throw new Error(`no convergence: store ${JSON.stringify(ds.store.head())}, node ${node.tip.slot}`)
+        if (Date.now() - t0 > 20_000)
+          throw new Error(`no convergence: store ${JSON.stringify(ds.store.head())}, node ${node.tip.slot}`)
         await sleep(5)
       }
       await check()
@@ -119,7 +119,10 @@ for (const seed of [101, 202]) {
         stored.map((h) => [h.number, h.hash]),
         chain.map((b) => [b.slot, b.hash]),
       )
-      assert.deepEqual(cold.appends.flat(), chain.filter((b) => b.slot <= node.finalizedSlot).map((b) => b.slot))
+      assert.deepEqual(
+        cold.appends.flat(),
+        chain.filter((b) => b.slot <= node.finalizedSlot).map((b) => b.slot),
+      )
       const byNumber = new Map(chain.map((b) => [b.slot, b.hash]))
       for (const [n, h] of finalizedSeen) assert.equal(byNumber.get(n), h)
       assert.ok(node.stats.forks > 5)

@@ -6,7 +6,14 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { base58Decode } from '../src/util/base58.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
-import { readArchive, validateArchive, validateTx, newStats, accountList, type Json } from '../scripts/sample/validate.ts'
+import {
+  readArchive,
+  validateArchive,
+  validateTx,
+  newStats,
+  accountList,
+  type Json,
+} from '../scripts/sample/validate.ts'
 
 const lines = readArchive('data/sample/litesvm.jsonl.gz')
 const stats = newStats()
@@ -35,14 +42,16 @@ test('chain: ~300 blocks from slot 300,000,000 with contiguous parents and a few
 
 test('block hashes and signatures are well-formed base58 of 32 and 64 bytes', () => {
   for (const l of lines) assert.match(l.hash, /^[1-9A-HJ-NP-Za-km-z]{43,44}$/)
-  for (const t of txs.slice(0, 500)) for (const s of t.transaction.signatures) assert.match(s, /^[1-9A-HJ-NP-Za-km-z]{86,88}$/)
+  for (const t of txs.slice(0, 500))
+    for (const s of t.transaction.signatures) assert.match(s, /^[1-9A-HJ-NP-Za-km-z]{86,88}$/)
 })
 
 test('all required programs are present, at the top level', () => {
   const top = new Map<string, number>()
   for (const t of txs) {
     const keys = accountList(t)
-    for (const ix of t.transaction.message.instructions) top.set(keys[ix.programIdIndex], (top.get(keys[ix.programIdIndex]) ?? 0) + 1)
+    for (const ix of t.transaction.message.instructions)
+      top.set(keys[ix.programIdIndex], (top.get(keys[ix.programIdIndex]) ?? 0) + 1)
   }
   for (const p of [
     '11111111111111111111111111111111',
@@ -52,13 +61,17 @@ test('all required programs are present, at the top level', () => {
     'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr',
     'ComputeBudget111111111111111111111111111111',
     'AddressLookupTab1e1111111111111111111111111',
-  ]) assert.ok((top.get(p) ?? 0) > 0, `${p} missing`)
+  ])
+    assert.ok((top.get(p) ?? 0) > 0, `${p} missing`)
 })
 
 test('token instructions cover the basic SPL Token / Token-2022 set, for both programs', () => {
   // first data byte = instruction tag: 20 InitializeMint2, 7 MintTo, 3 Transfer, 12 TransferChecked, 4 Approve,
   // 8 Burn, 9 CloseAccount, 6 SetAuthority, 18 InitializeAccount3
-  const tags = { TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA: new Set<number>(), TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb: new Set<number>() } as Record<string, Set<number>>
+  const tags = {
+    TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA: new Set<number>(),
+    TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb: new Set<number>(),
+  } as Record<string, Set<number>>
   const firstByte = (d: string) => base58Decode(d)[0]
   for (const t of txs) {
     if (t.meta.err !== null) continue
@@ -69,7 +82,8 @@ test('token instructions cover the basic SPL Token / Token-2022 set, for both pr
     }
   }
   for (const [program, set] of Object.entries(tags))
-    for (const tag of [20, 7, 3, 12, 4, 8, 9, 6, 18]) assert.ok(set.has(tag), `${program}: no instruction with tag ${tag}`)
+    for (const tag of [20, 7, 3, 12, 4, 8, 9, 6, 18])
+      assert.ok(set.has(tag), `${program}: no instruction with tag ${tag}`)
 })
 
 test('failed transactions: custom errors, inside CPIs, with never-run instructions after them', () => {
@@ -81,7 +95,9 @@ test('failed transactions: custom errors, inside CPIs, with never-run instructio
     assert.ok(Number.isInteger(k) && k < t.transaction.message.instructions.length)
     assert.ok(kind !== undefined)
     // nothing but the fee moved
-    const changed = t.meta.preBalances.map((b: number, i: number) => (b !== t.meta.postBalances[i] ? i : -1)).filter((i: number) => i >= 0)
+    const changed = t.meta.preBalances
+      .map((b: number, i: number) => (b !== t.meta.postBalances[i] ? i : -1))
+      .filter((i: number) => i >= 0)
     assert.deepEqual(changed, [0])
     assert.deepEqual(t.meta.preTokenBalances, t.meta.postTokenBalances)
   }
@@ -90,7 +106,15 @@ test('failed transactions: custom errors, inside CPIs, with never-run instructio
 test('nested CPI: inner instructions at stack height 2 under ATA creation and lookup-table extension', () => {
   assert.ok(stats.inner > 1000, `${stats.inner} inner instructions`)
   assert.equal(stats.maxStackHeight, 2)
-  const ata = txs.find((t) => t.meta.err === null && t.meta.innerInstructions.some((g: Json) => accountList(t)[t.transaction.message.instructions[g.index].programIdIndex] === 'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL'))
+  const ata = txs.find(
+    (t) =>
+      t.meta.err === null &&
+      t.meta.innerInstructions.some(
+        (g: Json) =>
+          accountList(t)[t.transaction.message.instructions[g.index].programIdIndex] ===
+          'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL',
+      ),
+  )
   assert.ok(ata, 'an ATA creation with inner instructions')
 })
 
@@ -128,7 +152,11 @@ test('token balances: pre/post match the token accounts of the account list', ()
     const n = accountList(t).length
     for (const tb of [...t.meta.preTokenBalances, ...t.meta.postTokenBalances]) {
       assert.ok(tb.accountIndex < n)
-      assert.ok(['TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA', 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb'].includes(tb.programId))
+      assert.ok(
+        ['TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA', 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb'].includes(
+          tb.programId,
+        ),
+      )
       const { amount, decimals, uiAmount, uiAmountString } = tb.uiTokenAmount
       assert.equal(uiAmount, amount === '0' ? null : Number(uiAmountString))
       const [int, frac = ''] = uiAmountString.split('.')
@@ -147,7 +175,10 @@ test('the validator rejects broken data (it can fail)', () => {
   tx.transaction.message.instructions[0].accounts.push(99)
   tx.meta.postBalances.pop()
   validateTx(tx, 'broken', bad)
-  assert.ok(bad.some((m) => m.includes('stackHeight 3')), bad.join('\n'))
+  assert.ok(
+    bad.some((m) => m.includes('stackHeight 3')),
+    bad.join('\n'),
+  )
   assert.ok(bad.some((m) => m.includes('out of range')))
   assert.ok(bad.some((m) => m.includes('balance lists')))
   const chain = structuredClone(lines.slice(0, 3))

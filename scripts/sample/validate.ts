@@ -10,7 +10,10 @@ export type Json = any
 
 export function readArchive(path: string): Json[] {
   const text = gunzipSync(readFileSync(path)).toString('utf8')
-  return text.split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l))
+  return text
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((l) => JSON.parse(l))
 }
 
 const INVOKE = /^Program (\w+) invoke \[(\d+)\]$/
@@ -53,10 +56,15 @@ export function validateTx(tx: Json, where: string, problems: string[], stats?: 
   if (tx.transaction.signatures.length !== h.numRequiredSignatures) p('signature count != numRequiredSignatures')
   const keys = accountList(tx)
   const n = keys.length
-  const nLookup = (msg.addressTableLookups ?? []).reduce((a: number, l: Json) => a + l.writableIndexes.length + l.readonlyIndexes.length, 0)
-  if (nLookup !== n - msg.accountKeys.length) p(`loaded addresses ${n - msg.accountKeys.length} != lookup indexes ${nLookup}`)
+  const nLookup = (msg.addressTableLookups ?? []).reduce(
+    (a: number, l: Json) => a + l.writableIndexes.length + l.readonlyIndexes.length,
+    0,
+  )
+  if (nLookup !== n - msg.accountKeys.length)
+    p(`loaded addresses ${n - msg.accountKeys.length} != lookup indexes ${nLookup}`)
   if (new Set(keys).size !== n) p('duplicate account in the account list')
-  if (meta.preBalances.length !== n || meta.postBalances.length !== n) p(`balance lists ${meta.preBalances.length}/${meta.postBalances.length} != ${n} accounts`)
+  if (meta.preBalances.length !== n || meta.postBalances.length !== n)
+    p(`balance lists ${meta.preBalances.length}/${meta.postBalances.length} != ${n} accounts`)
   const checkIx = (ix: Json, w: string) => {
     if (!(ix.programIdIndex >= 0 && ix.programIdIndex < n)) p(`${w} programIdIndex ${ix.programIdIndex} out of range`)
     for (const a of ix.accounts) if (!(a >= 0 && a < n)) p(`${w} account index ${a} out of range`)
@@ -66,31 +74,40 @@ export function validateTx(tx: Json, where: string, problems: string[], stats?: 
   let lastIndex = -1
   const innerOf = new Map<number, Json[]>()
   for (const group of meta.innerInstructions ?? []) {
-    if (!(group.index > lastIndex && group.index < msg.instructions.length)) p(`innerInstructions index ${group.index} out of order/range`)
+    if (!(group.index > lastIndex && group.index < msg.instructions.length))
+      p(`innerInstructions index ${group.index} out of order/range`)
     lastIndex = group.index
     group.instructions.forEach((ix: Json, j: number) => {
       checkIx(ix, `inner ${group.index}.${j}`)
-      if (!(Number.isInteger(ix.stackHeight) && ix.stackHeight >= 2)) p(`inner ${group.index}.${j} stackHeight ${ix.stackHeight}`)
+      if (!(Number.isInteger(ix.stackHeight) && ix.stackHeight >= 2))
+        p(`inner ${group.index}.${j} stackHeight ${ix.stackHeight}`)
     })
     innerOf.set(group.index, group.instructions)
   }
   for (const side of ['preTokenBalances', 'postTokenBalances']) {
     for (const tb of meta[side] ?? []) {
       if (!(tb.accountIndex >= 0 && tb.accountIndex < n)) p(`${side} accountIndex ${tb.accountIndex} out of range`)
-      if (typeof tb.uiTokenAmount?.amount !== 'string' || typeof tb.uiTokenAmount?.decimals !== 'number') p(`${side} bad uiTokenAmount`)
+      if (typeof tb.uiTokenAmount?.amount !== 'string' || typeof tb.uiTokenAmount?.decimals !== 'number')
+        p(`${side} bad uiTokenAmount`)
     }
   }
-  if (JSON.stringify(meta.status) !== JSON.stringify(meta.err === null ? { Ok: null } : { Err: meta.err })) p('status does not match err')
+  if (JSON.stringify(meta.status) !== JSON.stringify(meta.err === null ? { Ok: null } : { Err: meta.err }))
+    p('status does not match err')
   const nSig = BigInt(h.numRequiredSignatures)
   if (BigInt(meta.fee) < 5000n * nSig) p(`fee ${meta.fee} below 5000 per signature`)
   const payerTouched =
     msg.instructions.some((ix: Json) => ix.accounts.includes(0)) ||
     [...innerOf.values()].some((l) => l.some((ix: Json) => ix.accounts.includes(0)))
-  if ((meta.err !== null || !payerTouched) && BigInt(meta.preBalances[0]) - BigInt(meta.postBalances[0]) !== BigInt(meta.fee))
+  if (
+    (meta.err !== null || !payerTouched) &&
+    BigInt(meta.preBalances[0]) - BigInt(meta.postBalances[0]) !== BigInt(meta.fee)
+  )
     p(`fee payer paid ${meta.preBalances[0] - meta.postBalances[0]}, fee ${meta.fee}`)
 
   // log walk: invoke lines must follow the instructions, their depths the stack heights
-  const failedAt: number | undefined = Array.isArray(meta.err?.InstructionError) ? meta.err.InstructionError[0] : undefined
+  const failedAt: number | undefined = Array.isArray(meta.err?.InstructionError)
+    ? meta.err.InstructionError[0]
+    : undefined
   const logs: string[] | null = meta.logMessages
   let top = -1
   let innerPos = 0
@@ -118,14 +135,17 @@ export function validateTx(tx: Json, where: string, problems: string[], stats?: 
             p(`invoke [1] beyond the ${msg.instructions.length} instructions`)
             break
           }
-          if (keys[ix.programIdIndex] !== m[1]) p(`invoke [1] of ${m[1]} but instruction ${top} calls ${keys[ix.programIdIndex]}`)
+          if (keys[ix.programIdIndex] !== m[1])
+            p(`invoke [1] of ${m[1]} but instruction ${top} calls ${keys[ix.programIdIndex]}`)
         } else {
           const list = innerOf.get(top) ?? []
           const ix = list[innerPos++]
           if (!ix) p(`invoke [${depth}] of ${m[1]} without an inner instruction of ${top}`)
           else {
-            if (keys[ix.programIdIndex] !== m[1]) p(`invoke [${depth}] of ${m[1]} but inner ${top}.${innerPos - 1} calls ${keys[ix.programIdIndex]}`)
-            if (ix.stackHeight !== depth) p(`inner ${top}.${innerPos - 1} stackHeight ${ix.stackHeight} but invoke depth ${depth}`)
+            if (keys[ix.programIdIndex] !== m[1])
+              p(`invoke [${depth}] of ${m[1]} but inner ${top}.${innerPos - 1} calls ${keys[ix.programIdIndex]}`)
+            if (ix.stackHeight !== depth)
+              p(`inner ${top}.${innerPos - 1} stackHeight ${ix.stackHeight} but invoke depth ${depth}`)
           }
         }
         stack.push(m[1])
@@ -148,7 +168,10 @@ export function validateTx(tx: Json, where: string, problems: string[], stats?: 
       if (meta.err === null) {
         let innerTotal = 0
         for (const l of innerOf.values()) innerTotal += l.length
-        const seen = logs.filter((l) => { const x = INVOKE.exec(l); return x && x[2] !== '1' }).length
+        const seen = logs.filter((l) => {
+          const x = INVOKE.exec(l)
+          return x && x[2] !== '1'
+        }).length
         if (seen !== innerTotal) p(`${seen} nested invoke lines but ${innerTotal} inner instructions`)
       }
     }
@@ -164,7 +187,8 @@ export function validateTx(tx: Json, where: string, problems: string[], stats?: 
     stats.topLevel += msg.instructions.length
     if (failedDeep) stats.failedInCpi++
     if (failedAt !== undefined && failedAt < msg.instructions.length - 1) stats.failedWithSkipped++
-    const count = (ix: Json) => stats.programs.set(keys[ix.programIdIndex], (stats.programs.get(keys[ix.programIdIndex]) ?? 0) + 1)
+    const count = (ix: Json) =>
+      stats.programs.set(keys[ix.programIdIndex], (stats.programs.get(keys[ix.programIdIndex]) ?? 0) + 1)
     msg.instructions.forEach(count)
     for (const l of innerOf.values()) {
       stats.inner += l.length
@@ -178,8 +202,17 @@ export function validateTx(tx: Json, where: string, problems: string[], stats?: 
 
 export function newStats(): ArchiveStats {
   return {
-    blocks: 0, txs: 0, failed: 0, v0: 0, withLoaded: 0, topLevel: 0, inner: 0, maxStackHeight: 1,
-    programs: new Map(), failedInCpi: 0, failedWithSkipped: 0,
+    blocks: 0,
+    txs: 0,
+    failed: 0,
+    v0: 0,
+    withLoaded: 0,
+    topLevel: 0,
+    inner: 0,
+    maxStackHeight: 1,
+    programs: new Map(),
+    failedInCpi: 0,
+    failedWithSkipped: 0,
   }
 }
 
@@ -198,7 +231,8 @@ export function validateArchive(lines: Json[], stats: ArchiveStats = newStats())
     if (hashes.has(b.blockhash)) problems.push(`${where}: duplicate blockhash`)
     hashes.add(b.blockhash)
     if (prev) {
-      if (b.parentSlot !== prev.slot) problems.push(`${where}: parentSlot ${b.parentSlot} != previous slot ${prev.slot}`)
+      if (b.parentSlot !== prev.slot)
+        problems.push(`${where}: parentSlot ${b.parentSlot} != previous slot ${prev.slot}`)
       if (b.previousBlockhash !== prev.hash) problems.push(`${where}: previousBlockhash != parent's blockhash`)
       if (!(line.slot > prev.slot)) problems.push(`${where}: slot not increasing`)
       if (b.blockHeight !== prev.block.blockHeight + 1) problems.push(`${where}: blockHeight not parent + 1`)

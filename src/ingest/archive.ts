@@ -209,7 +209,8 @@ function fastBlockJson(block: RpcBlock): string | null {
         r !== meta.rewards
       if (!needs) continue
       const m = { ...meta, fee: fix(meta.fee), rewards: r } as typeof meta
-      if (meta.computeUnitsConsumed !== undefined) m.computeUnitsConsumed = fix(meta.computeUnitsConsumed) as typeof meta.computeUnitsConsumed
+      if (meta.computeUnitsConsumed !== undefined)
+        m.computeUnitsConsumed = fix(meta.computeUnitsConsumed) as typeof meta.computeUnitsConsumed
       if (Array.isArray(pre)) m.preBalances = pre.map(fix) as typeof pre
       if (Array.isArray(post)) m.postBalances = post.map(fix) as typeof post
       if (copy === null) copy = txs.slice()

@@ -418,7 +418,12 @@ export class FakeSolanaNode {
    */
   fork(depth: number, branchLength = depth): number {
     let k = 0
-    while (k < depth && k < this.chainBlocks.length - 1 && this.chainBlocks[this.chainBlocks.length - 1 - k].slot > this.finalized) k++
+    while (
+      k < depth &&
+      k < this.chainBlocks.length - 1 &&
+      this.chainBlocks[this.chainBlocks.length - 1 - k].slot > this.finalized
+    )
+      k++
     if (k === 0) return 0
     const removed = this.chainBlocks.splice(this.chainBlocks.length - k, k)
     for (const b of removed) {
@@ -531,7 +536,9 @@ export class FakeSolanaNode {
       out += `,"transactions":${t.full}`
     } else if (details === 'signatures') {
       const t = this.blockTexts(b)
-      const sigs = (JSON.parse(`[${[...t.full.matchAll(/"signatures":\s*\[("[1-9A-HJ-NP-Za-km-z]+")/g)].map((m) => m[1]).join(',')}]`) as string[])
+      const sigs = JSON.parse(
+        `[${[...t.full.matchAll(/"signatures":\s*\[("[1-9A-HJ-NP-Za-km-z]+")/g)].map((m) => m[1]).join(',')}]`,
+      ) as string[]
       out += `,"signatures":${JSON.stringify(sigs)}`
     } else if (details !== 'none') {
       throw new JsonRpcFault(-32602, `Invalid params: unknown variant \`${details}\``)
@@ -543,12 +550,14 @@ export class FakeSolanaNode {
 
   private commitmentOf(cfg: unknown): Commitment {
     const c = (cfg as { commitment?: string } | undefined)?.commitment ?? 'finalized'
-    if (c !== 'processed' && c !== 'confirmed' && c !== 'finalized') throw new JsonRpcFault(-32602, `Invalid params: unknown commitment ${c}`)
+    if (c !== 'processed' && c !== 'confirmed' && c !== 'finalized')
+      throw new JsonRpcFault(-32602, `Invalid params: unknown commitment ${c}`)
     return c
   }
 
   private slotParam(v: unknown): number {
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new JsonRpcFault(-32602, 'Invalid params: invalid type: expected u64')
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+      throw new JsonRpcFault(-32602, 'Invalid params: invalid type: expected u64')
     return v
   }
 
@@ -596,7 +605,11 @@ export class FakeSolanaNode {
           cfg = params[2]
           end = head(this.commitmentOf(cfg))
           const out: number[] = []
-          for (let i = this.lowerBound(start); i < this.chainBlocks.length && this.chainBlocks[i].slot <= end && out.length < limit; i++) {
+          for (
+            let i = this.lowerBound(start);
+            i < this.chainBlocks.length && this.chainBlocks[i].slot <= end && out.length < limit;
+            i++
+          ) {
             out.push(this.chainBlocks[i].slot)
           }
           return JSON.stringify(out)
@@ -620,7 +633,10 @@ export class FakeSolanaNode {
         const c = this.commitmentOf(cfg)
         if (c === 'processed') throw new JsonRpcFault(-32602, 'Method does not support commitment below `confirmed`')
         if (slot < this.firstSlot) {
-          throw new JsonRpcFault(-32001, `Block ${slot} cleaned up, does not exist on node. First available block: ${this.firstSlot}`)
+          throw new JsonRpcFault(
+            -32001,
+            `Block ${slot} cleaned up, does not exist on node. First available block: ${this.firstSlot}`,
+          )
         }
         const b = this.bySlot.get(slot)
         if (!b || slot > this.headSlot(c)) throw this.notABlock(slot, c)
@@ -672,7 +688,9 @@ export class FakeSolanaNode {
           res.writeHead(200, { 'content-type': 'text/plain' }).end('ok')
           return
         }
-        res.writeHead(405, { 'content-type': 'text/plain' }).end('Used HTTP Method is not allowed. POST or OPTIONS is required')
+        res
+          .writeHead(405, { 'content-type': 'text/plain' })
+          .end('Used HTTP Method is not allowed. POST or OPTIONS is required')
         return
       }
       if (this.opts.rate429 > 0 && this.faultRnd() < this.opts.rate429) {
@@ -694,7 +712,8 @@ export class FakeSolanaNode {
       if (parsed === undefined) {
         body = '{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}'
       } else if (Array.isArray(parsed)) {
-        if (parsed.length === 0) body = '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request"},"id":null}'
+        if (parsed.length === 0)
+          body = '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request"},"id":null}'
         else body = `[${parsed.map((p) => this.handleOne(p)).join(',')}]`
       } else {
         body = this.handleOne(parsed) ?? ''

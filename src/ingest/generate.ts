@@ -228,16 +228,30 @@ export function compileTemplate(tx: Json, keep: Set<string>, category: Category,
   const fee = BigInt(tx.meta.fee)
   const baseFee = 5000n * BigInt(nSig)
   return {
-    category, bytes, partStart, partEnd, partViews: parts.map((_, i) => bytes.subarray(partStart[i], partEnd[i])),
-    dv: new DataView(bytes.buffer, bytes.byteOffset, bytes.length), refs: Uint16Array.from(refs), kinds: Uint8Array.from(kinds),
-    maxBytes: bytes.length + refs.length * 88, fee, baseFee: baseFee < fee ? baseFee : fee, instructions, source, tx,
+    category,
+    bytes,
+    partStart,
+    partEnd,
+    partViews: parts.map((_, i) => bytes.subarray(partStart[i], partEnd[i])),
+    dv: new DataView(bytes.buffer, bytes.byteOffset, bytes.length),
+    refs: Uint16Array.from(refs),
+    kinds: Uint8Array.from(kinds),
+    maxBytes: bytes.length + refs.length * 88,
+    fee,
+    baseFee: baseFee < fee ? baseFee : fee,
+    instructions,
+    source,
+    tx,
   }
 }
 
 function readLines(path: string): Json[] {
   const buf = readFileSync(path)
   const text = (buf[0] === 0x1f && buf[1] === 0x8b ? gunzipSync(buf) : buf).toString('utf8')
-  return text.split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l))
+  return text
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((l) => JSON.parse(l))
 }
 
 /** Load the template transactions of archive files (default: the real mainnet block and the litesvm sample). */
@@ -355,13 +369,18 @@ export class BlockGenerator {
   private fresh = Buffer.alloc(0)
   private freshDv = new DataView(new ArrayBuffer(0))
 
-  constructor(private readonly templates: TemplateSet, opts: GenOptions) {
+  constructor(
+    private readonly templates: TemplateSet,
+    opts: GenOptions,
+  ) {
     this.seed = (opts.seed ?? 1) >>> 0
     this.rng = new Prng(this.seed ^ 0x5eed)
     this.mean = opts.txsPerBlock ?? 1500
     this.voteShare = opts.voteShare ?? 0.7
     this.votes = templates.byCategory.get('vote') ?? []
-    this.pickers = CATEGORY_WEIGHTS.map(([c, w]) => ({ weight: w, list: templates.byCategory.get(c) ?? [] })).filter((p) => p.list.length > 0)
+    this.pickers = CATEGORY_WEIGHTS.map(([c, w]) => ({ weight: w, list: templates.byCategory.get(c) ?? [] })).filter(
+      (p) => p.list.length > 0,
+    )
     this.totalWeight = this.pickers.reduce((a, p) => a + p.weight, 0)
     if (this.pickers.length === 0) throw new Error('no non-vote templates')
     this.slot = opts.fromSlot ?? 310_000_000
@@ -386,7 +405,16 @@ export class BlockGenerator {
     this.walletsDv = dv(this.wallets)
     this.accountsDv = dv(this.accounts)
     for (const r of this.recent) this.recentDv.push(dv(r))
-    this.stats = { blocks: 0, firstSlot: this.slot, lastSlot: this.slot, txs: 0, votes: 0, instructions: 0, nonVoteInstructions: 0, bytes: 0 }
+    this.stats = {
+      blocks: 0,
+      firstSlot: this.slot,
+      lastSlot: this.slot,
+      txs: 0,
+      votes: 0,
+      instructions: 0,
+      nonVoteInstructions: 0,
+      bytes: 0,
+    }
   }
 
   private blockHash(slot: number): string {
@@ -583,7 +611,8 @@ export class BlockGenerator {
     const leaderIndex = Math.floor(slot / 4) % N_VALIDATORS
     const leader = this.identities.toString('latin1', leaderIndex * ADDRESS_LEN, (leaderIndex + 1) * ADDRESS_LEN)
     const reward = base / 2n + priority
-    const balance = (this.leaderBalance.get(leaderIndex) ?? 1_000_000_000_000n + BigInt(leaderIndex) * 7_919_000_000n) + reward
+    const balance =
+      (this.leaderBalance.get(leaderIndex) ?? 1_000_000_000_000n + BigInt(leaderIndex) * 7_919_000_000n) + reward
     this.leaderBalance.set(leaderIndex, balance)
     const blockTime = BASE_TIME + Math.floor(((slot - BASE_SLOT) * 2) / 5)
     const head =
@@ -646,7 +675,8 @@ export async function writeArchive(out: string, opts: WriteOptions): Promise<Gen
   })
   // output buffers are reused once their line has been consumed (less allocation and GC)
   const free: Buffer[] = []
-  const release = (chunk: Buffer) => () => free.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.buffer.byteLength - chunk.byteOffset))
+  const release = (chunk: Buffer) => () =>
+    free.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.buffer.byteLength - chunk.byteOffset))
   const write = async (chunk: Buffer, owned = true) => {
     const ok = owned ? sink.write(chunk, release(chunk)) : sink.write(chunk)
     if (!ok) await new Promise((r) => sink.once('drain', r))

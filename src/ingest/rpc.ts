@@ -265,7 +265,10 @@ export class RpcClient {
   async getBlockHeader(slot: number, commitment: Commitment, signal?: AbortSignal): Promise<RpcBlock | null> {
     return this.call<RpcBlock | null>(
       'getBlock',
-      [slot, { encoding: 'json', transactionDetails: 'none', rewards: false, maxSupportedTransactionVersion: 0, commitment }],
+      [
+        slot,
+        { encoding: 'json', transactionDetails: 'none', rewards: false, maxSupportedTransactionVersion: 0, commitment },
+      ],
       signal,
     )
   }
@@ -354,9 +357,12 @@ export class RpcSource {
     } catch (e) {
       if (
         e instanceof RpcError &&
-        [RPC_SLOT_SKIPPED, RPC_LONG_TERM_STORAGE_SLOT_SKIPPED, RPC_BLOCK_NOT_AVAILABLE, RPC_BLOCK_STATUS_NOT_AVAILABLE_YET].includes(
-          e.code,
-        )
+        [
+          RPC_SLOT_SKIPPED,
+          RPC_LONG_TERM_STORAGE_SLOT_SKIPPED,
+          RPC_BLOCK_NOT_AVAILABLE,
+          RPC_BLOCK_STATUS_NOT_AVAILABLE_YET,
+        ].includes(e.code)
       ) {
         return null
       }

@@ -257,7 +257,9 @@ class Walker {
       if (typeof k === 'number' && Number.isSafeInteger(k)) {
         lastRan = k
       } else {
-        this.out.warnings.push(`InstructionError of unrecognized shape ${JSON.stringify(err)}: treating every instruction as ran`)
+        this.out.warnings.push(
+          `InstructionError of unrecognized shape ${JSON.stringify(err)}: treating every instruction as ran`,
+        )
       }
       failBeforeInvokeOk = typeof kind === 'string' && FAIL_BEFORE_INVOKE_KINDS.has(kind)
     } else if (err != null && this.nLines === 0 && !input.hasInnerInstructions) {
@@ -403,7 +405,9 @@ class Walker {
     const line = this.line
     if (this.li < this.nLines && line.kind === LINE_INVOKE && line.programId === programId) {
       if (line.depth !== depth) {
-        throw new WalkFailure(`line ${this.li}: invoke [${line.depth}] of ${programId} where depth ${depth} was expected`)
+        throw new WalkFailure(
+          `line ${this.li}: invoke [${line.depth}] of ${programId} where depth ${depth} was expected`,
+        )
       }
       this.advance()
       this.invoke(depth)
@@ -458,7 +462,9 @@ class Walker {
         this.advance()
       } else if (k === LINE_CONSUMED) {
         if (line.programId !== programId) {
-          throw new WalkFailure(`line ${this.li}: consumed line of ${line.programId} inside the frame of ${fmtAddr(addr)} ${programId}`)
+          throw new WalkFailure(
+            `line ${this.li}: consumed line of ${line.programId} inside the frame of ${fmtAddr(addr)} ${programId}`,
+          )
         }
         rec.computeUnitsConsumed = BigInt(line.text)
         this.advance()
@@ -470,7 +476,9 @@ class Walker {
       } else {
         // success / failed: closes this frame
         if (line.programId !== programId) {
-          throw new WalkFailure(`line ${this.li}: result line of ${line.programId} closes the frame of ${fmtAddr(addr)} ${programId}`)
+          throw new WalkFailure(
+            `line ${this.li}: result line of ${line.programId} closes the frame of ${fmtAddr(addr)} ${programId}`,
+          )
         }
         rec.error = k === LINE_FAILED ? line.text : null
         this.advance()

@@ -282,7 +282,11 @@ class TxNormalizer implements WalkInput {
       version,
       accountKeys,
       addressTableLookups: Array.isArray(atl)
-        ? atl.map((l) => ({ accountKey: l.accountKey, writableIndexes: l.writableIndexes, readonlyIndexes: l.readonlyIndexes }))
+        ? atl.map((l) => ({
+            accountKey: l.accountKey,
+            writableIndexes: l.writableIndexes,
+            readonlyIndexes: l.readonlyIndexes,
+          }))
         : [],
       numReadonlySignedAccounts: header.numReadonlySignedAccounts ?? 0,
       numReadonlyUnsignedAccounts: header.numReadonlyUnsignedAccounts ?? 0,
@@ -291,7 +295,8 @@ class TxNormalizer implements WalkInput {
       signatures: Array.isArray(signatures) ? signatures : [],
       err,
       fee: this.safeU64(meta.fee, 'meta.fee'),
-      computeUnitsConsumed: meta.computeUnitsConsumed == null ? 0n : this.safeU64(meta.computeUnitsConsumed, 'meta.computeUnitsConsumed'),
+      computeUnitsConsumed:
+        meta.computeUnitsConsumed == null ? 0n : this.safeU64(meta.computeUnitsConsumed, 'meta.computeUnitsConsumed'),
       loadedAddresses: { writable, readonly },
       feePayer: accountKeys[0] ?? '',
       hasDroppedLogMessages: walk.hasDroppedLogMessages,
@@ -370,7 +375,10 @@ class TxNormalizer implements WalkInput {
   /** A token balance entry usable for the merge; a warning when not. */
   private validTokenBalance(tb: RpcTokenBalance, list: string): boolean {
     const amount = tb?.uiTokenAmount?.amount
-    let ok = typeof tb?.accountIndex === 'number' && typeof tb.mint === 'string' && typeof tb.uiTokenAmount.decimals === 'number'
+    let ok =
+      typeof tb?.accountIndex === 'number' &&
+      typeof tb.mint === 'string' &&
+      typeof tb.uiTokenAmount.decimals === 'number'
     if (ok) {
       try {
         BigInt(amount as string)

@@ -332,7 +332,15 @@ class ChunkRun {
 }
 
 /** Mark the rows of `dst` related to the source rows; returns whether any row was marked. */
-function joinRows(join: JoinKind, src: Table, dst: Table, rows: Int32Array, n: number, bLo: number, sel: Selected): boolean {
+function joinRows(
+  join: JoinKind,
+  src: Table,
+  dst: Table,
+  rows: Int32Array,
+  n: number,
+  bLo: number,
+  sel: Selected,
+): boolean {
   const sOff = src.blockOffsets
   const dOff = dst.blockOffsets
   const sTx = src.column('transactionIndex') as ArrayLike<number>
@@ -429,7 +437,11 @@ interface BoundKind {
  * Stream the query's output blocks (semantics.md §4): ascending, produced blocks only, the first
  * and the last produced block of the covered range always present.
  */
-export async function* executeQuery(store: BlockStore, q: ParsedQuery, opts: ExecuteOptions): AsyncGenerator<OutputBlock> {
+export async function* executeQuery(
+  store: BlockStore,
+  q: ParsedQuery,
+  opts: ExecuteOptions,
+): AsyncGenerator<OutputBlock> {
   const from = q.fromBlock
   const to = q.toBlock !== undefined && q.toBlock < opts.to ? q.toBlock : opts.to
   if (to < from) return

@@ -105,7 +105,10 @@ const HEX = /^0x[0-9a-fA-F]*$/
 function parseStringList(v: unknown, path: string, limits: QueryLimits): string[] {
   if (!Array.isArray(v)) fail(path, 'expected an array of strings')
   if (v.length > limits.maxFilterValues) {
-    fail(path, `${v.length} values, but at most ${limits.maxFilterValues} are allowed per filter (limit maxFilterValues)`)
+    fail(
+      path,
+      `${v.length} values, but at most ${limits.maxFilterValues} are allowed per filter (limit maxFilterValues)`,
+    )
   }
   for (let i = 0; i < v.length; i++) {
     if (typeof v[i] !== 'string') fail(`${path}[${i}]`, 'expected a string')
@@ -204,7 +207,8 @@ export function parseQuery(body: unknown, limits?: Partial<QueryLimits>): Parsed
 
   if (body.type !== undefined) {
     if (typeof body.type !== 'string') fail('.type', 'expected a string')
-    if (body.type !== 'solana') fail('.type', `unsupported dataset type ${JSON.stringify(body.type)}, expected "solana"`)
+    if (body.type !== 'solana')
+      fail('.type', `unsupported dataset type ${JSON.stringify(body.type)}, expected "solana"`)
   }
   if (body.fromBlock === undefined) fail('.fromBlock', 'missing required member')
   const fromBlock = expectBlockNumber(body.fromBlock, '.fromBlock')

@@ -24,7 +24,9 @@ const helpers = {
     return '{"writable":' + list(v.writable) + ',"readonly":' + list(v.readonly) + '}'
   },
   /** `addressTableLookups` (model AddressTableLookup[]), key order of src/model.ts */
-  addressTableLookups(v: readonly { accountKey: string; writableIndexes: readonly number[]; readonlyIndexes: readonly number[] }[]): string {
+  addressTableLookups(
+    v: readonly { accountKey: string; writableIndexes: readonly number[]; readonlyIndexes: readonly number[] }[],
+  ): string {
     if (!Array.isArray(v)) return JSON.stringify(v)
     if (v.length === 0) return '[]'
     let s = '['
@@ -113,7 +115,8 @@ export function compileWriter(fields: readonly SelectedField[], bigintsAsNumbers
       used.add(c)
     }
     const val = valueExpr(f.def, `v${c}`, bigintsAsNumbers)
-    const rendered = f.def.nullable || f.def.type === 'json' ? `(v${c} === null || v${c} === undefined ? 'null' : ${val})` : val
+    const rendered =
+      f.def.nullable || f.def.type === 'json' ? `(v${c} === null || v${c} === undefined ? 'null' : ${val})` : val
     const keyText = JSON.stringify((k === 0 ? '{' : ',') + JSON.stringify(f.key) + ':')
     expr += (k === 0 ? '' : ' + ') + keyText + ' + ' + rendered
   }

@@ -196,7 +196,8 @@ export class HotStore extends EventEmitter {
     return this.locked(async () => {
       this.checkOpen()
       const h = headerOf(block)
-      if (!(h.parentNumber < h.number)) throw new Error(`block ${h.number}: parent number ${h.parentNumber} is not below it`)
+      if (!(h.parentNumber < h.number))
+        throw new Error(`block ${h.number}: parent number ${h.parentNumber} is not below it`)
       const anchor = this.anchorInfo
       if (anchor && h.number <= anchor.number) return { status: 'stale' } as const
       const win = this.window
@@ -221,7 +222,10 @@ export class HotStore extends EventEmitter {
       this.window = [...win.slice(0, parentIdx + 1), { header: h, block }]
       this.emit('change')
       if (removed.length === 0) return { status: 'extended' } as const
-      return { status: 'replaced', removed: removed.map((e) => ({ number: e.header.number, hash: e.header.hash })) } as const
+      return {
+        status: 'replaced',
+        removed: removed.map((e) => ({ number: e.header.number, hash: e.header.hash })),
+      } as const
     })
   }
 
@@ -229,7 +233,8 @@ export class HotStore extends EventEmitter {
   rollbackTo(n: number): Promise<HeadInfo[]> {
     return this.locked(async () => {
       this.checkOpen()
-      if (this.anchorInfo && n < this.anchorInfo.number) throw new Error(`rollback to ${n} is below the finalized block ${this.anchorInfo.number}`)
+      if (this.anchorInfo && n < this.anchorInfo.number)
+        throw new Error(`rollback to ${n} is below the finalized block ${this.anchorInfo.number}`)
       const win = this.window
       const keep = win.filter((e) => e.header.number <= n)
       const removed = win.slice(keep.length)

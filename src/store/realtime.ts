@@ -139,7 +139,8 @@ export class RealtimeStore implements BlockStore {
     const hot: HeadInfo[] = []
     let k = s.hot.length
     while (k > 0 && s.hot[k - 1].header.number >= n) k--
-    for (let i = Math.max(0, k - limit); i < k; i++) hot.push({ number: s.hot[i].header.number, hash: s.hot[i].header.hash })
+    for (let i = Math.max(0, k - limit); i < k; i++)
+      hot.push({ number: s.hot[i].header.number, hash: s.hot[i].header.hash })
     if (hot.length >= limit || !s.coldLast) return hot
     const coldBelow = Math.min(n, s.coldLast.number + 1)
     const cold = await this.cold.chainBefore(coldBelow, limit - hot.length)
@@ -179,7 +180,10 @@ export class RealtimeStore implements BlockStore {
 
 // --- the ingester ------------------------------------------------------------------------------
 
-export type NormalizeFn = (line: { slot: number; block: RpcBlock }) => { block: Block; warnings: NormalizationWarning[] }
+export type NormalizeFn = (line: { slot: number; block: RpcBlock }) => {
+  block: Block
+  warnings: NormalizationWarning[]
+}
 
 export interface RealtimeLogger {
   info(msg: string): void
@@ -403,7 +407,9 @@ export class RealtimeIngester {
     for (;;) {
       if (this.hot.contains(n, h)) return n
       if (n <= floor) {
-        throw new Error(`the node's chain diverges at or below the finalized block ${floor} (slot ${n} ${h}): not applied`)
+        throw new Error(
+          `the node's chain diverges at or below the finalized block ${floor} (slot ${n} ${h}): not applied`,
+        )
       }
       if (first === undefined || n < first) {
         // nothing finalized yet and the divergence is below the window: replace the whole window
@@ -480,7 +486,10 @@ export class RealtimeIngester {
     if (removed.length) {
       this.stats.forks++
       this.stats.replaced += removed.length
-      throw new Restart(nodeHead + 1, `the node's chain ends at ${nodeHead}: dropped ${removed.length} orphaned block(s)`)
+      throw new Restart(
+        nodeHead + 1,
+        `the node's chain ends at ${nodeHead}: dropped ${removed.length} orphaned block(s)`,
+      )
     }
   }
 }
@@ -541,7 +550,8 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
   }
   const hot = await HotStore.open({ path: join(opts.dataDir, 'hot'), coldLast: cold.lastBlock(), noSync: opts.noSync })
   const log = opts.logger ?? consoleLogger
-  if (hot.droppedOnOpen.length) log.info(`hot store: dropped ${hot.droppedOnOpen.length} block(s) already in the cold store`)
+  if (hot.droppedOnOpen.length)
+    log.info(`hot store: dropped ${hot.droppedOnOpen.length} block(s) already in the cold store`)
   if (hot.coldBehind) {
     log.warn(
       `the cold store ends at ${hot.coldBehind.coldLast?.number ?? 'nothing'} but blocks up to ${hot.coldBehind.anchor.number} were finalized into it earlier (not durable?): the cold store has a gap`,
@@ -634,4 +644,3 @@ export async function createDemoDataset(
     },
   }
 }
-

@@ -76,7 +76,8 @@ function randomInstructionRequest(r: Rng, P: Pools): Q {
       if (bytes > 8) v = v + 'cd'.repeat(bytes - 8)
       list.push(hexCase(r, v))
     }
-    if (n === 0 && r.chance(0.5)) list.push(hexCase(r, r.pick(P.discriminators).slice(0, 2 + 2 * Math.min(fixed >= 0 ? fixed : 4, 8))))
+    if (n === 0 && r.chance(0.5))
+      list.push(hexCase(r, r.pick(P.discriminators).slice(0, 2 + 2 * Math.min(fixed >= 0 ? fixed : 4, 8))))
     q[d] = list
   }
   for (let i = 0; i < 16; i++) if (r.chance(0.04)) q[`a${i}`] = values(r, P.accounts)
@@ -198,7 +199,11 @@ export function runNaive(blocks: Block[], c: RunCase) {
   return naiveQuery(blocks, c.body, { to: c.to, bigintsAsNumbers: c.bigintsAsNumbers, stopAfter })
 }
 
-function describeDiff(c: RunCase, got: { number: number; line: string }[], exp: { number: number; line: string }[]): string {
+function describeDiff(
+  c: RunCase,
+  got: { number: number; line: string }[],
+  exp: { number: number; line: string }[],
+): string {
   for (let i = 0; i < Math.max(got.length, exp.length); i++) {
     if (got[i]?.line !== exp[i]?.line || got[i]?.number !== exp[i]?.number) {
       return `query ${JSON.stringify(c)}\nline ${i}:\n engine: ${got[i]?.line}\n  naive: ${exp[i]?.line}`
@@ -254,7 +259,11 @@ export function runConformance(name: string, makeStore: (blocks: Block[]) => Pro
       const last = blocks[blocks.length - 1].header.number
       for (const { body } of benchQueries()) {
         for (const bigintsAsNumbers of [false, true]) {
-          await assertSame(store, blocks, { body: { ...body, fromBlock: blocks[3].header.number }, to: last, bigintsAsNumbers })
+          await assertSame(store, blocks, {
+            body: { ...body, fromBlock: blocks[3].header.number },
+            to: last,
+            bigintsAsNumbers,
+          })
         }
       }
     }
@@ -279,7 +288,10 @@ export function runConformance(name: string, makeStore: (blocks: Block[]) => Pro
       res.lines.map((l) => l.line),
       [nums[5], nums[40]].map((n, i) => `{"header":{"number":${n},"hash":"${blocks[i === 0 ? 5 : 40].header.hash}"}}`),
     )
-    assert.deepEqual(res.lines.map((l) => l.empty), [true, true])
+    assert.deepEqual(
+      res.lines.map((l) => l.empty),
+      [true, true],
+    )
     // no fields at all: the header renders as {}
     const bare = await runEngine(store, { body: { fromBlock: nums[2] }, to: nums[9], bigintsAsNumbers: false })
     assert.deepEqual(
@@ -291,10 +303,20 @@ export function runConformance(name: string, makeStore: (blocks: Block[]) => Pro
     )
     // a single-block range yields that block once
     const one = await runEngine(store, { body: { fromBlock: nums[7] }, to: nums[7], bigintsAsNumbers: false })
-    assert.deepEqual(one.lines.map((l) => l.number), [nums[7]])
+    assert.deepEqual(
+      one.lines.map((l) => l.number),
+      [nums[7]],
+    )
     // includeAllBlocks: every produced block, none marked empty
-    const all = await runEngine(store, { body: { fromBlock: nums[0], includeAllBlocks: true }, to: nums[20], bigintsAsNumbers: false })
-    assert.deepEqual(all.lines.map((l) => l.number), nums.slice(0, 21))
+    const all = await runEngine(store, {
+      body: { fromBlock: nums[0], includeAllBlocks: true },
+      to: nums[20],
+      bigintsAsNumbers: false,
+    })
+    assert.deepEqual(
+      all.lines.map((l) => l.number),
+      nums.slice(0, 21),
+    )
     assert.ok(all.lines.every((l) => !l.empty))
   })
 
@@ -310,7 +332,11 @@ export function runConformance(name: string, makeStore: (blocks: Block[]) => Pro
       bigintsAsNumbers: false,
     })
     assert.equal(res.lines.length, 0)
-    const above = await runEngine(store, { body: { fromBlock: nums[nums.length - 1] + 1 }, to: nums[nums.length - 1] + 100, bigintsAsNumbers: false })
+    const above = await runEngine(store, {
+      body: { fromBlock: nums[nums.length - 1] + 1 },
+      to: nums[nums.length - 1] + 100,
+      bigintsAsNumbers: false,
+    })
     assert.equal(above.lines.length, 0)
   })
 
@@ -320,9 +346,18 @@ export function runConformance(name: string, makeStore: (blocks: Block[]) => Pro
     const nums = blocks.map((b) => b.header.number)
     const body = { fromBlock: nums[0], fields: { block: { number: true } } }
     for (const k of [1, 2, 13, 30, nums.length]) {
-      const res = await runEngine(store, { body, to: nums[nums.length - 1], bigintsAsNumbers: false, stopAfterCount: k })
+      const res = await runEngine(store, {
+        body,
+        to: nums[nums.length - 1],
+        bigintsAsNumbers: false,
+        stopAfterCount: k,
+      })
       const expected = k === 1 ? [nums[0]] : [nums[0], nums[k - 1]]
-      assert.deepEqual(res.lines.map((l) => l.number), expected, `stop after ${k}`)
+      assert.deepEqual(
+        res.lines.map((l) => l.number),
+        expected,
+        `stop after ${k}`,
+      )
       assert.equal(res.stopCalls, k, 'shouldStop is checked once per produced block, and not after stopping')
     }
   })

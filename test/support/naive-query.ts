@@ -120,12 +120,32 @@ export function naiveQuery(allBlocks: Block[], query: Q, opts: NaiveOptions): Na
         ins.add(i)
         const ti = i.transactionIndex
         if (rq.transaction) add(txs, txOf(ti))
-        if (rq.transactionBalances) add(bals, block.balances.filter((b) => b.transactionIndex === ti))
-        if (rq.transactionTokenBalances) add(toks, block.tokenBalances.filter((b) => b.transactionIndex === ti))
+        if (rq.transactionBalances)
+          add(
+            bals,
+            block.balances.filter((b) => b.transactionIndex === ti),
+          )
+        if (rq.transactionTokenBalances)
+          add(
+            toks,
+            block.tokenBalances.filter((b) => b.transactionIndex === ti),
+          )
         if (rq.transactionInstructions) add(ins, insOf(ti))
-        if (rq.innerInstructions) add(ins, insOf(ti).filter((x) => isPrefixOf(i.instructionAddress, x.instructionAddress)))
-        if (rq.parentInstructions) add(ins, insOf(ti).filter((x) => isPrefixOf(x.instructionAddress, i.instructionAddress)))
-        if (rq.logs) add(logs, block.logs.filter((l) => l.transactionIndex === ti && addrEq(l.instructionAddress, i.instructionAddress)))
+        if (rq.innerInstructions)
+          add(
+            ins,
+            insOf(ti).filter((x) => isPrefixOf(i.instructionAddress, x.instructionAddress)),
+          )
+        if (rq.parentInstructions)
+          add(
+            ins,
+            insOf(ti).filter((x) => isPrefixOf(x.instructionAddress, i.instructionAddress)),
+          )
+        if (rq.logs)
+          add(
+            logs,
+            block.logs.filter((l) => l.transactionIndex === ti && addrEq(l.instructionAddress, i.instructionAddress)),
+          )
       }
     }
     for (const rq of (query.transactions ?? []) as Q[]) {
@@ -134,9 +154,21 @@ export function naiveQuery(allBlocks: Block[], query: Q, opts: NaiveOptions): Na
         txs.add(t)
         const ti = t.transactionIndex
         if (rq.instructions) add(ins, insOf(ti))
-        if (rq.balances) add(bals, block.balances.filter((b) => b.transactionIndex === ti))
-        if (rq.tokenBalances) add(toks, block.tokenBalances.filter((b) => b.transactionIndex === ti))
-        if (rq.logs) add(logs, block.logs.filter((l) => l.transactionIndex === ti))
+        if (rq.balances)
+          add(
+            bals,
+            block.balances.filter((b) => b.transactionIndex === ti),
+          )
+        if (rq.tokenBalances)
+          add(
+            toks,
+            block.tokenBalances.filter((b) => b.transactionIndex === ti),
+          )
+        if (rq.logs)
+          add(
+            logs,
+            block.logs.filter((l) => l.transactionIndex === ti),
+          )
       }
     }
     for (const rq of (query.logs ?? []) as Q[]) {
@@ -144,7 +176,10 @@ export function naiveQuery(allBlocks: Block[], query: Q, opts: NaiveOptions): Na
         if (!matchLog(l, rq)) continue
         logs.add(l)
         if (rq.instruction) {
-          add(ins, insOf(l.transactionIndex).filter((x) => addrEq(x.instructionAddress, l.instructionAddress)))
+          add(
+            ins,
+            insOf(l.transactionIndex).filter((x) => addrEq(x.instructionAddress, l.instructionAddress)),
+          )
         }
         if (rq.transaction) add(txs, txOf(l.transactionIndex))
       }
@@ -165,12 +200,21 @@ export function naiveQuery(allBlocks: Block[], query: Q, opts: NaiveOptions): Na
         const ti = b.transactionIndex
         if (rq.transaction) add(txs, txOf(ti))
         if (rq.transactionInstructions) add(ins, insOf(ti))
-        if (rq.transactionBalances) add(bals, block.balances.filter((x) => x.transactionIndex === ti))
-        if (rq.transactionTokenBalances) add(toks, block.tokenBalances.filter((x) => x.transactionIndex === ti))
+        if (rq.transactionBalances)
+          add(
+            bals,
+            block.balances.filter((x) => x.transactionIndex === ti),
+          )
+        if (rq.transactionTokenBalances)
+          add(
+            toks,
+            block.tokenBalances.filter((x) => x.transactionIndex === ti),
+          )
       }
     }
     for (const rq of (query.rewards ?? []) as Q[]) {
-      for (const w of block.rewards) if (matchFields(w as unknown as Record<string, unknown>, rq, ['pubkey'])) rews.add(w)
+      for (const w of block.rewards)
+        if (matchFields(w as unknown as Record<string, unknown>, rq, ['pubkey'])) rews.add(w)
     }
 
     const obj: Record<string, unknown> = { header: record('block', block.header as any, F.block) }
@@ -193,7 +237,9 @@ export function naiveQuery(allBlocks: Block[], query: Q, opts: NaiveOptions): Na
     const isFirst = bi === 0
     const isLast = bi === blocks.length - 1
     if (!any && !query.includeAllBlocks && !isFirst && !isLast) return
-    let line = JSON.stringify(obj, (_k, v) => (typeof v === 'bigint' ? (opts.bigintsAsNumbers ? BIG + v : v.toString()) : v))
+    let line = JSON.stringify(obj, (_k, v) =>
+      typeof v === 'bigint' ? (opts.bigintsAsNumbers ? BIG + v : v.toString()) : v,
+    )
     if (opts.bigintsAsNumbers) line = line.replace(new RegExp(`"${BIG}(-?[0-9]+)"`, 'g'), '$1')
     out.push({ number: block.header.number, hash: block.header.hash, line })
   })

@@ -169,7 +169,19 @@ export function randomBlocks(seed: number, opts: GenOptions): Block[] {
       })
     }
     rewards.sort((a, b) =>
-      a.pubkey < b.pubkey ? -1 : a.pubkey > b.pubkey ? 1 : a.rewardType === b.rewardType ? 0 : a.rewardType === null ? -1 : b.rewardType === null ? 1 : a.rewardType < b.rewardType ? -1 : 1,
+      a.pubkey < b.pubkey
+        ? -1
+        : a.pubkey > b.pubkey
+          ? 1
+          : a.rewardType === b.rewardType
+            ? 0
+            : a.rewardType === null
+              ? -1
+              : b.rewardType === null
+                ? 1
+                : a.rewardType < b.rewardType
+                  ? -1
+                  : 1,
     )
     block.rewards = rewards
     blocks.push(block)
@@ -207,7 +219,9 @@ function genTransaction(r: Rng, P: Pools, block: Block, txIndex: number): void {
     numRequiredSignatures: r.int(1, 2),
     recentBlockhash: r.base58(44),
     signatures: Array.from({ length: r.int(1, 2) }, () => r.base58(r.int(86, 88))),
-    err: failed ? { InstructionError: [r.int(0, 3), r.chance(0.5) ? { Custom: r.int(0, 7000) } : 'InvalidAccountData'] } : null,
+    err: failed
+      ? { InstructionError: [r.int(0, 3), r.chance(0.5) ? { Custom: r.int(0, 7000) } : 'InvalidAccountData'] }
+      : null,
     fee: r.chance(0.9) ? BigInt(5000 * r.int(1, 3)) : r.bigU64(),
     computeUnitsConsumed: r.bigU64(),
     loadedAddresses: loaded,
@@ -263,7 +277,14 @@ function genTransaction(r: Rng, P: Pools, block: Block, txIndex: number): void {
     }
     if (r.chance(0.3)) {
       logIndex += 1
-      block.logs.push({ transactionIndex: txIndex, logIndex, instructionAddress: address, programId, kind: 'other', message: `Program ${programId} success` })
+      block.logs.push({
+        transactionIndex: txIndex,
+        logIndex,
+        instructionAddress: address,
+        programId,
+        kind: 'other',
+        message: `Program ${programId} success`,
+      })
     }
   }
   const top = r.int(0, 4)

@@ -40,7 +40,10 @@ export function register(program: Command): void {
     .description('run a fake Solana JSON-RPC node (real recorded blocks, re-slotted) for tests and demos')
     .option('--port <port>', 'port to listen on', '8899')
     .option('--host <host>', 'address to listen on', '127.0.0.1')
-    .option('--template <file...>', 'archive files with template blocks (default: data/mainnet/blocks/254170887.jsonl.gz)')
+    .option(
+      '--template <file...>',
+      'archive files with template blocks (default: data/mainnet/blocks/254170887.jsonl.gz)',
+    )
     .option('--tx-per-block <n>', 'transactions per block, a rotating window of the template (default: all)')
     .option('--start-slot <slot>', 'slot of the first block', '300000000')
     .option('--initial-blocks <n>', 'blocks produced at start', '1')

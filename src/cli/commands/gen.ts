@@ -26,35 +26,46 @@ export function register(program: Command): void {
     .option('--vote-share <f>', 'share of vote transactions (default 0.7)')
     .option('--gzip-level <l>', 'gzip level 0-9 (default 1; 0 = stored, fastest)')
     .option('--gzip-threads <n>', 'compress on n threads, one gzip member per block (default 1: one stream)')
-    .action(async (o: { blocks: string; out: string; seed?: string; fromSlot?: string; txsPerBlock?: string; voteShare?: string; gzipLevel?: string; gzipThreads?: string }) => {
-      const voteShare = o.voteShare === undefined ? 0.7 : Number(o.voteShare)
-      if (!(voteShare >= 0 && voteShare <= 1)) throw new Error(`--vote-share must be in [0, 1], got ${o.voteShare}`)
-      const gzipLevel = int('gzip-level', o.gzipLevel, 1, 0)
-      if (gzipLevel > 9) throw new Error('--gzip-level must be 0..9')
-      const t0 = performance.now()
-      const templates = loadTemplates()
-      const t1 = performance.now()
-      const cpu0 = process.cpuUsage()
-      const stats = await writeArchive(o.out, {
-        blocks: int('blocks', o.blocks, 0, 1),
-        seed: int('seed', o.seed, 1, 0),
-        fromSlot: int('from-slot', o.fromSlot, 310_000_000, 1),
-        txsPerBlock: int('txs-per-block', o.txsPerBlock, 1500, 1),
-        voteShare,
-        gzipLevel,
-        gzipThreads: int('gzip-threads', o.gzipThreads, 1, 1),
-        templates,
-      })
-      const s = (performance.now() - t1) / 1000
-      const cpu = process.cpuUsage(cpu0)
-      const cpuS = (cpu.user + cpu.system) / 1e6 // this process, gzip threads included
-      const b = stats.blocks
-      process.stderr.write(
-        `templates: ${templates.all.length} loaded in ${((t1 - t0) / 1000).toFixed(2)} s\n` +
-          `wrote ${o.out}: ${b} blocks, slots ${stats.firstSlot}..${stats.lastSlot}, in ${s.toFixed(2)} s (${(b / s).toFixed(1)} blocks/s; CPU ${cpuS.toFixed(2)} s, ${(b / cpuS).toFixed(1)} blocks per CPU-second)\n` +
-          `per block: ${(stats.txs / b).toFixed(0)} transactions (${(stats.votes / b).toFixed(0)} votes), ` +
-          `${(stats.instructions / b).toFixed(0)} instructions (${(stats.nonVoteInstructions / b).toFixed(0)} outside votes), ` +
-          `${(stats.bytes / b / 1e6).toFixed(2)} MB of JSON\n`,
-      )
-    })
+    .action(
+      async (o: {
+        blocks: string
+        out: string
+        seed?: string
+        fromSlot?: string
+        txsPerBlock?: string
+        voteShare?: string
+        gzipLevel?: string
+        gzipThreads?: string
+      }) => {
+        const voteShare = o.voteShare === undefined ? 0.7 : Number(o.voteShare)
+        if (!(voteShare >= 0 && voteShare <= 1)) throw new Error(`--vote-share must be in [0, 1], got ${o.voteShare}`)
+        const gzipLevel = int('gzip-level', o.gzipLevel, 1, 0)
+        if (gzipLevel > 9) throw new Error('--gzip-level must be 0..9')
+        const t0 = performance.now()
+        const templates = loadTemplates()
+        const t1 = performance.now()
+        const cpu0 = process.cpuUsage()
+        const stats = await writeArchive(o.out, {
+          blocks: int('blocks', o.blocks, 0, 1),
+          seed: int('seed', o.seed, 1, 0),
+          fromSlot: int('from-slot', o.fromSlot, 310_000_000, 1),
+          txsPerBlock: int('txs-per-block', o.txsPerBlock, 1500, 1),
+          voteShare,
+          gzipLevel,
+          gzipThreads: int('gzip-threads', o.gzipThreads, 1, 1),
+          templates,
+        })
+        const s = (performance.now() - t1) / 1000
+        const cpu = process.cpuUsage(cpu0)
+        const cpuS = (cpu.user + cpu.system) / 1e6 // this process, gzip threads included
+        const b = stats.blocks
+        process.stderr.write(
+          `templates: ${templates.all.length} loaded in ${((t1 - t0) / 1000).toFixed(2)} s\n` +
+            `wrote ${o.out}: ${b} blocks, slots ${stats.firstSlot}..${stats.lastSlot}, in ${s.toFixed(2)} s (${(b / s).toFixed(1)} blocks/s; CPU ${cpuS.toFixed(2)} s, ${(b / cpuS).toFixed(1)} blocks per CPU-second)\n` +
+            `per block: ${(stats.txs / b).toFixed(0)} transactions (${(stats.votes / b).toFixed(0)} votes), ` +
+            `${(stats.instructions / b).toFixed(0)} instructions (${(stats.nonVoteInstructions / b).toFixed(0)} outside votes), ` +
+            `${(stats.bytes / b / 1e6).toFixed(2)} MB of JSON\n`,
+        )
+      },
+    )
 }

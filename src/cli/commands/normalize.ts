@@ -33,7 +33,11 @@ function formatWarning(w: NormalizationWarning): string {
  * The archive lines of one FILE argument: an archive (by name, or a directory), else a JSON file
  * holding either one archive line object or a bare getBlock result.
  */
-async function* linesOf(file: string, opts: NormalizeCliOptions, warn: (m: string) => void): AsyncIterable<ArchiveLine> {
+async function* linesOf(
+  file: string,
+  opts: NormalizeCliOptions,
+  warn: (m: string) => void,
+): AsyncIterable<ArchiveLine> {
   const st = await stat(file)
   if (st.isDirectory() || isArchiveFileName(file)) {
     yield* readArchive(file)
@@ -65,7 +69,8 @@ async function* linesOf(file: string, opts: NormalizeCliOptions, warn: (m: strin
   let slot: number
   if (opts.slot !== undefined) {
     slot = Number(opts.slot)
-    if (!Number.isSafeInteger(slot) || slot < 0) throw new Error(`--slot must be a non-negative integer, got '${opts.slot}'`)
+    if (!Number.isSafeInteger(slot) || slot < 0)
+      throw new Error(`--slot must be a non-negative integer, got '${opts.slot}'`)
   } else if (typeof block.parentSlot === 'number') {
     slot = block.parentSlot + 1
     warn(`${file}: no slot in a bare getBlock result; assuming parentSlot+1 = ${slot} (use --slot)`)

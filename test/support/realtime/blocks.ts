@@ -4,7 +4,14 @@ import type { HeadInfo } from '../../../src/store/chunk.ts'
 
 export function mkBlock(number: number, hash: string, parent: HeadInfo): Block {
   return {
-    header: { number, hash, parentNumber: parent.number, parentHash: parent.hash, height: number - 1000, timestamp: 1_700_000_000 + number },
+    header: {
+      number,
+      hash,
+      parentNumber: parent.number,
+      parentHash: parent.hash,
+      height: number - 1000,
+      timestamp: 1_700_000_000 + number,
+    },
     transactions: [
       {
         transactionIndex: 3,
@@ -42,7 +49,16 @@ export function mkBlock(number: number, hash: string, parent: HeadInfo): Block {
         hasDroppedLogMessages: false,
       },
     ],
-    logs: [{ transactionIndex: 3, logIndex: 2, instructionAddress: [0, 1], programId: 'Prog', kind: 'log', message: 'hello ' + hash }],
+    logs: [
+      {
+        transactionIndex: 3,
+        logIndex: 2,
+        instructionAddress: [0, 1],
+        programId: 'Prog',
+        kind: 'log',
+        message: 'hello ' + hash,
+      },
+    ],
     balances: [{ transactionIndex: 3, account: 'Acc2', pre: 2n ** 63n, post: 1n }],
     tokenBalances: [
       {
@@ -60,7 +76,9 @@ export function mkBlock(number: number, hash: string, parent: HeadInfo): Block {
         postAmount: 18446744073709551615n,
       },
     ],
-    rewards: [{ pubkey: 'Val', lamports: -9223372036854775808n, postBalance: 123n, rewardType: null, commission: null }],
+    rewards: [
+      { pubkey: 'Val', lamports: -9223372036854775808n, postBalance: 123n, rewardType: null, commission: null },
+    ],
   }
 }
 
@@ -68,7 +86,12 @@ export function mkBlock(number: number, hash: string, parent: HeadInfo): Block {
  * `count` linked blocks on branch `branch` above `parent`; slots advance by 1, or by 2 where
  * `skip(slot)` says the slot is skipped.
  */
-export function mkChain(parent: HeadInfo, count: number, branch = 'a', skip: (slot: number) => boolean = () => false): Block[] {
+export function mkChain(
+  parent: HeadInfo,
+  count: number,
+  branch = 'a',
+  skip: (slot: number) => boolean = () => false,
+): Block[] {
   const out: Block[] = []
   let p = parent
   let slot = parent.number + 1

@@ -30,7 +30,11 @@ const ds = await createRealtimeDataset({
   rpc: { minBackoffMs: 1, maxBackoffMs: 20, maxRetries: 1000 },
   logger: silentLogger,
 })
-const report = () => process.stdout.write(JSON.stringify({ head: ds.store.head(), fin: ds.store.finalizedHead(), dropped: ds.hot.droppedOnOpen.length }) + '\n')
+const report = () =>
+  process.stdout.write(
+    JSON.stringify({ head: ds.store.head(), fin: ds.store.finalizedHead(), dropped: ds.hot.droppedOnOpen.length }) +
+      '\n',
+  )
 ds.store.onChange(report)
 ds.start()
 report()
