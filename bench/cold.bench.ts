@@ -18,6 +18,15 @@ import { RECORD_KINDS } from '../src/model.ts'
 import { DiskColdStore, estimateBlockBytes } from '../src/store/cold.ts'
 import { readFooter } from '../src/store/cold/chunk-file.ts'
 import { base58Encode } from '../src/util/base58.ts'
+import { readdirSync, readFileSync } from 'node:fs'
+import { runImport } from '../src/cli/commands/import.ts'
+import { loadTemplates, writeArchive as writeGenArchive } from '../src/ingest/generate.ts'
+import { executeQuery } from '../src/query/execute.ts'
+import { parseQuery } from '../src/query/parse.ts'
+import { readChunkBlocks } from '../src/store/cold/chunk-file.ts'
+import { coldDir, openDatasetDir } from '../src/store/dataset-dir.ts'
+import { StaticStore } from '../src/store/static.ts'
+import type { BlockStore } from '../src/store/types.ts'
 import { makeAddressPool, rng } from '../test/support/cold/gen.ts'
 
 const N = Number(process.env.COLD_BENCH_BLOCKS ?? 1000)
@@ -176,6 +185,70 @@ function dirBytes(dir: string, store: DiskColdStore): number {
 }
 
 const fmt = (x: number, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d })
+
+const GEN_BLOCKS = Number(process.env.COLD_BENCH_GEN_BLOCKS ?? 200)
+const QUERIES = '/work/shared/bench/queries'
+
+async function queryMs(store: BlockStore, body: Record<string, unknown>, from: number, to: number): Promise<{ ms: number; blocks: number; bytes: number }> {
+  const q = parseQuery({ ...body, fromBlock: from, toBlock: to })
+  const t = performance.now()
+  let blocks = 0
+  let bytes = 0
+  for await (const b of executeQuery(store, q, { to, finalizedOnly: true })) {
+    blocks++
+    bytes += b.line.length
+  }
+  return { ms: performance.now() - t, blocks, bytes }
+}
+
+/** `solportal gen` blocks → `solportal import` → the reference's bench queries over the dataset directory */
+async function endToEnd(work: string): Promise<string> {
+  const archive = join(work, 'gen.jsonl.gz')
+  const stats = await writeGenArchive(archive, { blocks: GEN_BLOCKS, seed: 1, templates: loadTemplates() })
+  const dir = join(work, 'gen-ds')
+  const t = performance.now()
+  const r = await runImport(dir, [archive], { progress: 'none' })
+  const importS = (performance.now() - t) / 1000
+  const s0 = await DiskColdStore.open(coldDir(dir), { readOnly: true })
+  const bytes = s0.entries.reduce((a, e) => a + e.bytes, 0)
+  const blocks = s0.entries.flatMap((e) => readChunkBlocks(join(coldDir(dir), 'chunks', e.file)))
+  await s0.close()
+  const ix = blocks.reduce((a, b) => a + b.instructions.length, 0)
+  const tx = blocks.reduce((a, b) => a + b.transactions.length, 0)
+  const mem = new StaticStore(blocks, 64)
+  const from = blocks[0].header.number
+  const to = blocks[blocks.length - 1].header.number
+  const rows: string[] = []
+  let names: string[] = []
+  try {
+    names = readdirSync(QUERIES).filter((f) => f.endsWith('.json')).sort()
+  } catch {
+    /* no shared bench queries here */
+  }
+  for (const f of names) {
+    const body = JSON.parse(readFileSync(join(QUERIES, f), 'utf8')) as Record<string, unknown>
+    const cold = await openDatasetDir(dir) // fresh: empty decode cache
+    const c1 = await queryMs(cold, body, from, to)
+    const c2 = await queryMs(cold, body, from, to) // decoded columns cached
+    await cold.close()
+    await queryMs(mem, body, from, to) // build the in-memory chunks once
+    const m = await queryMs(mem, body, from, to)
+    const bps = (x: { ms: number }) => fmt((blocks.length / x.ms) * 1000)
+    rows.push(`| ${f.replace('.json', '')} | ${fmt(c1.ms)} ms (${bps(c1)}) | ${fmt(c2.ms)} ms (${bps(c2)}) | ${fmt(m.ms)} ms (${bps(m)}) | ${c1.blocks} | ${fmt(c1.bytes / 1e6, 1)} MB |`)
+  }
+  return [
+    `### End to end: \`solportal gen\` → \`solportal import\` → queries`,
+    '',
+    `${fmt(GEN_BLOCKS)} generated mainnet-shaped blocks (${fmt(stats.txs / stats.blocks)} transactions per block, ${fmt(stats.votes / stats.blocks)} of them votes, dropped; stored per block: ${fmt(tx / blocks.length)} transactions, ${fmt(ix / blocks.length)} instructions).`,
+    `Import (read gzip, parse, normalize, encode, write with fsync): ${fmt(r.imported / importS, 1)} blocks/s, ${fmt(stats.bytes / 1e6 / importS, 1)} MB/s of archive JSON; ${fmt(bytes / blocks.length)} bytes per block on disk (${fmt(bytes / stats.bytes * 100, 1)}% of the JSON).`,
+    '',
+    'The reference\'s five bench queries over the whole range, as time (blocks/s):',
+    '',
+    '| query | cold store, cold decode cache | cold store, warm cache | same blocks in memory (StaticStore) | blocks out | JSON out |',
+    '|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n')
+}
 
 export async function run(): Promise<string> {
   const work = mkdtempSync(join(tmpdir(), 'solportal-cold-bench-'))
@@ -374,7 +447,8 @@ export async function run(): Promise<string> {
       `Bloom filters (10 bits/key, 7 probes) are ${fmt((perKind.get('blooms')! / bytes) * 100, 1)}% of the store. \`mayContain\` for 10 absent accounts on 4 fields of every chunk: ${fmt(prune.ms, 1)} ms for ${prune.value.probes} probes (${fmt((prune.ms / prune.value.probes) * 1000)} µs each, prune section read included), ${prune.value.maybe} false "maybe".`,
       `The exact alternative (decode the chunk's instruction.accounts dictionary column) costs ${fmt(dictAlt.ms)} ms for the same chunks of one field.`,
     ]
-    return lines.join('\n')
+    await con.run('SELECT 1')
+    return lines.join('\n') + '\n\n' + (await endToEnd(work))
   } finally {
     rmSync(work, { recursive: true, force: true })
   }

@@ -1,11 +1,13 @@
 /**
  * A split-free classic Bloom filter over strings, for chunk pruning (`Chunk.mayContain`).
  *
- * m bits (a power of two, at least 64), k probes by double hashing of two 32-bit FNV-1a/murmur-mix
- * hashes of the string's UTF-16 code units. ~10 bits per distinct value and k = 7 give ~1% false
+ * m bits (a power of two, at least 64), k probes by double hashing: a 32-bit FNV-1a hash of the
+ * string's UTF-16 code units and a second hash mixed from it. ~10 bits per distinct value and k = 7 give ~1% false
  * positives; never a false negative.
  */
 
+/** identifies the hashing below; stored with the filters so a change never yields false negatives */
+export const BLOOM_SCHEME = 1
 export const BITS_PER_KEY = 10
 export const PROBES = 7
 
@@ -18,15 +20,12 @@ function hash1(s: string): number {
   return h >>> 0
 }
 
-function hash2(s: string): number {
-  let h = 0x9747b28c ^ s.length
-  for (let i = 0; i < s.length; i++) {
-    h = Math.imul(h ^ s.charCodeAt(i), 0x5bd1e995)
-    h ^= h >>> 15
-  }
+/** second hash derived from the first (murmur3 finalizer), odd so the probe sequence covers the table */
+function hash2(h: number): number {
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b)
   h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35)
   h ^= h >>> 16
-  return (h | 1) >>> 0 // odd, so the probe sequence covers the table
+  return (h | 1) >>> 0
 }
 
 export function bloomBits(n: number): number {
@@ -42,7 +41,7 @@ export function buildBloom(values: Iterable<string>, n: number): Uint8Array {
   const mask = m - 1
   for (const v of values) {
     const a = hash1(v)
-    const b = hash2(v)
+    const b = hash2(a)
     for (let i = 0; i < PROBES; i++) {
       const bit = (a + Math.imul(i, b)) & mask
       bits[bit >>> 3] |= 1 << (bit & 7)
@@ -54,7 +53,7 @@ export function buildBloom(values: Iterable<string>, n: number): Uint8Array {
 export function bloomHas(bits: Uint8Array, v: string): boolean {
   const mask = bits.length * 8 - 1
   const a = hash1(v)
-  const b = hash2(v)
+  const b = hash2(a)
   for (let i = 0; i < PROBES; i++) {
     const bit = (a + Math.imul(i, b)) & mask
     if ((bits[bit >>> 3] & (1 << (bit & 7))) === 0) return false

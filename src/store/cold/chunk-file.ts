@@ -20,7 +20,7 @@ import { crc32, deflateRawSync, inflateRawSync } from 'node:zlib'
 import { HEADER_FIELDS, columnsOf, type FieldDef } from '../../catalogue.ts'
 import type { Block, BlockHeader, RecordKind } from '../../model.ts'
 import { RECORD_KINDS } from '../../model.ts'
-import { bloomHas, buildBloom } from './bloom.ts'
+import { BLOOM_SCHEME, bloomHas, buildBloom } from './bloom.ts'
 import { decodeColumn, encodeColumn, type Decoded, type Enc, type Encoded } from './encode.ts'
 
 export const MAGIC = Buffer.from('SPCOLD01', 'latin1')
@@ -73,8 +73,11 @@ export interface Footer {
   blockCount: number
   header: TableMeta
   kinds: Record<RecordKind, TableMeta>
-  /** prune section: offset, length, crc; per "kind.field": [offset in section, byte length] */
-  prune: { o: number; l: number; c: number; f: Record<string, [number, number]> }
+  /**
+   * prune section: offset, length, crc, hash scheme (BLOOM_SCHEME; filters of another scheme are
+   * ignored, never trusted); per "kind.field": [offset in section, byte length]
+   */
+  prune: { o: number; l: number; c: number; h?: number; f: Record<string, [number, number]> }
 }
 
 export interface WriteOptions {
@@ -91,6 +94,18 @@ export interface WrittenChunk {
 const pad8 = (n: number) => (n + 7) & ~7
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve))
 const ZERO = new Uint8Array(8)
+
+const ACCESSORS = new Map<string, (r: Record<string, unknown>) => unknown>()
+/** a property getter with the name as a constant (a fast named load instead of a keyed one) */
+function accessor(name: string): (r: Record<string, unknown>) => unknown {
+  let f = ACCESSORS.get(name)
+  if (!f) {
+    if (!/^[A-Za-z_$][\w$]*$/.test(name)) f = (r) => r[name]
+    else f = new Function('r', `return r.${name}`) as (r: Record<string, unknown>) => unknown
+    ACCESSORS.set(name, f)
+  }
+  return f
+}
 
 /** All values of a loadedAddresses JSON value that are addresses. */
 function loadedAddressValues(x: unknown, out: Set<string>): void {
@@ -153,8 +168,9 @@ export async function writeChunkFile(path: string, blocks: readonly Block[], opt
     const cols: Record<string, ColMeta> = {}
     const prune = kind ? PRUNE_FIELDS[kind] : []
     for (const d of defs) {
+      const get = accessor(d.name)
       const values = new Array<unknown>(rows.length)
-      for (let i = 0; i < rows.length; i++) values[i] = rows[i][d.name] ?? null
+      for (let i = 0; i < rows.length; i++) values[i] = get(rows[i]) ?? null
       if (rows.length > 10_000) await tick() // let the event loop breathe between big columns
       const enc = encodeColumn(d.name, d.type, values)
       cols[d.name] = emit(enc)
@@ -216,7 +232,7 @@ export async function writeChunkFile(path: string, blocks: readonly Block[], opt
     blockCount: blocks.length,
     header,
     kinds,
-    prune: { o: pruneOff, l: section.byteLength, c: crc32(section), f },
+    prune: { o: pruneOff, l: section.byteLength, c: crc32(section), h: BLOOM_SCHEME, f },
   }
   const fj = Buffer.from(JSON.stringify(footer), 'utf8')
   const trailer = Buffer.alloc(TRAILER)
@@ -318,6 +334,7 @@ export function readPrune(path: string, footer: Footer): Map<string, Uint8Array>
   }
   if (crc32(buf) !== c) throw new CorruptChunkError(`${path}: prune section checksum mismatch`)
   const out = new Map<string, Uint8Array>()
+  if (footer.prune.h !== BLOOM_SCHEME) return out // unknown hashing: no filter, every answer "maybe"
   for (const [key, [off, len]] of Object.entries(f)) out.set(key, buf.subarray(off, off + len))
   return out
 }
