@@ -292,3 +292,21 @@ test('decoded columns stay within the cache budget', async () => {
   }
   await s.close()
 })
+
+test('files dropped by a merge stay readable for iterations that started before it', async () => {
+  const blocks = generateBlocks({ seed: 31, count: 4, txPerBlock: 6 })
+  const dir = tempDir()
+  const s = await DiskColdStore.open(dir, { targetBlocks: 100, fanout: 2, fsync: false, graceMs: 0 })
+  await s.append(blocks.slice(0, 1))
+  const file = join(dir, 'chunks', s.entries[0].file)
+  const it = s.chunks(0, Number.MAX_SAFE_INTEGER)[Symbol.asyncIterator]()
+  const first = (await it.next()).value as Chunk
+  await s.append(blocks.slice(1, 2)) // two level-0 chunks with fanout 2: merged, `file` dropped
+  assert.equal(s.entries.length, 1)
+  assert.notEqual(join(dir, 'chunks', s.entries[0].file), file)
+  assert.ok(existsSync(file), 'kept while an iteration of the older manifest runs')
+  assert.deepEqual(plain(first.table('instruction').column('programId')), blocks[0].instructions.map((i) => i.programId))
+  await it.return!()
+  assert.ok(!existsSync(file), 'deleted once that iteration ended')
+  await s.close()
+})

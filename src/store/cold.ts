@@ -55,9 +55,10 @@ export interface DiskColdStoreOptions {
   /** fsync files and directories (default true; only tests and benches turn it off) */
   fsync?: boolean
   /**
-   * Files dropped by a merge are deleted this long after (default 30 s) and when no iteration of
-   * this process is running, so readers in other processes (a server over a directory being
-   * imported) can finish reading the chunks of the manifest they loaded.
+   * Files dropped by a merge are deleted this long after (default 30 s), so readers in other
+   * processes (a server over a directory being imported) can finish reading the chunks of the
+   * manifest they loaded, and only when no `chunks()` iteration of this process that started on
+   * an older manifest is still running.
    */
   graceMs?: number
 }
@@ -90,8 +91,10 @@ export class DiskColdStore implements ColdStore {
   private readonly cache: ColumnCache
   private readonly chunkObjects = new Map<string, DiskChunk>()
   private queue: Promise<unknown> = Promise.resolve()
-  private readers = 0
-  private garbage: { file: string; at: number }[] = []
+  /** running chunks() iterations per manifest generation they started on */
+  private readonly active = new Map<number, number>()
+  /** files dropped by the manifest of generation `gen` at time `at`, not deleted yet */
+  private garbage: { file: string; at: number; gen: number }[] = []
   private closed = false
   private manifestStamp = ''
   readonly targetBlocks: number
@@ -249,7 +252,8 @@ export class DiskColdStore implements ColdStore {
   async *chunks(from: number, to: number): AsyncIterable<Chunk> {
     if (to < from) return
     const entries = this.manifest.chunks // a snapshot: manifests are replaced, never mutated
-    this.readers++
+    const gen = this.manifest.generation
+    this.active.set(gen, (this.active.get(gen) ?? 0) + 1)
     try {
       for (let i = this.entryAtOrAfter(from); i < entries.length && entries[i].firstBlock <= to; i++) {
         const chunk = this.chunkOf(entries[i])
@@ -268,7 +272,9 @@ export class DiskColdStore implements ColdStore {
         if (lo > 0) yield chunk.prefix(lo)
       }
     } finally {
-      this.readers--
+      const n = this.active.get(gen)! - 1
+      if (n) this.active.set(gen, n)
+      else this.active.delete(gen)
       this.collect()
     }
   }
@@ -418,17 +424,21 @@ export class DiskColdStore implements ColdStore {
     this.manifestStamp = this.stamp()
     for (const f of dropped) this.forget(f)
     const now = Date.now()
-    for (const file of dropped) this.garbage.push({ file, at: now })
+    for (const file of dropped) this.garbage.push({ file, at: now, gen: body.generation })
     this.collect()
+    if (dropped.length) setTimeout(() => this.collect(), (this.opts.graceMs ?? 30_000) + 10).unref()
   }
 
   /** delete dropped files once no reader may still be iterating an older manifest */
   private collect(all = false): void {
-    if (this.readers > 0 || this.garbage.length === 0) return
+    if (this.garbage.length === 0 || this.closed) return
+    let oldestReader = Infinity
+    for (const g of this.active.keys()) if (g < oldestReader) oldestReader = g
     const limit = all ? Infinity : Date.now() - (this.opts.graceMs ?? 30_000)
-    const keep: { file: string; at: number }[] = []
+    const keep: { file: string; at: number; gen: number }[] = []
     for (const g of this.garbage) {
-      if (g.at <= limit) rmSync(join(this.dir, 'chunks', g.file), { force: true })
+      // readers that started on a manifest older than g.gen may still read the file
+      if (g.at <= limit && oldestReader >= g.gen) rmSync(join(this.dir, 'chunks', g.file), { force: true })
       else keep.push(g)
     }
     this.garbage = keep
@@ -480,13 +490,11 @@ export class DiskColdStore implements ColdStore {
   async close(): Promise<void> {
     if (this.closed) return
     await this.queue
+    if (!this.opts.readOnly) this.collect(true)
     this.closed = true
     this.cache.clear()
     this.chunkObjects.clear()
-    if (!this.opts.readOnly) {
-      this.collect(true)
-      await releaseLock(this.dir)
-    }
+    if (!this.opts.readOnly) await releaseLock(this.dir)
   }
 }
 

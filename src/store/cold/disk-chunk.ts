@@ -96,6 +96,8 @@ export class DiskChunk implements Chunk {
 }
 
 class DiskTable implements Table {
+  private offsets: ArrayLike<number> | null = null
+
   constructor(
     private readonly chunk: DiskChunk,
     private readonly kind: RecordKind,
@@ -105,9 +107,13 @@ class DiskTable implements Table {
     return this.chunk.footer.kinds[this.kind].rows
   }
 
+  /** small (4 bytes per block): kept with the table once read */
   get blockOffsets(): ArrayLike<number> {
-    const c = this.chunk
-    return c.load(`${this.kind}.#offsets`, () => decodeBlob(c.path, null, c.footer.kinds[this.kind].off!, c.blockCount + 1)) as ArrayLike<number>
+    if (!this.offsets) {
+      const c = this.chunk
+      this.offsets = decodeBlob(c.path, null, c.footer.kinds[this.kind].off!, c.blockCount + 1).values as ArrayLike<number>
+    }
+    return this.offsets
   }
 
   column(field: string): ArrayLike<unknown> {
