@@ -373,7 +373,8 @@ export class PortalServer {
           await out.writeLine(b.line)
         }
         if (signal.aborted || shouldStop() || last == null) break
-        if (q.toBlock != null && last.number >= q.toBlock) break
+        // the range is finished once a segment reached toBlock (blocks up to it may be skipped slots)
+        if (q.toBlock != null && (last.number >= q.toBlock || to >= q.toBlock)) break
         // a dataset without a live source never grows: end at the head
         if (!ds.realTime) break
         // Follow the head: wait for the next block (flushing what we have first).

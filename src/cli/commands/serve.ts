@@ -176,7 +176,10 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
     log,
   })
   const url = await server.listen(int('port', opts.port), opts.host)
-  log('info', `solportal listening on ${url}: ${datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`)
+  // printed even with --quiet: scripts wait for this line
+  console.error(
+    `${new Date().toISOString()} info solportal listening on ${url}: ${datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
+  )
   const shutdown = async () => {
     log('info', 'shutting down')
     await server.close()
