@@ -157,6 +157,25 @@ describe('real time over HTTP', () => {
     assert.ok(got[0].at - t0 < 1_000)
   })
 
+  test('a bounded range ending in skipped slots below the head ends at once', async () => {
+    await synced()
+    const chain = node.chain()
+    // a skipped slot: a gap between two consecutive produced blocks
+    const i = chain.findIndex((b, k) => k > 0 && b.slot - chain[k - 1].slot > 1)
+    assert.ok(i > 0, 'the chain has a skipped slot')
+    const skipped = chain[i - 1].slot + 1
+    const t0 = Date.now()
+    const r = await postJson(`${base}/stream`, {
+      fromBlock: chain[i - 1].slot,
+      toBlock: skipped,
+      includeAllBlocks: true,
+      fields: { block: { number: true } },
+    })
+    assert.equal(r.status, 200)
+    assert.equal(r.text, `{"header":{"number":${chain[i - 1].slot}}}\n`)
+    assert.ok(Date.now() - t0 < 1_000, 'did not wait for the response budget')
+  })
+
   for (const depth of [1, 5, 40]) {
     test(`fork of depth ${depth}: 409 with the new chain, resume from the ancestor sees exactly the new branch`, async () => {
       for (let i = 0; i < 3; i++) node.produce()
