@@ -11,6 +11,7 @@ import { after, test } from 'node:test'
 import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
 import { createRealtimeDataset, silentLogger, type RealtimeDataset } from '../src/store/realtime.ts'
+import { mulberry32 } from '../src/util/prng.ts'
 
 const dirs: string[] = []
 after(() => {
@@ -18,15 +19,7 @@ after(() => {
 })
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = Math.imul(a ^ (a >>> 15), a | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+const rng = mulberry32
 
 for (const seed of [101, 202]) {
   test(`random script, seed ${seed}: store converges to the node's chain; finalized data never changes`, async () => {

@@ -26,6 +26,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gunzipSync } from 'node:zlib'
 import { base58Encode } from '../util/base58.ts'
+import { mulberry32 } from '../util/prng.ts'
 
 export const DEFAULT_TEMPLATE = join(
   dirname(fileURLToPath(import.meta.url)),
@@ -222,19 +223,6 @@ export function readArchiveLines(file: string): string[] {
     .toString('utf8')
     .split('\n')
     .filter((l) => l.trim().length > 0)
-}
-
-// --- deterministic PRNG ---------------------------------------------------------------------
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 class JsonRpcFault extends Error {

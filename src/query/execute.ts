@@ -9,6 +9,7 @@ import type { BlockStore } from '../store/types.ts'
 import type { CompiledFilter, ItemRequest, ParsedQuery } from './parse.ts'
 import { compileWriter, selectedDefs, type RowWriter, type WriterFactory } from './render.ts'
 import type { JoinKind, RelationDecl } from './spec.ts'
+import { lowerBound } from '../util/search.ts'
 
 export interface ExecuteOptions {
   /** inclusive upper block bound decided by the server (min(toBlock, head)) */
@@ -83,16 +84,6 @@ function makePlan(q: ParsedQuery, bigintsAsNumbers: boolean): Plan {
     headerWriter: compileWriter(q.fields.block, bigintsAsNumbers),
     scratch: new Map(),
   }
-}
-
-/** first index in [lo, hi) of an ascending array with a[i] >= v */
-function lowerBound(a: ArrayLike<number>, lo: number, hi: number, v: number): number {
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (a[mid] < v) lo = mid + 1
-    else hi = mid
-  }
-  return lo
 }
 
 function isProperPrefix(a: readonly number[], b: readonly number[]): boolean {
@@ -361,7 +352,7 @@ function joinRows(
         lastB = b
         lastT = t
         const end = dOff[b + 1]
-        for (let x = lowerBound(dTx, dOff[b], end, t); x < end && dTx[x] === t; x++) {
+        for (let x = lowerBound(dTx, t, dOff[b], end); x < end && dTx[x] === t; x++) {
           mask[x - base] = 1
           marked = true
         }
@@ -413,7 +404,7 @@ function joinRows(
         const t = sTx[r]
         const a = sAddr[r]
         const end = dOff[b + 1]
-        for (let x = lowerBound(dTx, dOff[b], end, t); x < end && dTx[x] === t; x++) {
+        for (let x = lowerBound(dTx, t, dOff[b], end); x < end && dTx[x] === t; x++) {
           if (sameAddress(a, dAddr[x])) {
             mask[x - base] = 1
             marked = true
@@ -452,8 +443,8 @@ export async function* executeQuery(
   for await (const chunk of store.chunks(from, to, opts.finalizedOnly)) {
     if (chunk.blockCount === 0 || chunk.lastBlock < from || chunk.firstBlock > to) continue
     const numbers = chunk.header('number')
-    const bLo = lowerBound(numbers, 0, chunk.blockCount, from)
-    const bHi = lowerBound(numbers, bLo, chunk.blockCount, to + 1)
+    const bLo = lowerBound(numbers, from, 0, chunk.blockCount)
+    const bHi = lowerBound(numbers, to + 1, bLo, chunk.blockCount)
     if (bLo >= bHi) continue
     const hashes = chunk.header('hash')
 

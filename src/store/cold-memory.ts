@@ -6,6 +6,7 @@ import type { Block } from '../model.ts'
 import type { Chunk, HeadInfo } from './chunk.ts'
 import { MemoryChunk } from './memory.ts'
 import type { ColdStore } from './types.ts'
+import { lowerBound } from '../util/search.ts'
 
 export class MemoryColdStore implements ColdStore {
   private readonly blocks: Block[] = []
@@ -61,17 +62,6 @@ export class MemoryColdStore implements ColdStore {
     if (blocks.length) this.appendSync(blocks)
   }
 
-  private lowerBound(n: number): number {
-    let lo = 0
-    let hi = this.numbers.length
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1
-      if (this.numbers[mid] < n) lo = mid + 1
-      else hi = mid
-    }
-    return lo
-  }
-
   private chunkAt(ci: number, end: number): MemoryChunk {
     const hi = Math.min(end, (ci + 1) * this.chunkSize)
     const full = hi === (ci + 1) * this.chunkSize
@@ -84,15 +74,15 @@ export class MemoryColdStore implements ColdStore {
   }
 
   async *chunks(from: number, to: number): AsyncIterable<Chunk> {
-    const start = this.lowerBound(from)
-    const end = this.lowerBound(to + 1) // exclusive, fixed at call time
+    const start = lowerBound(this.numbers, from)
+    const end = lowerBound(this.numbers, to + 1) // exclusive, fixed at call time
     for (let ci = Math.floor(start / this.chunkSize); ci * this.chunkSize < end; ci++) {
       yield this.chunkAt(ci, end)
     }
   }
 
   async chainBefore(n: number, limit: number): Promise<HeadInfo[]> {
-    const end = this.lowerBound(n)
+    const end = lowerBound(this.numbers, n)
     const out: HeadInfo[] = []
     for (let i = Math.max(0, end - limit); i < end; i++) {
       out.push({ number: this.blocks[i].header.number, hash: this.blocks[i].header.hash })

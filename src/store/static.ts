@@ -5,6 +5,7 @@
 import type { Block } from '../model.ts'
 import type { Chunk, HeadInfo } from './chunk.ts'
 import { MemoryChunk } from './memory.ts'
+import { lowerBound } from '../util/search.ts'
 import type { BlockStore } from './types.ts'
 
 export class StaticStore implements BlockStore {
@@ -42,18 +43,6 @@ export class StaticStore implements BlockStore {
     return this.head()
   }
 
-  /** index of the first block with number >= n */
-  private lowerBound(n: number): number {
-    let lo = 0
-    let hi = this.numbers.length
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1
-      if (this.numbers[mid] < n) lo = mid + 1
-      else hi = mid
-    }
-    return lo
-  }
-
   private chunkAt(ci: number): MemoryChunk {
     let c = this.chunkCache.get(ci)
     if (!c) {
@@ -64,8 +53,8 @@ export class StaticStore implements BlockStore {
   }
 
   async *chunks(from: number, to: number, _finalizedOnly = false): AsyncIterable<Chunk> {
-    const start = this.lowerBound(from)
-    const end = this.lowerBound(to + 1) // exclusive
+    const start = lowerBound(this.numbers, from)
+    const end = lowerBound(this.numbers, to + 1) // exclusive
     if (start >= end) return
     for (let ci = Math.floor(start / this.chunkSize); ci * this.chunkSize < end; ci++) {
       const c = this.chunkAt(ci)
@@ -79,7 +68,7 @@ export class StaticStore implements BlockStore {
   }
 
   async chainBefore(n: number, limit: number): Promise<HeadInfo[]> {
-    const end = this.lowerBound(n)
+    const end = lowerBound(this.numbers, n)
     const out: HeadInfo[] = []
     for (let i = Math.max(0, end - limit); i < end; i++) {
       out.push({ number: this.blocks[i].header.number, hash: this.blocks[i].header.hash })
