@@ -202,7 +202,7 @@ async function queryMs(store: BlockStore, body: Record<string, unknown>, from: n
 }
 
 /** `solportal gen` blocks → `solportal import` → the reference's bench queries over the dataset directory */
-async function endToEnd(work: string): Promise<string> {
+export async function endToEnd(work: string): Promise<string> {
   const archive = join(work, 'gen.jsonl.gz')
   const stats = await writeGenArchive(archive, { blocks: GEN_BLOCKS, seed: 1, templates: loadTemplates() })
   const dir = join(work, 'gen-ds')
