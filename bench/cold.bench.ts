@@ -5,8 +5,13 @@
  * Data: mainnet-shaped busy blocks (per block, like the real block 254170887: ~440 transactions,
  * ~3,800 instructions, ~3,600 logs, ~590 balances, ~2,000 token balances), generated from seeded
  * pools (100k accounts, 300k distinct instruction data values, 60 programs with a skewed mix), in
- * batches so that the generator never holds more than one batch. COLD_BENCH_BLOCKS (default 1000).
+ * batches so that the generator never holds more than one batch. COLD_BENCH_BLOCKS (default 1000;
+ * ~15 min on 2 busy cores, most of it DuckDB's conversion to JS values).
  * Reads are measured with a warm OS page cache and a cold decode cache (fresh store object).
+ *
+ * Then end to end: COLD_BENCH_GEN_BLOCKS (default 200) blocks from `solportal gen` imported with
+ * `runImport`, and the reference's five bench queries run over the dataset directory (cold and
+ * warm decode cache) and over the same blocks in memory (StaticStore).
  */
 import { DuckDBInstance, JSDuckDBValueConverter, LIST, UINTEGER, VARCHAR } from '@duckdb/node-api'
 import { mkdtempSync, rmSync, statSync } from 'node:fs'
