@@ -10,7 +10,7 @@ import { RECORD_KINDS } from '../src/model.ts'
 import type { Chunk } from '../src/store/chunk.ts'
 import { ColdStoreError, DiskColdStore } from '../src/store/cold.ts'
 import { CorruptChunkError, PRUNE_FIELDS, readChunkBlocks } from '../src/store/cold/chunk-file.ts'
-import { decodeColumn, encodeColumn } from '../src/store/cold/encode.ts'
+import { decodeColumn, encodeColumn, lazyRows } from '../src/store/cold/encode.ts'
 import { MemoryChunk } from '../src/store/memory.ts'
 import { generateBlocks, makeAddressPool, rng } from './support/cold/gen.ts'
 import { tempDir, writeStore } from './support/cold/util.ts'
@@ -95,6 +95,18 @@ test('encodings: edge values, empty columns, all-null columns, dictionary vs pla
     const dec = decodeColumn(enc.e, values.length, parts, enc.w, enc.v)
     assert.deepEqual(Array.from(dec.values), values, name)
   }
+  // list columns build rows lazily; they behave like arrays everywhere
+  let built = 0
+  const lazy = lazyRows(4, (i) => (built++, [`r${i}`]))
+  assert.deepEqual(lazy[2], ['r2'])
+  assert.equal(lazy[2], lazy[2], 'built once')
+  assert.equal(built, 1)
+  assert.equal(lazy.length, 4)
+  assert.ok(Array.isArray(lazy) && 3 in lazy && !(4 in lazy) && lazy[4] === undefined)
+  assert.deepEqual(lazy.slice(1, 3), [['r1'], ['r2']])
+  assert.deepEqual(Array.from(lazy), [['r0'], ['r1'], ['r2'], ['r3']])
+  assert.equal(JSON.stringify(lazy), '[["r0"],["r1"],["r2"],["r3"]]')
+  assert.deepEqual([...lazy].length, 4)
   const rep = Array.from({ length: 100 }, (_, i) => `prog${i % 3}`)
   assert.equal(encodeColumn('p', 'base58', rep).e, 'dict')
   assert.equal(encodeColumn('p', 'base58', rep.map((x, i) => x + i)).e, 'plain')

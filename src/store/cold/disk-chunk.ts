@@ -129,7 +129,9 @@ class DiskTable implements Table {
 function head<T>(a: ArrayLike<T>, n: number): ArrayLike<T> {
   if (n >= a.length) return a
   if (ArrayBuffer.isView(a)) return (a as unknown as Uint32Array).subarray(0, n) as unknown as ArrayLike<T>
-  return Array.prototype.slice.call(a, 0, n) as T[]
+  const out = new Array<T>(n)
+  for (let i = 0; i < n; i++) out[i] = a[i]
+  return out
 }
 
 /** The first `end` blocks of a disk chunk (row ranges are prefixes too, so columns are prefixes). */

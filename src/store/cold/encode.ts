@@ -250,6 +250,50 @@ function withNulls<T>(values: ArrayLike<T>, v: Uint8Array): (T | null)[] {
   return out
 }
 
+/**
+ * An array of n rows, each built by `make(i)` when first read (then kept). A Proxy over a real
+ * array: indexing, `length`, iteration, `Array.isArray` and `Array.from` behave as for an array.
+ */
+export function lazyRows<T>(n: number, make: (i: number) => T): T[] {
+  const rows = new Array<T>(n)
+  return new Proxy(rows, {
+    get(target, key, receiver) {
+      if (typeof key === 'string') {
+        const c = key.charCodeAt(0)
+        if (c >= 48 && c <= 57) {
+          const i = +key
+          if (i < n) {
+            let v = target[i]
+            if (v === undefined) v = target[i] = make(i)
+            return v
+          }
+        }
+      }
+      return Reflect.get(target, key, receiver)
+    },
+    // every row exists (slice, `in`, hasOwnProperty look before they get)
+    has(target, key) {
+      if (typeof key === 'string') {
+        const c = key.charCodeAt(0)
+        if (c >= 48 && c <= 57 && +key < n) return true
+      }
+      return Reflect.has(target, key)
+    },
+    getOwnPropertyDescriptor(target, key) {
+      if (typeof key === 'string') {
+        const c = key.charCodeAt(0)
+        if (c >= 48 && c <= 57 && +key < n) {
+          const i = +key
+          let v = target[i]
+          if (v === undefined) v = target[i] = make(i)
+          return { value: v, writable: true, enumerable: true, configurable: true }
+        }
+      }
+      return Reflect.getOwnPropertyDescriptor(target, key)
+    },
+  })
+}
+
 export interface Decoded {
   values: ArrayLike<unknown>
   /** rough memory footprint, for the cache budget */
@@ -322,15 +366,17 @@ export function decodeColumn(e: Enc, n: number, parts: Uint8Array[], w?: number,
       const s = text(parts[1])
       const dict = JSON.parse(s) as string[]
       const codes = codesOf(parts[2], w)
-      const out = new Array<string[]>(n)
-      for (let i = 0; i < n; i++) {
+      // rows are built on first access: a query usually renders the lists of a few matched rows
+      // only (a filter over the column touches each row once, which costs about the same as
+      // building them all up front)
+      const values = lazyRows(n, (i) => {
         const a = off[i]
         const b = off[i + 1]
         const x = new Array<string>(b - a)
         for (let j = a; j < b; j++) x[j - a] = dict[codes[j]]
-        out[i] = x
-      }
-      return { values: out, bytes: n * 40 + off[n] * 8 + s.length * 2 + dict.length * 24 }
+        return x
+      })
+      return { values, bytes: n * 40 + off[n] * 8 + s.length * 2 + dict.length * 24 }
     }
   }
 }
