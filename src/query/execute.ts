@@ -4,7 +4,7 @@
  */
 import { BLOCK_MEMBERS, type FieldDef } from '../catalogue.ts'
 import type { RecordKind } from '../model.ts'
-import type { Chunk, Table } from '../store/chunk.ts'
+import type { Chunk, MatchOp, Table } from '../store/chunk.ts'
 import type { BlockStore } from '../store/types.ts'
 import type { CompiledFilter, ItemRequest, ParsedQuery } from './parse.ts'
 import { compileWriter, selectedDefs, type RowWriter, type WriterFactory } from './render.ts'
@@ -98,11 +98,40 @@ function sameAddress(a: readonly number[], b: readonly number[]): boolean {
   return true
 }
 
+/** the filter as a `Table.match` operation, or null when it has none (bool, `any` over several or sub-fields) */
+function matchOp(f: CompiledFilter): { column: string; op: MatchOp } | null {
+  switch (f.op) {
+    case 'in':
+      return { column: f.column, op: { in: f.values } }
+    case 'at':
+      return { column: f.column, op: { at: f.index, values: f.values } }
+    case 'prefix':
+      return { column: f.column, op: { prefix: f.groups } }
+    case 'any':
+      return f.sources.length === 1 && f.sources[0].sub === undefined
+        ? { column: f.sources[0].column, op: { any: f.values } }
+        : null
+    default:
+      return null
+  }
+}
+
+const MATCH_OPS = new WeakMap<CompiledFilter, { column: string; op: MatchOp } | null>()
+
 /**
  * Keep the rows of `rows[0..n)` that pass one filter (in place); returns how many were kept.
- * Every operator is one tight loop over the candidate rows.
+ * Pushed down to the table when it can evaluate the filter on its stored form (`Table.match`),
+ * else every operator is one tight loop over the candidate rows of `column()`.
  */
 function applyFilter(f: CompiledFilter, t: Table, rows: Int32Array, n: number): number {
+  if (t.match !== undefined) {
+    let m = MATCH_OPS.get(f)
+    if (m === undefined) MATCH_OPS.set(f, (m = matchOp(f)))
+    if (m !== null) {
+      const k = t.match(m.column, m.op, rows, n)
+      if (k >= 0) return k
+    }
+  }
   let k = 0
   switch (f.op) {
     case 'in': {
@@ -338,6 +367,10 @@ function joinRows(
   const dTx = dst.column('transactionIndex') as ArrayLike<number>
   const mask = sel.mask
   const base = sel.base
+  const few = n * SPARSE < src.rowCount
+  const addrOf = (t: Table) =>
+    ((few && t.rowView !== undefined ? t.rowView('instructionAddress') : null) ??
+      t.column('instructionAddress')) as ArrayLike<readonly number[]>
   let marked = false
   let b = bLo
   let lastB = -1
@@ -361,7 +394,7 @@ function joinRows(
     }
     case 'subtree': {
       // instructions are in depth-first order: the subtree follows its root contiguously
-      const addr = src.column('instructionAddress') as ArrayLike<readonly number[]>
+      const addr = addrOf(src)
       for (let j = 0; j < n; j++) {
         const r = rows[j]
         while (sOff[b + 1] <= r) b++
@@ -376,7 +409,7 @@ function joinRows(
       return marked
     }
     case 'parents': {
-      const addr = src.column('instructionAddress') as ArrayLike<readonly number[]>
+      const addr = addrOf(src)
       for (let j = 0; j < n; j++) {
         const r = rows[j]
         while (sOff[b + 1] <= r) b++
@@ -396,8 +429,8 @@ function joinRows(
       return marked
     }
     case 'address': {
-      const sAddr = src.column('instructionAddress') as ArrayLike<readonly number[]>
-      const dAddr = dst.column('instructionAddress') as ArrayLike<readonly number[]>
+      const sAddr = addrOf(src)
+      const dAddr = addrOf(dst)
       for (let j = 0; j < n; j++) {
         const r = rows[j]
         while (sOff[b + 1] <= r) b++
@@ -414,6 +447,25 @@ function joinRows(
       return marked
     }
   }
+}
+
+/**
+ * A chunk's selected rows of a kind are "few" when fewer than 1 in SPARSE of its rows in range:
+ * then they are rendered from `Table.rowView` (rows built when read) instead of fully decoded columns.
+ */
+const SPARSE = 8
+
+/** the columns for rendering the selected rows of `t` in [lo, hi) */
+function renderColumns(t: Table, defs: readonly FieldDef[], s: Selected, lo: number, hi: number): ArrayLike<unknown>[] {
+  let few = false
+  if (t.rowView !== undefined) {
+    const m = s.mask
+    const limit = (hi - lo) / SPARSE
+    let count = 0
+    for (let x = lo - s.base, end = hi - s.base; x < end && count < limit; x++) count += m[x]
+    few = count < limit
+  }
+  return defs.map((d) => (few ? t.rowView!(d.name) : null) ?? t.column(d.name))
 }
 
 interface BoundKind {
@@ -460,7 +512,7 @@ export async function* executeQuery(
         mask: s.mask,
         base: s.base,
         offsets: t.blockOffsets,
-        write: kp.writer(kp.defs.map((d) => t.column(d.name))),
+        write: kp.writer(renderColumns(t, kp.defs, s, t.blockOffsets[bLo], t.blockOffsets[bHi])),
       })
     }
     const header = plan.headerWriter(plan.headerDefs.map((d) => chunk.header(d.name as 'number')))

@@ -8,12 +8,39 @@
  */
 import type { BlockHeader, RecordKind } from '../model.ts'
 
+/**
+ * A filter a table may evaluate on its stored (encoded) data, see `Table.match`. String values
+ * only; semantics identical to the query engine's own loops over `column()`:
+ * - `in`: a scalar column's value is in the set;
+ * - `prefix`: a scalar string column starts with one of the values of a group (groups ascending
+ *   by length in characters, values of one group all of that length);
+ * - `at`: a list column has an element at `at` and it is in the set;
+ * - `any`: some element of a list column is in the set.
+ */
+export type MatchOp =
+  | { readonly in: ReadonlySet<string | null> }
+  | { readonly prefix: readonly { readonly length: number; readonly values: ReadonlySet<string> }[] }
+  | { readonly at: number; readonly values: ReadonlySet<string> }
+  | { readonly any: ReadonlySet<string> }
+
 export interface Table {
   readonly rowCount: number
   /** length blockCount + 1: rows of block position b are [blockOffsets[b], blockOffsets[b + 1]) */
   readonly blockOffsets: ArrayLike<number>
   /** a stored column by model field name (catalogue `columnsOf(kind)`); throws for unknown names */
   column(field: string): ArrayLike<unknown>
+  /**
+   * Optional filter push-down: keep the rows of `rows[0..n)` (ascending row indexes) whose
+   * `field` matches `op`, in place and in order; returns how many were kept, or -1 when this table
+   * cannot evaluate it on its stored form (the caller then filters over `column(field)`).
+   */
+  match?(field: string, op: MatchOp, rows: Int32Array, n: number): number
+  /**
+   * Optional: `field` for reading a few rows (values built when a row is read, nothing decoded
+   * up front), or null when this table has no cheaper form than `column(field)`. Same values as
+   * `column(field)` at every row index of the table.
+   */
+  rowView?(field: string): ArrayLike<unknown> | null
 }
 
 export interface Chunk {

@@ -57,6 +57,8 @@ export interface ColMeta {
   z?: 1
   w?: 1 | 2 | 4
   v?: 1
+  /** index parts present (format 2; see encode.ts `Encoded.x`) */
+  x?: 1
 }
 
 export interface TableMeta {
@@ -66,8 +68,16 @@ export interface TableMeta {
   cols: Record<string, ColMeta>
 }
 
+/**
+ * Chunk file format versions read: 1 (original), 2 (adds index parts to string dictionary, plain
+ * string and list columns: `x: 1` in their column entries; version 1 readers would ignore them).
+ * Written: FORMAT_VERSION. A file of any other version is refused.
+ */
+export const FORMAT_VERSION = 2
+export const READABLE_VERSIONS: readonly number[] = [1, 2]
+
 export interface Footer {
-  v: 1
+  v: 1 | 2
   firstBlock: number
   lastBlock: number
   blockCount: number
@@ -111,15 +121,22 @@ function accessor(name: string): (r: Record<string, unknown>) => unknown {
 function loadedAddressValues(x: unknown, out: Set<string>): void {
   if (!x || typeof x !== 'object') return
   const la = x as { writable?: unknown; readonly?: unknown }
-  for (const l of [la.writable, la.readonly]) if (Array.isArray(l)) for (const a of l) if (typeof a === 'string') out.add(a)
+  for (const l of [la.writable, la.readonly])
+    if (Array.isArray(l)) for (const a of l) if (typeof a === 'string') out.add(a)
 }
 
 /** Encode `blocks` (ascending, non-empty) and write them as one chunk file at `path`. */
-export async function writeChunkFile(path: string, blocks: readonly Block[], opts: WriteOptions = {}): Promise<WrittenChunk> {
+export async function writeChunkFile(
+  path: string,
+  blocks: readonly Block[],
+  opts: WriteOptions = {},
+): Promise<WrittenChunk> {
   if (blocks.length === 0) throw new Error('cold store: empty chunk')
   for (let i = 1; i < blocks.length; i++) {
     if (!(blocks[i].header.number > blocks[i - 1].header.number)) {
-      throw new Error(`cold store: blocks of a chunk must ascend (${blocks[i - 1].header.number} then ${blocks[i].header.number})`)
+      throw new Error(
+        `cold store: blocks of a chunk must ascend (${blocks[i - 1].header.number} then ${blocks[i].header.number})`,
+      )
     }
   }
   const bufs: Uint8Array[] = [MAGIC]
@@ -152,6 +169,7 @@ export async function writeChunkFile(path: string, blocks: readonly Block[], opt
     if (z) meta.z = z
     if (enc.w) meta.w = enc.w
     if (enc.v) meta.v = enc.v
+    if (enc.x) meta.x = enc.x
     bufs.push(stored)
     pos += stored.byteLength
     const padding = pad8(pos) - pos
@@ -164,7 +182,11 @@ export async function writeChunkFile(path: string, blocks: readonly Block[], opt
 
   const blooms: { key: string; bits: Uint8Array }[] = []
 
-  const encodeTable = async (defs: readonly FieldDef[], rows: readonly Record<string, unknown>[], kind?: RecordKind) => {
+  const encodeTable = async (
+    defs: readonly FieldDef[],
+    rows: readonly Record<string, unknown>[],
+    kind?: RecordKind,
+  ) => {
     const cols: Record<string, ColMeta> = {}
     const prune = kind ? PRUNE_FIELDS[kind] : []
     for (const d of defs) {
@@ -226,7 +248,7 @@ export async function writeChunkFile(path: string, blocks: readonly Block[], opt
   pos += section.byteLength
 
   const footer: Footer = {
-    v: 1,
+    v: FORMAT_VERSION,
     firstBlock: blocks[0].header.number,
     lastBlock: blocks[blocks.length - 1].header.number,
     blockCount: blocks.length,
@@ -278,7 +300,13 @@ export function readFooter(path: string): { footer: Footer; size: number } {
       readExact(fd, fj, 0, flen, size - TRAILER - flen, path)
     }
     if (crc32(fj) !== fcrc) throw new CorruptChunkError(`${path}: footer checksum mismatch`)
-    return { footer: JSON.parse(fj.toString('utf8')) as Footer, size }
+    const footer = JSON.parse(fj.toString('utf8')) as Footer
+    if (!READABLE_VERSIONS.includes(footer.v)) {
+      throw new CorruptChunkError(
+        `${path}: chunk format version ${JSON.stringify(footer.v)} is not supported (reads ${READABLE_VERSIONS.join(', ')})`,
+      )
+    }
+    return { footer, size }
   } finally {
     closeSync(fd)
   }
@@ -293,8 +321,11 @@ function readExact(fd: number, buf: Uint8Array, off: number, len: number, pos: n
   }
 }
 
-/** Read one blob (verifying its crc) and split it into its raw parts. */
-export function readBlob(path: string, fd: number | null, m: ColMeta): Uint8Array[] {
+/**
+ * Read one blob and split it into its raw parts, verifying its crc unless `verified` (the caller
+ * already checked this blob of this immutable file once).
+ */
+export function readBlob(path: string, fd: number | null, m: ColMeta, verified = false): Uint8Array[] {
   const own = fd === null
   const h = own ? openSync(path, 'r') : fd
   let buf: Uint8Array
@@ -305,7 +336,7 @@ export function readBlob(path: string, fd: number | null, m: ColMeta): Uint8Arra
   } finally {
     if (own) closeSync(h)
   }
-  if (crc32(buf) !== m.c) throw new CorruptChunkError(`${path}: column checksum mismatch at offset ${m.o}`)
+  if (!verified && crc32(buf) !== m.c) throw new CorruptChunkError(`${path}: column checksum mismatch at offset ${m.o}`)
   if (m.z) {
     const raw = inflateRawSync(buf)
     buf = raw.byteOffset % 8 === 0 ? raw : new Uint8Array(raw)
@@ -319,8 +350,8 @@ export function readBlob(path: string, fd: number | null, m: ColMeta): Uint8Arra
   return parts
 }
 
-export function decodeBlob(path: string, fd: number | null, m: ColMeta, n: number): Decoded {
-  return decodeColumn(m.e, n, readBlob(path, fd, m), m.w, m.v)
+export function decodeBlob(path: string, fd: number | null, m: ColMeta, n: number, verified = false): Decoded {
+  return decodeColumn(m.e, n, readBlob(path, fd, m, verified), m.w, m.v)
 }
 
 export function readPrune(path: string, footer: Footer): Map<string, Uint8Array> {
@@ -339,7 +370,12 @@ export function readPrune(path: string, footer: Footer): Map<string, Uint8Array>
   return out
 }
 
-export function bloomMayContain(blooms: Map<string, Uint8Array>, kind: RecordKind, field: string, values: ReadonlySet<string>): boolean {
+export function bloomMayContain(
+  blooms: Map<string, Uint8Array>,
+  kind: RecordKind,
+  field: string,
+  values: ReadonlySet<string>,
+): boolean {
   const bits = blooms.get(`${kind}.${field}`)
   if (!bits) return true
   for (const v of values) if (bloomHas(bits, v)) return true

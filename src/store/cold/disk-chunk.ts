@@ -6,9 +6,18 @@
  */
 import { HEADER_FIELDS, columnsOf } from '../../catalogue.ts'
 import type { BlockHeader, RecordKind } from '../../model.ts'
-import type { Chunk, Table } from '../chunk.ts'
-import { bloomMayContain, decodeBlob, readFooter, readPrune, type Footer } from './chunk-file.ts'
+import type { Chunk, MatchOp, Table } from '../chunk.ts'
+import {
+  bloomMayContain,
+  decodeBlob,
+  readBlob,
+  readFooter,
+  readPrune,
+  type ColMeta,
+  type Footer,
+} from './chunk-file.ts'
 import type { ByteLru } from './lru.ts'
+import { RawColumn } from './raw.ts'
 
 const KNOWN: Map<RecordKind, Set<string>> = new Map()
 function known(kind: RecordKind): Set<string> {
@@ -26,11 +35,13 @@ export class DiskChunk implements Chunk {
   readonly blockCount: number
   private _footer: Footer | null = null
   private readonly tables = new Map<RecordKind, DiskTable>()
+  /** offsets of the blobs whose crc32 was checked once (the file is immutable) */
+  private readonly verified = new Set<number>()
 
   constructor(
     readonly path: string,
     meta: { firstBlock: number; lastBlock: number; blockCount: number },
-    private readonly cache: ColumnCache,
+    readonly cache: ColumnCache,
   ) {
     this.firstBlock = meta.firstBlock
     this.lastBlock = meta.lastBlock
@@ -40,7 +51,11 @@ export class DiskChunk implements Chunk {
   get footer(): Footer {
     if (!this._footer) {
       const { footer } = readFooter(this.path)
-      if (footer.firstBlock !== this.firstBlock || footer.lastBlock !== this.lastBlock || footer.blockCount !== this.blockCount) {
+      if (
+        footer.firstBlock !== this.firstBlock ||
+        footer.lastBlock !== this.lastBlock ||
+        footer.blockCount !== this.blockCount
+      ) {
         throw new Error(`cold store: ${this.path} does not hold the blocks the manifest lists`)
       }
       this._footer = footer
@@ -60,10 +75,34 @@ export class DiskChunk implements Chunk {
     return v
   }
 
+  /** decode one blob of this file (crc checked on its first read only) */
+  decode(m: ColMeta, n: number): { values: ArrayLike<unknown>; bytes: number } {
+    const d = decodeBlob(this.path, null, m, n, this.verified.has(m.o))
+    this.verified.add(m.o)
+    return d
+  }
+
+  /** a column's encoded parts (for filters and row reads on the stored form), through the cache */
+  raw(m: ColMeta, n: number): RawColumn {
+    const k = `${this.path}\0@${m.o}`
+    let v = this.cache.get(k) as unknown as RawColumn | undefined
+    if (v === undefined) {
+      const parts = readBlob(this.path, null, m, this.verified.has(m.o))
+      this.verified.add(m.o)
+      v = new RawColumn(m.e, n, parts, m.w, m.x === 1, m.v === 1)
+      this.cache.set(
+        k,
+        v as unknown as ArrayLike<unknown>,
+        m.p.reduce((a, b) => a + b, 256),
+      )
+    }
+    return v
+  }
+
   header<K extends keyof BlockHeader>(field: K): ArrayLike<BlockHeader[K]> {
     if (!HEADER_NAMES.has(field)) throw new Error(`unknown header field ${field}`)
     return this.load(`header.${field}`, () =>
-      decodeBlob(this.path, null, this.footer.header.cols[field], this.blockCount),
+      this.decode(this.footer.header.cols[field], this.blockCount),
     ) as ArrayLike<BlockHeader[K]>
   }
 
@@ -111,7 +150,7 @@ class DiskTable implements Table {
   get blockOffsets(): ArrayLike<number> {
     if (!this.offsets) {
       const c = this.chunk
-      this.offsets = decodeBlob(c.path, null, c.footer.kinds[this.kind].off!, c.blockCount + 1).values as ArrayLike<number>
+      this.offsets = c.decode(c.footer.kinds[this.kind].off!, c.blockCount + 1).values as ArrayLike<number>
     }
     return this.offsets
   }
@@ -121,8 +160,29 @@ class DiskTable implements Table {
     const c = this.chunk
     return c.load(`${this.kind}.${field}`, () => {
       const t = c.footer.kinds[this.kind]
-      return decodeBlob(c.path, null, t.cols[field], t.rows)
+      return c.decode(t.cols[field], t.rows)
     })
+  }
+
+  /** filters on the stored form: string dictionaries, plain strings and lists of format 2 */
+  match(field: string, op: MatchOp, rows: Int32Array, n: number): number {
+    if (!known(this.kind).has(field)) throw new Error(`unknown column ${this.kind}.${field}`)
+    const t = this.chunk.footer.kinds[this.kind]
+    const m = t.cols[field]
+    if (m.x !== 1) return -1
+    return this.chunk.raw(m, t.rows).match(op, rows, n)
+  }
+
+  rowView(field: string): ArrayLike<unknown> | null {
+    if (!known(this.kind).has(field)) throw new Error(`unknown column ${this.kind}.${field}`)
+    const c = this.chunk
+    // already decoded: nothing cheaper
+    if (c.cache.has(`${c.path}\0${this.kind}.${field}`)) return null
+    const t = c.footer.kinds[this.kind]
+    const m = t.cols[field]
+    const simple = m.e === 'addr' || m.e === 'bool' || m.e === 'ver' || m.v === 1
+    if (m.x !== 1 && !simple) return null
+    return c.raw(m, t.rows).rowView()
   }
 }
 
@@ -163,6 +223,7 @@ class PrefixChunk implements Chunk {
       const offsets = head(base.blockOffsets, end + 1)
       const rows = offsets[end]
       const cache = new Map<string, ArrayLike<unknown>>()
+      // match / rowView: the base table's, over its rows (callers only read rows below `rows`)
       t = {
         rowCount: rows,
         blockOffsets: offsets,
@@ -171,6 +232,8 @@ class PrefixChunk implements Chunk {
           if (!c) cache.set(field, (c = head(base.column(field), rows)))
           return c
         },
+        match: (field: string, op: MatchOp, r: Int32Array, n: number) => base.match!(field, op, r, n),
+        rowView: (field: string) => base.rowView!(field),
       }
       this.tables.set(kind, t)
     }

@@ -10,12 +10,15 @@
  * | u64/i64 | u64, i64           | BigUint64/BigInt64 values, [validity bytes]             |
  * | bool    | bool               | Uint8 (0, 1; 2 = null)                                  |
  * | ver     | version            | Int32 (-1 = "legacy")                                   |
- * | dict    | base58, string     | JSON array of distinct values, codes (w = 1/2/4 bytes); code = dict size → null |
- * | plain   | base58, string     | JSON array of all values, when smaller than dict (data, signatures, messages) |
+ * | dict    | base58, string     | JSON array of distinct values, codes (w = 1/2/4 bytes); code = dict size → null; [x] sorted codes, token offsets |
+ * | plain   | base58, string     | JSON array of all values, when smaller than dict (data, signatures, messages); [x] row token offsets |
  * | jdict   | json               | JSON array of distinct values, codes                    |
  * | jplain  | json               | JSON array of all values                                |
  * | addr    | address            | Uint32 offsets (n + 1), element values (w = 1/2/4 bytes) |
- * | list    | base58List         | Uint32 offsets (n + 1), JSON dictionary, codes (w)      |
+ * | list    | base58List         | Uint32 offsets (n + 1), JSON dictionary, codes (w); [x] sorted codes, token offsets |
+ *
+ * [x] = index parts (format 2, `x: 1` in the column's footer entry): they let a filter or a row
+ * read work on the encoded bytes (see `RawColumn`) instead of decoding the whole column.
  *
  * JSON text is used for string dictionaries because V8's JSON.parse of a string array is much
  * faster than decoding each string from UTF-8 separately.
@@ -31,6 +34,11 @@ export interface Encoded {
   w?: 1 | 2 | 4
   /** validity part present */
   v?: 1
+  /**
+   * format 2 index parts present: dict / list + codes sorted by value (u32) + dictionary token
+   * byte offsets (u32); plain + row token byte offsets (u32)
+   */
+  x?: 1
   /** the distinct values (dict, jdict: texts; list: elements) — reused for pruning filters */
   distinct?: string[]
 }
@@ -69,7 +77,9 @@ function validity(values: ArrayLike<unknown>): Uint8Array | null {
 }
 
 function fail(name: string, i: number, what: string, value: unknown): never {
-  throw new Error(`cold store: column ${name} row ${i}: ${what}, got ${typeof value === 'bigint' ? `${value}n` : JSON.stringify(value)}`)
+  throw new Error(
+    `cold store: column ${name} row ${i}: ${what}, got ${typeof value === 'bigint' ? `${value}n` : JSON.stringify(value)}`,
+  )
 }
 
 /**
@@ -116,13 +126,46 @@ function encodeStrings(name: string, values: ArrayLike<unknown>, json: boolean):
   if (nulls) for (let i = 0; i < n; i++) if (codes[i] === U32_MAX) codes[i] = dict.length
   const w = widthFor(dict.length)
   if (dictChars + n * w >= plainChars + nulls * 5) {
-    const text = json
-      ? `[${texts!.map((t) => (t === null ? 'null' : t)).join(',')}]`
-      : JSON.stringify(Array.from(values as ArrayLike<string | null>, (x) => x ?? null))
-    return { e: json ? 'jplain' : 'plain', parts: [utf8(text)], distinct: dict }
+    if (json) {
+      const text = `[${texts!.map((t) => (t === null ? 'null' : t)).join(',')}]`
+      return { e: 'jplain', parts: [utf8(text)], distinct: dict }
+    }
+    const toks = new Array<string>(n)
+    for (let i = 0; i < n; i++) toks[i] = JSON.stringify((values[i] as string | null | undefined) ?? null)
+    // format 2: + the byte offset of every row's JSON token (row access without parsing the text)
+    return { e: 'plain', parts: [utf8(`[${toks.join(',')}]`), u8(tokenOffsets(toks))], x: 1, distinct: dict }
   }
-  const dictText = json ? `[${dict.join(',')}]` : JSON.stringify(dict)
-  return { e: json ? 'jdict' : 'dict', parts: [utf8(dictText), packCodes(codes, w)], w, distinct: dict }
+  if (json) return { e: 'jdict', parts: [utf8(`[${dict.join(',')}]`), packCodes(codes, w)], w, distinct: dict }
+  const [dictText, sorted, toff] = indexedDict(dict)
+  return { e: 'dict', parts: [dictText, packCodes(codes, w), u8(sorted), u8(toff)], w, x: 1, distinct: dict }
+}
+
+/**
+ * Byte offsets of the JSON tokens of `toks` in `[tok0,tok1,...]` (UTF-8): n + 1 entries, token k
+ * spans [off[k], off[k + 1] - 1) (each token is followed by one byte, `,` or `]`).
+ */
+function tokenOffsets(toks: readonly string[]): Uint32Array {
+  const off = new Uint32Array(toks.length + 1)
+  let pos = 1
+  for (let k = 0; k < toks.length; k++) {
+    off[k] = pos
+    pos += Buffer.byteLength(toks[k], 'utf8') + 1
+  }
+  off[toks.length] = pos
+  return off
+}
+
+/**
+ * A string dictionary as JSON text (in code order) + its codes sorted by value (JS string order)
+ * + the byte offsets of its tokens: a value's code is found by binary search over a few tokens,
+ * without parsing the whole dictionary.
+ */
+function indexedDict(dict: readonly string[]): [Uint8Array, Uint32Array, Uint32Array] {
+  const toks = dict.map((d) => JSON.stringify(d))
+  const sorted = new Uint32Array(dict.length)
+  for (let i = 0; i < sorted.length; i++) sorted[i] = i
+  sorted.sort((a, b) => (dict[a] < dict[b] ? -1 : dict[a] > dict[b] ? 1 : 0))
+  return [utf8(`[${toks.join(',')}]`), sorted, tokenOffsets(toks)]
 }
 
 export function encodeColumn(name: string, type: FieldType, values: ArrayLike<unknown>): Encoded {
@@ -187,7 +230,8 @@ export function encodeColumn(name: string, type: FieldType, values: ArrayLike<un
         offsets[i] = total
         total += x.length
         for (const e of x) {
-          if (typeof e !== 'number' || !Number.isInteger(e) || e < 0 || e > U32_MAX) fail(name, i, 'expected u32 elements', x)
+          if (typeof e !== 'number' || !Number.isInteger(e) || e < 0 || e > U32_MAX)
+            fail(name, i, 'expected u32 elements', x)
           if (e > max) max = e
         }
       }
@@ -225,7 +269,14 @@ export function encodeColumn(name: string, type: FieldType, values: ArrayLike<un
         }
       }
       const w = widthFor(dict.length)
-      return { e: 'list', parts: [u8(offsets), utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
+      const [dictText, sorted, toff] = indexedDict(dict)
+      return {
+        e: 'list',
+        parts: [u8(offsets), dictText, packCodes(codes, w), u8(sorted), u8(toff)],
+        w,
+        x: 1,
+        distinct: dict,
+      }
     }
   }
 }
@@ -314,8 +365,11 @@ export function decodeColumn(e: Enc, n: number, parts: Uint8Array[], w?: number,
     case 'u64':
     case 'i64': {
       const p = parts[0]
-      const a = e === 'u64' ? new BigUint64Array(p.buffer, p.byteOffset, n) : new BigInt64Array(p.buffer, p.byteOffset, n)
-      return v ? { values: withNulls(a as ArrayLike<bigint>, parts[1]), bytes: n * 40 } : { values: a, bytes: a.byteLength }
+      const a =
+        e === 'u64' ? new BigUint64Array(p.buffer, p.byteOffset, n) : new BigInt64Array(p.buffer, p.byteOffset, n)
+      return v
+        ? { values: withNulls(a as ArrayLike<bigint>, parts[1]), bytes: n * 40 }
+        : { values: a, bytes: a.byteLength }
     }
     case 'bool': {
       const p = parts[0]
