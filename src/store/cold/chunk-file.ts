@@ -92,6 +92,8 @@ export interface Footer {
 
 export interface WriteOptions {
   compress?: boolean
+  /** format version to write: FORMAT_VERSION (default), or 1 (no index parts; for compatibility tests) */
+  formatVersion?: 1 | 2
   fsync?: boolean
 }
 
@@ -139,6 +141,8 @@ export async function writeChunkFile(
       )
     }
   }
+  const version = opts.formatVersion ?? FORMAT_VERSION
+  if (!READABLE_VERSIONS.includes(version)) throw new Error(`cold store: cannot write chunk format version ${version}`)
   const bufs: Uint8Array[] = [MAGIC]
   let pos = MAGIC.length
 
@@ -194,7 +198,7 @@ export async function writeChunkFile(
       const values = new Array<unknown>(rows.length)
       for (let i = 0; i < rows.length; i++) values[i] = get(rows[i]) ?? null
       if (rows.length > 10_000) await tick() // let the event loop breathe between big columns
-      const enc = encodeColumn(d.name, d.type, values)
+      const enc = encodeColumn(d.name, d.type, values, version >= 2)
       cols[d.name] = emit(enc)
       if (prune.includes(d.name)) {
         let distinct: Iterable<string>
@@ -248,7 +252,7 @@ export async function writeChunkFile(
   pos += section.byteLength
 
   const footer: Footer = {
-    v: FORMAT_VERSION,
+    v: version,
     firstBlock: blocks[0].header.number,
     lastBlock: blocks[blocks.length - 1].header.number,
     blockCount: blocks.length,

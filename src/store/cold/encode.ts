@@ -86,7 +86,7 @@ function fail(name: string, i: number, what: string, value: unknown): never {
  * Strings: a dictionary when it is smaller than the plain list (values repeat: program ids,
  * accounts, mints, owners), else the plain list (high-cardinality: data, signatures, messages).
  */
-function encodeStrings(name: string, values: ArrayLike<unknown>, json: boolean): Encoded {
+function encodeStrings(name: string, values: ArrayLike<unknown>, json: boolean, withIndex: boolean): Encoded {
   const n = values.length
   const index = new Map<string, number>()
   const dict: string[] = []
@@ -132,10 +132,12 @@ function encodeStrings(name: string, values: ArrayLike<unknown>, json: boolean):
     }
     const toks = new Array<string>(n)
     for (let i = 0; i < n; i++) toks[i] = JSON.stringify((values[i] as string | null | undefined) ?? null)
+    if (!withIndex) return { e: 'plain', parts: [utf8(`[${toks.join(',')}]`)], distinct: dict }
     // format 2: + the byte offset of every row's JSON token (row access without parsing the text)
     return { e: 'plain', parts: [utf8(`[${toks.join(',')}]`), u8(tokenOffsets(toks))], x: 1, distinct: dict }
   }
   if (json) return { e: 'jdict', parts: [utf8(`[${dict.join(',')}]`), packCodes(codes, w)], w, distinct: dict }
+  if (!withIndex) return { e: 'dict', parts: [utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
   const [dictText, sorted, toff] = indexedDict(dict)
   return { e: 'dict', parts: [dictText, packCodes(codes, w), u8(sorted), u8(toff)], w, x: 1, distinct: dict }
 }
@@ -168,7 +170,8 @@ function indexedDict(dict: readonly string[]): [Uint8Array, Uint32Array, Uint32A
   return [utf8(`[${toks.join(',')}]`), sorted, tokenOffsets(toks)]
 }
 
-export function encodeColumn(name: string, type: FieldType, values: ArrayLike<unknown>): Encoded {
+/** `withIndex`: add the format 2 index parts (`Encoded.x`) to string and list columns */
+export function encodeColumn(name: string, type: FieldType, values: ArrayLike<unknown>, withIndex = true): Encoded {
   const n = values.length
   switch (type) {
     case 'u32': {
@@ -217,9 +220,9 @@ export function encodeColumn(name: string, type: FieldType, values: ArrayLike<un
     }
     case 'base58':
     case 'string':
-      return encodeStrings(name, values, false)
+      return encodeStrings(name, values, false, withIndex)
     case 'json':
-      return encodeStrings(name, values, true)
+      return encodeStrings(name, values, true, false)
     case 'address': {
       const offsets = new Uint32Array(n + 1)
       let total = 0
@@ -269,6 +272,8 @@ export function encodeColumn(name: string, type: FieldType, values: ArrayLike<un
         }
       }
       const w = widthFor(dict.length)
+      if (!withIndex)
+        return { e: 'list', parts: [u8(offsets), utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
       const [dictText, sorted, toff] = indexedDict(dict)
       return {
         e: 'list',
