@@ -24,6 +24,60 @@ const PAYER = '91111111tjNcgGycZSmYXgZYVD7VpjVtjDkeE9UTshJH'
 
 type Q = Record<string, unknown>
 
+/** every field of every selector (as bench/compare.bench.ts's Q5) */
+const ALL: Record<string, string[]> = {
+  block: ['number', 'hash', 'parentNumber', 'parentHash', 'height', 'timestamp'],
+  transaction: [
+    'transactionIndex',
+    'version',
+    'accountKeys',
+    'addressTableLookups',
+    'numReadonlySignedAccounts',
+    'numReadonlyUnsignedAccounts',
+    'numRequiredSignatures',
+    'recentBlockhash',
+    'signatures',
+    'err',
+    'fee',
+    'computeUnitsConsumed',
+    'loadedAddresses',
+    'feePayer',
+    'hasDroppedLogMessages',
+  ],
+  instruction: [
+    'transactionIndex',
+    'instructionAddress',
+    'programId',
+    'accounts',
+    'data',
+    'd1',
+    'd2',
+    'd4',
+    'd8',
+    'error',
+    'computeUnitsConsumed',
+    'isCommitted',
+    'hasDroppedLogMessages',
+  ],
+  log: ['transactionIndex', 'logIndex', 'instructionAddress', 'programId', 'kind', 'message'],
+  balance: ['transactionIndex', 'account', 'pre', 'post'],
+  tokenBalance: [
+    'transactionIndex',
+    'account',
+    'preMint',
+    'postMint',
+    'preDecimals',
+    'postDecimals',
+    'preProgramId',
+    'postProgramId',
+    'preOwner',
+    'postOwner',
+    'preAmount',
+    'postAmount',
+  ],
+  reward: ['pubkey', 'lamports', 'postBalance', 'rewardType', 'commission'],
+}
+
 function queries(): { name: string; body: Q }[] {
   const out: { name: string; body: Q }[] = [
     {
@@ -118,6 +172,24 @@ function queries(): { name: string; body: Q }[] {
           ),
         },
         instructions: [{ programId: [TOKEN] }],
+      },
+    },
+    {
+      name: 'Q5 everything, all fields (first 1000 blocks)',
+      body: {
+        type: 'solana',
+        fromBlock: 0,
+        toBlock: 310001099,
+        includeAllBlocks: true,
+        fields: Object.fromEntries(
+          Object.entries(ALL).map(([k, names]) => [k, Object.fromEntries(names.map((n) => [n, true]))]),
+        ),
+        transactions: [{}],
+        instructions: [{}],
+        logs: [{}],
+        balances: [{}],
+        tokenBalances: [{}],
+        rewards: [{}],
       },
     },
   ]
