@@ -369,7 +369,7 @@ function joinRows(
   const base = sel.base
   const few = n * SPARSE < src.rowCount
   const addrOf = (t: Table) =>
-    ((few && t.rowView !== undefined ? t.rowView('instructionAddress') : null) ??
+    ((few && t.rowView !== undefined ? t.rowView('instructionAddress', n * 4) : null) ??
       t.column('instructionAddress')) as ArrayLike<readonly number[]>
   let marked = false
   let b = bLo
@@ -458,14 +458,14 @@ const SPARSE = 8
 /** the columns for rendering the selected rows of `t` in [lo, hi) */
 function renderColumns(t: Table, defs: readonly FieldDef[], s: Selected, lo: number, hi: number): ArrayLike<unknown>[] {
   let few = false
+  let count = 0
   if (t.rowView !== undefined) {
     const m = s.mask
     const limit = (hi - lo) / SPARSE
-    let count = 0
     for (let x = lo - s.base, end = hi - s.base; x < end && count < limit; x++) count += m[x]
     few = count < limit
   }
-  return defs.map((d) => (few ? t.rowView!(d.name) : null) ?? t.column(d.name))
+  return defs.map((d) => (few ? t.rowView!(d.name, count) : null) ?? t.column(d.name))
 }
 
 interface BoundKind {

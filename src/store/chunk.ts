@@ -38,9 +38,9 @@ export interface Table {
   /**
    * Optional: `field` for reading a few rows (values built when a row is read, nothing decoded
    * up front), or null when this table has no cheaper form than `column(field)`. Same values as
-   * `column(field)` at every row index of the table.
+   * `column(field)` at every row index of the table. `reads`: about how many rows will be read.
    */
-  rowView?(field: string): ArrayLike<unknown> | null
+  rowView?(field: string, reads: number): ArrayLike<unknown> | null
 }
 
 export interface Chunk {

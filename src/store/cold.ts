@@ -32,6 +32,7 @@ import type { Chunk, HeadInfo } from './chunk.ts'
 import { readChunkBlocksAsync, writeChunkFile } from './cold/chunk-file.ts'
 import { DiskChunk, type ColumnCache } from './cold/disk-chunk.ts'
 import { ByteLru } from './cold/lru.ts'
+import { closeFds } from './cold/raw.ts'
 import {
   FORMAT,
   MANIFEST,
@@ -468,8 +469,10 @@ export class DiskColdStore implements ColdStore {
     const keep: { file: string; at: number; gen: number }[] = []
     for (const g of this.garbage) {
       // readers that started on a manifest older than g.gen may still read the file
-      if (g.at <= limit && oldestReader >= g.gen) rmSync(join(this.dir, 'chunks', g.file), { force: true })
-      else keep.push(g)
+      if (g.at <= limit && oldestReader >= g.gen) {
+        closeFds(join(this.dir, 'chunks', g.file))
+        rmSync(join(this.dir, 'chunks', g.file), { force: true })
+      } else keep.push(g)
     }
     this.garbage = keep
   }
@@ -527,6 +530,7 @@ export class DiskColdStore implements ColdStore {
     this.closed = true
     this.cache.clear()
     this.chunkObjects.clear()
+    closeFds(join(this.dir, 'chunks') + '/')
     if (!this.opts.readOnly) await releaseLock(this.dir)
   }
 }

@@ -335,7 +335,9 @@ export function readBlob(path: string, fd: number | null, m: ColMeta, verified =
   let buf: Uint8Array
   try {
     // a fresh ArrayBuffer: offset 0, so 8-aligned parts give aligned typed-array views
-    buf = new Uint8Array(new ArrayBuffer(m.l))
+    // (not zero-filled: every byte is read)
+    const b = Buffer.allocUnsafeSlow(m.l)
+    buf = new Uint8Array(b.buffer, b.byteOffset, m.l)
     readExact(h, buf, 0, m.l, m.o, path)
   } finally {
     if (own) closeSync(h)

@@ -17,7 +17,7 @@ import {
   type Footer,
 } from './chunk-file.ts'
 import type { ByteLru } from './lru.ts'
-import { RawColumn } from './raw.ts'
+import { Parts, RawColumn } from './raw.ts'
 
 const KNOWN: Map<RecordKind, Set<string>> = new Map()
 function known(kind: RecordKind): Set<string> {
@@ -82,14 +82,33 @@ export class DiskChunk implements Chunk {
     return d
   }
 
-  /** a column's encoded parts (for filters and row reads on the stored form), through the cache */
+  /**
+   * a column's encoded parts (for filters and row reads on the stored form), through the cache:
+   * read whole (and crc-checked) the first time, then read on demand, whole parts or byte ranges
+   */
   raw(m: ColMeta, n: number): RawColumn {
     const k = `${this.path}\0@${m.o}`
     let v = this.cache.get(k) as unknown as RawColumn | undefined
     if (v === undefined) {
-      const parts = readBlob(this.path, null, m, this.verified.has(m.o))
-      this.verified.add(m.o)
+      let parts: Parts
+      if (this.verified.has(m.o) && !m.z) {
+        const starts: number[] = []
+        let pos = m.o
+        for (const len of m.p) {
+          starts.push(pos)
+          pos += (len + 7) & ~7
+        }
+        parts = new Parts(m.p, null, this.path, starts)
+      } else {
+        const read = readBlob(this.path, null, m, this.verified.has(m.o))
+        this.verified.add(m.o)
+        parts = new Parts(
+          read.map((p) => p.byteLength),
+          read,
+        )
+      }
       v = new RawColumn(m.e, n, parts, m.w, m.x === 1, m.v === 1)
+      // accounted at its full size (parts read on demand are kept with it)
       this.cache.set(
         k,
         v as unknown as ArrayLike<unknown>,
@@ -173,7 +192,7 @@ class DiskTable implements Table {
     return this.chunk.raw(m, t.rows).match(op, rows, n)
   }
 
-  rowView(field: string): ArrayLike<unknown> | null {
+  rowView(field: string, reads: number): ArrayLike<unknown> | null {
     if (!known(this.kind).has(field)) throw new Error(`unknown column ${this.kind}.${field}`)
     const c = this.chunk
     // already decoded: nothing cheaper
@@ -182,7 +201,7 @@ class DiskTable implements Table {
     const m = t.cols[field]
     const simple = m.e === 'addr' || m.e === 'bool' || m.e === 'ver' || m.v === 1
     if (m.x !== 1 && !simple) return null
-    return c.raw(m, t.rows).rowView()
+    return c.raw(m, t.rows).rowView(reads)
   }
 }
 
@@ -233,7 +252,7 @@ class PrefixChunk implements Chunk {
           return c
         },
         match: (field: string, op: MatchOp, r: Int32Array, n: number) => base.match!(field, op, r, n),
-        rowView: (field: string) => base.rowView!(field),
+        rowView: (field: string, reads: number) => base.rowView!(field, reads),
       }
       this.tables.set(kind, t)
     }

@@ -7,9 +7,41 @@
  * - `in` / `at` / `any` filters become a flag per code, then one loop over the candidates' codes;
  * - `prefix` filters compare the bytes of a candidate's JSON token (`"0x…"`) with the prefixes;
  * - `rowView` builds a row's value when it is read (plain: one JSON.parse of its token).
+ *
+ * The parts come from a `Parts`: either all in memory (the blob was just read whole, e.g. to check
+ * its crc32), or read on demand from the immutable file once its crc32 was checked: a whole part
+ * when a loop touches many rows, a few bytes (positioned reads) for a few rows and for the binary
+ * search of a dictionary.
  */
+import { closeSync, openSync, readSync } from 'node:fs'
 import type { MatchOp } from '../chunk.ts'
-import { lazyRows, type Enc } from './encode.ts'
+import type { Enc } from './encode.ts'
+
+/**
+ * n rows read by index (`view[i]`, `length`), each built by `make(i)` on its first read and kept
+ * in a Map: costs nothing up front (no n-element backing array), for reading a few rows.
+ */
+function sparseRows<T>(n: number, make: (i: number) => T): ArrayLike<T> {
+  const memo = new Map<number, T>()
+  return new Proxy([] as T[], {
+    get(target, key, receiver) {
+      if (typeof key === 'string') {
+        const c = key.charCodeAt(0)
+        if (c >= 48 && c <= 57) {
+          const i = +key
+          if (i < n) {
+            let v = memo.get(i)
+            if (v === undefined && !memo.has(i)) memo.set(i, (v = make(i)))
+            return v
+          }
+          return undefined
+        }
+        if (key === 'length') return n
+      }
+      return Reflect.get(target, key, receiver)
+    },
+  })
+}
 
 function view32(p: Uint8Array): Uint32Array {
   return new Uint32Array(p.buffer, p.byteOffset, p.byteLength >>> 2)
@@ -61,51 +93,175 @@ function prefixTest(groups: Groups): ((b: Buffer, a: number, e: number) => boole
   }
 }
 
+/** open file descriptors of chunk files for positioned reads (a few, the least recently used closed) */
+const FDS = new Map<string, number>()
+const MAX_FDS = 32
+
+function fdOf(path: string): number {
+  let fd = FDS.get(path)
+  if (fd !== undefined) {
+    FDS.delete(path)
+    FDS.set(path, fd)
+    return fd
+  }
+  fd = openSync(path, 'r')
+  FDS.set(path, fd)
+  if (FDS.size > MAX_FDS) {
+    const [oldPath, oldFd] = FDS.entries().next().value as [string, number]
+    FDS.delete(oldPath)
+    closeSync(oldFd)
+  }
+  return fd
+}
+
+/** close the pooled descriptors of files under `dir` (a closing store) */
+export function closeFds(dir: string): void {
+  for (const [path, fd] of FDS) {
+    if (path.startsWith(dir)) {
+      FDS.delete(path)
+      closeSync(fd)
+    }
+  }
+}
+
+function preadExact(path: string, pos: number, len: number): Buffer {
+  // a fresh buffer at offset 0 (8-aligned views), not zero-filled: every byte is read
+  const b = Buffer.allocUnsafeSlow(len)
+  const fd = fdOf(path)
+  let done = 0
+  while (done < len) {
+    const k = readSync(fd, b, done, len - done, pos + done)
+    if (k === 0) throw new Error(`${path}: unexpected end of file`)
+    done += k
+  }
+  return b
+}
+
+/** The parts of one blob: in memory, or read on demand (whole or by byte range) from its file. */
+export class Parts {
+  private readonly full: (Uint8Array | undefined)[]
+  private readonly v32: (Uint32Array | undefined)[] = []
+
+  constructor(
+    /** byte length of each part */
+    readonly lens: readonly number[],
+    full: readonly Uint8Array[] | null,
+    /** file and file offset of each part, for reads on demand */
+    private readonly path: string | null = null,
+    private readonly starts: readonly number[] = [],
+  ) {
+    this.full = full ? [...full] : new Array(lens.length)
+  }
+
+  /** bytes held in memory */
+  get bytes(): number {
+    let b = 0
+    for (const p of this.full) if (p) b += p.byteLength
+    return b
+  }
+
+  part(i: number): Uint8Array {
+    let p = this.full[i]
+    if (p === undefined) p = this.full[i] = preadExact(this.path!, this.starts[i], this.lens[i])
+    return p
+  }
+
+  loaded(i: number): boolean {
+    return this.full[i] !== undefined
+  }
+
+  /**
+   * About `reads` values of part i are wanted: read it whole when that is cheaper than positioned
+   * reads of a few bytes each (one read costs a few microseconds, about as much as copying ~8 KiB);
+   * returns whether it is in memory.
+   */
+  prefer(i: number, reads: number): boolean {
+    if (this.full[i] === undefined && reads * 8192 >= this.lens[i]) this.part(i)
+    return this.full[i] !== undefined
+  }
+
+  /** bytes [a, b) of part i as a Buffer (a view when the part is in memory) */
+  range(i: number, a: number, b: number): Buffer {
+    const p = this.full[i]
+    if (p !== undefined) return Buffer.from(p.buffer, p.byteOffset + a, b - a)
+    return preadExact(this.path!, this.starts[i] + a, b - a)
+  }
+
+  u32(i: number, k: number): number {
+    let v = this.v32[i]
+    if (v === undefined) {
+      const p = this.full[i]
+      if (p === undefined) return this.range(i, k * 4, k * 4 + 4).readUInt32LE(0)
+      v = this.v32[i] = view32(p)
+    }
+    return v[k]
+  }
+
+  /** two consecutive u32 (k, k + 1) */
+  u32Pair(i: number, k: number, out: Uint32Array): void {
+    if (this.full[i] !== undefined) {
+      out[0] = this.u32(i, k)
+      out[1] = this.u32(i, k + 1)
+      return
+    }
+    const b = this.range(i, k * 4, k * 4 + 8)
+    out[0] = b.readUInt32LE(0)
+    out[1] = b.readUInt32LE(4)
+  }
+
+  /** element k of a part of w-byte unsigned elements */
+  uw(i: number, k: number, w: number): number {
+    const p = this.full[i]
+    if (p !== undefined) {
+      if (w === 1) return p[k]
+      if (w === 2) return p[2 * k] | (p[2 * k + 1] << 8)
+      return this.u32(i, k)
+    }
+    const b = this.range(i, k * w, k * w + w)
+    return w === 1 ? b[0] : w === 2 ? b.readUInt16LE(0) : b.readUInt32LE(0)
+  }
+}
+
 export class RawColumn {
-  private readonly text: Buffer | null = null
-  /** dict / list: codes sorted by value, token offsets of the dictionary */
-  private readonly sorted: Uint32Array | null = null
-  private readonly toff: Uint32Array | null = null
-  private readonly codes: Uint8Array | Uint16Array | Uint32Array | null = null
-  /** list: row offsets into codes */
-  private readonly off: Uint32Array | null = null
   private memo: unknown[] | null = null
+  private readonly pair = new Uint32Array(2)
+  /** part indexes: text, codes, sorted codes, token offsets, row offsets (-1 = none) */
+  private readonly pText: number
+  private readonly pCodes: number
+  private readonly pSorted: number
+  private readonly pToff: number
+  private readonly pOff: number
+  readonly dictSize: number
 
   constructor(
     readonly e: Enc,
     readonly n: number,
-    readonly parts: Uint8Array[],
+    readonly parts: Parts,
     private readonly width: number | undefined,
     readonly x: boolean,
     readonly v: boolean,
   ) {
-    const w = width
-    if (!x) return
-    if (e === 'dict') {
-      this.text = buf(parts[0])
-      this.codes = codesOf(parts[1], w)
-      this.sorted = view32(parts[2])
-      this.toff = view32(parts[3])
-    } else if (e === 'list') {
-      this.off = view32(parts[0])
-      this.text = buf(parts[1])
-      this.codes = codesOf(parts[2], w)
-      this.sorted = view32(parts[3])
-      this.toff = view32(parts[4])
-    } else if (e === 'plain') {
-      this.text = buf(parts[0])
-      this.toff = view32(parts[1])
-    }
+    const ix =
+      x && e === 'dict'
+        ? [0, 1, 2, 3, -1]
+        : x && e === 'list'
+          ? [1, 2, 3, 4, 0]
+          : x && e === 'plain'
+            ? [0, -1, -1, 1, -1]
+            : [-1, -1, -1, -1, -1]
+    ;[this.pText, this.pCodes, this.pSorted, this.pToff, this.pOff] = ix
+    this.dictSize = this.pSorted >= 0 ? parts.lens[this.pSorted] >>> 2 : 0
   }
 
-  get dictSize(): number {
-    return this.sorted ? this.sorted.length : 0
+  private get w(): number {
+    return this.width ?? 4
   }
 
   /** the value of dictionary code c (dict, list) or of row c (plain) */
   private token(c: number): unknown {
-    const t = this.toff!
-    return JSON.parse(this.text!.toString('utf8', t[c], t[c + 1] - 1))
+    const P = this.parts
+    P.u32Pair(this.pToff, c, this.pair)
+    return JSON.parse(P.range(this.pText, this.pair[0], this.pair[1] - 1).toString('utf8'))
   }
 
   private dictValue(c: number): unknown {
@@ -118,12 +274,11 @@ export class RawColumn {
 
   /** code of a dictionary value, -1 when absent */
   lookup(value: string): number {
-    const sorted = this.sorted!
     let lo = 0
-    let hi = sorted.length
+    let hi = this.dictSize
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
-      const c = sorted[mid]
+      const c = this.parts.u32(this.pSorted, mid)
       const s = this.dictValue(c) as string
       if (s === value) return c
       if (s < value) lo = mid + 1
@@ -147,17 +302,38 @@ export class RawColumn {
     return any ? f : null
   }
 
+  /** the JSON token of row r (plain) or code r (dict) as [buffer, start, end) */
+  private tok(r: number, dense: boolean): [Buffer, number, number] {
+    const P = this.parts
+    if (dense) {
+      const off = view32(P.part(this.pToff))
+      const t = P.part(this.pText)
+      return [Buffer.from(t.buffer, t.byteOffset, t.byteLength), off[r], off[r + 1] - 1]
+    }
+    P.u32Pair(this.pToff, r, this.pair)
+    const b = P.range(this.pText, this.pair[0], this.pair[1] - 1)
+    return [b, 0, b.length]
+  }
+
   match(op: MatchOp, rows: Int32Array, n: number): number {
     if (!this.x) return -1
+    const P = this.parts
     let k = 0
     if ('in' in op) {
       if (this.e === 'dict') {
         const f = this.flags(op.in)
         if (!f) return 0
-        const codes = this.codes!
-        for (let j = 0; j < n; j++) {
-          const r = rows[j]
-          if (f[codes[r]] === 1) rows[k++] = r
+        if (P.prefer(this.pCodes, n)) {
+          const codes = codesOf(P.part(this.pCodes), this.width)
+          for (let j = 0; j < n; j++) {
+            const r = rows[j]
+            if (f[codes[r]] === 1) rows[k++] = r
+          }
+        } else {
+          for (let j = 0; j < n; j++) {
+            const r = rows[j]
+            if (f[P.uw(this.pCodes, r, this.w)] === 1) rows[k++] = r
+          }
         }
         return k
       }
@@ -169,12 +345,10 @@ export class RawColumn {
           if (l) l.push(t)
           else targets.set(t.length, [t])
         }
-        const b = this.text!
-        const off = this.toff!
+        const dense = P.prefer(this.pToff, n) && P.prefer(this.pText, n)
         for (let j = 0; j < n; j++) {
           const r = rows[j]
-          const a = off[r]
-          const e = off[r + 1] - 1
+          const [b, a, e] = this.tok(r, dense)
           const l = targets.get(e - a)
           if (l === undefined) continue
           for (let i = 0; i < l.length; i++) {
@@ -191,12 +365,12 @@ export class RawColumn {
     if ('prefix' in op) {
       const test = prefixTest(op.prefix)
       if (!test) return -1
-      const b = this.text!
-      const off = this.toff!
       if (this.e === 'plain') {
+        const dense = P.prefer(this.pToff, n) && P.prefer(this.pText, n)
         for (let j = 0; j < n; j++) {
           const r = rows[j]
-          if (test(b, off[r], off[r + 1] - 1)) rows[k++] = r
+          const [b, a, e] = this.tok(r, dense)
+          if (test(b, a, e)) rows[k++] = r
         }
         return k
       }
@@ -205,12 +379,17 @@ export class RawColumn {
         const size = this.dictSize
         const memo = new Uint8Array(size + 1)
         memo[size] = 2
-        const codes = this.codes!
+        const w = this.w
+        P.prefer(this.pCodes, n)
+        const dense = P.prefer(this.pToff, n) && P.prefer(this.pText, n)
         for (let j = 0; j < n; j++) {
           const r = rows[j]
-          const c = codes[r]
+          const c = P.uw(this.pCodes, r, w)
           let m = memo[c]
-          if (m === 0) m = memo[c] = test(b, off[c], off[c + 1] - 1) ? 1 : 2
+          if (m === 0) {
+            const [b, a, e] = this.tok(c, dense)
+            m = memo[c] = test(b, a, e) ? 1 : 2
+          }
           if (m === 1) rows[k++] = r
         }
         return k
@@ -218,94 +397,138 @@ export class RawColumn {
       return -1
     }
     if (this.e !== 'list') return -1
-    const off = this.off!
-    const codes = this.codes!
+    const f = this.flags('at' in op ? op.values : op.any)
+    if (!f) return 0
+    const w = this.w
+    const pair = this.pair
+    const dense = P.prefer(this.pOff, n) && P.prefer(this.pCodes, n)
     if ('at' in op) {
-      const f = this.flags(op.values)
-      if (!f) return 0
       const idx = op.at
-      for (let j = 0; j < n; j++) {
-        const r = rows[j]
-        const p = off[r] + idx
-        if (p < off[r + 1] && f[codes[p]] === 1) rows[k++] = r
+      if (dense) {
+        const off = view32(P.part(this.pOff))
+        const codes = codesOf(P.part(this.pCodes), this.width)
+        for (let j = 0; j < n; j++) {
+          const r = rows[j]
+          const p = off[r] + idx
+          if (p < off[r + 1] && f[codes[p]] === 1) rows[k++] = r
+        }
+      } else {
+        for (let j = 0; j < n; j++) {
+          const r = rows[j]
+          P.u32Pair(this.pOff, r, pair)
+          const p = pair[0] + idx
+          if (p < pair[1] && f[P.uw(this.pCodes, p, w)] === 1) rows[k++] = r
+        }
       }
       return k
     }
-    const f = this.flags(op.any)
-    if (!f) return 0
-    for (let j = 0; j < n; j++) {
-      const r = rows[j]
-      const end = off[r + 1]
-      for (let p = off[r]; p < end; p++) {
-        if (f[codes[p]] === 1) {
-          rows[k++] = r
-          break
+    if (dense) {
+      const off = view32(P.part(this.pOff))
+      const codes = codesOf(P.part(this.pCodes), this.width)
+      for (let j = 0; j < n; j++) {
+        const r = rows[j]
+        const end = off[r + 1]
+        for (let p = off[r]; p < end; p++) {
+          if (f[codes[p]] === 1) {
+            rows[k++] = r
+            break
+          }
+        }
+      }
+    } else {
+      for (let j = 0; j < n; j++) {
+        const r = rows[j]
+        const [a, e] = this.listRange(r)
+        const codes = this.listCodes(a, e)
+        for (let p = 0; p < codes.length; p++) {
+          if (f[codes[p]] === 1) {
+            rows[k++] = r
+            break
+          }
         }
       }
     }
     return k
   }
 
-  /** rows built when read; null when the column has no cheaper form than its full decode */
-  rowView(): ArrayLike<unknown> | null {
+  private listRange(r: number): [number, number] {
+    this.parts.u32Pair(this.pOff, r, this.pair)
+    return [this.pair[0], this.pair[1]]
+  }
+
+  /** codes [a, e) of a list column */
+  private listCodes(a: number, e: number): ArrayLike<number> {
+    const w = this.w
+    const b = this.parts.range(this.pCodes, a * w, e * w)
+    const out = new Array<number>(e - a)
+    for (let i = 0; i < e - a; i++) out[i] = w === 1 ? b[i] : w === 2 ? b.readUInt16LE(2 * i) : b.readUInt32LE(4 * i)
+    return out
+  }
+
+  /**
+   * rows built when read; null when the column has no cheaper form than its full decode. `reads`:
+   * about how many rows will be read (parts are read whole when that is cheaper).
+   */
+  rowView(reads: number): ArrayLike<unknown> | null {
     const n = this.n
-    const p = this.parts
+    const P = this.parts
+    for (let i = 0; i < P.lens.length; i++) if (i !== this.pSorted) P.prefer(i, reads)
     switch (this.e) {
       case 'plain':
         if (!this.x) return null
-        return lazyRows(n, (i) => this.token(i))
+        return sparseRows(n, (i) => this.token(i))
       case 'dict': {
         if (!this.x) return null
-        const codes = this.codes!
         const size = this.dictSize
-        return lazyRows(n, (i) => (codes[i] < size ? this.dictValue(codes[i]) : null))
+        const w = this.w
+        return sparseRows(n, (i) => {
+          const c = P.uw(this.pCodes, i, w)
+          return c < size ? this.dictValue(c) : null
+        })
       }
       case 'list': {
         if (!this.x) return null
-        const off = this.off!
-        const codes = this.codes!
-        return lazyRows(n, (i) => {
-          const a = off[i]
-          const b = off[i + 1]
-          const out = new Array<string>(b - a)
-          for (let j = a; j < b; j++) out[j - a] = this.dictValue(codes[j]) as string
+        return sparseRows(n, (i) => {
+          const [a, e] = this.listRange(i)
+          const codes = this.listCodes(a, e)
+          const out = new Array<string>(codes.length)
+          for (let j = 0; j < codes.length; j++) out[j] = this.dictValue(codes[j]) as string
           return out
         })
       }
       case 'addr': {
-        const off = view32(p[0])
-        const flat = codesOf(p[1], this.width)
-        return lazyRows(n, (i) => {
-          const a = off[i]
-          const b = off[i + 1]
+        const w = this.w
+        return sparseRows(n, (i) => {
+          P.u32Pair(0, i, this.pair)
+          const a = this.pair[0]
+          const b = this.pair[1]
           const out = new Array<number>(b - a)
-          for (let j = a; j < b; j++) out[j - a] = flat[j]
+          for (let j = a; j < b; j++) out[j - a] = P.uw(1, j, w)
           return out
         })
       }
-      case 'bool': {
-        const a = p[0]
-        return lazyRows(n, (i) => (a[i] === 2 ? null : a[i] === 1))
-      }
-      case 'ver': {
-        const a = new Int32Array(p[0].buffer, p[0].byteOffset, n)
-        return lazyRows(n, (i) => (a[i] < 0 ? 'legacy' : a[i]))
-      }
-      case 'u32': {
+      case 'bool':
+        return sparseRows(n, (i) => {
+          const x = P.uw(0, i, 1)
+          return x === 2 ? null : x === 1
+        })
+      case 'ver':
+        return sparseRows(n, (i) => {
+          const x = P.u32(0, i) | 0
+          return x < 0 ? 'legacy' : x
+        })
+      case 'u32':
         if (!this.v) return null
-        const a = view32(p[0])
-        const valid = p[1]
-        return lazyRows(n, (i) => (valid[i] ? a[i] : null))
-      }
+        return sparseRows(n, (i) => (P.uw(1, i, 1) ? P.u32(0, i) : null))
       case 'u64':
       case 'i64': {
         if (!this.v) return null
-        const a =
-          this.e === 'u64'
-            ? new BigUint64Array(p[0].buffer, p[0].byteOffset, n)
-            : new BigInt64Array(p[0].buffer, p[0].byteOffset, n)
-        const valid = p[1]
-        return lazyRows(n, (i) => (valid[i] ? a[i] : null))
+        const signed = this.e === 'i64'
+        return sparseRows(n, (i) => {
+          if (!P.uw(1, i, 1)) return null
+          const b = P.range(0, i * 8, i * 8 + 8)
+          return signed ? b.readBigInt64LE(0) : b.readBigUInt64LE(0)
+        })
       }
       default:
         return null
