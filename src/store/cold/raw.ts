@@ -223,7 +223,8 @@ export class Parts {
 }
 
 export class RawColumn {
-  private memo: unknown[] | null = null
+  /** dictionary values parsed so far, by code */
+  private readonly memo = new Map<number, unknown>()
   private readonly pair = new Uint32Array(2)
   /** part indexes: text, codes, sorted codes, token offsets, row offsets (-1 = none) */
   private readonly pText: number
@@ -265,10 +266,8 @@ export class RawColumn {
   }
 
   private dictValue(c: number): unknown {
-    let m = this.memo
-    if (!m) m = this.memo = new Array(this.dictSize)
-    let v = m[c]
-    if (v === undefined) v = m[c] = this.token(c)
+    let v = this.memo.get(c)
+    if (v === undefined) this.memo.set(c, (v = this.token(c)))
     return v
   }
 
