@@ -219,6 +219,23 @@ function applyFilter(f: CompiledFilter, t: Table, rows: Int32Array, n: number): 
   }
 }
 
+const PUSHDOWN_ORDER = new WeakMap<ItemRequest, readonly CompiledFilter[]>()
+
+/**
+ * The filters of a request in the order used with `Table.match`: account filters (`at`, `any`) first,
+ * since a table can answer them from postings without touching the other rows (filters are AND-ed:
+ * the order does not change the result).
+ */
+function pushdownOrder(req: ItemRequest): readonly CompiledFilter[] {
+  let o = PUSHDOWN_ORDER.get(req)
+  if (o === undefined) {
+    const list = (f: CompiledFilter) => f.op === 'at' || (f.op === 'any' && matchOp(f) !== null)
+    o = [...req.filters.filter(list), ...req.filters.filter((f) => !list(f))]
+    PUSHDOWN_ORDER.set(req, o)
+  }
+  return o
+}
+
 /** false when the chunk's pruning hint proves that the request matches no row */
 function mayMatch(chunk: Chunk, kind: RecordKind, req: ItemRequest): boolean {
   if (!chunk.mayContain) return true
@@ -322,7 +339,7 @@ class ChunkRun {
     const rows = this.scratch(req, hi - lo)
     let n = 0
     for (let r = lo; r < hi; r++) rows[n++] = r
-    for (const f of req.filters) {
+    for (const f of t.match !== undefined ? pushdownOrder(req) : req.filters) {
       n = applyFilter(f, t, rows, n)
       if (n === 0) return
     }

@@ -15,7 +15,7 @@
  * | jdict   | json               | JSON array of distinct values, codes                    |
  * | jplain  | json               | JSON array of all values                                |
  * | addr    | address            | Uint32 offsets (n + 1), element values (w = 1/2/4 bytes) |
- * | list    | base58List         | Uint32 offsets (n + 1), JSON dictionary, codes (w); [x] sorted codes, token offsets |
+ * | list    | base58List         | Uint32 offsets (n + 1), JSON dictionary, codes (w); [x] sorted codes, token offsets, postings (u32 offsets per code, u32 rows) |
  *
  * [x] = index parts (format 2, `x: 1` in the column's footer entry): they let a filter or a row
  * read work on the encoded bytes (see `RawColumn`) instead of decoding the whole column.
@@ -275,15 +275,49 @@ export function encodeColumn(name: string, type: FieldType, values: ArrayLike<un
       if (!withIndex)
         return { e: 'list', parts: [u8(offsets), utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
       const [dictText, sorted, toff] = indexedDict(dict)
+      const [postOff, postRows] = postings(offsets, codes, dict.length)
       return {
         e: 'list',
-        parts: [u8(offsets), dictText, packCodes(codes, w), u8(sorted), u8(toff)],
+        parts: [u8(offsets), dictText, packCodes(codes, w), u8(sorted), u8(toff), u8(postOff), u8(postRows)],
         w,
         x: 1,
         distinct: dict,
       }
     }
   }
+}
+
+/**
+ * Postings of a list column: for each code, the rows holding it (ascending, a row once per code)
+ * at postRows[postOff[c]..postOff[c + 1]).
+ */
+function postings(offsets: Uint32Array, codes: Uint32Array, size: number): [Uint32Array, Uint32Array] {
+  const n = offsets.length - 1
+  const postOff = new Uint32Array(size + 1)
+  const last = new Int32Array(size).fill(-1)
+  for (let i = 0; i < n; i++) {
+    for (let p = offsets[i]; p < offsets[i + 1]; p++) {
+      const c = codes[p]
+      if (last[c] !== i) {
+        last[c] = i
+        postOff[c + 1]++
+      }
+    }
+  }
+  for (let c = 0; c < size; c++) postOff[c + 1] += postOff[c]
+  const postRows = new Uint32Array(postOff[size])
+  const pos = postOff.slice(0, size)
+  last.fill(-1)
+  for (let i = 0; i < n; i++) {
+    for (let p = offsets[i]; p < offsets[i + 1]; p++) {
+      const c = codes[p]
+      if (last[c] !== i) {
+        last[c] = i
+        postRows[pos[c]++] = i
+      }
+    }
+  }
+  return [postOff, postRows]
 }
 
 function view32(p: Uint8Array): Uint32Array {

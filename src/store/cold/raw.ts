@@ -314,8 +314,9 @@ export class RawColumn {
     return [b, 0, b.length]
   }
 
-  match(op: MatchOp, rows: Int32Array, n: number): number {
+  match(op: MatchOp, rows: Int32Array, count: number): number {
     if (!this.x) return -1
+    let n = count
     const P = this.parts
     let k = 0
     if ('in' in op) {
@@ -400,6 +401,20 @@ export class RawColumn {
     if (!f) return 0
     const w = this.w
     const pair = this.pair
+    if (P.lens.length === 7 && n > 0) {
+      // postings: only the rows holding one of the values, then (for `at`) their position
+      const hits = this.postingRows(f)
+      let h = 0
+      const nh = hits.length
+      for (let j = 0; j < n && h < nh; j++) {
+        const r = rows[j]
+        while (h < nh && hits[h] < r) h++
+        if (h < nh && hits[h] === r) rows[k++] = r
+      }
+      if (!('at' in op) || k === 0) return k
+      n = k
+      k = 0
+    }
     const dense = P.prefer(this.pOff, n) && P.prefer(this.pCodes, n)
     if ('at' in op) {
       const idx = op.at
@@ -448,6 +463,36 @@ export class RawColumn {
       }
     }
     return k
+  }
+
+  /** the rows holding a flagged code (postings parts 5, 6), ascending, each once */
+  private postingRows(f: Uint8Array): Uint32Array {
+    const P = this.parts
+    const lists: Uint32Array[] = []
+    let total = 0
+    for (let c = 0; c < this.dictSize; c++) {
+      if (f[c] !== 1) continue
+      P.u32Pair(5, c, this.pair)
+      const a = this.pair[0]
+      const b = this.pair[1]
+      if (b === a) continue
+      const bytes = P.range(6, a * 4, b * 4)
+      const l = new Uint32Array(b - a)
+      for (let i = 0; i < l.length; i++) l[i] = bytes.readUInt32LE(4 * i)
+      lists.push(l)
+      total += l.length
+    }
+    if (lists.length === 1) return lists[0]
+    const all = new Uint32Array(total)
+    let k = 0
+    for (const l of lists) {
+      all.set(l, k)
+      k += l.length
+    }
+    all.sort()
+    let u = 0
+    for (let i = 0; i < all.length; i++) if (i === 0 || all[i] !== all[i - 1]) all[u++] = all[i]
+    return all.subarray(0, u)
   }
 
   private listRange(r: number): [number, number] {
