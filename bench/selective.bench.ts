@@ -246,6 +246,7 @@ export async function run(): Promise<string> {
       console.error(row)
     }
   }
+  lines.push('', `process peak RSS over the whole run: ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB`)
   return lines.join('\n')
 }
 
