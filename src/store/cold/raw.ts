@@ -516,7 +516,12 @@ export class RawColumn {
   rowView(reads: number): ArrayLike<unknown> | null {
     const n = this.n
     const P = this.parts
-    for (let i = 0; i < P.lens.length; i++) if (i !== this.pSorted) P.prefer(i, reads)
+    // a list row reads a dictionary token per element
+    const perRow = this.e === 'list' && this.x ? Math.max(1, P.lens[this.pCodes] / this.w / Math.max(1, n)) : 1
+    for (let i = 0; i < P.lens.length; i++) {
+      if (i === this.pSorted || (this.e === 'list' && i >= 5)) continue
+      P.prefer(i, i === this.pText || i === this.pToff ? reads * perRow : reads)
+    }
     switch (this.e) {
       case 'plain':
         if (!this.x) return null
