@@ -32,7 +32,16 @@ import type { Chunk, HeadInfo } from './chunk.ts'
 import { readChunkBlocksAsync, writeChunkFile } from './cold/chunk-file.ts'
 import { DiskChunk, type ColumnCache } from './cold/disk-chunk.ts'
 import { ByteLru } from './cold/lru.ts'
-import { FORMAT, MANIFEST, fsyncDir, readManifest, sha256File, writeManifest, type ChunkEntry, type ManifestBody } from './cold/manifest.ts'
+import {
+  FORMAT,
+  MANIFEST,
+  fsyncDir,
+  readManifest,
+  sha256File,
+  writeManifest,
+  type ChunkEntry,
+  type ManifestBody,
+} from './cold/manifest.ts'
 import type { ColdStore } from './types.ts'
 
 export type { ChunkEntry } from './cold/manifest.ts'
@@ -73,7 +82,11 @@ export class ColdStoreError extends Error {}
 export function estimateBlockBytes(b: Block): number {
   let n = 200 + b.logs.length * 12 + b.balances.length * 50 + b.tokenBalances.length * 150 + b.rewards.length * 60
   for (const t of b.transactions) {
-    n += 150 + t.signatures.length * 90 + t.accountKeys.length * 4 + (t.loadedAddresses.writable.length + t.loadedAddresses.readonly.length) * 47
+    n +=
+      150 +
+      t.signatures.length * 90 +
+      t.accountKeys.length * 4 +
+      (t.loadedAddresses.writable.length + t.loadedAddresses.readonly.length) * 47
   }
   for (const ix of b.instructions) n += 30 + ix.accounts.length * 4 + ix.data.length + Math.min(34, ix.data.length)
   for (const l of b.logs) n += l.message.length
@@ -150,7 +163,8 @@ export class DiskColdStore implements ColdStore {
   private async check(level: 'size' | 'full'): Promise<void> {
     let prev: ChunkEntry | null = null
     for (const c of this.manifest.chunks) {
-      if (prev && c.firstBlock <= prev.lastBlock) throw new ColdStoreError(`${this.dir}: manifest chunks overlap at ${c.file}`)
+      if (prev && c.firstBlock <= prev.lastBlock)
+        throw new ColdStoreError(`${this.dir}: manifest chunks overlap at ${c.file}`)
       prev = c
       const p = join(this.dir, 'chunks', c.file)
       let size: number
@@ -159,7 +173,8 @@ export class DiskColdStore implements ColdStore {
       } catch {
         throw new ColdStoreError(`${this.dir}: chunk file ${c.file} listed in the manifest is missing`)
       }
-      if (size !== c.bytes) throw new ColdStoreError(`${this.dir}: chunk file ${c.file} has ${size} bytes, the manifest says ${c.bytes}`)
+      if (size !== c.bytes)
+        throw new ColdStoreError(`${this.dir}: chunk file ${c.file} has ${size} bytes, the manifest says ${c.bytes}`)
       if (level === 'full' && (await sha256File(p)) !== c.sha256) {
         throw new ColdStoreError(`${this.dir}: chunk file ${c.file} fails its sha256 check`)
       }
@@ -359,14 +374,17 @@ export class DiskColdStore implements ColdStore {
       const full = i < groups.length - 1 || this.isFull(groups[i])
       written.push(await this.writeChunk(groups[i], gen, i, full, 0))
     }
-    const keep = absorb ? this.manifest.chunks.slice(0, this.manifest.chunks.length - tail.length) : this.manifest.chunks
+    const keep = absorb
+      ? this.manifest.chunks.slice(0, this.manifest.chunks.length - tail.length)
+      : this.manifest.chunks
     await this.publish([...keep, ...written], absorb ? tail.map((e) => e.file) : [])
     await this.maybeMerge()
   }
 
   private async readEntries(entries: readonly ChunkEntry[]): Promise<Block[]> {
     const out: Block[] = []
-    for (const e of entries) out.push(...(await readChunkBlocksAsync(join(this.dir, 'chunks', e.file), this.chunkOf(e).footer)))
+    for (const e of entries)
+      out.push(...(await readChunkBlocksAsync(join(this.dir, 'chunks', e.file), this.chunkOf(e).footer)))
     return out
   }
 
@@ -396,7 +414,13 @@ export class DiskColdStore implements ColdStore {
     return out
   }
 
-  private async writeChunk(blocks: Block[], gen: number, i: number, sealed: boolean, level: number): Promise<ChunkEntry> {
+  private async writeChunk(
+    blocks: Block[],
+    gen: number,
+    i: number,
+    sealed: boolean,
+    level: number,
+  ): Promise<ChunkEntry> {
     const first = blocks[0].header.number
     const last = blocks[blocks.length - 1].header.number
     const file = `${pad(first)}-${pad(last)}-g${gen}-${i}.spc`
@@ -484,7 +508,10 @@ export class DiskColdStore implements ColdStore {
       written.push(await this.writeChunk(groups[i], gen, i, full, full ? 0 : level))
     }
     const keep = this.manifest.chunks.slice(0, this.manifest.chunks.length - group.length)
-    await this.publish([...keep, ...written], group.map((e) => e.file))
+    await this.publish(
+      [...keep, ...written],
+      group.map((e) => e.file),
+    )
   }
 
   async close(): Promise<void> {

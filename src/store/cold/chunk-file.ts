@@ -111,15 +111,22 @@ function accessor(name: string): (r: Record<string, unknown>) => unknown {
 function loadedAddressValues(x: unknown, out: Set<string>): void {
   if (!x || typeof x !== 'object') return
   const la = x as { writable?: unknown; readonly?: unknown }
-  for (const l of [la.writable, la.readonly]) if (Array.isArray(l)) for (const a of l) if (typeof a === 'string') out.add(a)
+  for (const l of [la.writable, la.readonly])
+    if (Array.isArray(l)) for (const a of l) if (typeof a === 'string') out.add(a)
 }
 
 /** Encode `blocks` (ascending, non-empty) and write them as one chunk file at `path`. */
-export async function writeChunkFile(path: string, blocks: readonly Block[], opts: WriteOptions = {}): Promise<WrittenChunk> {
+export async function writeChunkFile(
+  path: string,
+  blocks: readonly Block[],
+  opts: WriteOptions = {},
+): Promise<WrittenChunk> {
   if (blocks.length === 0) throw new Error('cold store: empty chunk')
   for (let i = 1; i < blocks.length; i++) {
     if (!(blocks[i].header.number > blocks[i - 1].header.number)) {
-      throw new Error(`cold store: blocks of a chunk must ascend (${blocks[i - 1].header.number} then ${blocks[i].header.number})`)
+      throw new Error(
+        `cold store: blocks of a chunk must ascend (${blocks[i - 1].header.number} then ${blocks[i].header.number})`,
+      )
     }
   }
   const bufs: Uint8Array[] = [MAGIC]
@@ -164,7 +171,11 @@ export async function writeChunkFile(path: string, blocks: readonly Block[], opt
 
   const blooms: { key: string; bits: Uint8Array }[] = []
 
-  const encodeTable = async (defs: readonly FieldDef[], rows: readonly Record<string, unknown>[], kind?: RecordKind) => {
+  const encodeTable = async (
+    defs: readonly FieldDef[],
+    rows: readonly Record<string, unknown>[],
+    kind?: RecordKind,
+  ) => {
     const cols: Record<string, ColMeta> = {}
     const prune = kind ? PRUNE_FIELDS[kind] : []
     for (const d of defs) {
@@ -339,7 +350,12 @@ export function readPrune(path: string, footer: Footer): Map<string, Uint8Array>
   return out
 }
 
-export function bloomMayContain(blooms: Map<string, Uint8Array>, kind: RecordKind, field: string, values: ReadonlySet<string>): boolean {
+export function bloomMayContain(
+  blooms: Map<string, Uint8Array>,
+  kind: RecordKind,
+  field: string,
+  values: ReadonlySet<string>,
+): boolean {
   const bits = blooms.get(`${kind}.${field}`)
   if (!bits) return true
   for (const v of values) if (bloomHas(bits, v)) return true

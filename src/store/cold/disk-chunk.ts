@@ -40,7 +40,11 @@ export class DiskChunk implements Chunk {
   get footer(): Footer {
     if (!this._footer) {
       const { footer } = readFooter(this.path)
-      if (footer.firstBlock !== this.firstBlock || footer.lastBlock !== this.lastBlock || footer.blockCount !== this.blockCount) {
+      if (
+        footer.firstBlock !== this.firstBlock ||
+        footer.lastBlock !== this.lastBlock ||
+        footer.blockCount !== this.blockCount
+      ) {
         throw new Error(`cold store: ${this.path} does not hold the blocks the manifest lists`)
       }
       this._footer = footer
@@ -111,7 +115,8 @@ class DiskTable implements Table {
   get blockOffsets(): ArrayLike<number> {
     if (!this.offsets) {
       const c = this.chunk
-      this.offsets = decodeBlob(c.path, null, c.footer.kinds[this.kind].off!, c.blockCount + 1).values as ArrayLike<number>
+      this.offsets = decodeBlob(c.path, null, c.footer.kinds[this.kind].off!, c.blockCount + 1)
+        .values as ArrayLike<number>
     }
     return this.offsets
   }

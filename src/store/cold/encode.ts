@@ -69,7 +69,9 @@ function validity(values: ArrayLike<unknown>): Uint8Array | null {
 }
 
 function fail(name: string, i: number, what: string, value: unknown): never {
-  throw new Error(`cold store: column ${name} row ${i}: ${what}, got ${typeof value === 'bigint' ? `${value}n` : JSON.stringify(value)}`)
+  throw new Error(
+    `cold store: column ${name} row ${i}: ${what}, got ${typeof value === 'bigint' ? `${value}n` : JSON.stringify(value)}`,
+  )
 }
 
 /**
@@ -187,7 +189,8 @@ export function encodeColumn(name: string, type: FieldType, values: ArrayLike<un
         offsets[i] = total
         total += x.length
         for (const e of x) {
-          if (typeof e !== 'number' || !Number.isInteger(e) || e < 0 || e > U32_MAX) fail(name, i, 'expected u32 elements', x)
+          if (typeof e !== 'number' || !Number.isInteger(e) || e < 0 || e > U32_MAX)
+            fail(name, i, 'expected u32 elements', x)
           if (e > max) max = e
         }
       }
@@ -314,8 +317,11 @@ export function decodeColumn(e: Enc, n: number, parts: Uint8Array[], w?: number,
     case 'u64':
     case 'i64': {
       const p = parts[0]
-      const a = e === 'u64' ? new BigUint64Array(p.buffer, p.byteOffset, n) : new BigInt64Array(p.buffer, p.byteOffset, n)
-      return v ? { values: withNulls(a as ArrayLike<bigint>, parts[1]), bytes: n * 40 } : { values: a, bytes: a.byteLength }
+      const a =
+        e === 'u64' ? new BigUint64Array(p.buffer, p.byteOffset, n) : new BigInt64Array(p.buffer, p.byteOffset, n)
+      return v
+        ? { values: withNulls(a as ArrayLike<bigint>, parts[1]), bytes: n * 40 }
+        : { values: a, bytes: a.byteLength }
     }
     case 'bool': {
       const p = parts[0]
