@@ -234,7 +234,7 @@ function dirBytes(dir: string, store: DiskColdStore): number {
 const fmt = (x: number, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d })
 
 const GEN_BLOCKS = Number(process.env.COLD_BENCH_GEN_BLOCKS ?? 200)
-const QUERIES = '/work/shared/bench/queries'
+const QUERIES = join(import.meta.dirname, 'queries')
 
 async function queryMs(
   store: BlockStore,

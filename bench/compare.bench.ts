@@ -507,7 +507,7 @@ function customQueries(
 }
 
 function referenceQueries(from: number, to: number): { name: string; body: Json }[] {
-  const dir = join(ROOT, '..', 'shared', 'bench', 'queries')
+  const dir = join(ROOT, 'bench', 'queries')
   const out: { name: string; body: Json }[] = []
   for (const name of ['whirlpool_swap', 'hard', 'instr_and_logs', 'instr_and_balances', 'all_blocks']) {
     const p = join(dir, `${name}.json`)
