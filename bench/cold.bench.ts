@@ -60,17 +60,34 @@ export function makePools(): Pools {
     data.push({ b58: base58Encode(bytes), bytes })
   }
   const messages: string[] = []
-  const words = ['Instruction:', 'Swap', 'Transfer', 'amount_in', 'amount_out', 'fee', 'pool', 'price', 'ok', 'Program log']
+  const words = [
+    'Instruction:',
+    'Swap',
+    'Transfer',
+    'amount_in',
+    'amount_out',
+    'fee',
+    'pool',
+    'price',
+    'ok',
+    'Program log',
+  ]
   for (let i = 0; i < 60_000; i++) {
     const n = 2 + Math.floor(r() * 8)
     const w: string[] = []
-    for (let j = 0; j < n; j++) w.push(r() < 0.3 ? String(Math.floor(r() * 1e9)) : words[Math.floor(r() * words.length)])
+    for (let j = 0; j < n; j++)
+      w.push(r() < 0.3 ? String(Math.floor(r() * 1e9)) : words[Math.floor(r() * words.length)])
     messages.push(w.join(' '))
   }
   // base58Encode builds its strings by concatenation (ropes); real ingest gets flat strings from
   // JSON.parse, so flatten the pools the same way to not bill rope flattening to the encoder
   const flat = <T>(x: T): T => JSON.parse(JSON.stringify(x))
-  return { accounts: flat(accounts), programs: flat(programs), data: data.map((d) => ({ b58: flat(d.b58), bytes: d.bytes })), messages }
+  return {
+    accounts: flat(accounts),
+    programs: flat(programs),
+    data: data.map((d) => ({ b58: flat(d.b58), bytes: d.bytes })),
+    messages,
+  }
 }
 
 export function busyBlocks(P: Pools, r: () => number, first: number, count: number, slot0: number): Block[] {
@@ -99,7 +116,9 @@ export function busyBlocks(P: Pools, r: () => number, first: number, count: numb
         numReadonlyUnsignedAccounts: 3,
         numRequiredSignatures: 1,
         recentBlockhash: P.accounts[(bi * 7) % P.accounts.length],
-        signatures: [JSON.parse(JSON.stringify(base58Encode(Uint8Array.from({ length: 64 }, () => Math.floor(r() * 256)))))],
+        signatures: [
+          JSON.parse(JSON.stringify(base58Encode(Uint8Array.from({ length: 64 }, () => Math.floor(r() * 256))))),
+        ],
         err: failed ? { InstructionError: [1, { Custom: 6001 }] } : null,
         fee: 5000n + BigInt(Math.floor(r() * 100000)),
         computeUnitsConsumed: BigInt(Math.floor(r() * 1_400_000)),
@@ -134,11 +153,24 @@ export function busyBlocks(P: Pools, r: () => number, first: number, count: numb
         const nl = Math.floor(r() * 2)
         for (let l = 0; l < nl; l++) {
           logIndex += 2
-          logs.push({ transactionIndex: t * 2, logIndex, instructionAddress: addr, programId: pid, kind: r() < 0.8 ? 'log' : 'data', message: P.messages[Math.floor(r() * P.messages.length)] })
+          logs.push({
+            transactionIndex: t * 2,
+            logIndex,
+            instructionAddress: addr,
+            programId: pid,
+            kind: r() < 0.8 ? 'log' : 'data',
+            message: P.messages[Math.floor(r() * P.messages.length)],
+          })
         }
       }
       const bset = [...new Set([keys[0], acc()])].sort()
-      for (const a of bset) balances.push({ transactionIndex: t * 2, account: a, pre: BigInt(Math.floor(r() * 1e15)), post: BigInt(Math.floor(r() * 1e15)) })
+      for (const a of bset)
+        balances.push({
+          transactionIndex: t * 2,
+          account: a,
+          pre: BigInt(Math.floor(r() * 1e15)),
+          post: BigInt(Math.floor(r() * 1e15)),
+        })
       const tset = [...new Set(Array.from({ length: Math.floor(r() * 9) }, acc))].sort()
       for (const a of tset) {
         const mint = acc()
@@ -160,13 +192,23 @@ export function busyBlocks(P: Pools, r: () => number, first: number, count: numb
       }
     }
     out.push({
-      header: { number, hash: P.accounts[bi % P.accounts.length], parentNumber: number - 1, parentHash: P.accounts[(bi + 1) % P.accounts.length], height: number - 100, timestamp: 1_700_000_000 + bi },
+      header: {
+        number,
+        hash: P.accounts[bi % P.accounts.length],
+        parentNumber: number - 1,
+        parentHash: P.accounts[(bi + 1) % P.accounts.length],
+        height: number - 100,
+        timestamp: 1_700_000_000 + bi,
+      },
       transactions,
       instructions,
       logs,
       balances,
       tokenBalances,
-      rewards: bi % 50 === 0 ? [{ pubkey: acc(), lamports: 1000n, postBalance: 5000n, rewardType: 'Fee', commission: null }] : [],
+      rewards:
+        bi % 50 === 0
+          ? [{ pubkey: acc(), lamports: 1000n, postBalance: 5000n, rewardType: 'Fee', commission: null }]
+          : [],
     })
   }
   return out
@@ -192,9 +234,14 @@ function dirBytes(dir: string, store: DiskColdStore): number {
 const fmt = (x: number, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d })
 
 const GEN_BLOCKS = Number(process.env.COLD_BENCH_GEN_BLOCKS ?? 200)
-const QUERIES = '/work/shared/bench/queries'
+const QUERIES = join(import.meta.dirname, 'queries')
 
-async function queryMs(store: BlockStore, body: Record<string, unknown>, from: number, to: number): Promise<{ ms: number; blocks: number; bytes: number }> {
+async function queryMs(
+  store: BlockStore,
+  body: Record<string, unknown>,
+  from: number,
+  to: number,
+): Promise<{ ms: number; blocks: number; bytes: number }> {
   const q = parseQuery({ ...body, fromBlock: from, toBlock: to })
   const t = performance.now()
   let blocks = 0
@@ -226,7 +273,9 @@ export async function endToEnd(work: string): Promise<string> {
   const rows: string[] = []
   let names: string[] = []
   try {
-    names = readdirSync(QUERIES).filter((f) => f.endsWith('.json')).sort()
+    names = readdirSync(QUERIES)
+      .filter((f) => f.endsWith('.json'))
+      .sort()
   } catch {
     /* no shared bench queries here */
   }
@@ -239,15 +288,17 @@ export async function endToEnd(work: string): Promise<string> {
     await queryMs(mem, body, from, to) // build the in-memory chunks once
     const m = await queryMs(mem, body, from, to)
     const bps = (x: { ms: number }) => fmt((blocks.length / x.ms) * 1000)
-    rows.push(`| ${f.replace('.json', '')} | ${fmt(c1.ms)} ms (${bps(c1)}) | ${fmt(c2.ms)} ms (${bps(c2)}) | ${fmt(m.ms)} ms (${bps(m)}) | ${c1.blocks} | ${fmt(c1.bytes / 1e6, 1)} MB |`)
+    rows.push(
+      `| ${f.replace('.json', '')} | ${fmt(c1.ms)} ms (${bps(c1)}) | ${fmt(c2.ms)} ms (${bps(c2)}) | ${fmt(m.ms)} ms (${bps(m)}) | ${c1.blocks} | ${fmt(c1.bytes / 1e6, 1)} MB |`,
+    )
   }
   return [
     `### End to end: \`solportal gen\` → \`solportal import\` → queries`,
     '',
     `${fmt(GEN_BLOCKS)} generated mainnet-shaped blocks (${fmt(stats.txs / stats.blocks)} transactions per block, ${fmt(stats.votes / stats.blocks)} of them votes, dropped; stored per block: ${fmt(tx / blocks.length)} transactions, ${fmt(ix / blocks.length)} instructions).`,
-    `Import (read gzip, parse, normalize, encode, write with fsync): ${fmt(r.imported / importS, 1)} blocks/s, ${fmt(stats.bytes / 1e6 / importS, 1)} MB/s of archive JSON; ${fmt(bytes / blocks.length)} bytes per block on disk (${fmt(bytes / stats.bytes * 100, 1)}% of the JSON).`,
+    `Import (read gzip, parse, normalize, encode, write with fsync): ${fmt(r.imported / importS, 1)} blocks/s, ${fmt(stats.bytes / 1e6 / importS, 1)} MB/s of archive JSON; ${fmt(bytes / blocks.length)} bytes per block on disk (${fmt((bytes / stats.bytes) * 100, 1)}% of the JSON).`,
     '',
-    'The reference\'s five bench queries over the whole range, as time (blocks/s):',
+    "The reference's five bench queries over the whole range, as time (blocks/s):",
     '',
     '| query | cold store, cold decode cache | cold store, warm cache | same blocks in memory (StaticStore) | blocks out | JSON out |',
     '|---|---|---|---|---|---|',
@@ -342,7 +393,9 @@ export async function run(): Promise<string> {
     const parquet = join(work, 'ix.parquet')
     const parquetZstd = join(work, 'ix-zstd.parquet')
     await con.run(`COPY (SELECT * FROM ix ORDER BY block, transactionIndex) TO '${parquet}' (FORMAT parquet)`)
-    await con.run(`COPY (SELECT * FROM ix ORDER BY block, transactionIndex) TO '${parquetZstd}' (FORMAT parquet, COMPRESSION zstd)`)
+    await con.run(
+      `COPY (SELECT * FROM ix ORDER BY block, transactionIndex) TO '${parquetZstd}' (FORMAT parquet, COMPRESSION zstd)`,
+    )
     await con.run('DROP TABLE ix')
     const ixRows = rows.instruction
 
@@ -357,10 +410,35 @@ export async function run(): Promise<string> {
       await s.close()
       return n
     }
-    const own = await best(3, () => readOwn(plainDir, ixCols.map((d) => d.name)))
-    const ownZ = await best(3, () => readOwn(zDir, ixCols.map((d) => d.name)))
+    const own = await best(3, () =>
+      readOwn(
+        plainDir,
+        ixCols.map((d) => d.name),
+      ),
+    )
+    const ownZ = await best(3, () =>
+      readOwn(
+        zDir,
+        ixCols.map((d) => d.name),
+      ),
+    )
     const ownQ = await best(3, () => readOwn(plainDir, ['programId', 'dataPrefix', 'transactionIndex']))
-    const cols = ['transactionIndex', 'instructionAddress', 'programId', 'accounts', 'data', 'd1', 'd2', 'd4', 'd8', 'dataPrefix', 'error', 'computeUnitsConsumed', 'isCommitted', 'hasDroppedLogMessages']
+    const cols = [
+      'transactionIndex',
+      'instructionAddress',
+      'programId',
+      'accounts',
+      'data',
+      'd1',
+      'd2',
+      'd4',
+      'd8',
+      'dataPrefix',
+      'error',
+      'computeUnitsConsumed',
+      'isCommitted',
+      'hasDroppedLogMessages',
+    ]
     // streamed (data chunk by data chunk, 2,048 rows) so that 1,000 busy blocks fit in the heap,
     // each converted to JS values like getColumnsJS does, then dropped
     const readDuck = async (file: string, select: string[]) => {
@@ -378,7 +456,9 @@ export async function run(): Promise<string> {
     const dkQ = await best(1, () => readDuck(parquet, ['programId', 'dataPrefix', 'transactionIndex']))
     // DuckDB doing the scan itself without materializing JS values (lower bound of its cost)
     const dkNative = await best(3, async () => {
-      const res = await con.runAndReadAll(`SELECT count(*), sum(len(accounts)), sum(length(data)) FROM read_parquet('${parquet}')`)
+      const res = await con.runAndReadAll(
+        `SELECT count(*), sum(len(accounts)), sum(length(data)) FROM read_parquet('${parquet}')`,
+      )
       return res.getRows()
     })
     // full scan: every column of every kind
@@ -401,7 +481,12 @@ export async function run(): Promise<string> {
       let maybe = 0
       let probes = 0
       for await (const c of s.chunks(0, Number.MAX_SAFE_INTEGER)) {
-        for (const [kind, f] of [['instruction', 'accounts'], ['instruction', 'programId'], ['transaction', 'accountKeys'], ['tokenBalance', 'postOwner']] as const) {
+        for (const [kind, f] of [
+          ['instruction', 'accounts'],
+          ['instruction', 'programId'],
+          ['transaction', 'accountKeys'],
+          ['tokenBalance', 'postOwner'],
+        ] as const) {
           probes++
           if (c.mayContain!(kind, f, absent)) maybe++
         }

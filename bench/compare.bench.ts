@@ -87,7 +87,21 @@ function prepareData(): DataInfo {
     mkdirSync(dir, { recursive: true })
     log(`generating ${N_BLOCKS} blocks, ${TXS} tx/block, seed ${SEED}`)
     const g = cli(
-      ['gen', '--blocks', String(N_BLOCKS), '--out', archive, '--seed', String(SEED), '--from-slot', String(FROM_SLOT), '--txs-per-block', String(TXS), '--gzip-threads', '2'],
+      [
+        'gen',
+        '--blocks',
+        String(N_BLOCKS),
+        '--out',
+        archive,
+        '--seed',
+        String(SEED),
+        '--from-slot',
+        String(FROM_SLOT),
+        '--txs-per-block',
+        String(TXS),
+        '--gzip-threads',
+        '2',
+      ],
       'solportal gen',
     )
     log(g.stderr.trim())
@@ -178,14 +192,32 @@ class Server {
     const port = await freePort()
     const proc = spawn(
       process.execPath,
-      [...CLI, 'serve', '--dataset-dir', datasetDir, '--host', '127.0.0.1', '--port', String(port), '--quiet', '--rate-limit', '0', '--response-time-ms', String(3_600_000), '--response-bytes', String(2 ** 45)],
+      [
+        ...CLI,
+        'serve',
+        '--dataset-dir',
+        datasetDir,
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--quiet',
+        '--rate-limit',
+        '0',
+        '--response-time-ms',
+        String(3_600_000),
+        '--response-bytes',
+        String(2 ** 45),
+      ],
       { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] },
     )
     const url = `http://127.0.0.1:${port}`
     for (let i = 0; i < 600; i++) {
       if (proc.exitCode !== null) throw new Error(`solportal serve exited ${proc.exitCode}`)
       const ok = await new Promise<boolean>((r) => {
-        http.get(`${url}/datasets/solana-mainnet/head`, (res) => (res.resume(), r(res.statusCode === 200))).on('error', () => r(false))
+        http
+          .get(`${url}/datasets/solana-mainnet/head`, (res) => (res.resume(), r(res.statusCode === 200)))
+          .on('error', () => r(false))
       })
       if (ok) return new Server(proc, url)
       await new Promise((r) => setTimeout(r, 100))
@@ -298,17 +330,64 @@ interface QueryDef {
 const ALL = (kind: string): Record<string, true> => {
   const f: Record<string, string[]> = {
     block: ['number', 'hash', 'parentNumber', 'parentHash', 'height', 'timestamp'],
-    transaction: ['transactionIndex', 'version', 'accountKeys', 'addressTableLookups', 'numReadonlySignedAccounts', 'numReadonlyUnsignedAccounts', 'numRequiredSignatures', 'recentBlockhash', 'signatures', 'err', 'fee', 'computeUnitsConsumed', 'loadedAddresses', 'feePayer', 'hasDroppedLogMessages'],
-    instruction: ['transactionIndex', 'instructionAddress', 'programId', 'accounts', 'data', 'd1', 'd2', 'd4', 'd8', 'error', 'computeUnitsConsumed', 'isCommitted', 'hasDroppedLogMessages'],
+    transaction: [
+      'transactionIndex',
+      'version',
+      'accountKeys',
+      'addressTableLookups',
+      'numReadonlySignedAccounts',
+      'numReadonlyUnsignedAccounts',
+      'numRequiredSignatures',
+      'recentBlockhash',
+      'signatures',
+      'err',
+      'fee',
+      'computeUnitsConsumed',
+      'loadedAddresses',
+      'feePayer',
+      'hasDroppedLogMessages',
+    ],
+    instruction: [
+      'transactionIndex',
+      'instructionAddress',
+      'programId',
+      'accounts',
+      'data',
+      'd1',
+      'd2',
+      'd4',
+      'd8',
+      'error',
+      'computeUnitsConsumed',
+      'isCommitted',
+      'hasDroppedLogMessages',
+    ],
     log: ['transactionIndex', 'logIndex', 'instructionAddress', 'programId', 'kind', 'message'],
     balance: ['transactionIndex', 'account', 'pre', 'post'],
-    tokenBalance: ['transactionIndex', 'account', 'preMint', 'postMint', 'preDecimals', 'postDecimals', 'preProgramId', 'postProgramId', 'preOwner', 'postOwner', 'preAmount', 'postAmount'],
+    tokenBalance: [
+      'transactionIndex',
+      'account',
+      'preMint',
+      'postMint',
+      'preDecimals',
+      'postDecimals',
+      'preProgramId',
+      'postProgramId',
+      'preOwner',
+      'postOwner',
+      'preAmount',
+      'postAmount',
+    ],
     reward: ['pubkey', 'lamports', 'postBalance', 'rewardType', 'commission'],
   }
   return Object.fromEntries(f[kind].map((k) => [k, true]))
 }
 
-function customQueries(from: number, to: number, p: { pool: string; account: string; payer: string; fullTo: number; fullBlocks: number }): QueryDef[] {
+function customQueries(
+  from: number,
+  to: number,
+  p: { pool: string; account: string; payer: string; fullTo: number; fullBlocks: number },
+): QueryDef[] {
   const range = (a: number, b: number) => `block_number BETWEEN ${a} AND ${b}`
   return [
     {
@@ -320,7 +399,13 @@ function customQueries(from: number, to: number, p: { pool: string; account: str
         fields: {
           block: { number: true, hash: true },
           transaction: { transactionIndex: true, signatures: true, feePayer: true, err: true },
-          instruction: { transactionIndex: true, instructionAddress: true, programId: true, accounts: true, data: true },
+          instruction: {
+            transactionIndex: true,
+            instructionAddress: true,
+            programId: true,
+            accounts: true,
+            data: true,
+          },
         },
         instructions: [{ programId: [WHIRLPOOL], d8: [SWAP_D8], a2: [p.pool], transaction: true }],
       },
@@ -335,7 +420,13 @@ function customQueries(from: number, to: number, p: { pool: string; account: str
         toBlock: to,
         fields: {
           block: { number: true },
-          instruction: { transactionIndex: true, instructionAddress: true, programId: true, accounts: true, data: true },
+          instruction: {
+            transactionIndex: true,
+            instructionAddress: true,
+            programId: true,
+            accounts: true,
+            data: true,
+          },
         },
         instructions: [{ mentionsAccount: [p.account] }],
       },
@@ -362,8 +453,22 @@ function customQueries(from: number, to: number, p: { pool: string; account: str
         toBlock: to,
         fields: {
           block: { number: true, hash: true, timestamp: true },
-          transaction: { transactionIndex: true, signatures: true, fee: true, err: true, feePayer: true, computeUnitsConsumed: true },
-          instruction: { transactionIndex: true, instructionAddress: true, programId: true, accounts: true, data: true, isCommitted: true },
+          transaction: {
+            transactionIndex: true,
+            signatures: true,
+            fee: true,
+            err: true,
+            feePayer: true,
+            computeUnitsConsumed: true,
+          },
+          instruction: {
+            transactionIndex: true,
+            instructionAddress: true,
+            programId: true,
+            accounts: true,
+            data: true,
+            isCommitted: true,
+          },
           balance: ALL('balance'),
         },
         transactions: [{ feePayer: [p.payer], instructions: true, balances: true }],
@@ -378,7 +483,9 @@ function customQueries(from: number, to: number, p: { pool: string; account: str
         fromBlock: from,
         toBlock: p.fullTo,
         includeAllBlocks: true,
-        fields: Object.fromEntries(['block', 'transaction', 'instruction', 'log', 'balance', 'tokenBalance', 'reward'].map((k) => [k, ALL(k)])),
+        fields: Object.fromEntries(
+          ['block', 'transaction', 'instruction', 'log', 'balance', 'tokenBalance', 'reward'].map((k) => [k, ALL(k)]),
+        ),
         transactions: [{}],
         instructions: [{}],
         logs: [{}],
@@ -386,7 +493,12 @@ function customQueries(from: number, to: number, p: { pool: string; account: str
         tokenBalances: [{}],
         rewards: [{}],
       },
-      lower: `SELECT (SELECT count(*) FROM tx WHERE ${range(from, p.fullTo)}) + (SELECT count(*) FROM ix WHERE ${range(from, p.fullTo)}) + ${['logs', 'balances', 'token_balances', 'rewards']
+      lower: `SELECT (SELECT count(*) FROM tx WHERE ${range(from, p.fullTo)}) + (SELECT count(*) FROM ix WHERE ${range(from, p.fullTo)}) + ${[
+        'logs',
+        'balances',
+        'token_balances',
+        'rewards',
+      ]
         .map((t) => `(SELECT count(*) FROM ${t} WHERE ${range(from, p.fullTo)})`)
         .join(' + ')}`,
       lowerWhat: 'rows of all kinds in the range',
@@ -395,11 +507,12 @@ function customQueries(from: number, to: number, p: { pool: string; account: str
 }
 
 function referenceQueries(from: number, to: number): { name: string; body: Json }[] {
-  const dir = join(ROOT, '..', 'shared', 'bench', 'queries')
+  const dir = join(ROOT, 'bench', 'queries')
   const out: { name: string; body: Json }[] = []
   for (const name of ['whirlpool_swap', 'hard', 'instr_and_logs', 'instr_and_balances', 'all_blocks']) {
     const p = join(dir, `${name}.json`)
-    if (existsSync(p)) out.push({ name, body: { ...JSON.parse(readFileSync(p, 'utf8')), fromBlock: from, toBlock: to } })
+    if (existsSync(p))
+      out.push({ name, body: { ...JSON.parse(readFileSync(p, 'utf8')), fromBlock: from, toBlock: to } })
   }
   return out
 }
@@ -476,7 +589,9 @@ export async function run(): Promise<string> {
         `CASE WHEN c4_accounts = '{}' THEN []::VARCHAR[] ELSE string_split(trim(c4_accounts, '{}'), ',') END AS accounts, c12_isCommitted = 't' AS is_committed ` +
         `FROM ${tsv('instructions', cols('instruction'))}) TO '${pq('ix')}' (FORMAT parquet)`,
     )
-    await con.run(`COPY (SELECT c0::BIGINT AS block_number, c1_transactionIndex::INTEGER AS transaction_index, c14_feePayer AS fee_payer FROM ${tsv('transactions', cols('transaction'))}) TO '${pq('tx')}' (FORMAT parquet)`)
+    await con.run(
+      `COPY (SELECT c0::BIGINT AS block_number, c1_transactionIndex::INTEGER AS transaction_index, c14_feePayer AS fee_payer FROM ${tsv('transactions', cols('transaction'))}) TO '${pq('tx')}' (FORMAT parquet)`,
+    )
     for (const [t, k] of [
       ['logs', 'log'],
       ['balances', 'balance'],
@@ -485,19 +600,36 @@ export async function run(): Promise<string> {
     ] as const) {
       await con.run(`COPY (SELECT c0::BIGINT AS block_number FROM ${tsv(t, cols(k))}) TO '${pq(t)}' (FORMAT parquet)`)
     }
-    for (const v of ['ix', 'tx', 'logs', 'balances', 'token_balances', 'rewards']) await con.run(`CREATE VIEW ${v} AS SELECT * FROM read_parquet('${pq(v)}')`)
+    for (const v of ['ix', 'tx', 'logs', 'balances', 'token_balances', 'rewards'])
+      await con.run(`CREATE VIEW ${v} AS SELECT * FROM read_parquet('${pq(v)}')`)
     const parquetS = (performance.now() - tp) / 1000
     rmSync(teeDir, { recursive: true, force: true })
     const one = async (sql: string) => Number((await con.runAndReadAll(sql)).getRows()[0][0])
 
     // ---- query parameters, picked from the data (DuckDB)
-    const range0 = await con.runAndReadAll(`SELECT min(block_number), max(block_number), count(DISTINCT block_number) FROM ix`)
-    const hdr = pg.psql(['-At', '-F', ' ', '-c', 'SELECT min("number"), max("number"), count(*) FROM blocks']).trim().split(' ').map(Number)
+    const range0 = await con.runAndReadAll(
+      `SELECT min(block_number), max(block_number), count(DISTINCT block_number) FROM ix`,
+    )
+    const hdr = pg
+      .psql(['-At', '-F', ' ', '-c', 'SELECT min("number"), max("number"), count(*) FROM blocks'])
+      .trim()
+      .split(' ')
+      .map(Number)
     const [from, to, nBlocks] = hdr
     void range0
-    const fullTo = Number(pg.psql(['-At', '-c', `SELECT max("number") FROM (SELECT "number" FROM blocks ORDER BY "number" LIMIT ${FULL_BLOCKS}) s`]).trim())
+    const fullTo = Number(
+      pg
+        .psql([
+          '-At',
+          '-c',
+          `SELECT max("number") FROM (SELECT "number" FROM blocks ORDER BY "number" LIMIT ${FULL_BLOCKS}) s`,
+        ])
+        .trim(),
+    )
     const pick = async (sql: string) => String((await con.runAndReadAll(sql)).getRows()[0][0])
-    const pool = await pick(`SELECT accounts[3] a FROM ix WHERE program_id = '${WHIRLPOOL}' AND d8 = '${SWAP_D8}' GROUP BY a ORDER BY count(*) DESC, a LIMIT 1`)
+    const pool = await pick(
+      `SELECT accounts[3] a FROM ix WHERE program_id = '${WHIRLPOOL}' AND d8 = '${SWAP_D8}' GROUP BY a ORDER BY count(*) DESC, a LIMIT 1`,
+    )
     const account = await pick(
       `SELECT a FROM (SELECT unnest(accounts) a FROM ix) WHERE a NOT IN (SELECT DISTINCT program_id FROM ix) GROUP BY a ORDER BY count(*) DESC, a LIMIT 1 OFFSET 50`,
     )
@@ -521,7 +653,13 @@ export async function run(): Promise<string> {
     const checks: string[] = []
     const sqlShown: string[] = []
     let serverPeakKb = 0
-    for (const q of customQueries(from, to, { pool, account, payer, fullTo, fullBlocks: Math.min(FULL_BLOCKS, nBlocks) })) {
+    for (const q of customQueries(from, to, {
+      pool,
+      account,
+      payer,
+      fullTo,
+      fullBlocks: Math.min(FULL_BLOCKS, nBlocks),
+    })) {
       const body = JSON.stringify(q.body)
       log(`${q.name}: solportal`)
       const sp = await measure((cb) => server!.post(body, cb), srvMem, RUNS)
@@ -546,16 +684,30 @@ export async function run(): Promise<string> {
       const eq = pgm.digest && sp.digest ? compareDigests(sp.digest, pgm.digest) : `not compared: ${pgm.note}`
       const short = q.name.split(' ')[0]
       if (['Q1', 'Q2', 'Q4'].includes(short))
-        targets.push(`- ${short} (selective): solportal ${fmt(sp.ms)} ms vs PostgreSQL ${fmt(pgm.ms)} ms = ${(pgm.ms / sp.ms).toFixed(2)}× (target ≥ 10×): ${pgm.ms / sp.ms >= 10 ? 'met' : '**not met**'}.`)
+        targets.push(
+          `- ${short} (selective): solportal ${fmt(sp.ms)} ms vs PostgreSQL ${fmt(pgm.ms)} ms = ${(pgm.ms / sp.ms).toFixed(2)}× (target ≥ 10×): ${pgm.ms / sp.ms >= 10 ? 'met' : '**not met**'}.`,
+        )
       else
-        targets.push(`- ${short} (wide): solportal ${fmt(mb(sp.bytes) / (sp.ms / 1000), 1)} MB/s of JSON lines over HTTP, one server thread (target ≥ 100 MB/s): ${mb(sp.bytes) / (sp.ms / 1000) >= 100 ? 'met' : '**not met**'}.`)
+        targets.push(
+          `- ${short} (wide): solportal ${fmt(mb(sp.bytes) / (sp.ms / 1000), 1)} MB/s of JSON lines over HTTP, one server thread (target ≥ 100 MB/s): ${mb(sp.bytes) / (sp.ms / 1000) >= 100 ? 'met' : '**not met**'}.`,
+        )
       checks.push(`| ${q.name} | ${eq} | ${fmt(sp.rows)} / ${fmt(pgm.rows)} |`)
-      const line = (label: string, sys: string, m: { ms: number; bytes: number; rows: number; peakKb: number | null }, ratio: string) =>
+      const line = (
+        label: string,
+        sys: string,
+        m: { ms: number; bytes: number; rows: number; peakKb: number | null },
+        ratio: string,
+      ) =>
         `| ${label} | ${sys} | ${fmt(m.rows)} | ${m.bytes ? fmt(mb(m.bytes), 1) : '–'} | ${fmt(m.ms, m.ms < 100 ? 1 : 0)} | ${fmt((m.rows / m.ms) * 1000)} | ${m.bytes ? fmt(mb(m.bytes) / (m.ms / 1000), 1) : '–'} | ${m.peakKb === null ? '–' : fmt(m.peakKb / 1024)} | ${ratio} |`
-      const vsPg = pgm.ms >= sp.ms ? `**${(pgm.ms / sp.ms).toFixed(1)}× faster** than PostgreSQL` : `**${(sp.ms / pgm.ms).toFixed(1)}× slower** than PostgreSQL`
+      const vsPg =
+        pgm.ms >= sp.ms
+          ? `**${(pgm.ms / sp.ms).toFixed(1)}× faster** than PostgreSQL`
+          : `**${(sp.ms / pgm.ms).toFixed(1)}× slower** than PostgreSQL`
       rows.push(line(q.name, 'solportal (HTTP)', sp, `${vsPg}; ${(sp.ms / lbMs).toFixed(1)}× the lower bound`))
       rows.push(line('', 'PostgreSQL (SQL → JSON)', pgm, `${(pgm.ms / lbMs).toFixed(1)}× the lower bound`))
-      rows.push(line('', `lower bound (DuckDB count, ${q.lowerWhat})`, { ms: lbMs, bytes: 0, rows: lbRows, peakKb: null }, ''))
+      rows.push(
+        line('', `lower bound (DuckDB count, ${q.lowerWhat})`, { ms: lbMs, bytes: 0, rows: lbRows, peakKb: null }, ''),
+      )
     }
 
     // ---- 4. the reference's queries on solportal
@@ -596,10 +748,15 @@ export async function run(): Promise<string> {
       '```',
       data.genSummary,
       '```',
-      ...(data.cachedAt ? ['', `(The archive comes from the cache: generated ${data.cachedAt} by an earlier run with the same parameters; the generator is deterministic.)`] : []),
+      ...(data.cachedAt
+        ? [
+            '',
+            `(The archive comes from the cache: generated ${data.cachedAt} by an earlier run with the same parameters; the generator is deterministic.)`,
+          ]
+        : []),
       '',
       `Per block after normalization: ${perBlock('transactions')} transactions, ${perBlock('instructions')} instructions, ${perBlock('logs')} logs, ${perBlock('balances')} balances, ${perBlock('token_balances')} token balances, ${perBlock('rewards')} rewards. ` +
-        `This is smaller than the issue's ~1,000 tx / ~5,000 instructions per block: at the import rate measured below (${fmt(rowsTotal.instructions / data.importSeconds)} instructions/s), 10,000 blocks of 5,000 instructions would take ~${fmt((10_000 * 5_000) / (rowsTotal.instructions / data.importSeconds) / 60)} min to import alone, and the PostgreSQL load (${fmt(Object.values(rowsTotal).reduce((a, b) => a + b, 0) / loaded.seconds)} rows/s) ~${fmt(((10_000 * 5_000) / rowsTotal.instructions) * (loaded.seconds + indexS + analyzeS) / 60)} min more: beyond the ~25 min budget of the whole bench on this 2-core box.`,
+        `This is smaller than the issue's ~1,000 tx / ~5,000 instructions per block: at the import rate measured below (${fmt(rowsTotal.instructions / data.importSeconds)} instructions/s), 10,000 blocks of 5,000 instructions would take ~${fmt((10_000 * 5_000) / (rowsTotal.instructions / data.importSeconds) / 60)} min to import alone, and the PostgreSQL load (${fmt(Object.values(rowsTotal).reduce((a, b) => a + b, 0) / loaded.seconds)} rows/s) ~${fmt((((10_000 * 5_000) / rowsTotal.instructions) * (loaded.seconds + indexS + analyzeS)) / 60)} min more: beyond the ~25 min budget of the whole bench on this 2-core box.`,
       '',
       '| table | rows |',
       '|---|---|',

@@ -60,7 +60,7 @@ function queries(from: number): Record<string, Record<string, unknown>> {
       transactions: [{ instructions: true, balances: true, logs: true }],
     },
   }
-  const dir = join(REPO_ROOT, '..', 'shared', 'bench', 'queries')
+  const dir = join(REPO_ROOT, 'bench', 'queries')
   if (existsSync(dir)) {
     for (const name of ['whirlpool_swap', 'hard', 'instr_and_logs', 'instr_and_balances', 'all_blocks']) {
       const p = join(dir, `${name}.json`)

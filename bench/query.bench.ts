@@ -25,7 +25,7 @@ function allFields(sel: SelectorName): Record<string, boolean> {
 }
 
 function benchQueries(): { name: string; body: Q }[] {
-  for (const dir of [join(root, '..', 'shared', 'bench', 'queries'), '/work/shared/bench/queries']) {
+  for (const dir of [join(root, 'bench', 'queries')]) {
     if (!existsSync(dir)) continue
     return readdirSync(dir)
       .filter((f) => f.endsWith('.json'))

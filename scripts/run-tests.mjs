@@ -1,4 +1,5 @@
-// Runs the type check, then every test/**/*.test.ts with node's test runner (via tsx).
+// Runs the lint (prettier --check, tsc), then every test/**/*.test.ts with node's test runner (via tsx).
+// `node scripts/run-tests.mjs FILE...` runs only those files, without the lint.
 import { spawnSync } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
@@ -15,10 +16,16 @@ function find(dir) {
 
 const only = process.argv.slice(2)
 if (only.length === 0) {
-  const tc = spawnSync('npx', ['tsc', '--noEmit', '-p', '.'], { stdio: 'inherit' })
-  if (tc.status !== 0) {
-    console.error('type check failed')
-    process.exit(tc.status ?? 1)
+  // lint first: formatting (prettier) and the strict type check
+  for (const [what, args] of [
+    ['format check (npm run format fixes it)', ['prettier', '--check', '--log-level', 'warn', '.']],
+    ['type check', ['tsc', '--noEmit', '-p', '.']],
+  ]) {
+    const r = spawnSync('npx', args, { stdio: 'inherit' })
+    if (r.status !== 0) {
+      console.error(`${what} failed`)
+      process.exit(r.status ?? 1)
+    }
   }
 }
 const files = only.length ? only : find('test')

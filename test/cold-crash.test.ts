@@ -34,7 +34,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
  * moment and SIGKILL it. Resolves with whether it was killed (false: it finished first).
  */
 async function runAndKill(args: string[], watch: string, before: number, delay: number): Promise<boolean> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
   let stderr = ''
   child.stderr!.on('data', (d) => (stderr += d))
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)))
@@ -90,7 +93,12 @@ test('import killed with SIGKILL mid-write, then resumed, equals a straight impo
   let kills = 0
   for (let run = 0; run < 5; run++) {
     const before = lastOf(coldDir(crashed))
-    const killed = await runAndKill(['src/cli/main.ts', 'import', crashed, a, b, '--chunk-blocks', '8', '--no-progress'], coldDir(crashed), before, Math.floor(r() * 250))
+    const killed = await runAndKill(
+      ['src/cli/main.ts', 'import', crashed, a, b, '--chunk-blocks', '8', '--no-progress'],
+      coldDir(crashed),
+      before,
+      Math.floor(r() * 250),
+    )
     countLeftovers(coldDir(crashed))
     if (!killed) break
     kills++
@@ -114,7 +122,12 @@ test('small appends with merges killed with SIGKILL: always an exact prefix, com
   let kills = 0
   for (let run = 0; run < 6; run++) {
     const before = lastOf(dir)
-    const killed = await runAndKill(['test/support/cold/append-child.ts', dir, '77', String(count)], dir, before, Math.floor(r() * 150))
+    const killed = await runAndKill(
+      ['test/support/cold/append-child.ts', dir, '77', String(count)],
+      dir,
+      before,
+      Math.floor(r() * 150),
+    )
     // after every crash the durable state is an exact prefix of the input
     const got = await storeBlocks(dir)
     assert.deepEqual(got, want.slice(0, got.length), `run ${run}: not a prefix`)

@@ -44,7 +44,10 @@ test('import equals normalizing the archives; the dataset directory serves it', 
   assert.equal(r.skipped, 0)
   assert.equal(r.firstBlock, want[0].header.number)
   assert.equal(r.lastBlock, want[69].header.number)
-  assert.ok(log.some((l) => /100\.0% 70 blocks, \d+ blocks\/s, ETA 0s/.test(l)), log.join(''))
+  assert.ok(
+    log.some((l) => /100\.0% 70 blocks, \d+ blocks\/s, ETA 0s/.test(l)),
+    log.join(''),
+  )
   assert.deepEqual(await imported(dir), want)
 
   const store = await openDatasetDir(dir)
@@ -53,7 +56,8 @@ test('import equals normalizing the archives; the dataset directory serves it', 
   assert.equal(store.firstBlock(), want[0].header.number)
   assert.deepEqual(store.meta, { format: 'solportal-dataset', version: 1, includeVotes: false })
   let n = 0
-  for await (const c of store.chunks(want[10].header.number, want[40].header.number, true)) n += Array.from(c.header('number')).filter((x) => x >= want[10].header.number).length
+  for await (const c of store.chunks(want[10].header.number, want[40].header.number, true))
+    n += Array.from(c.header('number')).filter((x) => x >= want[10].header.number).length
   assert.equal(n, 31)
   assert.equal(await store.waitFor(want[69].header.number, true, 10), true)
   assert.equal(await store.waitFor(want[69].header.number + 1, true, 50), false)
@@ -66,7 +70,10 @@ test('import equals normalizing the archives; the dataset directory serves it', 
     await runImport(d, [real], { includeVotes, progress: 'none' })
     assert.deepEqual(await imported(d), await normalized([real], includeVotes))
   }
-  await assert.rejects(runImport(join(work, 'real-false'), [real], { includeVotes: true, progress: 'none' }), /without --include-votes/)
+  await assert.rejects(
+    runImport(join(work, 'real-false'), [real], { includeVotes: true, progress: 'none' }),
+    /without --include-votes/,
+  )
 })
 
 test('an interrupted import resumes where it stopped; skips what is present; rejects unordered input', async () => {
@@ -97,11 +104,18 @@ test('an interrupted import resumes where it stopped; skips what is present; rej
   assert.deepEqual([r3.imported, r3.skipped], [0, 70])
   // files in the wrong order: a clear error naming the place
   await assert.rejects(runImport(join(work, 'other'), [b, a], { progress: 'none' }), (e: Error) => {
-    assert.match(e.message, /a\.jsonl:1: block 300000000 comes after block \d+ \(.*b\.jsonl\.gz:30\): archives must be given in ascending block order/)
+    assert.match(
+      e.message,
+      /a\.jsonl:1: block 300000000 comes after block \d+ \(.*b\.jsonl\.gz:30\): archives must be given in ascending block order/,
+    )
     return true
   })
   // the CLI reports it and exits 1
-  const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'import', join(work, 'cli'), b, a, '--no-progress'], { cwd: ROOT, encoding: 'utf8' })
+  const cli = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli/main.ts', 'import', join(work, 'cli'), b, a, '--no-progress'],
+    { cwd: ROOT, encoding: 'utf8' },
+  )
   assert.equal(cli.status, 1)
   assert.match(cli.stderr, /import failed: .*comes after block/)
 })

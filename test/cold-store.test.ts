@@ -40,7 +40,8 @@ function assertSameChunk(c: Chunk, blocks: Block[]): void {
     const r = ref.table(kind)
     assert.equal(t.rowCount, r.rowCount, `${kind} rows`)
     assert.deepEqual(plain(t.blockOffsets), plain(r.blockOffsets), `${kind} offsets`)
-    for (const d of columnsOf(kind)) assert.deepEqual(plain(t.column(d.name)), plain(r.column(d.name)), `${kind}.${d.name}`)
+    for (const d of columnsOf(kind))
+      assert.deepEqual(plain(t.column(d.name)), plain(r.column(d.name)), `${kind}.${d.name}`)
     assert.throws(() => t.column('nope'), /unknown column/)
   }
 }
@@ -61,7 +62,10 @@ test('every column type round-trips exactly (u64 > 2^53, i64 extremes, nulls, em
     await writeStore(dir, blocks, opts)
     const s = await DiskColdStore.open(dir, { readOnly: true, verify: 'full' })
     const chunks = await allChunks(s)
-    assert.equal(chunks.reduce((n, c) => n + c.blockCount, 0), blocks.length)
+    assert.equal(
+      chunks.reduce((n, c) => n + c.blockCount, 0),
+      blocks.length,
+    )
     let i = 0
     for (const c of chunks) {
       assertSameChunk(c, blocks.slice(i, i + c.blockCount))
@@ -84,7 +88,11 @@ test('encodings: edge values, empty columns, all-null columns, dictionary vs pla
     ['version', 'version', ['legacy', 0, 1, 'legacy']],
     ['string nulls', 'string', [null, null, null]],
     ['string', 'string', ['', 'é', '😀', '\ud800', 'a\nb', '"\\', 'x']],
-    ['json', 'json', [null, { InstructionError: [0, { Custom: 1 }] }, 'BlockhashNotFound', { writable: [], readonly: [] }, [1, 'a']]],
+    [
+      'json',
+      'json',
+      [null, { InstructionError: [0, { Custom: 1 }] }, 'BlockhashNotFound', { writable: [], readonly: [] }, [1, 'a']],
+    ],
     ['address', 'address', [[0], [0, 0], [], [70000, 3]]],
     ['list', 'base58List', [[], ['a', 'b', 'a'], [], ['c']]],
   ]
@@ -109,10 +117,24 @@ test('encodings: edge values, empty columns, all-null columns, dictionary vs pla
   assert.deepEqual([...lazy].length, 4)
   const rep = Array.from({ length: 100 }, (_, i) => `prog${i % 3}`)
   assert.equal(encodeColumn('p', 'base58', rep).e, 'dict')
-  assert.equal(encodeColumn('p', 'base58', rep.map((x, i) => x + i)).e, 'plain')
+  assert.equal(
+    encodeColumn(
+      'p',
+      'base58',
+      rep.map((x, i) => x + i),
+    ).e,
+    'plain',
+  )
   // 44-character addresses, 60% distinct: the dictionary is smaller than the plain list
   const addrs = makeAddressPool(rng(1), 60)
-  assert.equal(encodeColumn('a', 'base58', Array.from({ length: 100 }, (_, i) => addrs[i % 60])).e, 'dict')
+  assert.equal(
+    encodeColumn(
+      'a',
+      'base58',
+      Array.from({ length: 100 }, (_, i) => addrs[i % 60]),
+    ).e,
+    'dict',
+  )
   assert.throws(() => encodeColumn('fee', 'u64', [-1n]), /expected a u64/)
   assert.throws(() => encodeColumn('fee', 'u64', [5]), /expected a u64/)
   assert.throws(() => encodeColumn('n', 'u32', [1.5]), /expected a u32/)
@@ -141,11 +163,14 @@ test('mayContain never says false for a present value, and prunes absent ones', 
           const v = col[r] as unknown
           if (typeof v === 'string') present.add(v)
           else if (Array.isArray(v)) for (const x of v) present.add(x)
-          else if (v && typeof v === 'object') for (const x of [...(v as { writable: string[] }).writable, ...(v as { readonly: string[] }).readonly]) present.add(x)
+          else if (v && typeof v === 'object')
+            for (const x of [...(v as { writable: string[] }).writable, ...(v as { readonly: string[] }).readonly])
+              present.add(x)
         }
         for (const v of present) assert.equal(c.mayContain!(kind, field, new Set([v])), true, `${kind}.${field} ${v}`)
         // a set holding one present value among absent ones is "maybe"
-        if (present.size) assert.equal(c.mayContain!(kind, field, new Set([...absent.slice(0, 5), [...present][0]])), true)
+        if (present.size)
+          assert.equal(c.mayContain!(kind, field, new Set([...absent.slice(0, 5), [...present][0]])), true)
         for (const a of absent) {
           probes++
           if (c.mayContain!(kind, field, new Set([a]))) falsePositives++
@@ -172,7 +197,8 @@ test('chunks(from, to) covers exactly the produced blocks of the range, never ab
   for (let k = 0; k < 200; k++) {
     let from = lo + Math.floor(r() * (hi - lo))
     let to = lo + Math.floor(r() * (hi - lo))
-    if (k % 10 === 0) to = from - 1 // empty range
+    if (k % 10 === 0)
+      to = from - 1 // empty range
     else if (from > to) [from, to] = [to, from]
     const got: number[] = []
     let prevLast = -Infinity
@@ -190,12 +216,19 @@ test('chunks(from, to) covers exactly the produced blocks of the range, never ab
       assert.equal(c.table('transaction').column('fee').length, c.table('transaction').rowCount)
       got.push(...h.filter((n) => n >= from))
     }
-    assert.deepEqual(got, nums.filter((n) => n >= from && n <= to), `[${from}, ${to}]`)
+    assert.deepEqual(
+      got,
+      nums.filter((n) => n >= from && n <= to),
+      `[${from}, ${to}]`,
+    )
   }
   for (let k = 0; k < 50; k++) {
     const n = lo + Math.floor(r() * (hi - lo))
     const limit = 1 + Math.floor(r() * 30)
-    const want = blocks.filter((b) => b.header.number < n).slice(-limit).map((b) => ({ number: b.header.number, hash: b.header.hash }))
+    const want = blocks
+      .filter((b) => b.header.number < n)
+      .slice(-limit)
+      .map((b) => ({ number: b.header.number, hash: b.header.hash }))
     assert.deepEqual(await s.chainBefore(n, limit), want, `chainBefore(${n}, ${limit})`)
   }
   assert.deepEqual(await s.chainBefore(nums[0], 10), [])
@@ -220,14 +253,20 @@ test('small appends: durable at once, compacted into full chunks, bounded file c
   }
   assert.ok(maxTail <= 2 * 3, `unsealed tail of ${maxTail} chunks`)
   const sealed = s.entries.filter((e) => e.sealed)
-  assert.ok(sealed.length >= 4 && sealed.every((e) => e.blockCount === 25), JSON.stringify(s.entries.map((e) => e.blockCount)))
+  assert.ok(
+    sealed.length >= 4 && sealed.every((e) => e.blockCount === 25),
+    JSON.stringify(s.entries.map((e) => e.blockCount)),
+  )
   // dropped files are gone, only listed files remain
   assert.deepEqual(readdirSync(join(dir, 'chunks')).sort(), s.entries.map((e) => e.file).sort())
   await s.compact()
   assert.ok(s.entries.every((e) => e.sealed))
   await s.close()
   const r = await DiskColdStore.open(dir, { readOnly: true, verify: 'full' })
-  assert.deepEqual(r.entries.flatMap((e) => readChunkBlocks(join(dir, 'chunks', e.file))), blocks)
+  assert.deepEqual(
+    r.entries.flatMap((e) => readChunkBlocks(join(dir, 'chunks', e.file))),
+    blocks,
+  )
   await r.close()
 })
 
@@ -258,7 +297,10 @@ test('crash leftovers are cleaned, corruption is detected, never served', async 
   // swapped), a temp manifest
   mkdirSync(join(dir, 'tmp'), { recursive: true })
   writeFileSync(join(dir, 'tmp', 'half.spc'), 'partial')
-  writeFileSync(join(dir, 'chunks', '000000009999-000000009999-g99-0.spc'), readFileSync(join(dir, 'chunks', listed[0])))
+  writeFileSync(
+    join(dir, 'chunks', '000000009999-000000009999-g99-0.spc'),
+    readFileSync(join(dir, 'chunks', listed[0])),
+  )
   writeFileSync(join(dir, 'MANIFEST.json.tmp'), '{"half')
   const ro = await DiskColdStore.open(dir, { readOnly: true })
   assert.equal((await allChunks(ro)).length, 3, 'a reader serves only what the manifest lists')
@@ -317,7 +359,10 @@ test('files dropped by a merge stay readable for iterations that started before 
   assert.equal(s.entries.length, 1)
   assert.notEqual(join(dir, 'chunks', s.entries[0].file), file)
   assert.ok(existsSync(file), 'kept while an iteration of the older manifest runs')
-  assert.deepEqual(plain(first.table('instruction').column('programId')), blocks[0].instructions.map((i) => i.programId))
+  assert.deepEqual(
+    plain(first.table('instruction').column('programId')),
+    blocks[0].instructions.map((i) => i.programId),
+  )
   await it.return!()
   assert.ok(!existsSync(file), 'deleted once that iteration ended')
   await s.close()

@@ -92,7 +92,9 @@ export async function loadDataset(pg: PgCluster, datasetDir: string, teeDir: str
     await store.close()
   }
   await Promise.all(copies.map((c) => c.done))
-  await Promise.all(files.map((f) => (f ? new Promise<void>((r) => (f.writableFinished ? r() : f.once('finish', () => r()))) : null)))
+  await Promise.all(
+    files.map((f) => (f ? new Promise<void>((r) => (f.writableFinished ? r() : f.once('finish', () => r()))) : null)),
+  )
   const rows: Record<string, number> = {}
   tables.forEach((t, i) => (rows[t] = sinks[i].rows))
   return { rows, blocks, seconds: (performance.now() - t0) / 1000 }

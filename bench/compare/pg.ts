@@ -41,7 +41,10 @@ export function pgBinDir(log: (s: string) => void): string {
   if (!bin) {
     log('postgres not found: apt-get update && apt-get install -y postgresql\n')
     for (const args of [['update'], ['install', '-y', 'postgresql']]) {
-      const r = spawnSync('apt-get', args, { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } })
+      const r = spawnSync('apt-get', args, {
+        stdio: 'inherit',
+        env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+      })
       if (r.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (${r.status})`)
     }
     bin = find()
@@ -90,19 +93,58 @@ export class PgCluster {
     mkdirSync(root, { recursive: true })
     chownSync(root, uid, gid)
     const dataDir = join(root, 'data')
-    run('runuser', ['-u', 'postgres', '--', join(bin, 'initdb'), '-D', dataDir, '--no-locale', '-E', 'UTF8', '--auth=trust', '-U', 'postgres'], 'initdb')
+    run(
+      'runuser',
+      [
+        '-u',
+        'postgres',
+        '--',
+        join(bin, 'initdb'),
+        '-D',
+        dataDir,
+        '--no-locale',
+        '-E',
+        'UTF8',
+        '--auth=trust',
+        '-U',
+        'postgres',
+      ],
+      'initdb',
+    )
     const port = await freePort()
-    const conf = PG_SETTINGS.map(([k, v]) => `${k} = ${v}`).join('\n') + `\nport = ${port}\nunix_socket_directories = '${root}'\n`
+    const conf =
+      PG_SETTINGS.map(([k, v]) => `${k} = ${v}`).join('\n') + `\nport = ${port}\nunix_socket_directories = '${root}'\n`
     writeFileSync(join(dataDir, 'postgresql.auto.conf'), conf)
     chownSync(join(dataDir, 'postgresql.auto.conf'), uid, gid)
-    run('runuser', ['-u', 'postgres', '--', join(bin, 'pg_ctl'), '-D', dataDir, '-l', join(root, 'server.log'), '-w', '-t', '60', 'start'], 'pg_ctl start')
+    run(
+      'runuser',
+      [
+        '-u',
+        'postgres',
+        '--',
+        join(bin, 'pg_ctl'),
+        '-D',
+        dataDir,
+        '-l',
+        join(root, 'server.log'),
+        '-w',
+        '-t',
+        '60',
+        'start',
+      ],
+      'pg_ctl start',
+    )
     const pg = new PgCluster(bin, dataDir, port)
     pg.psql(['-d', 'postgres', '-c', 'CREATE DATABASE bench'])
     return pg
   }
 
   stop(): void {
-    spawnSync('runuser', ['-u', 'postgres', '--', join(this.bin, 'pg_ctl'), '-D', this.dataDir, '-m', 'fast', '-w', 'stop'], { stdio: 'ignore' })
+    spawnSync(
+      'runuser',
+      ['-u', 'postgres', '--', join(this.bin, 'pg_ctl'), '-D', this.dataDir, '-m', 'fast', '-w', 'stop'],
+      { stdio: 'ignore' },
+    )
   }
 
   version(): string {
@@ -111,7 +153,21 @@ export class PgCluster {
 
   /** psql arguments connecting to the bench database */
   args(extra: string[] = []): string[] {
-    return ['-X', '-q', '-h', '127.0.0.1', '-p', String(this.port), '-U', 'postgres', '-d', 'bench', '-v', 'ON_ERROR_STOP=1', ...extra]
+    return [
+      '-X',
+      '-q',
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(this.port),
+      '-U',
+      'postgres',
+      '-d',
+      'bench',
+      '-v',
+      'ON_ERROR_STOP=1',
+      ...extra,
+    ]
   }
 
   /** run psql to completion; returns stdout (throws on failure) */
@@ -126,12 +182,16 @@ export class PgCluster {
 
   /** a `COPY table FROM STDIN` stream */
   copyIn(table: string): { proc: ChildProcess; done: Promise<void> } {
-    const proc = spawn(join(this.bin, 'psql'), this.args(['-c', `COPY ${table} FROM STDIN`]), { stdio: ['pipe', 'ignore', 'pipe'] })
+    const proc = spawn(join(this.bin, 'psql'), this.args(['-c', `COPY ${table} FROM STDIN`]), {
+      stdio: ['pipe', 'ignore', 'pipe'],
+    })
     let err = ''
     proc.stderr!.on('data', (d) => (err += d))
     const done = new Promise<void>((resolve, reject) => {
       proc.on('error', reject)
-      proc.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`COPY ${table}: psql exited ${code}: ${err}`))))
+      proc.on('close', (code) =>
+        code === 0 ? resolve() : reject(new Error(`COPY ${table}: psql exited ${code}: ${err}`)),
+      )
     })
     return { proc, done }
   }
@@ -184,15 +244,24 @@ export function resetPeak(pid: number): void {
 export class PsqlSession {
   private readonly proc: ChildProcess
   private carry = Buffer.alloc(0)
-  private current: { marker: Buffer; onChunk: (b: Buffer) => void; resolve: () => void; reject: (e: Error) => void } | null = null
+  private current: {
+    marker: Buffer
+    onChunk: (b: Buffer) => void
+    resolve: () => void
+    reject: (e: Error) => void
+  } | null = null
   private stderr = ''
   private seq = 0
   backendPid = 0
 
   constructor(pg: PgCluster, fetchCount = 1000) {
-    this.proc = spawn(join(pg.bin, 'psql'), pg.args(['-A', '-t', '-v', 'ON_ERROR_STOP=0', '-v', `FETCH_COUNT=${fetchCount}`, '-P', 'pager=off']), {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    })
+    this.proc = spawn(
+      join(pg.bin, 'psql'),
+      pg.args(['-A', '-t', '-v', 'ON_ERROR_STOP=0', '-v', `FETCH_COUNT=${fetchCount}`, '-P', 'pager=off']),
+      {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    )
     this.proc.stderr!.on('data', (d) => (this.stderr += d))
     this.proc.stdout!.on('data', (d: Buffer) => this.data(d))
     this.proc.on('close', (code) => this.current?.reject(new Error(`psql session ended (${code}): ${this.stderr}`)))

@@ -13,7 +13,14 @@
  * tokenBalances, logs); unfiltered requests of the other kinds. Anything else throws (the bench then
  * says so instead of answering something else).
  */
-import { BLOCK_MEMBERS, HEADER_FIELDS, RECORD_FIELDS, SELECTOR_INDEX, type FieldDef, type FieldType } from '../../src/catalogue.ts'
+import {
+  BLOCK_MEMBERS,
+  HEADER_FIELDS,
+  RECORD_FIELDS,
+  SELECTOR_INDEX,
+  type FieldDef,
+  type FieldType,
+} from '../../src/catalogue.ts'
 import type { RecordKind } from '../../src/model.ts'
 
 export const TABLE: Record<RecordKind, string> = {
@@ -67,12 +74,16 @@ function renderExpr(def: FieldDef, alias: string): string {
   }
 }
 
-
 export function schemaSql(): string {
   const out: string[] = []
-  out.push(`CREATE UNLOGGED TABLE blocks (${HEADER_FIELDS.map((f) => `${col(f.name)} ${sqlType(f.type)}${f.nullable ? '' : ' NOT NULL'}`).join(', ')});`)
+  out.push(
+    `CREATE UNLOGGED TABLE blocks (${HEADER_FIELDS.map((f) => `${col(f.name)} ${sqlType(f.type)}${f.nullable ? '' : ' NOT NULL'}`).join(', ')});`,
+  )
   for (const kind of Object.keys(TABLE) as RecordKind[]) {
-    const cols = [`block_number bigint NOT NULL`, ...RECORD_FIELDS[kind].map((f) => `${col(f.name)} ${sqlType(f.type)}${f.nullable ? '' : ' NOT NULL'}`)]
+    const cols = [
+      `block_number bigint NOT NULL`,
+      ...RECORD_FIELDS[kind].map((f) => `${col(f.name)} ${sqlType(f.type)}${f.nullable ? '' : ' NOT NULL'}`),
+    ]
     out.push(`CREATE UNLOGGED TABLE ${TABLE[kind]} (${cols.join(', ')});`)
   }
   return out.join('\n')
@@ -95,7 +106,9 @@ export const INDEXES: string[] = [
 // ------------------------------------------------------------------------------ COPY text encoding
 const NEEDS_ESC = /[\\\t\n\r]/
 function copyText(s: string): string {
-  return NEEDS_ESC.test(s) ? s.replace(/[\\\t\n\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r')) : s
+  return NEEDS_ESC.test(s)
+    ? s.replace(/[\\\t\n\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r'))
+    : s
 }
 const ARRAY_SAFE = /^[1-9A-HJ-NP-Za-km-z]+$/
 function arrayLiteral(v: readonly string[]): string {
@@ -193,12 +206,31 @@ export function querySql(q: Json): string {
   if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to)) throw new Error('fromBlock and toBlock are required')
   const range = `r.block_number BETWEEN ${from} AND ${to}`
   const ctes: string[] = []
-  const contrib: Record<RecordKind, Contribution[]> = { transaction: [], instruction: [], log: [], balance: [], tokenBalance: [], reward: [] }
+  const contrib: Record<RecordKind, Contribution[]> = {
+    transaction: [],
+    instruction: [],
+    log: [],
+    balance: [],
+    tokenBalance: [],
+    reward: [],
+  }
   const txOf = (m: string) => `SELECT DISTINCT block_number, transaction_index FROM ${m}`
   const byTx = (kind: RecordKind, m: string) =>
     `SELECT ${KEY_COLS[kind].map((c) => 'r.' + c).join(', ')} FROM ${TABLE[kind]} r JOIN (${txOf(m)}) m USING (block_number, transaction_index)`
 
-  const known = new Set(['type', 'fromBlock', 'toBlock', 'includeAllBlocks', 'fields', 'instructions', 'transactions', 'logs', 'balances', 'tokenBalances', 'rewards'])
+  const known = new Set([
+    'type',
+    'fromBlock',
+    'toBlock',
+    'includeAllBlocks',
+    'fields',
+    'instructions',
+    'transactions',
+    'logs',
+    'balances',
+    'tokenBalances',
+    'rewards',
+  ])
   for (const k of Object.keys(q)) if (!known.has(k)) throw new Error(`querySql: unsupported member ${k}`)
 
   ;(q.instructions ?? []).forEach((req: Json, i: number) => {
@@ -206,11 +238,29 @@ export function querySql(q: Json): string {
     const rels = new Set<string>()
     for (const [k, v] of Object.entries(req)) {
       if (k === 'programId') conds.push(inList('r.program_id', v))
-      else if (/^d(1|2|4|8)$/.test(k)) conds.push(inList(`r.${k}`, (v as string[]).map((x) => x.toLowerCase())))
+      else if (/^d(1|2|4|8)$/.test(k))
+        conds.push(
+          inList(
+            `r.${k}`,
+            (v as string[]).map((x) => x.toLowerCase()),
+          ),
+        )
       else if (/^a([0-9]|1[0-5])$/.test(k)) conds.push(inList(`r.accounts[${Number(k.slice(1)) + 1}]`, v))
-      else if (k === 'mentionsAccount') conds.push((v as string[]).length ? `r.accounts && ARRAY[${(v as string[]).map(lit).join(', ')}]::text[]` : 'false')
+      else if (k === 'mentionsAccount')
+        conds.push(
+          (v as string[]).length ? `r.accounts && ARRAY[${(v as string[]).map(lit).join(', ')}]::text[]` : 'false',
+        )
       else if (k === 'isCommitted') conds.push(`r.is_committed = ${v ? 'true' : 'false'}`)
-      else if (['transaction', 'transactionInstructions', 'innerInstructions', 'transactionBalances', 'transactionTokenBalances', 'logs'].includes(k)) {
+      else if (
+        [
+          'transaction',
+          'transactionInstructions',
+          'innerInstructions',
+          'transactionBalances',
+          'transactionTokenBalances',
+          'logs',
+        ].includes(k)
+      ) {
         if (v) rels.add(k)
       } else throw new Error(`querySql: unsupported instruction request member ${k}`)
     }
@@ -220,7 +270,9 @@ export function querySql(q: Json): string {
       return
     }
     const m = `m_ins${i}`
-    ctes.push(`${m} AS MATERIALIZED (SELECT r.block_number, r.transaction_index, r.instruction_address FROM instructions r WHERE ${where})`)
+    ctes.push(
+      `${m} AS MATERIALIZED (SELECT r.block_number, r.transaction_index, r.instruction_address FROM instructions r WHERE ${where})`,
+    )
     contrib.instruction.push({ keys: `SELECT block_number, transaction_index, instruction_address FROM ${m}` })
     if (rels.has('transaction')) contrib.transaction.push({ keys: txOf(m) })
     if (rels.has('transactionInstructions')) contrib.instruction.push({ keys: byTx('instruction', m) })
@@ -268,7 +320,8 @@ export function querySql(q: Json): string {
     ['rewards', 'reward'],
   ] as const) {
     for (const req of (q[member] ?? []) as Json[]) {
-      if (Object.keys(req).length > 0) throw new Error(`querySql: filters/relations of ${member} requests are not supported`)
+      if (Object.keys(req).length > 0)
+        throw new Error(`querySql: filters/relations of ${member} requests are not supported`)
       contrib[kind].push({ where: range })
     }
   }
@@ -286,21 +339,32 @@ export function querySql(q: Json): string {
     if (cs.every((c) => c.where)) {
       body = `SELECT r.block_number, json_agg(${obj} ORDER BY ${ORDER[kind]}) AS j FROM ${TABLE[kind]} r WHERE ${cs.map((c) => `(${c.where})`).join(' OR ')} GROUP BY r.block_number`
     } else {
-      const keys = cs.map((c) => c.keys ?? `SELECT ${KEY_COLS[kind].map((k) => 'r.' + k).join(', ')} FROM ${TABLE[kind]} r WHERE ${c.where}`)
+      const keys = cs.map(
+        (c) =>
+          c.keys ?? `SELECT ${KEY_COLS[kind].map((k) => 'r.' + k).join(', ')} FROM ${TABLE[kind]} r WHERE ${c.where}`,
+      )
       ctes.push(`k_${kind} AS MATERIALIZED (${keys.join('\nUNION\n')})`)
       body =
         `SELECT r.block_number, json_agg(${obj} ORDER BY ${ORDER[kind]}) AS j FROM ${TABLE[kind]} r ` +
         `JOIN k_${kind} k USING (${KEY_COLS[kind].join(', ')}) GROUP BY r.block_number`
-      if (kind === 'reward') body = body.replace(`USING (${KEY_COLS.reward.join(', ')})`, `ON k.block_number = r.block_number AND k.pubkey = r.pubkey AND k.reward_type IS NOT DISTINCT FROM r.reward_type`)
+      if (kind === 'reward')
+        body = body.replace(
+          `USING (${KEY_COLS.reward.join(', ')})`,
+          `ON k.block_number = r.block_number AND k.pubkey = r.pubkey AND k.reward_type IS NOT DISTINCT FROM r.reward_type`,
+        )
     }
     ctes.push(`${o} AS (${body})`)
     joins.push(`LEFT JOIN ${o} ON ${o}.block_number = b."number"`)
     members.push(`coalesce(',"${member}":' || ${o}.j::text, '')`)
     present.push(`${o}.j IS NOT NULL`)
   }
-  ctes.push(`bounds AS (SELECT min("number") AS lo, max("number") AS hi FROM blocks WHERE "number" BETWEEN ${from} AND ${to})`)
+  ctes.push(
+    `bounds AS (SELECT min("number") AS lo, max("number") AS hi FROM blocks WHERE "number" BETWEEN ${from} AND ${to})`,
+  )
   const header = buildObject(selected(q, 'block'), 'b')
-  const keep = q.includeAllBlocks ? 'true' : ['b."number" = bounds.lo', 'b."number" = bounds.hi', ...present].join(' OR ')
+  const keep = q.includeAllBlocks
+    ? 'true'
+    : ['b."number" = bounds.lo', 'b."number" = bounds.hi', ...present].join(' OR ')
   return (
     `WITH ${ctes.join(',\n')}\n` +
     `SELECT '{"header":' || ${header}::text${members.map((m) => ' || ' + m).join('')} || '}'\n` +

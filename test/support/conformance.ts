@@ -225,9 +225,9 @@ export async function assertSame(store: BlockStore, blocks: Block[], c: RunCase)
   }
 }
 
-/** where the bench queries live, when present (../shared/bench/queries relative to the repo) */
+/** the reference engine's benchmark queries (a copy in bench/queries, from ../shared/bench/queries) */
 export function benchQueries(): { name: string; body: Q }[] {
-  const candidates = [join(process.cwd(), '..', 'shared', 'bench', 'queries'), '/work/shared/bench/queries']
+  const candidates = [join(process.cwd(), 'bench', 'queries'), join(process.cwd(), '..', 'shared', 'bench', 'queries')]
   for (const dir of candidates) {
     try {
       return readdirSync(dir)

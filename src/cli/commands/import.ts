@@ -121,7 +121,9 @@ export async function runImport(
   const includeVotes = !!opts.includeVotes
   const meta = readDatasetMeta(dir)
   if (meta && meta.includeVotes !== includeVotes) {
-    throw new ImportError(`${dir} was imported ${meta.includeVotes ? 'with' : 'without'} --include-votes; use the same setting`)
+    throw new ImportError(
+      `${dir} was imported ${meta.includeVotes ? 'with' : 'without'} --include-votes; use the same setting`,
+    )
   }
   if (!meta) writeDatasetMeta(dir, { format: 'solportal-dataset', version: 1, includeVotes })
 
@@ -136,12 +138,21 @@ export async function runImport(
     targetBytes: opts.targetBytes,
     compress: opts.compress,
   })
-  const res: ImportResult = { imported: 0, skipped: 0, warnings: 0, firstBlock: null, lastBlock: null, interrupted: false, seconds: 0 }
+  const res: ImportResult = {
+    imported: 0,
+    skipped: 0,
+    warnings: 0,
+    firstBlock: null,
+    lastBlock: null,
+    interrupted: false,
+    seconds: 0,
+  }
   const progress = new Progress(opts.progress ?? (process.stderr.isTTY ? 'tty' : 'lines'), totalChars, log)
   const maxWarnings = opts.maxWarnings ?? 20
   try {
     const resumeAfter = store.lastBlock()?.number ?? -1
-    if (resumeAfter >= 0 && opts.progress !== 'none') log(`resuming: the dataset already holds blocks up to ${resumeAfter}\n`)
+    if (resumeAfter >= 0 && opts.progress !== 'none')
+      log(`resuming: the dataset already holds blocks up to ${resumeAfter}\n`)
     let prev = -1
     let prevWhere = ''
     let chars = 0
@@ -159,12 +170,15 @@ export async function runImport(
       batchBytes = 0
       const p = store.append(b)
       pending = p
-      p.then(() => {
-        res.imported += b.length
-        res.firstBlock ??= b[0].header.number
-        res.lastBlock = b[b.length - 1].header.number
-        opts.onBatch?.(res)
-      }, () => undefined)
+      p.then(
+        () => {
+          res.imported += b.length
+          res.firstBlock ??= b[0].header.number
+          res.lastBlock = b[b.length - 1].header.number
+          opts.onBatch?.(res)
+        },
+        () => undefined,
+      )
     }
     outer: for (const file of files) {
       let lineNo = 0
@@ -211,7 +225,9 @@ export async function runImport(
         const { block, warnings } = normalizeBlock(line, { includeVotes })
         for (const w of warnings) {
           if (res.warnings++ < maxWarnings) {
-            log(`${opts.progress === 'tty' || (opts.progress === undefined && process.stderr.isTTY) ? '\r\x1b[K' : ''}warning: ${where}: slot ${w.slot}${w.transactionIndex !== undefined ? ` tx ${w.transactionIndex}` : ''}${w.signature ? ` ${w.signature}` : ''}: ${w.message}\n`)
+            log(
+              `${opts.progress === 'tty' || (opts.progress === undefined && process.stderr.isTTY) ? '\r\x1b[K' : ''}warning: ${where}: slot ${w.slot}${w.transactionIndex !== undefined ? ` tx ${w.transactionIndex}` : ''}${w.signature ? ` ${w.signature}` : ''}: ${w.message}\n`,
+            )
           }
         }
         batch.push(block)
@@ -241,7 +257,9 @@ function positiveInt(name: string, v: string): number {
 export function register(program: Command): void {
   program
     .command('import')
-    .description('bulk-load archive files (.jsonl / .jsonl.gz of getBlock results, or directories of them) into a dataset directory; resumable')
+    .description(
+      'bulk-load archive files (.jsonl / .jsonl.gz of getBlock results, or directories of them) into a dataset directory; resumable',
+    )
     .argument('<dir>', 'dataset directory (created when missing)')
     .argument('<archive...>', 'archive files or directories, in ascending block order')
     .option('--include-votes', 'keep vote transactions')
@@ -249,36 +267,42 @@ export function register(program: Command): void {
     .option('--chunk-mb <n>', 'approximate chunk size in MB (default 32)')
     .option('--compress', 'deflate column blobs where it saves >= 25%')
     .option('--no-progress', 'no progress output')
-    .action(async (dir: string, archives: string[], o: { includeVotes?: boolean; chunkBlocks?: string; chunkMb?: string; compress?: boolean; progress?: boolean }) => {
-      const ac = new AbortController()
-      const onSig = () => {
-        if (ac.signal.aborted) process.exit(130)
-        process.stderr.write('\ninterrupted: writing the current batch, then stopping (again to abort now)\n')
-        ac.abort()
-      }
-      process.on('SIGINT', onSig)
-      process.on('SIGTERM', onSig)
-      try {
-        const r = await runImport(dir, archives, {
-          includeVotes: o.includeVotes,
-          targetBlocks: o.chunkBlocks ? positiveInt('chunk-blocks', o.chunkBlocks) : undefined,
-          targetBytes: o.chunkMb ? positiveInt('chunk-mb', o.chunkMb) * 1024 * 1024 : undefined,
-          compress: o.compress,
-          progress: o.progress === false ? 'none' : undefined,
-          signal: ac.signal,
-        })
-        process.stderr.write(
-          `${r.interrupted ? 'interrupted after importing' : 'imported'} ${r.imported} blocks` +
-            (r.imported ? ` (${r.firstBlock}..${r.lastBlock})` : '') +
-            `${r.skipped ? `, skipped ${r.skipped} already present` : ''}, ${r.warnings} warnings, ${r.seconds.toFixed(1)} s\n`,
-        )
-        if (r.interrupted) process.exitCode = 130
-      } catch (e) {
-        process.stderr.write(`import failed: ${e instanceof Error ? e.message : String(e)}\n`)
-        process.exitCode = 1
-      } finally {
-        process.off('SIGINT', onSig)
-        process.off('SIGTERM', onSig)
-      }
-    })
+    .action(
+      async (
+        dir: string,
+        archives: string[],
+        o: { includeVotes?: boolean; chunkBlocks?: string; chunkMb?: string; compress?: boolean; progress?: boolean },
+      ) => {
+        const ac = new AbortController()
+        const onSig = () => {
+          if (ac.signal.aborted) process.exit(130)
+          process.stderr.write('\ninterrupted: writing the current batch, then stopping (again to abort now)\n')
+          ac.abort()
+        }
+        process.on('SIGINT', onSig)
+        process.on('SIGTERM', onSig)
+        try {
+          const r = await runImport(dir, archives, {
+            includeVotes: o.includeVotes,
+            targetBlocks: o.chunkBlocks ? positiveInt('chunk-blocks', o.chunkBlocks) : undefined,
+            targetBytes: o.chunkMb ? positiveInt('chunk-mb', o.chunkMb) * 1024 * 1024 : undefined,
+            compress: o.compress,
+            progress: o.progress === false ? 'none' : undefined,
+            signal: ac.signal,
+          })
+          process.stderr.write(
+            `${r.interrupted ? 'interrupted after importing' : 'imported'} ${r.imported} blocks` +
+              (r.imported ? ` (${r.firstBlock}..${r.lastBlock})` : '') +
+              `${r.skipped ? `, skipped ${r.skipped} already present` : ''}, ${r.warnings} warnings, ${r.seconds.toFixed(1)} s\n`,
+          )
+          if (r.interrupted) process.exitCode = 130
+        } catch (e) {
+          process.stderr.write(`import failed: ${e instanceof Error ? e.message : String(e)}\n`)
+          process.exitCode = 1
+        } finally {
+          process.off('SIGINT', onSig)
+          process.off('SIGTERM', onSig)
+        }
+      },
+    )
 }

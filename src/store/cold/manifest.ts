@@ -58,7 +58,8 @@ export function readManifest(dir: string): ManifestBody | null {
     throw new ManifestError(`${join(dir, MANIFEST)}: not a solportal cold store manifest`)
   }
   if (digest(parsed.body) !== parsed.sha256) throw new ManifestError(`${join(dir, MANIFEST)}: checksum mismatch`)
-  if (parsed.body.version !== 1) throw new ManifestError(`${join(dir, MANIFEST)}: unsupported version ${parsed.body.version}`)
+  if (parsed.body.version !== 1)
+    throw new ManifestError(`${join(dir, MANIFEST)}: unsupported version ${parsed.body.version}`)
   return parsed.body
 }
 

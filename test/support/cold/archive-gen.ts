@@ -14,7 +14,16 @@ import { parseJsonExact } from '../../../src/normalize/json.ts'
 import type { ArchiveLine, RpcBlock } from '../../../src/normalize/rpc-types.ts'
 import { base58Encode } from '../../../src/util/base58.ts'
 
-export const TEMPLATE = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..', 'data', 'mainnet', 'blocks', '254170887.jsonl.gz')
+export const TEMPLATE = join(
+  fileURLToPath(new URL('.', import.meta.url)),
+  '..',
+  '..',
+  '..',
+  'data',
+  'mainnet',
+  'blocks',
+  '254170887.jsonl.gz',
+)
 
 let template: ArchiveLine | null = null
 export function templateLine(): ArchiveLine {
@@ -53,7 +62,12 @@ export function* archiveLines(o: ArchiveGenOptions): Generator<string> {
       const tx = txs[(i * per + k) % txs.length] as { transaction: { signatures: string[] } }
       window.push({
         ...tx,
-        transaction: { ...tx.transaction, signatures: tx.transaction.signatures.map((_s, j) => base58Encode(createHash('sha512').update(`${slot}/${k}/${j}`).digest())) },
+        transaction: {
+          ...tx.transaction,
+          signatures: tx.transaction.signatures.map((_s, j) =>
+            base58Encode(createHash('sha512').update(`${slot}/${k}/${j}`).digest()),
+          ),
+        },
       })
     }
     const block = {

@@ -107,7 +107,9 @@ export function generateBlocks(opts: GenOptions = {}): Block[] {
       const v0 = r() < 0.4
       const nkeys = 1 + int(14)
       const keys = Array.from({ length: nkeys }, pick)
-      const loaded = v0 ? { writable: Array.from({ length: int(4) }, pick), readonly: Array.from({ length: int(3) }, pick) } : { writable: [], readonly: [] }
+      const loaded = v0
+        ? { writable: Array.from({ length: int(4) }, pick), readonly: Array.from({ length: int(3) }, pick) }
+        : { writable: [], readonly: [] }
       const all = [...keys, ...loaded.writable, ...loaded.readonly]
       const failed = r() < 0.2
       const nsig = 1 + (r() < 0.1 ? 1 : 0)
@@ -115,7 +117,9 @@ export function generateBlocks(opts: GenOptions = {}): Block[] {
         transactionIndex: txIndex,
         version: v0 ? 0 : 'legacy',
         accountKeys: keys,
-        addressTableLookups: v0 ? [{ accountKey: pick(), writableIndexes: [int(200), int(200)], readonlyIndexes: [int(200)] }] : [],
+        addressTableLookups: v0
+          ? [{ accountKey: pick(), writableIndexes: [int(200), int(200)], readonlyIndexes: [int(200)] }]
+          : [],
         numReadonlySignedAccounts: int(2),
         numReadonlyUnsignedAccounts: int(6),
         numRequiredSignatures: nsig,
@@ -185,7 +189,12 @@ export function generateBlocks(opts: GenOptions = {}): Block[] {
               instructionAddress: addr,
               programId: pid,
               kind: x < 0.6 ? 'log' : x < 0.85 ? 'data' : 'other',
-              message: x < 0.6 ? MESSAGES[int(MESSAGES.length)] + (r() < 0.5 ? ` ${int(1e6)}` : '') : x < 0.85 ? Buffer.from(hash()).toString('base64') : `Program return: ${pid} AQ==`,
+              message:
+                x < 0.6
+                  ? MESSAGES[int(MESSAGES.length)] + (r() < 0.5 ? ` ${int(1e6)}` : '')
+                  : x < 0.85
+                    ? Buffer.from(hash()).toString('base64')
+                    : `Program return: ${pid} AQ==`,
             })
           }
         }
@@ -225,13 +234,26 @@ export function generateBlocks(opts: GenOptions = {}): Block[] {
         const x = r()
         rewards.push({
           pubkey: pick(),
-          lamports: x < 0.1 ? -(1n << 63n) : x < 0.2 ? (1n << 63n) - 1n : x < 0.5 ? -BigInt(int(1e9)) : BigInt(int(1e12)),
+          lamports:
+            x < 0.1 ? -(1n << 63n) : x < 0.2 ? (1n << 63n) - 1n : x < 0.5 ? -BigInt(int(1e9)) : BigInt(int(1e12)),
           postBalance: u64(),
           rewardType: types[int(types.length)],
           commission: r() < 0.5 ? null : int(101),
         })
       }
-      rewards.sort((a, b) => (a.pubkey < b.pubkey ? -1 : a.pubkey > b.pubkey ? 1 : a.rewardType === null ? -1 : b.rewardType === null ? 1 : a.rewardType < b.rewardType ? -1 : 1))
+      rewards.sort((a, b) =>
+        a.pubkey < b.pubkey
+          ? -1
+          : a.pubkey > b.pubkey
+            ? 1
+            : a.rewardType === null
+              ? -1
+              : b.rewardType === null
+                ? 1
+                : a.rewardType < b.rewardType
+                  ? -1
+                  : 1,
+      )
     }
     blocks.push({
       header: {

@@ -20,7 +20,12 @@ export function tempDir(prefix = 'solportal-cold-'): string {
 }
 
 /** Append `blocks` in batches of the given sizes (cycled), then close. */
-export async function writeStore(dir: string, blocks: Block[], opts: DiskColdStoreOptions, batches: number[] = [blocks.length]): Promise<void> {
+export async function writeStore(
+  dir: string,
+  blocks: Block[],
+  opts: DiskColdStoreOptions,
+  batches: number[] = [blocks.length],
+): Promise<void> {
   const s = await DiskColdStore.open(dir, { fsync: false, ...opts })
   let i = 0
   let k = 0
@@ -33,7 +38,11 @@ export async function writeStore(dir: string, blocks: Block[], opts: DiskColdSto
 }
 
 /** A dataset directory holding `blocks`, opened read-only as a BlockStore. */
-export async function datasetOf(blocks: Block[], opts: DiskColdStoreOptions, batches?: number[]): Promise<DatasetDirStore> {
+export async function datasetOf(
+  blocks: Block[],
+  opts: DiskColdStoreOptions,
+  batches?: number[],
+): Promise<DatasetDirStore> {
   const dir = tempDir()
   writeDatasetMeta(dir, { format: 'solportal-dataset', version: 1, includeVotes: false })
   if (blocks.length) await writeStore(coldDir(dir), blocks, opts, batches)

@@ -52,7 +52,8 @@ export class FileColdStore implements ColdStore {
   async append(blocks: Block[]): Promise<void> {
     if (!blocks.length) return
     const last = this.mem.lastBlock()
-    if (last && blocks[0].header.number <= last.number) throw new Error(`append ${blocks[0].header.number} not above ${last.number}`)
+    if (last && blocks[0].header.number <= last.number)
+      throw new Error(`append ${blocks[0].header.number} not above ${last.number}`)
     const parts: Buffer[] = []
     for (const b of blocks) {
       const body = v8.serialize(b)
