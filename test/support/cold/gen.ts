@@ -6,17 +6,10 @@
  */
 import type { Balance, Block, Instruction, Log, Reward, TokenBalance, Transaction } from '../../../src/model.ts'
 import { base58Encode } from '../../../src/util/base58.ts'
+import { mulberry32 } from '../../../src/util/prng.ts'
 
-export function rng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+/** seeded PRNG, floats in [0, 1) */
+export const rng = mulberry32
 
 export interface GenOptions {
   seed?: number
