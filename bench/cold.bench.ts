@@ -423,22 +423,7 @@ export async function run(): Promise<string> {
       ),
     )
     const ownQ = await best(3, () => readOwn(plainDir, ['programId', 'dataPrefix', 'transactionIndex']))
-    const cols = [
-      'transactionIndex',
-      'instructionAddress',
-      'programId',
-      'accounts',
-      'data',
-      'd1',
-      'd2',
-      'd4',
-      'd8',
-      'dataPrefix',
-      'error',
-      'computeUnitsConsumed',
-      'isCommitted',
-      'hasDroppedLogMessages',
-    ]
+    const cols = ixCols.map((d) => d.name)
     // streamed (data chunk by data chunk, 2,048 rows) so that 1,000 busy blocks fit in the heap,
     // each converted to JS values like getColumnsJS does, then dropped
     const readDuck = async (file: string, select: string[]) => {

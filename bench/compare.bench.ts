@@ -28,6 +28,8 @@ import { fileURLToPath } from 'node:url'
 import { loadDataset } from './compare/load.ts'
 import { freePort, PG_SETTINGS, PgCluster, PsqlSession, resetPeak, statusKb } from './compare/pg.ts'
 import { INDEXES, querySql, schemaSql } from './compare/sql.ts'
+import { allFields } from './support.ts'
+import type { SelectorName } from '../src/catalogue.ts'
 
 const BENCH = dirname(fileURLToPath(import.meta.url))
 const ROOT = join(BENCH, '..')
@@ -327,61 +329,7 @@ interface QueryDef {
   lowerWhat: string
 }
 
-const ALL = (kind: string): Record<string, true> => {
-  const f: Record<string, string[]> = {
-    block: ['number', 'hash', 'parentNumber', 'parentHash', 'height', 'timestamp'],
-    transaction: [
-      'transactionIndex',
-      'version',
-      'accountKeys',
-      'addressTableLookups',
-      'numReadonlySignedAccounts',
-      'numReadonlyUnsignedAccounts',
-      'numRequiredSignatures',
-      'recentBlockhash',
-      'signatures',
-      'err',
-      'fee',
-      'computeUnitsConsumed',
-      'loadedAddresses',
-      'feePayer',
-      'hasDroppedLogMessages',
-    ],
-    instruction: [
-      'transactionIndex',
-      'instructionAddress',
-      'programId',
-      'accounts',
-      'data',
-      'd1',
-      'd2',
-      'd4',
-      'd8',
-      'error',
-      'computeUnitsConsumed',
-      'isCommitted',
-      'hasDroppedLogMessages',
-    ],
-    log: ['transactionIndex', 'logIndex', 'instructionAddress', 'programId', 'kind', 'message'],
-    balance: ['transactionIndex', 'account', 'pre', 'post'],
-    tokenBalance: [
-      'transactionIndex',
-      'account',
-      'preMint',
-      'postMint',
-      'preDecimals',
-      'postDecimals',
-      'preProgramId',
-      'postProgramId',
-      'preOwner',
-      'postOwner',
-      'preAmount',
-      'postAmount',
-    ],
-    reward: ['pubkey', 'lamports', 'postBalance', 'rewardType', 'commission'],
-  }
-  return Object.fromEntries(f[kind].map((k) => [k, true]))
-}
+const ALL = (kind: string): Record<string, true> => allFields(kind as SelectorName)
 
 function customQueries(
   from: number,

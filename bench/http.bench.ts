@@ -11,6 +11,7 @@ import { executeQuery, parseQuery } from '../src/query/index.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer } from '../src/server/http.ts'
 import { loadStaticStore } from '../src/server/load.ts'
+import { allFields } from './support.ts'
 
 const WHIRLPOOL = 'whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc'
 
@@ -28,23 +29,7 @@ function queries(from: number): Record<string, Record<string, unknown>> {
       fromBlock: from,
       fields: {
         block: { number: true, hash: true },
-        instruction: Object.fromEntries(
-          [
-            'transactionIndex',
-            'instructionAddress',
-            'programId',
-            'accounts',
-            'data',
-            'd1',
-            'd2',
-            'd4',
-            'd8',
-            'error',
-            'computeUnitsConsumed',
-            'isCommitted',
-            'hasDroppedLogMessages',
-          ].map((f) => [f, true]),
-        ),
+        instruction: allFields('instruction'),
       },
       instructions: [{}],
     },

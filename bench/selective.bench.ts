@@ -13,6 +13,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { executeQuery, parseQuery } from '../src/query/index.ts'
 import { openDatasetDir } from '../src/store/dataset-dir.ts'
+import { everyField } from './support.ts'
 
 const DEFAULT_DIR = '/work/main/bench/tmp/compare/gen-b10000-t200-s1/dataset'
 const WHIRLPOOL = 'whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc'
@@ -23,60 +24,6 @@ const ACCOUNT = 'E63CDwLy9Dwr3EptAzopV9RuWoQnn5ZVYEjLWnJX8dCw'
 const PAYER = '91111111tjNcgGycZSmYXgZYVD7VpjVtjDkeE9UTshJH'
 
 type Q = Record<string, unknown>
-
-/** every field of every selector (as bench/compare.bench.ts's Q5) */
-const ALL: Record<string, string[]> = {
-  block: ['number', 'hash', 'parentNumber', 'parentHash', 'height', 'timestamp'],
-  transaction: [
-    'transactionIndex',
-    'version',
-    'accountKeys',
-    'addressTableLookups',
-    'numReadonlySignedAccounts',
-    'numReadonlyUnsignedAccounts',
-    'numRequiredSignatures',
-    'recentBlockhash',
-    'signatures',
-    'err',
-    'fee',
-    'computeUnitsConsumed',
-    'loadedAddresses',
-    'feePayer',
-    'hasDroppedLogMessages',
-  ],
-  instruction: [
-    'transactionIndex',
-    'instructionAddress',
-    'programId',
-    'accounts',
-    'data',
-    'd1',
-    'd2',
-    'd4',
-    'd8',
-    'error',
-    'computeUnitsConsumed',
-    'isCommitted',
-    'hasDroppedLogMessages',
-  ],
-  log: ['transactionIndex', 'logIndex', 'instructionAddress', 'programId', 'kind', 'message'],
-  balance: ['transactionIndex', 'account', 'pre', 'post'],
-  tokenBalance: [
-    'transactionIndex',
-    'account',
-    'preMint',
-    'postMint',
-    'preDecimals',
-    'postDecimals',
-    'preProgramId',
-    'postProgramId',
-    'preOwner',
-    'postOwner',
-    'preAmount',
-    'postAmount',
-  ],
-  reward: ['pubkey', 'lamports', 'postBalance', 'rewardType', 'commission'],
-}
 
 function queries(): { name: string; body: Q }[] {
   const out: { name: string; body: Q }[] = [
@@ -181,9 +128,7 @@ function queries(): { name: string; body: Q }[] {
         fromBlock: 0,
         toBlock: 310001099,
         includeAllBlocks: true,
-        fields: Object.fromEntries(
-          Object.entries(ALL).map(([k, names]) => [k, Object.fromEntries(names.map((n) => [n, true]))]),
-        ),
+        fields: everyField(),
         transactions: [{}],
         instructions: [{}],
         logs: [{}],
