@@ -157,11 +157,7 @@ export function formatArchiveLine(line: ArchiveLine): string {
   } catch {
     // a bigint where the fast path does not look: the generic writer handles it
   }
-  if (body === null) {
-    const out: string[] = []
-    write(line.block, false, out)
-    body = out.join('')
-  }
+  if (body === null) body = stringifyExact(line.block, NUMERIC_KEYS)
   return head + body + '}'
 }
 
@@ -226,50 +222,4 @@ function fastBlockJson(block: RpcBlock): string | null {
     return digits
   })
   return found === markers ? out : null
-}
-
-function write(v: unknown, numeric: boolean, out: string[]): void {
-  switch (typeof v) {
-    case 'string':
-      out.push(numeric && DECIMAL.test(v) ? v : JSON.stringify(v))
-      return
-    case 'bigint':
-    case 'number':
-    case 'boolean':
-      out.push(stringifyExact(v))
-      return
-    case 'object':
-      if (v === null) {
-        out.push('null')
-        return
-      }
-      if (Array.isArray(v)) {
-        out.push('[')
-        for (let i = 0; i < v.length; i++) {
-          if (i > 0) out.push(',')
-          const x = v[i]
-          if (x === undefined) out.push('null')
-          else write(x, numeric, out)
-        }
-        out.push(']')
-        return
-      }
-      out.push('{')
-      {
-        let first = true
-        for (const k in v) {
-          if (!Object.prototype.hasOwnProperty.call(v, k)) continue
-          const x = (v as Record<string, unknown>)[k]
-          if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue
-          if (!first) out.push(',')
-          first = false
-          out.push(JSON.stringify(k), ':')
-          write(x, NUMERIC_KEYS.has(k), out)
-        }
-      }
-      out.push('}')
-      return
-    default:
-      out.push('null')
-  }
 }

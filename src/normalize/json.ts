@@ -118,17 +118,21 @@ function quoteTokens(text: string, positions: number[]): string {
 /**
  * Like `JSON.stringify` for plain data, but `bigint` values are written as bare exact integers.
  * `undefined` members are left out, as JSON.stringify does; non-finite numbers become null.
+ * Under a member named in `numericKeys` (at any depth, arrays included), decimal strings are
+ * written as bare integers too (u64 values that `parseJsonExact` turned into strings).
  */
-export function stringifyExact(value: unknown): string {
+export function stringifyExact(value: unknown, numericKeys?: ReadonlySet<string>): string {
   const parts: string[] = []
-  writeValue(value, parts)
+  writeValue(value, parts, false, numericKeys)
   return parts.join('')
 }
 
-function writeValue(v: unknown, out: string[]): void {
+const DECIMAL = /^-?\d+$/
+
+function writeValue(v: unknown, out: string[], numeric: boolean, keys: ReadonlySet<string> | undefined): void {
   switch (typeof v) {
     case 'string':
-      out.push(JSON.stringify(v))
+      out.push(numeric && DECIMAL.test(v) ? v : JSON.stringify(v))
       return
     case 'number':
       out.push(Number.isFinite(v) ? String(v) : 'null')
@@ -150,7 +154,7 @@ function writeValue(v: unknown, out: string[]): void {
           if (i > 0) out.push(',')
           const x = v[i]
           if (x === undefined || typeof x === 'function' || typeof x === 'symbol') out.push('null')
-          else writeValue(x, out)
+          else writeValue(x, out, numeric, keys)
         }
         out.push(']')
         return
@@ -165,7 +169,7 @@ function writeValue(v: unknown, out: string[]): void {
           if (!first) out.push(',')
           first = false
           out.push(JSON.stringify(k), ':')
-          writeValue(x, out)
+          writeValue(x, out, keys?.has(k) ?? false, keys)
         }
         out.push('}')
       }
