@@ -330,9 +330,9 @@ class TxNormalizer implements WalkInput {
     if (hasPre || hasPost) {
       const byAccount = new Map<string, TokenBalance>()
       const start = block.tokenBalances.length
-      if (hasPre) {
-        for (const tb of preTb!) {
-          if (!this.validTokenBalance(tb, 'preTokenBalances')) continue
+      const merge = (list: RpcTokenBalance[], side: 'preTokenBalances' | 'postTokenBalances') => {
+        for (const tb of list) {
+          if (!this.validTokenBalance(tb, side)) continue
           const account = this.account(tb.accountIndex)
           let rec = byAccount.get(account)
           if (rec === undefined) {
@@ -340,22 +340,12 @@ class TxNormalizer implements WalkInput {
             byAccount.set(account, rec)
             block.tokenBalances.push(rec)
           }
-          setPre(rec, tb)
+          if (side === 'preTokenBalances') setPre(rec, tb)
+          else setPost(rec, tb)
         }
       }
-      if (hasPost) {
-        for (const tb of postTb!) {
-          if (!this.validTokenBalance(tb, 'postTokenBalances')) continue
-          const account = this.account(tb.accountIndex)
-          let rec = byAccount.get(account)
-          if (rec === undefined) {
-            rec = emptyTokenBalance(index, account)
-            byAccount.set(account, rec)
-            block.tokenBalances.push(rec)
-          }
-          setPost(rec, tb)
-        }
-      }
+      if (hasPre) merge(preTb!, 'preTokenBalances')
+      if (hasPost) merge(postTb!, 'postTokenBalances')
       sortTail(block.tokenBalances, start)
     }
     if (this.badAccountIndex) this.warn('account index out of range: resolved to ""')
