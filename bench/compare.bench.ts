@@ -28,8 +28,7 @@ import { fileURLToPath } from 'node:url'
 import { loadDataset } from './compare/load.ts'
 import { freePort, PG_SETTINGS, PgCluster, PsqlSession, resetPeak, statusKb } from './compare/pg.ts'
 import { INDEXES, querySql, schemaSql } from './compare/sql.ts'
-import { allFields } from './support.ts'
-import type { SelectorName } from '../src/catalogue.ts'
+import { comparisonQueries, SWAP_D8, TOKEN, WHIRLPOOL, type ComparisonParams } from './support.ts'
 
 const BENCH = dirname(fileURLToPath(import.meta.url))
 const ROOT = join(BENCH, '..')
@@ -42,10 +41,6 @@ const SEED = Number(process.env.COMPARE_SEED ?? 1)
 const FULL_BLOCKS = Number(process.env.COMPARE_FULL_BLOCKS ?? 1000)
 const RUNS = Number(process.env.COMPARE_RUNS ?? 2)
 const FROM_SLOT = 310_000_000
-
-const WHIRLPOOL = 'whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc'
-const SWAP_D8 = '0xf8c69e91e17587c8'
-const TOKEN = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA'
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any
@@ -329,119 +324,22 @@ interface QueryDef {
   lowerWhat: string
 }
 
-const ALL = (kind: string): Record<string, true> => allFields(kind as SelectorName)
-
-function customQueries(
-  from: number,
-  to: number,
-  p: { pool: string; account: string; payer: string; fullTo: number; fullBlocks: number },
-): QueryDef[] {
+function customQueries(from: number, to: number, p: ComparisonParams): QueryDef[] {
   const range = (a: number, b: number) => `block_number BETWEEN ${a} AND ${b}`
-  return [
-    {
-      name: 'Q1 program + d8 + a2 (Whirlpool swaps of one pool) + transaction',
-      body: {
-        type: 'solana',
-        fromBlock: from,
-        toBlock: to,
-        fields: {
-          block: { number: true, hash: true },
-          transaction: { transactionIndex: true, signatures: true, feePayer: true, err: true },
-          instruction: {
-            transactionIndex: true,
-            instructionAddress: true,
-            programId: true,
-            accounts: true,
-            data: true,
-          },
-        },
-        instructions: [{ programId: [WHIRLPOOL], d8: [SWAP_D8], a2: [p.pool], transaction: true }],
-      },
-      lower: `SELECT count(*) FROM ix WHERE ${range(from, to)} AND program_id = '${WHIRLPOOL}' AND d8 = '${SWAP_D8}' AND accounts[3] = '${p.pool}'`,
-      lowerWhat: 'matching instructions',
-    },
-    {
-      name: 'Q2 instructions mentionsAccount (one account)',
-      body: {
-        type: 'solana',
-        fromBlock: from,
-        toBlock: to,
-        fields: {
-          block: { number: true },
-          instruction: {
-            transactionIndex: true,
-            instructionAddress: true,
-            programId: true,
-            accounts: true,
-            data: true,
-          },
-        },
-        instructions: [{ mentionsAccount: [p.account] }],
-      },
-      lower: `SELECT count(*) FROM ix WHERE ${range(from, to)} AND list_contains(accounts, '${p.account}')`,
-      lowerWhat: 'matching instructions',
-    },
-    {
-      name: 'Q3 all instructions of the Token program, all fields',
-      body: {
-        type: 'solana',
-        fromBlock: from,
-        toBlock: to,
-        fields: { block: { number: true, hash: true }, instruction: ALL('instruction') },
-        instructions: [{ programId: [TOKEN] }],
-      },
-      lower: `SELECT count(*) FROM ix WHERE ${range(from, to)} AND program_id = '${TOKEN}'`,
-      lowerWhat: 'matching instructions',
-    },
-    {
-      name: 'Q4 transactions by fee payer + instructions + balances',
-      body: {
-        type: 'solana',
-        fromBlock: from,
-        toBlock: to,
-        fields: {
-          block: { number: true, hash: true, timestamp: true },
-          transaction: {
-            transactionIndex: true,
-            signatures: true,
-            fee: true,
-            err: true,
-            feePayer: true,
-            computeUnitsConsumed: true,
-          },
-          instruction: {
-            transactionIndex: true,
-            instructionAddress: true,
-            programId: true,
-            accounts: true,
-            data: true,
-            isCommitted: true,
-          },
-          balance: ALL('balance'),
-        },
-        transactions: [{ feePayer: [p.payer], instructions: true, balances: true }],
-      },
-      lower: `SELECT count(*) FROM tx WHERE ${range(from, to)} AND fee_payer = '${p.payer}'`,
-      lowerWhat: 'matching transactions',
-    },
-    {
-      name: `Q5 everything, all fields, first ${fmt(p.fullBlocks)} blocks`,
-      body: {
-        type: 'solana',
-        fromBlock: from,
-        toBlock: p.fullTo,
-        includeAllBlocks: true,
-        fields: Object.fromEntries(
-          ['block', 'transaction', 'instruction', 'log', 'balance', 'tokenBalance', 'reward'].map((k) => [k, ALL(k)]),
-        ),
-        transactions: [{}],
-        instructions: [{}],
-        logs: [{}],
-        balances: [{}],
-        tokenBalances: [{}],
-        rewards: [{}],
-      },
-      lower: `SELECT (SELECT count(*) FROM tx WHERE ${range(from, p.fullTo)}) + (SELECT count(*) FROM ix WHERE ${range(from, p.fullTo)}) + ${[
+  // the DuckDB count(*) of each query's matching rows, in the order of comparisonQueries
+  const lower: [string, string][] = [
+    [
+      `SELECT count(*) FROM ix WHERE ${range(from, to)} AND program_id = '${WHIRLPOOL}' AND d8 = '${SWAP_D8}' AND accounts[3] = '${p.pool}'`,
+      'matching instructions',
+    ],
+    [
+      `SELECT count(*) FROM ix WHERE ${range(from, to)} AND list_contains(accounts, '${p.account}')`,
+      'matching instructions',
+    ],
+    [`SELECT count(*) FROM ix WHERE ${range(from, to)} AND program_id = '${TOKEN}'`, 'matching instructions'],
+    [`SELECT count(*) FROM tx WHERE ${range(from, to)} AND fee_payer = '${p.payer}'`, 'matching transactions'],
+    [
+      `SELECT (SELECT count(*) FROM tx WHERE ${range(from, p.fullTo)}) + (SELECT count(*) FROM ix WHERE ${range(from, p.fullTo)}) + ${[
         'logs',
         'balances',
         'token_balances',
@@ -449,9 +347,15 @@ function customQueries(
       ]
         .map((t) => `(SELECT count(*) FROM ${t} WHERE ${range(from, p.fullTo)})`)
         .join(' + ')}`,
-      lowerWhat: 'rows of all kinds in the range',
-    },
+      'rows of all kinds in the range',
+    ],
   ]
+  return comparisonQueries(from, to, p).map((q, i) => ({
+    name: q.name,
+    body: q.body as Json,
+    lower: lower[i][0],
+    lowerWhat: lower[i][1],
+  }))
 }
 
 function referenceQueries(from: number, to: number): { name: string; body: Json }[] {

@@ -10,15 +10,16 @@
  */
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { executeQuery, parseQuery } from '../src/query/index.ts'
 import { openDatasetDir } from '../src/store/dataset-dir.ts'
-import { everyField } from './support.ts'
+import { comparisonQueries } from './support.ts'
 
-const DEFAULT_DIR = '/work/main/bench/tmp/compare/gen-b10000-t200-s1/dataset'
-const WHIRLPOOL = 'whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc'
-const SWAP_D8 = '0xf8c69e91e17587c8'
-const TOKEN = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA'
+const DEFAULT_DIR = join(import.meta.dirname, 'tmp', 'compare', 'gen-b10000-t200-s1', 'dataset')
+/** the generated dataset's slot range (solportal gen --from-slot 310000000, 10,000 blocks) */
+const FROM = 310_000_000
+const TO = 310_010_949
 const POOL = 'G111111DnPt5HyjWmseU3u7rReFKX1deSMi7EQYDuHDt'
 const ACCOUNT = 'E63CDwLy9Dwr3EptAzopV9RuWoQnn5ZVYEjLWnJX8dCw'
 const PAYER = '91111111tjNcgGycZSmYXgZYVD7VpjVtjDkeE9UTshJH'
@@ -26,121 +27,20 @@ const PAYER = '91111111tjNcgGycZSmYXgZYVD7VpjVtjDkeE9UTshJH'
 type Q = Record<string, unknown>
 
 function queries(): { name: string; body: Q }[] {
-  const out: { name: string; body: Q }[] = [
-    {
-      name: 'Q1 whirlpool+d8+a2+tx',
-      body: {
-        type: 'solana',
-        fromBlock: 0,
-        fields: {
-          block: { number: true, hash: true },
-          transaction: { transactionIndex: true, signatures: true, feePayer: true, err: true },
-          instruction: {
-            transactionIndex: true,
-            instructionAddress: true,
-            programId: true,
-            accounts: true,
-            data: true,
-          },
-        },
-        instructions: [{ programId: [WHIRLPOOL], d8: [SWAP_D8], a2: [POOL], transaction: true }],
-      },
-    },
-    {
-      name: 'Q2 mentionsAccount',
-      body: {
-        type: 'solana',
-        fromBlock: 0,
-        fields: {
-          block: { number: true },
-          instruction: {
-            transactionIndex: true,
-            instructionAddress: true,
-            programId: true,
-            accounts: true,
-            data: true,
-          },
-        },
-        instructions: [{ mentionsAccount: [ACCOUNT] }],
-      },
-    },
-    {
-      name: 'Q4 feePayer+ix+balances',
-      body: {
-        type: 'solana',
-        fromBlock: 0,
-        fields: {
-          block: { number: true, hash: true, timestamp: true },
-          transaction: {
-            transactionIndex: true,
-            signatures: true,
-            fee: true,
-            err: true,
-            feePayer: true,
-            computeUnitsConsumed: true,
-          },
-          instruction: {
-            transactionIndex: true,
-            instructionAddress: true,
-            programId: true,
-            accounts: true,
-            data: true,
-            isCommitted: true,
-          },
-          balance: { transactionIndex: true, account: true, pre: true, post: true },
-        },
-        transactions: [{ feePayer: [PAYER], instructions: true, balances: true }],
-      },
-    },
-    {
-      name: 'Q3 token program all fields (first 2000 blocks)',
-      body: {
-        type: 'solana',
-        fromBlock: 0,
-        toBlock: 310002200,
-        fields: {
-          block: { number: true, hash: true },
-          instruction: Object.fromEntries(
-            [
-              'transactionIndex',
-              'instructionAddress',
-              'programId',
-              'accounts',
-              'data',
-              'd1',
-              'd2',
-              'd4',
-              'd8',
-              'error',
-              'computeUnitsConsumed',
-              'isCommitted',
-              'hasDroppedLogMessages',
-            ].map((k) => [k, true]),
-          ),
-        },
-        instructions: [{ programId: [TOKEN] }],
-      },
-    },
-    {
-      name: 'Q5 everything, all fields (first 1000 blocks)',
-      body: {
-        type: 'solana',
-        fromBlock: 0,
-        toBlock: 310001099,
-        includeAllBlocks: true,
-        fields: everyField(),
-        transactions: [{}],
-        instructions: [{}],
-        logs: [{}],
-        balances: [{}],
-        tokenBalances: [{}],
-        rewards: [{}],
-      },
-    },
-  ]
+  // the comparison's five queries (bench/support.ts) over the whole dataset, Q3 over its first
+  // 2,000 blocks, then three of the reference's queries
+  const out = comparisonQueries(FROM, TO, {
+    pool: POOL,
+    account: ACCOUNT,
+    payer: PAYER,
+    fullTo: FROM + 1099,
+    fullBlocks: 1000,
+  })
+  out[2].body.toBlock = FROM + 2200
   for (const n of ['whirlpool_swap', 'instr_and_balances', 'hard']) {
-    const f = `/work/shared/bench/queries/${n}.json`
-    if (existsSync(f)) out.push({ name: n, body: JSON.parse(readFileSync(f, 'utf8')) as Q })
+    const f = join(import.meta.dirname, 'queries', `${n}.json`)
+    if (existsSync(f))
+      out.push({ name: n, body: { ...(JSON.parse(readFileSync(f, 'utf8')) as Q), fromBlock: FROM, toBlock: TO } })
   }
   return out
 }

@@ -10,3 +10,127 @@ export function allFields(selector: SelectorName): Record<string, true> {
 export function everyField(): Record<string, Record<string, true>> {
   return Object.fromEntries(SELECTOR_NAMES.map((s) => [s, allFields(s)]))
 }
+
+export const WHIRLPOOL = 'whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc'
+export const SWAP_D8 = '0xf8c69e91e17587c8'
+export const TOKEN = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA'
+
+export interface ComparisonParams {
+  /** a Whirlpool pool (the a2 filter of Q1) */
+  pool: string
+  /** an account for Q2's mentionsAccount */
+  account: string
+  /** a fee payer for Q4 */
+  payer: string
+  /** last block of Q5 (everything) */
+  fullTo: number
+  fullBlocks: number
+}
+
+/**
+ * The five queries of the PostgreSQL comparison (bench/compare.bench.ts), also run in-process by
+ * bench/selective.bench.ts: Q1 program + d8 + a2 + transaction, Q2 mentionsAccount, Q3 a busy
+ * program with all fields, Q4 fee payer + instructions + balances, Q5 everything.
+ */
+export function comparisonQueries(
+  from: number,
+  to: number,
+  p: ComparisonParams,
+): { name: string; body: Record<string, unknown> }[] {
+  return [
+    {
+      name: 'Q1 program + d8 + a2 (Whirlpool swaps of one pool) + transaction',
+      body: {
+        type: 'solana',
+        fromBlock: from,
+        toBlock: to,
+        fields: {
+          block: { number: true, hash: true },
+          transaction: { transactionIndex: true, signatures: true, feePayer: true, err: true },
+          instruction: {
+            transactionIndex: true,
+            instructionAddress: true,
+            programId: true,
+            accounts: true,
+            data: true,
+          },
+        },
+        instructions: [{ programId: [WHIRLPOOL], d8: [SWAP_D8], a2: [p.pool], transaction: true }],
+      },
+    },
+    {
+      name: 'Q2 instructions mentionsAccount (one account)',
+      body: {
+        type: 'solana',
+        fromBlock: from,
+        toBlock: to,
+        fields: {
+          block: { number: true },
+          instruction: {
+            transactionIndex: true,
+            instructionAddress: true,
+            programId: true,
+            accounts: true,
+            data: true,
+          },
+        },
+        instructions: [{ mentionsAccount: [p.account] }],
+      },
+    },
+    {
+      name: 'Q3 all instructions of the Token program, all fields',
+      body: {
+        type: 'solana',
+        fromBlock: from,
+        toBlock: to,
+        fields: { block: { number: true, hash: true }, instruction: allFields('instruction') },
+        instructions: [{ programId: [TOKEN] }],
+      },
+    },
+    {
+      name: 'Q4 transactions by fee payer + instructions + balances',
+      body: {
+        type: 'solana',
+        fromBlock: from,
+        toBlock: to,
+        fields: {
+          block: { number: true, hash: true, timestamp: true },
+          transaction: {
+            transactionIndex: true,
+            signatures: true,
+            fee: true,
+            err: true,
+            feePayer: true,
+            computeUnitsConsumed: true,
+          },
+          instruction: {
+            transactionIndex: true,
+            instructionAddress: true,
+            programId: true,
+            accounts: true,
+            data: true,
+            isCommitted: true,
+          },
+          balance: allFields('balance'),
+        },
+        transactions: [{ feePayer: [p.payer], instructions: true, balances: true }],
+      },
+    },
+    {
+      name: `Q5 everything, all fields, first ${p.fullBlocks.toLocaleString('en-US')} blocks`,
+      body: {
+        type: 'solana',
+        fromBlock: from,
+        toBlock: p.fullTo,
+        includeAllBlocks: true,
+        fields: everyField(),
+        transactions: [{}],
+        instructions: [{}],
+        logs: [{}],
+        balances: [{}],
+        tokenBalances: [{}],
+        rewards: [{}],
+      },
+    },
+  ]
+}
