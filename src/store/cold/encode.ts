@@ -320,11 +320,13 @@ function postings(offsets: Uint32Array, codes: Uint32Array, size: number): [Uint
   return [postOff, postRows]
 }
 
-function view32(p: Uint8Array): Uint32Array {
+/** a u32 view of a part (parts are 8-byte aligned) */
+export function view32(p: Uint8Array): Uint32Array {
   return new Uint32Array(p.buffer, p.byteOffset, p.byteLength >>> 2)
 }
 
-function codesOf(p: Uint8Array, w: number | undefined): Uint8Array | Uint16Array | Uint32Array {
+/** dictionary codes of width 1, 2 or 4 bytes */
+export function codesOf(p: Uint8Array, w: number | undefined): Uint8Array | Uint16Array | Uint32Array {
   if (w === 1) return p
   if (w === 2) return new Uint16Array(p.buffer, p.byteOffset, p.byteLength >>> 1)
   return view32(p)

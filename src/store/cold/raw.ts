@@ -16,6 +16,7 @@
 import { closeSync, openSync, readSync } from 'node:fs'
 import type { MatchOp } from '../chunk.ts'
 import type { Enc } from './encode.ts'
+import { codesOf, view32 } from './encode.ts'
 
 /**
  * n rows read by index (`view[i]`, `length`), each built by `make(i)` on its first read and kept
@@ -41,16 +42,6 @@ function sparseRows<T>(n: number, make: (i: number) => T): ArrayLike<T> {
       return Reflect.get(target, key, receiver)
     },
   })
-}
-
-function view32(p: Uint8Array): Uint32Array {
-  return new Uint32Array(p.buffer, p.byteOffset, p.byteLength >>> 2)
-}
-
-function codesOf(p: Uint8Array, w: number | undefined): Uint8Array | Uint16Array | Uint32Array {
-  if (w === 1) return p
-  if (w === 2) return new Uint16Array(p.buffer, p.byteOffset, p.byteLength >>> 1)
-  return view32(p)
 }
 
 function buf(p: Uint8Array): Buffer {
