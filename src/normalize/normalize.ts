@@ -139,7 +139,8 @@ function mapReward(r: RpcReward): Reward | null {
   }
 }
 
-function compareRewards(a: Reward, b: Reward): number {
+/** the order of rewards in a block (semantics.md §2): pubkey, then rewardType with null first */
+export function compareRewards(a: Reward, b: Reward): number {
   if (a.pubkey !== b.pubkey) return a.pubkey < b.pubkey ? -1 : 1
   const x = a.rewardType
   const y = b.rewardType

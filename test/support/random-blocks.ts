@@ -7,6 +7,7 @@
 import type { Balance, Block, Instruction, Log, Reward, TokenBalance, Transaction } from '../../src/model.ts'
 import { base58Encode } from '../../src/util/base58.ts'
 import { mulberry32 } from '../../src/util/prng.ts'
+import { compareRewards } from '../../src/normalize/normalize.ts'
 
 /** small seeded PRNG, floats in [0, 1) */
 export const prng = mulberry32
@@ -160,21 +161,7 @@ export function randomBlocks(seed: number, opts: GenOptions): Block[] {
         commission: r.chance(0.5) ? null : r.int(0, 100),
       })
     }
-    rewards.sort((a, b) =>
-      a.pubkey < b.pubkey
-        ? -1
-        : a.pubkey > b.pubkey
-          ? 1
-          : a.rewardType === b.rewardType
-            ? 0
-            : a.rewardType === null
-              ? -1
-              : b.rewardType === null
-                ? 1
-                : a.rewardType < b.rewardType
-                  ? -1
-                  : 1,
-    )
+    rewards.sort(compareRewards)
     block.rewards = rewards
     blocks.push(block)
     parentNumber = slot

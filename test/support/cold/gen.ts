@@ -7,6 +7,7 @@
 import type { Balance, Block, Instruction, Log, Reward, TokenBalance, Transaction } from '../../../src/model.ts'
 import { base58Encode } from '../../../src/util/base58.ts'
 import { mulberry32 } from '../../../src/util/prng.ts'
+import { compareRewards } from '../../../src/normalize/normalize.ts'
 
 /** seeded PRNG, floats in [0, 1) */
 export const rng = mulberry32
@@ -234,19 +235,7 @@ export function generateBlocks(opts: GenOptions = {}): Block[] {
           commission: r() < 0.5 ? null : int(101),
         })
       }
-      rewards.sort((a, b) =>
-        a.pubkey < b.pubkey
-          ? -1
-          : a.pubkey > b.pubkey
-            ? 1
-            : a.rewardType === null
-              ? -1
-              : b.rewardType === null
-                ? 1
-                : a.rewardType < b.rewardType
-                  ? -1
-                  : 1,
-      )
+      rewards.sort(compareRewards)
     }
     blocks.push({
       header: {
