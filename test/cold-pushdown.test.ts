@@ -1,4 +1,4 @@
-// Format 2 index parts: Table.match (filter push-down) and Table.rowView give exactly what the
+// Format 2 and 3 index parts: Table.match (filter push-down) and Table.rowView give exactly what the
 // engine's own loops over column() give, on every string and list column; format versions.
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -43,15 +43,22 @@ function runMatch(t: Table, field: string, op: MatchOp, rows: number[]): number[
 
 test('Table.match equals filtering column() for every string and list column; rowView equals column()', async () => {
   const blocks = generateBlocks({ seed: 11, count: 50, accounts: 400 })
-  const dir = tempDir()
-  await writeStore(dir, blocks, { targetBlocks: 12 })
   const rand = rng(7)
   let pushed = 0
   let views = 0
   let prefixes = 0
-  // default cache: parts read whole; a 1-byte cache: every use re-reads, after the first (crc
-  // checked) by ranges from the file
-  for (const cacheBytes of [undefined, 1]) {
+  let repeats = 0
+  let candidates = 0
+  // format 2 (postings without positions) and 3 (every occurrence with its position); default
+  // cache: parts read whole; a 1-byte cache: every use re-reads, after the first (crc checked) by
+  // pages from the file
+  for (const [formatVersion, cacheBytes] of [
+    [2, undefined],
+    [3, undefined],
+    [3, 1],
+  ] as const) {
+    const dir = tempDir()
+    await writeStore(dir, blocks, { targetBlocks: 12, formatVersion })
     const s = await DiskColdStore.open(dir, { readOnly: true, cacheBytes })
     for (const c of await allChunks(s)) {
       for (const kind of RECORD_KINDS) {
@@ -99,7 +106,10 @@ test('Table.match equals filtering column() for every string and list column; ro
               ops.push({ prefix: [{ length: 6, values: new Set(['0xzzzz']) }] })
             }
           } else if (d.type === 'base58List') {
-            const present = [...new Set(Array.from(col as ArrayLike<string[]>).flat())]
+            const lists = Array.from(col as ArrayLike<string[]>)
+            const present = [...new Set(lists.flat())]
+            // rows listing a value twice: one posting per occurrence in format 3
+            for (const l of lists) if (new Set(l).size < l.length) repeats++
             const pick = () => present[Math.floor(rand() * present.length)]
             if (present.length) {
               for (const at of [0, 1, 2, 7]) ops.push({ at, values: new Set([pick(), pick()]) })
@@ -118,6 +128,18 @@ test('Table.match equals filtering column() for every string and list column; ro
                 `${kind}.${d.name} ${JSON.stringify(op, (_, v) => (v instanceof Set ? [...v] : v))}`,
               )
             }
+            if (d.type === 'base58List') {
+              // index lookups over the whole table and over a sub-range
+              for (const [lo, hi] of [
+                [0, n],
+                [Math.floor(n / 3), Math.floor((2 * n) / 3)],
+              ]) {
+                const got = t.candidates!(d.name, op, lo, hi)
+                assert.notEqual(got, null, `${kind}.${d.name}: list columns have postings`)
+                candidates++
+                assert.deepEqual(Array.from(got!), reference(col, op, all.slice(lo, hi)))
+              }
+            }
           }
         }
       }
@@ -125,14 +147,14 @@ test('Table.match equals filtering column() for every string and list column; ro
     await s.close()
   }
   assert.ok(
-    pushed > 1000 && views > 100 && prefixes > 0,
-    `${pushed} match calls, ${views} row views, ${prefixes} prefix columns`,
+    pushed > 1000 && views > 100 && prefixes > 0 && repeats > 0 && candidates > 100,
+    `${pushed} match calls, ${candidates} index lookups, ${views} row views, ${prefixes} prefix columns, ${repeats} lists with a repeated value`,
   )
 })
 
-test('format versions: 2 written; 1 read without push-down; others refused', async () => {
+test('format versions: 3 written; 1 read without push-down, 2 and 3 with; others refused', async () => {
   const blocks = generateBlocks({ seed: 12, count: 10 })
-  for (const v of [1, 2] as const) {
+  for (const v of [1, 2, 3] as const) {
     const dir = tempDir()
     await writeStore(dir, blocks, { targetBlocks: 100, formatVersion: v })
     const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
@@ -149,11 +171,11 @@ test('format versions: 2 written; 1 read without push-down; others refused', asy
   await writeStore(dir, blocks, { targetBlocks: 100 })
   const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
   assert.equal(readFooter(file).footer.v, FORMAT_VERSION)
-  // rewrite the footer as version 3 (valid checksum): refused, not misread
+  // rewrite the footer as version 4 (valid checksum): refused, not misread
   const b = readFileSync(file)
   const flen = b.readUInt32LE(b.length - 16)
   const fj = JSON.parse(b.subarray(b.length - 16 - flen, b.length - 16).toString('utf8'))
-  fj.v = 3
+  fj.v = 4
   const nf = Buffer.from(JSON.stringify(fj), 'utf8')
   const tr = Buffer.from(b.subarray(b.length - 16))
   tr.writeUInt32LE(nf.length, 0)
@@ -161,6 +183,39 @@ test('format versions: 2 written; 1 read without push-down; others refused', asy
   writeFileSync(file, Buffer.concat([b.subarray(0, b.length - 16 - flen), nf, tr]))
   assert.throws(
     () => readFooter(file),
-    (e: unknown) => e instanceof CorruptChunkError && /version 3 is not supported/.test((e as Error).message),
+    (e: unknown) => e instanceof CorruptChunkError && /version 4 is not supported/.test((e as Error).message),
   )
+})
+
+test('format 3 page checksums: a damaged page fails the reads that touch it, and only those', async () => {
+  const blocks = generateBlocks({ seed: 13, count: 60 })
+  const dir = tempDir()
+  await writeStore(dir, blocks, { targetBlocks: 100 })
+  const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
+  const m = readFooter(file).footer.kinds.instruction.cols.accounts
+  assert.ok(m.pc && m.pc.length >= 3, `accounts blob spans ${m.pc?.length} pages`)
+  // expected values, from the intact file
+  const s0 = await DiskColdStore.open(dir, { readOnly: true })
+  const t0 = (await allChunks(s0))[0].table('instruction')
+  const lists = Array.from(t0.column('accounts') as ArrayLike<string[]>)
+  await s0.close()
+  // flip a byte in the last page: the postings' positions (the blob's last part) live there
+  const b = readFileSync(file)
+  b[m.o + m.l - 3] ^= 0xff
+  writeFileSync(file, b)
+  const s = await DiskColdStore.open(dir, { readOnly: true })
+  const t = (await allChunks(s))[0].table('instruction')
+  // a row read on demand touches the first pages only (offsets, codes, dictionary): served intact
+  const view = t.rowView!('accounts', 1)!
+  assert.deepEqual(view[0], lists[0])
+  // an `a0` filter over every account reads all the positions: the damaged page is refused,
+  // never misread
+  const rows = Int32Array.from({ length: t.rowCount }, (_, i) => i)
+  assert.throws(
+    () => t.match!('accounts', { at: 0, values: new Set(lists.flat()) }, rows, rows.length),
+    (e: unknown) => e instanceof CorruptChunkError && /checksum mismatch/.test((e as Error).message),
+  )
+  // the whole column's decode checks the whole blob
+  assert.throws(() => t.column('accounts'), CorruptChunkError)
+  await s.close()
 })

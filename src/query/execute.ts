@@ -219,6 +219,14 @@ function applyFilter(f: CompiledFilter, t: Table, rows: Int32Array, n: number): 
   }
 }
 
+/** the rows in [lo, hi) passing an account filter, from the table's index; null when it has none */
+function indexLookup(t: Table, f: CompiledFilter, lo: number, hi: number): Int32Array | null {
+  if (f.op !== 'at' && f.op !== 'any') return null
+  let m = MATCH_OPS.get(f)
+  if (m === undefined) MATCH_OPS.set(f, (m = matchOp(f)))
+  return m === null ? null : t.candidates!(m.column, m.op, lo, hi)
+}
+
 const PUSHDOWN_ORDER = new WeakMap<ItemRequest, readonly CompiledFilter[]>()
 
 /**
@@ -336,11 +344,24 @@ class ChunkRun {
       s.any = true
       return
     }
-    const rows = this.scratch(req, hi - lo)
+    const filters = t.match !== undefined ? pushdownOrder(req) : req.filters
+    let rows: Int32Array
     let n = 0
-    for (let r = lo; r < hi; r++) rows[n++] = r
-    for (const f of t.match !== undefined ? pushdownOrder(req) : req.filters) {
-      n = applyFilter(f, t, rows, n)
+    let first = 0
+    // the first filter straight from an index when the table has one (only its rows are visited)
+    const found = t.candidates !== undefined && filters.length > 0 ? indexLookup(t, filters[0], lo, hi) : null
+    if (found !== null) {
+      rows = this.scratch(req, found.length)
+      rows.set(found)
+      n = found.length
+      first = 1
+      if (n === 0) return
+    } else {
+      rows = this.scratch(req, hi - lo)
+      for (let r = lo; r < hi; r++) rows[n++] = r
+    }
+    for (let i = first; i < filters.length; i++) {
+      n = applyFilter(filters[i], t, rows, n)
       if (n === 0) return
     }
     const s = this.sel(kind)

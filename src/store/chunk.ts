@@ -36,6 +36,12 @@ export interface Table {
    */
   match?(field: string, op: MatchOp, rows: Int32Array, n: number): number
   /**
+   * Optional index lookup: the rows in [lo, hi) whose `field` matches `op`, ascending, found
+   * without visiting the other rows (e.g. from postings of a list column); null when this table
+   * has no index for it. Same rows as `match` over all of [lo, hi).
+   */
+  candidates?(field: string, op: MatchOp, lo: number, hi: number): Int32Array | null
+  /**
    * Optional: `field` for reading a few rows (values built when a row is read, nothing decoded
    * up front), or null when this table has no cheaper form than `column(field)`. Same values as
    * `column(field)` at every row index of the table. `reads`: about how many rows will be read.

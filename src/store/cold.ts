@@ -29,7 +29,7 @@ import { open, rename, rm } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import type { Block } from '../model.ts'
 import type { Chunk, HeadInfo } from './chunk.ts'
-import { readChunkBlocksAsync, writeChunkFile } from './cold/chunk-file.ts'
+import { readChunkBlocksAsync, writeChunkFile, writeEncodedChunk, type WriteOptions } from './cold/chunk-file.ts'
 import { DiskChunk, type ColumnCache } from './cold/disk-chunk.ts'
 import { ByteLru } from './cold/lru.ts'
 import { closeFds } from './cold/raw.ts'
@@ -59,7 +59,7 @@ export interface DiskColdStoreOptions {
   /** deflate column blobs when it saves >= 25% (default false: see the bench) */
   compress?: boolean
   /** chunk file format version to write (default the current one, 2; 1 = without index parts, for tests) */
-  formatVersion?: 1 | 2
+  formatVersion?: 1 | 2 | 3
   /** open without writing anything (a server over a directory another process imports into) */
   readOnly?: boolean
   /** on open: 'size' (default) checks every listed file exists with its size; 'full' checks sha256 */
@@ -76,6 +76,21 @@ export interface DiskColdStoreOptions {
 }
 
 export class ColdStoreError extends Error {}
+
+/** What the manifest records of a chunk besides its file. */
+export interface PreparedChunkInfo {
+  firstBlock: number
+  lastBlock: number
+  blockCount: number
+  lastHash: string
+}
+
+/** An encoded chunk file (`encodeChunk`) with its block range, for `appendEncoded`. */
+export interface PreparedChunk extends PreparedChunkInfo {
+  parts: Uint8Array[]
+  bytes: number
+  sha256: string
+}
 
 /**
  * Rough encoded size of a block, to split appends into chunks of about `targetBytes`.
@@ -424,28 +439,79 @@ export class DiskColdStore implements ColdStore {
     sealed: boolean,
     level: number,
   ): Promise<ChunkEntry> {
-    const first = blocks[0].header.number
-    const last = blocks[blocks.length - 1].header.number
-    const file = `${pad(first)}-${pad(last)}-g${gen}-${i}.spc`
+    const last = blocks[blocks.length - 1].header
+    const range = { firstBlock: blocks[0].header.number, lastBlock: last.number, blockCount: blocks.length }
+    return this.placeChunk({ ...range, lastHash: last.hash }, gen, i, sealed, level, (tmp) =>
+      writeChunkFile(tmp, blocks, this.encodeOptions),
+    )
+  }
+
+  /** write a chunk file with `write` into tmp/, move it into chunks/ (durably): its manifest entry */
+  private async placeChunk(
+    c: PreparedChunkInfo,
+    gen: number,
+    i: number,
+    sealed: boolean,
+    level: number,
+    write: (tmp: string) => Promise<{ bytes: number; sha256: string }>,
+  ): Promise<ChunkEntry> {
+    const file = `${pad(c.firstBlock)}-${pad(c.lastBlock)}-g${gen}-${i}.spc`
     const tmp = join(this.dir, 'tmp', file)
-    const w = await writeChunkFile(tmp, blocks, {
-      compress: this.opts.compress,
-      fsync: this.opts.fsync !== false,
-      formatVersion: this.opts.formatVersion,
-    })
+    const w = await write(tmp)
     await rename(tmp, join(this.dir, 'chunks', file))
     if (this.opts.fsync !== false) await fsyncDir(join(this.dir, 'chunks'))
-    return {
-      file,
-      firstBlock: first,
-      lastBlock: last,
-      blockCount: blocks.length,
-      lastHash: blocks[blocks.length - 1].header.hash,
-      bytes: w.bytes,
-      sha256: w.sha256,
-      sealed,
-      level,
-    }
+    const { firstBlock, lastBlock, blockCount, lastHash } = c
+    return { file, firstBlock, lastBlock, blockCount, lastHash, bytes: w.bytes, sha256: w.sha256, sealed, level }
+  }
+
+  /** how chunk files of this store are encoded (for `encodeChunk` elsewhere, e.g. import workers) */
+  get encodeOptions(): WriteOptions {
+    return { compress: this.opts.compress, fsync: this.opts.fsync !== false, formatVersion: this.opts.formatVersion }
+  }
+
+  /** The unsealed chunks at the end of the store (see `appendEncoded`), oldest first. */
+  unsealedTail(): readonly ChunkEntry[] {
+    return this.tail().filter((e) => !e.sealed)
+  }
+
+  /** The path of a listed chunk file. */
+  chunkPath(e: ChunkEntry): string {
+    return join(this.dir, 'chunks', e.file)
+  }
+
+  /**
+   * Bulk import: publish one chunk the caller encoded (`encodeChunk` of blocks above lastBlock(),
+   * or, with `replacesTail`, of the blocks of the current `unsealedTail()` followed by new ones),
+   * as it is: sealed or not, never split or merged. Without `replacesTail` the store must have no
+   * unsealed tail. Durable when the promise resolves (same protocol as `append`).
+   */
+  appendEncoded(c: PreparedChunk, opts: { sealed: boolean; replacesTail: boolean }): Promise<void> {
+    if (this.opts.readOnly) return Promise.reject(new ColdStoreError('cold store opened read-only'))
+    const run = this.queue.then(async () => {
+      if (this.closed) throw new ColdStoreError('cold store closed')
+      const tail = opts.replacesTail ? this.unsealedTail() : []
+      if (!opts.replacesTail && this.unsealedTail().length)
+        throw new ColdStoreError('appendEncoded: the store has an unsealed tail that the chunk does not replace')
+      const keep = this.manifest.chunks.slice(0, this.manifest.chunks.length - tail.length)
+      const below = keep.length ? keep[keep.length - 1].lastBlock : -1
+      if (
+        tail.length
+          ? c.firstBlock !== tail[0].firstBlock || c.lastBlock <= tail[tail.length - 1].lastBlock
+          : c.firstBlock <= below
+      )
+        throw new ColdStoreError(`appendEncoded: blocks ${c.firstBlock}..${c.lastBlock} do not continue the store`)
+      const gen = this.manifest.generation + 1
+      const e = await this.placeChunk(c, gen, 0, opts.sealed, 0, async (tmp) => {
+        await writeEncodedChunk(tmp, c.parts, this.opts.fsync !== false)
+        return c
+      })
+      await this.publish(
+        [...keep, e],
+        tail.map((t) => t.file),
+      )
+    })
+    this.queue = run.catch(() => undefined)
+    return run
   }
 
   private async publish(chunks: ChunkEntry[], dropped: string[]): Promise<void> {

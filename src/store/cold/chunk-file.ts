@@ -59,6 +59,20 @@ export interface ColMeta {
   v?: 1
   /** index parts present (format 2; see encode.ts `Encoded.x`) */
   x?: 1
+  /**
+   * format 3, uncompressed blobs: crc32 of each CRC_PAGE bytes of the blob (the last page may be
+   * shorter), so that a few bytes can be read and checked without reading the whole blob
+   */
+  pc?: number[]
+}
+
+/** the page of `ColMeta.pc` checksums (format 3) */
+export const CRC_PAGE = 16384
+
+function pageCrcs(b: Uint8Array): number[] {
+  const out: number[] = []
+  for (let a = 0; a < b.byteLength; a += CRC_PAGE) out.push(crc32(b.subarray(a, Math.min(b.byteLength, a + CRC_PAGE))))
+  return out
 }
 
 export interface TableMeta {
@@ -70,14 +84,16 @@ export interface TableMeta {
 
 /**
  * Chunk file format versions read: 1 (original), 2 (adds index parts to string dictionary, plain
- * string and list columns: `x: 1` in their column entries; version 1 readers would ignore them).
+ * string and list columns: `x: 1` in their column entries; version 1 readers would ignore them),
+ * 3 (list postings list every occurrence with its position: 8 parts instead of 7; page checksums
+ * `pc` of uncompressed blobs).
  * Written: FORMAT_VERSION. A file of any other version is refused.
  */
-export const FORMAT_VERSION = 2
-export const READABLE_VERSIONS: readonly number[] = [1, 2]
+export const FORMAT_VERSION = 3
+export const READABLE_VERSIONS: readonly number[] = [1, 2, 3]
 
 export interface Footer {
-  v: 1 | 2
+  v: 1 | 2 | 3
   firstBlock: number
   lastBlock: number
   blockCount: number
@@ -93,7 +109,7 @@ export interface Footer {
 export interface WriteOptions {
   compress?: boolean
   /** format version to write: FORMAT_VERSION (default), or 1 (no index parts; for compatibility tests) */
-  formatVersion?: 1 | 2
+  formatVersion?: 1 | 2 | 3
   fsync?: boolean
 }
 
@@ -127,12 +143,39 @@ function loadedAddressValues(x: unknown, out: Set<string>): void {
     if (Array.isArray(l)) for (const a of l) if (typeof a === 'string') out.add(a)
 }
 
+/** A chunk file's bytes, encoded but not written (`writeEncodedChunk` writes them). */
+export interface EncodedChunk extends WrittenChunk {
+  /** the file's bytes, in order (`bytes` in all) */
+  parts: Uint8Array[]
+}
+
 /** Encode `blocks` (ascending, non-empty) and write them as one chunk file at `path`. */
 export async function writeChunkFile(
   path: string,
   blocks: readonly Block[],
   opts: WriteOptions = {},
 ): Promise<WrittenChunk> {
+  const enc = await encodeChunk(blocks, opts)
+  await writeEncodedChunk(path, enc.parts, opts.fsync !== false)
+  return { bytes: enc.bytes, sha256: enc.sha256, footer: enc.footer }
+}
+
+/** Write (create, fail if present) the encoded bytes of a chunk file at `path`, fsynced unless told not to. */
+export async function writeEncodedChunk(path: string, parts: readonly Uint8Array[], fsync: boolean): Promise<void> {
+  const fh = await open(path, 'wx')
+  try {
+    await fh.writev(parts as Uint8Array[])
+    if (fsync) await fh.sync()
+  } finally {
+    await fh.close()
+  }
+}
+
+/**
+ * The bytes of the chunk file of `blocks` (ascending, non-empty): what `writeChunkFile` writes. Pure
+ * computation, so it runs in import workers (src/cli/commands/import-worker.ts).
+ */
+export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions = {}): Promise<EncodedChunk> {
   if (blocks.length === 0) throw new Error('cold store: empty chunk')
   for (let i = 1; i < blocks.length; i++) {
     if (!(blocks[i].header.number > blocks[i - 1].header.number)) {
@@ -174,6 +217,7 @@ export async function writeChunkFile(
     if (enc.w) meta.w = enc.w
     if (enc.v) meta.v = enc.v
     if (enc.x) meta.x = enc.x
+    if (version >= 3 && !z) meta.pc = pageCrcs(stored)
     bufs.push(stored)
     pos += stored.byteLength
     const padding = pad8(pos) - pos
@@ -198,7 +242,7 @@ export async function writeChunkFile(
       const values = new Array<unknown>(rows.length)
       for (let i = 0; i < rows.length; i++) values[i] = get(rows[i]) ?? null
       if (rows.length > 10_000) await tick() // let the event loop breathe between big columns
-      const enc = encodeColumn(d.name, d.type, values, version >= 2)
+      const enc = encodeColumn(d.name, d.type, values, version >= 2, version >= 3)
       cols[d.name] = emit(enc)
       if (prune.includes(d.name)) {
         let distinct: Iterable<string>
@@ -270,15 +314,7 @@ export async function writeChunkFile(
 
   const h = createHash('sha256')
   for (const b of bufs) h.update(b)
-  const sha256 = h.digest('hex')
-  const fh = await open(path, 'wx')
-  try {
-    await fh.writev(bufs)
-    if (opts.fsync !== false) await fh.sync()
-  } finally {
-    await fh.close()
-  }
-  return { bytes: pos, sha256, footer }
+  return { parts: bufs, bytes: pos, sha256: h.digest('hex'), footer }
 }
 
 export class CorruptChunkError extends Error {}

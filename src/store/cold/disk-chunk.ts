@@ -84,36 +84,36 @@ export class DiskChunk implements Chunk {
 
   /**
    * a column's encoded parts (for filters and row reads on the stored form), through the cache:
-   * read whole (and crc-checked) the first time, then read on demand, whole parts or byte ranges
+   * read on demand, whole parts or pages (format 3: each page crc-checked when read; older
+   * formats: the whole blob is checked once, on its first use)
    */
   raw(m: ColMeta, n: number): RawColumn {
     const k = `${this.path}\0@${m.o}`
     let v = this.cache.get(k) as unknown as RawColumn | undefined
     if (v === undefined) {
       let parts: Parts
-      if (this.verified.has(m.o) && !m.z) {
-        const starts: number[] = []
-        let pos = m.o
-        for (const len of m.p) {
-          starts.push(pos)
-          pos += (len + 7) & ~7
-        }
-        parts = new Parts(m.p, null, this.path, starts)
-      } else {
+      if (m.z) {
+        // compressed: read (and inflate) whole
         const read = readBlob(this.path, null, m, this.verified.has(m.o))
         this.verified.add(m.o)
         parts = new Parts(
           read.map((p) => p.byteLength),
           read,
         )
+      } else {
+        // pages read on demand, each checked with its own crc (format 3); older formats check the
+        // whole blob once, on this first read, then read pages unchecked (the file is immutable)
+        if (!m.pc && !this.verified.has(m.o)) {
+          readBlob(this.path, null, m, false)
+          this.verified.add(m.o)
+        }
+        parts = new Parts(m.p, null, { path: this.path, start: m.o, length: m.l, crcs: m.pc ?? null })
       }
       v = new RawColumn(m.e, n, parts, m.w, m.x === 1, m.v === 1)
-      // accounted at its full size (parts read on demand are kept with it)
-      this.cache.set(
-        k,
-        v as unknown as ArrayLike<unknown>,
-        m.p.reduce((a, b) => a + b, 256),
-      )
+      // accounted for the bytes it holds (whole parts, pages read on demand, parsed values), which
+      // grow as queries read it
+      this.cache.set(k, v as unknown as ArrayLike<unknown>, 256 + parts.bytes)
+      parts.onGrow = (d) => this.cache.grow(k, d)
     }
     return v
   }
@@ -192,6 +192,14 @@ class DiskTable implements Table {
     return this.chunk.raw(m, t.rows).match(op, rows, n)
   }
 
+  candidates(field: string, op: MatchOp, lo: number, hi: number): Int32Array | null {
+    if (!known(this.kind).has(field)) throw new Error(`unknown column ${this.kind}.${field}`)
+    const t = this.chunk.footer.kinds[this.kind]
+    const m = t.cols[field]
+    if (m.x !== 1) return null
+    return this.chunk.raw(m, t.rows).candidates(op, lo, hi)
+  }
+
   rowView(field: string, reads: number): ArrayLike<unknown> | null {
     if (!known(this.kind).has(field)) throw new Error(`unknown column ${this.kind}.${field}`)
     const c = this.chunk
@@ -252,6 +260,7 @@ class PrefixChunk implements Chunk {
           return c
         },
         match: (field: string, op: MatchOp, r: Int32Array, n: number) => base.match!(field, op, r, n),
+        candidates: (field: string, op: MatchOp, lo: number, hi: number) => base.candidates!(field, op, lo, hi),
         rowView: (field: string, reads: number) => base.rowView!(field, reads),
       }
       this.tables.set(kind, t)

@@ -15,7 +15,7 @@
  * | jdict   | json               | JSON array of distinct values, codes                    |
  * | jplain  | json               | JSON array of all values                                |
  * | addr    | address            | Uint32 offsets (n + 1), element values (w = 1/2/4 bytes) |
- * | list    | base58List         | Uint32 offsets (n + 1), JSON dictionary, codes (w); [x] sorted codes, token offsets, postings (u32 offsets per code, u32 rows) |
+ * | list    | base58List         | Uint32 offsets (n + 1), JSON dictionary, codes (w); [x] sorted codes, token offsets, postings (u32 offsets per code, u32 rows; format 3: one entry per occurrence + u16 positions) |
  *
  * [x] = index parts (format 2, `x: 1` in the column's footer entry): they let a filter or a row
  * read work on the encoded bytes (see `RawColumn`) instead of decoding the whole column.
@@ -170,8 +170,17 @@ function indexedDict(dict: readonly string[]): [Uint8Array, Uint32Array, Uint32A
   return [utf8(`[${toks.join(',')}]`), sorted, tokenOffsets(toks)]
 }
 
-/** `withIndex`: add the format 2 index parts (`Encoded.x`) to string and list columns */
-export function encodeColumn(name: string, type: FieldType, values: ArrayLike<unknown>, withIndex = true): Encoded {
+/**
+ * `withIndex`: add the format 2 index parts (`Encoded.x`) to string and list columns; `positions`
+ * (format 3): list postings hold every occurrence with its position in the row's list
+ */
+export function encodeColumn(
+  name: string,
+  type: FieldType,
+  values: ArrayLike<unknown>,
+  withIndex = true,
+  positions = withIndex,
+): Encoded {
   const n = values.length
   switch (type) {
     case 'u32': {
@@ -275,10 +284,12 @@ export function encodeColumn(name: string, type: FieldType, values: ArrayLike<un
       if (!withIndex)
         return { e: 'list', parts: [u8(offsets), utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
       const [dictText, sorted, toff] = indexedDict(dict)
-      const [postOff, postRows] = postings(offsets, codes, dict.length)
+      const parts = [u8(offsets), dictText, packCodes(codes, w), u8(sorted), u8(toff)]
+      if (positions && longestList(offsets) <= 0xffff) parts.push(...occurrences(offsets, codes, dict.length).map(u8))
+      else parts.push(...postings(offsets, codes, dict.length).map(u8))
       return {
         e: 'list',
-        parts: [u8(offsets), dictText, packCodes(codes, w), u8(sorted), u8(toff), u8(postOff), u8(postRows)],
+        parts,
         w,
         x: 1,
         distinct: dict,
@@ -287,8 +298,38 @@ export function encodeColumn(name: string, type: FieldType, values: ArrayLike<un
   }
 }
 
+function longestList(offsets: Uint32Array): number {
+  let m = 0
+  for (let i = 0; i + 1 < offsets.length; i++) m = Math.max(m, offsets[i + 1] - offsets[i])
+  return m
+}
+
 /**
- * Postings of a list column: for each code, the rows holding it (ascending, a row once per code)
+ * Postings with positions (format 3): for each code, every occurrence as (row, position in the
+ * row's list), ordered by row then position, at entries postOff[c]..postOff[c + 1] of postRows
+ * (u32) and postPos (u16). An `a<i>` filter reads only the entries of its values.
+ */
+function occurrences(offsets: Uint32Array, codes: Uint32Array, size: number): [Uint32Array, Uint32Array, Uint16Array] {
+  const n = offsets.length - 1
+  const postOff = new Uint32Array(size + 1)
+  for (let p = 0; p < codes.length; p++) postOff[codes[p] + 1]++
+  for (let c = 0; c < size; c++) postOff[c + 1] += postOff[c]
+  const postRows = new Uint32Array(codes.length)
+  const postPos = new Uint16Array(codes.length)
+  const next = postOff.slice(0, size)
+  for (let i = 0; i < n; i++) {
+    const a = offsets[i]
+    for (let p = a; p < offsets[i + 1]; p++) {
+      const k = next[codes[p]]++
+      postRows[k] = i
+      postPos[k] = p - a
+    }
+  }
+  return [postOff, postRows, postPos]
+}
+
+/**
+ * Postings of a list column (format 2): for each code, the rows holding it (ascending, a row once per code)
  * at postRows[postOff[c]..postOff[c + 1]).
  */
 function postings(offsets: Uint32Array, codes: Uint32Array, size: number): [Uint32Array, Uint32Array] {

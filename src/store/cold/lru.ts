@@ -36,6 +36,19 @@ export class ByteLru<K, V> {
     }
     this.map.set(key, { value, bytes })
     this.total += bytes
+    this.evict()
+  }
+
+  /** an entry's value holds `delta` more bytes now (no-op when it was evicted meanwhile) */
+  grow(key: K, delta: number): void {
+    const e = this.map.get(key)
+    if (!e) return
+    e.bytes += delta
+    this.total += delta
+    this.evict()
+  }
+
+  private evict(): void {
     // keep at least the newest entry, even when it alone is over budget
     while (this.total > this.maxBytes && this.map.size > 1) {
       const first = this.map.keys().next().value as K

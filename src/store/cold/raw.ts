@@ -14,9 +14,11 @@
  * search of a dictionary.
  */
 import { closeSync, openSync, readSync } from 'node:fs'
+import { crc32 } from 'node:zlib'
 import type { MatchOp } from '../chunk.ts'
 import type { Enc } from './encode.ts'
 import { codesOf, view32 } from './encode.ts'
+import { CorruptChunkError, CRC_PAGE } from './chunk-file.ts'
 
 /**
  * n rows read by index (`view[i]`, `length`), each built by `make(i)` on its first read and kept
@@ -86,7 +88,7 @@ function prefixTest(groups: Groups): ((b: Buffer, a: number, e: number) => boole
 
 /** open file descriptors of chunk files for positioned reads (a few, the least recently used closed) */
 const FDS = new Map<string, number>()
-const MAX_FDS = 32
+const MAX_FDS = 512
 
 function fdOf(path: string): number {
   let fd = FDS.get(path)
@@ -128,32 +130,100 @@ function preadExact(path: string, pos: number, len: number): Buffer {
   return b
 }
 
-/** The parts of one blob: in memory, or read on demand (whole or by byte range) from its file. */
+/** where a blob's bytes are read on demand */
+export interface BlobSource {
+  path: string
+  /** file offset and stored length of the blob */
+  start: number
+  length: number
+  /** crc32 of each CRC_PAGE bytes of the blob (format 3), or null when it was verified whole already */
+  crcs: readonly number[] | null
+}
+
+/** pages of on-demand reads = the checksummed pages of format 3 (parts are 8-aligned in the blob: u16/u32 elements never straddle pages) */
+const PAGE_SHIFT = 14
+const PAGE = 1 << PAGE_SHIFT
+const PAGE_MASK = PAGE - 1
+if (PAGE !== CRC_PAGE) throw new Error('raw.ts: PAGE must equal CRC_PAGE')
+
+/**
+ * The parts of one blob: in memory, or read on demand from its (immutable) file, either whole or by
+ * 16 KiB pages of the blob, each checked against its crc32 (format 3) when read and kept, so that
+ * a repeated query touches memory only. Every byte held is reported through `onGrow` (the store's
+ * cache accounts for it and evicts the least recently used columns to stay within its budget).
+ */
 export class Parts {
   private readonly full: (Uint8Array | undefined)[]
   private readonly v32: (Uint32Array | undefined)[] = []
+  /** blob offset of each part */
+  private readonly offs: number[] = []
+  private readonly pages = new Map<number, Buffer>()
+  private held = 0
+  /** called with the bytes added to memory */
+  onGrow: ((delta: number) => void) | null = null
 
   constructor(
     /** byte length of each part */
     readonly lens: readonly number[],
     full: readonly Uint8Array[] | null,
-    /** file and file offset of each part, for reads on demand */
-    private readonly path: string | null = null,
-    private readonly starts: readonly number[] = [],
+    private readonly src: BlobSource | null = null,
   ) {
     this.full = full ? [...full] : new Array(lens.length)
+    let o = 0
+    for (const len of lens) {
+      this.offs.push(o)
+      o += (len + 7) & ~7
+    }
+    if (full) for (const p of full) this.held += p.byteLength
   }
 
-  /** bytes held in memory */
+  /** bytes held in memory (whole parts and pages) */
   get bytes(): number {
-    let b = 0
-    for (const p of this.full) if (p) b += p.byteLength
-    return b
+    return this.held
+  }
+
+  /** account for memory held on behalf of this blob (e.g. values parsed from it) */
+  account(delta: number): void {
+    this.held += delta
+    this.onGrow?.(delta)
+  }
+
+  /** blob pages k..e-1 read in one piece, each checked */
+  private readPages(k: number, e: number): Buffer {
+    const src = this.src!
+    const a = k << PAGE_SHIFT
+    const run = preadExact(src.path, src.start + a, Math.min(src.length, e << PAGE_SHIFT) - a)
+    if (src.crcs !== null) {
+      for (let q = k; q < e; q++) {
+        const o = (q - k) << PAGE_SHIFT
+        if (crc32(run.subarray(o, Math.min(run.length, o + PAGE))) !== src.crcs[q])
+          throw new CorruptChunkError(
+            `${src.path}: column checksum mismatch at offset ${src.start + (q << PAGE_SHIFT)}`,
+          )
+      }
+    }
+    this.account(run.byteLength)
+    return run
   }
 
   part(i: number): Uint8Array {
     let p = this.full[i]
-    if (p === undefined) p = this.full[i] = preadExact(this.path!, this.starts[i], this.lens[i])
+    if (p === undefined) {
+      const o = this.offs[i]
+      const len = this.lens[i]
+      if (len === 0) return (this.full[i] = new Uint8Array(0))
+      const k0 = o >>> PAGE_SHIFT
+      const k1 = (o + len - 1) >>> PAGE_SHIFT
+      const run = this.readPages(k0, k1 + 1)
+      for (let q = k0; q <= k1; q++) {
+        if (!this.pages.has(q)) {
+          const a = (q - k0) << PAGE_SHIFT
+          this.pages.set(q, run.subarray(a, Math.min(run.length, a + PAGE)))
+        }
+      }
+      // a fresh buffer at offset 0 and 8-aligned parts: aligned typed-array views
+      p = this.full[i] = new Uint8Array(run.buffer, run.byteOffset + o - (k0 << PAGE_SHIFT), len)
+    }
     return p
   }
 
@@ -162,27 +232,58 @@ export class Parts {
   }
 
   /**
-   * About `reads` values of part i are wanted: read it whole when that is cheaper than positioned
-   * reads of a few bytes each (one read costs a few microseconds, about as much as copying ~8 KiB);
-   * returns whether it is in memory.
+   * About `reads` values of part i are wanted: read it whole when that is cheaper than reading a
+   * page per value (one read costs a few microseconds, about as much as copying ~8 KiB); returns
+   * whether it is in memory.
    */
   prefer(i: number, reads: number): boolean {
     if (this.full[i] === undefined && reads * 8192 >= this.lens[i]) this.part(i)
     return this.full[i] !== undefined
   }
 
-  /** bytes [a, b) of part i as a Buffer (a view when the part is in memory) */
+  /** blob page k (read, with the missing pages after it up to `last`, when not held yet) */
+  private page(k: number, last = k): Buffer {
+    const pg = this.pages.get(k)
+    if (pg !== undefined) return pg
+    let e = k + 1
+    while (e <= last && !this.pages.has(e)) e++
+    const run = this.readPages(k, e)
+    for (let q = k; q < e; q++) {
+      const o = (q - k) << PAGE_SHIFT
+      this.pages.set(q, run.subarray(o, Math.min(run.length, o + PAGE)))
+    }
+    return this.pages.get(k)!
+  }
+
+  /** bytes [a, b) of part i as a Buffer (a view when they are in memory in one piece) */
   range(i: number, a: number, b: number): Buffer {
     const p = this.full[i]
     if (p !== undefined) return Buffer.from(p.buffer, p.byteOffset + a, b - a)
-    return preadExact(this.path!, this.starts[i] + a, b - a)
+    if (b <= a) return Buffer.alloc(0)
+    const o = this.offs[i]
+    const k0 = (o + a) >>> PAGE_SHIFT
+    const k1 = (o + b - 1) >>> PAGE_SHIFT
+    if (k0 === k1) return this.page(k0).subarray((o + a) & PAGE_MASK, ((o + b - 1) & PAGE_MASK) + 1)
+    const out = Buffer.allocUnsafe(b - a)
+    let w = 0
+    for (let k = k0; k <= k1; k++) {
+      const pg = this.page(k, k1)
+      const s = k === k0 ? (o + a) & PAGE_MASK : 0
+      const e = k === k1 ? ((o + b - 1) & PAGE_MASK) + 1 : pg.length
+      pg.copy(out, w, s, e)
+      w += e - s
+    }
+    return out
   }
 
   u32(i: number, k: number): number {
     let v = this.v32[i]
     if (v === undefined) {
       const p = this.full[i]
-      if (p === undefined) return this.range(i, k * 4, k * 4 + 4).readUInt32LE(0)
+      if (p === undefined) {
+        const pos = this.offs[i] + (k << 2)
+        return this.page(pos >>> PAGE_SHIFT).readUInt32LE(pos & PAGE_MASK)
+      }
       v = this.v32[i] = view32(p)
     }
     return v[k]
@@ -190,14 +291,8 @@ export class Parts {
 
   /** two consecutive u32 (k, k + 1) */
   u32Pair(i: number, k: number, out: Uint32Array): void {
-    if (this.full[i] !== undefined) {
-      out[0] = this.u32(i, k)
-      out[1] = this.u32(i, k + 1)
-      return
-    }
-    const b = this.range(i, k * 4, k * 4 + 8)
-    out[0] = b.readUInt32LE(0)
-    out[1] = b.readUInt32LE(4)
+    out[0] = this.u32(i, k)
+    out[1] = this.u32(i, k + 1)
   }
 
   /** element k of a part of w-byte unsigned elements */
@@ -208,8 +303,10 @@ export class Parts {
       if (w === 2) return p[2 * k] | (p[2 * k + 1] << 8)
       return this.u32(i, k)
     }
-    const b = this.range(i, k * w, k * w + w)
-    return w === 1 ? b[0] : w === 2 ? b.readUInt16LE(0) : b.readUInt32LE(0)
+    const pos = this.offs[i] + k * w
+    const pg = this.page(pos >>> PAGE_SHIFT)
+    const o = pos & PAGE_MASK
+    return w === 1 ? pg[o] : w === 2 ? pg.readUInt16LE(o) : pg.readUInt32LE(o)
   }
 }
 
@@ -258,7 +355,11 @@ export class RawColumn {
 
   private dictValue(c: number): unknown {
     let v = this.memo.get(c)
-    if (v === undefined) this.memo.set(c, (v = this.token(c)))
+    if (v === undefined) {
+      this.memo.set(c, (v = this.token(c)))
+      // a Map entry and a one-byte string: roughly
+      this.parts.account(64 + (typeof v === 'string' ? v.length : 64))
+    }
     return v
   }
 
@@ -392,9 +493,11 @@ export class RawColumn {
     if (!f) return 0
     const w = this.w
     const pair = this.pair
-    if (P.lens.length === 7 && n > 0) {
-      // postings: only the rows holding one of the values, then (for `at`) their position
-      const hits = this.postingRows(f)
+    if (P.lens.length >= 7 && n > 0) {
+      // postings: only the rows holding one of the values; format 3 postings also give the
+      // position, which answers `at` without reading the lists
+      const positions = P.lens.length === 8
+      const hits = this.postingRows(f, positions && 'at' in op ? op.at : -1)
       let h = 0
       const nh = hits.length
       for (let j = 0; j < n && h < nh; j++) {
@@ -402,7 +505,7 @@ export class RawColumn {
         while (h < nh && hits[h] < r) h++
         if (h < nh && hits[h] === r) rows[k++] = r
       }
-      if (!('at' in op) || k === 0) return k
+      if (!('at' in op) || positions || k === 0) return k
       n = k
       k = 0
     }
@@ -456,8 +559,28 @@ export class RawColumn {
     return k
   }
 
-  /** the rows holding a flagged code (postings parts 5, 6), ascending, each once */
-  private postingRows(f: Uint8Array): Uint32Array {
+  /** `Table.candidates`: the rows in [lo, hi) matching an `at` / `any` op, from the postings */
+  candidates(op: MatchOp, lo: number, hi: number): Int32Array | null {
+    const P = this.parts
+    if (!this.x || this.e !== 'list' || P.lens.length < 7 || !('at' in op || 'any' in op)) return null
+    const f = this.flags('at' in op ? op.values : op.any)
+    if (!f) return new Int32Array(0)
+    const positions = P.lens.length === 8
+    const hits = this.postingRows(f, positions && 'at' in op ? op.at : -1)
+    let a = 0
+    let b = hits.length
+    while (a < b && hits[a] < lo) a++
+    while (b > a && hits[b - 1] >= hi) b--
+    const rows = Int32Array.from(hits.subarray(a, b))
+    if ('at' in op && !positions) return rows.subarray(0, this.match(op, rows, rows.length))
+    return rows
+  }
+
+  /**
+   * the rows holding a flagged code (postings parts 5, 6), ascending, each once; with `at` >= 0
+   * (format 3: positions in part 7) only the rows holding it at that position
+   */
+  private postingRows(f: Uint8Array, at: number): Uint32Array {
     const P = this.parts
     const lists: Uint32Array[] = []
     let total = 0
@@ -468,19 +591,28 @@ export class RawColumn {
       const b = this.pair[1]
       if (b === a) continue
       const bytes = P.range(6, a * 4, b * 4)
+      const pos = at >= 0 ? P.range(7, a * 2, b * 2) : null
       const l = new Uint32Array(b - a)
-      for (let i = 0; i < l.length; i++) l[i] = bytes.readUInt32LE(4 * i)
-      lists.push(l)
-      total += l.length
+      let m = 0
+      for (let i = 0; i < l.length; i++) {
+        if (pos === null || pos.readUInt16LE(2 * i) === at) l[m++] = bytes.readUInt32LE(4 * i)
+      }
+      if (m === 0) continue
+      lists.push(l.subarray(0, m))
+      total += m
     }
-    if (lists.length === 1) return lists[0]
-    const all = new Uint32Array(total)
-    let k = 0
-    for (const l of lists) {
-      all.set(l, k)
-      k += l.length
+    let all: Uint32Array
+    if (lists.length === 1) all = lists[0]
+    else {
+      all = new Uint32Array(total)
+      let k = 0
+      for (const l of lists) {
+        all.set(l, k)
+        k += l.length
+      }
+      all.sort()
     }
-    all.sort()
+    // format 3 lists a row once per occurrence; several values can share rows
     let u = 0
     for (let i = 0; i < all.length; i++) if (i === 0 || all[i] !== all[i - 1]) all[u++] = all[i]
     return all.subarray(0, u)
