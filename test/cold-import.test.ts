@@ -1,11 +1,16 @@
 // `solportal import`: equals normalizing the archives, resumes, rejects unordered input; the
-// dataset directory serves what was imported, also while an import is still appending.
+// dataset directory serves what was imported, also while an import is still appending. With
+// worker threads (`--workers N`) the chunk files and manifests are byte for byte those of the
+// in-process import (also when resuming onto an unsealed tail), and a bad line or a failing worker
+// ends the import with a clear error instead of a hang.
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { runImport } from '../src/cli/commands/import.ts'
+import { runImport, type ImportOptions } from '../src/cli/commands/import.ts'
 import { readArchive } from '../src/ingest/archive.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
@@ -138,4 +143,100 @@ test('a reader of a dataset directory sees blocks another writer appends', async
   for await (const c of reader.chunks(0, Number.MAX_SAFE_INTEGER, true)) nums.push(...Array.from(c.header('number')))
   assert.equal(nums.length, 20)
   await reader.close()
+})
+
+/** every file of the cold store with its sha256 (the manifest included) */
+function files(dir: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  const cold = coldDir(dir)
+  for (const f of readdirSync(join(cold, 'chunks')).sort())
+    out[f] = createHash('sha256')
+      .update(readFileSync(join(cold, 'chunks', f)))
+      .digest('hex')
+  out['MANIFEST.json'] = readFileSync(join(cold, 'MANIFEST.json'), 'utf8')
+  return out
+}
+
+test('import with worker threads writes the same files as in-process; resumes onto an unsealed tail', async () => {
+  const work = tempDir()
+  const a = join(work, 'a.jsonl.gz')
+  const b = join(work, 'b.jsonl')
+  await writeArchive(a, { count: 45, txPerBlock: 30 })
+  await writeArchive(b, { count: 25, txPerBlock: 30, startSlot: 300_000_200 })
+  const want: Block[] = []
+  for await (const line of readArchive([a, b])) want.push(normalizeBlock(line).block)
+  // batches closed by count and by estimated bytes
+  const base: ImportOptions = { targetBlocks: 9, targetBytes: 600_000, progress: 'none' }
+
+  const seq = join(work, 'seq')
+  const r1 = await runImport(seq, [a, b], { ...base, workers: 1 })
+  assert.equal(r1.workers, 1)
+  const par = join(work, 'par')
+  const r3 = await runImport(par, [a, b], { ...base, workers: 3 })
+  assert.equal(r3.workers, 3)
+  assert.deepEqual([r3.imported, r3.firstBlock, r3.lastBlock], [r1.imported, r1.firstBlock, r1.lastBlock])
+  const seqFiles = files(seq)
+  assert.ok(Object.keys(seqFiles).length > 8, 'several chunks')
+  assert.deepEqual(files(par), seqFiles)
+  assert.deepEqual(await imported(par), want)
+  const m = JSON.parse(seqFiles['MANIFEST.json']).body.chunks as { sealed: boolean; blockCount: number }[]
+  assert.ok(m.some((c) => c.blockCount < 9) && m.some((c) => c.blockCount === 9), 'byte and count limits both met')
+  assert.ok(
+    m.slice(0, -1).every((c) => c.sealed),
+    'every chunk but the last is sealed',
+  )
+
+  // a first run ending on an unsealed chunk, the rest imported by the other mode: same files again
+  const seqThenPar = join(work, 'seq-par')
+  const parThenSeq = join(work, 'par-seq')
+  await runImport(seqThenPar, [a], { ...base, workers: 1 })
+  await runImport(parThenSeq, [a], { ...base, workers: 2 })
+  assert.deepEqual(files(seqThenPar), files(parThenSeq))
+  const tail = JSON.parse(files(seqThenPar)['MANIFEST.json']).body.chunks.at(-1)
+  assert.equal(tail.sealed, false, 'the first run ends with an unsealed chunk')
+  const ra = await runImport(seqThenPar, [a, b], { ...base, workers: 2 })
+  const rb = await runImport(parThenSeq, [a, b], { ...base, workers: 1 })
+  assert.deepEqual([ra.skipped, ra.imported], [45, 25])
+  assert.deepEqual([rb.skipped, rb.imported], [45, 25])
+  assert.deepEqual(files(parThenSeq), files(seqThenPar))
+  assert.deepEqual(await imported(seqThenPar), want)
+  const chunks = JSON.parse(files(seqThenPar)['MANIFEST.json']).body.chunks as { file: string }[]
+  assert.ok(!chunks.some((c) => c.file === tail.file), 'the tail was rewritten')
+})
+
+test('a bad line or a failing worker ends a parallel import with an error, not a hang', async () => {
+  const work = tempDir()
+  const a = join(work, 'a.jsonl')
+  await writeArchive(a, { count: 12, txPerBlock: 10 })
+  const lines = readFileSync(a, 'utf8').split('\n')
+  lines[7] = lines[7].slice(0, 30) + '"slot_broken'
+  const bad = join(work, 'bad.jsonl')
+  writeFileSync(bad, lines.join('\n'))
+  await assert.rejects(
+    runImport(join(work, 'ds-bad'), [bad], { targetBlocks: 4, progress: 'none', workers: 2 }),
+    (e: Error) => {
+      assert.match(e.message, /bad\.jsonl:8: /)
+      return true
+    },
+  )
+  // the batches before the bad line are kept
+  assert.deepEqual(
+    (await imported(join(work, 'ds-bad'))).length,
+    4,
+    'the first full batch was written before the failure',
+  )
+
+  // a worker running out of memory while normalizing (whole mainnet-sized blocks, a small heap)
+  const big = join(work, 'big.jsonl')
+  await writeArchive(big, { count: 30, txPerBlock: 600 })
+  const t0 = Date.now()
+  await assert.rejects(
+    runImport(join(work, 'ds-oom'), [big], {
+      progress: 'none',
+      workers: 2,
+      workerResourceLimits: { maxOldGenerationSizeMb: 48 },
+    }),
+    /import worker \d failed: .*out of memory/,
+  )
+  assert.ok(Date.now() - t0 < 60_000)
 })

@@ -3,8 +3,16 @@
  * `{"slot","hash","height","block"}` getBlock results, gzip or not; directories of them) into the
  * dataset directory DIR (src/store/dataset-dir.ts), normalizing every block.
  *
- * - Blocks are appended in target-sized batches (sealed chunks at once); the next batch is read and
- *   normalized while the previous one is being written.
+ * - Blocks are gathered in batches of a chunk's size (import-batch.ts: a batch ends with the block
+ *   that fills it), each encoded as one sealed chunk file and published with
+ *   `DiskColdStore.appendEncoded`; the last batch of a run is an unsealed chunk, which the first
+ *   batch of the next run rewrites together with its new blocks.
+ * - Parallel (`--workers N`, default the available cores up to 8): whole batches go to worker
+ *   threads (import-worker.ts) that parse, normalize and encode them and transfer the chunk file's
+ *   bytes back; this thread reads and gunzips the input, checks the order, sends the lines and
+ *   writes the chunks and manifests in order. Batch ends depend only on the blocks, so the files
+ *   are byte for byte those of `--workers 1` (everything in this thread). At most `workers + 1`
+ *   batches are in hand at a time: the input is not read further ahead.
  * - Resumable: blocks at or below the store's last block are skipped (cheaply: the slot is read
  *   from the line's start before any parsing), so re-running the same command after an
  *   interruption (Ctrl-C, kill -9, power loss) continues where the durable state ends.
@@ -16,11 +24,13 @@
  */
 import type { Command } from 'commander'
 import { open, stat } from 'node:fs/promises'
+import { availableParallelism } from 'node:os'
+import { Worker, type ResourceLimits } from 'node:worker_threads'
 import { listArchiveFiles, readTextLines, toArchiveLine } from '../../ingest/archive.ts'
-import type { Block } from '../../model.ts'
 import { parseJsonExact } from '../../normalize/json.ts'
-import { normalizeBlock } from '../../normalize/normalize.ts'
-import { DiskColdStore, estimateBlockBytes } from '../../store/cold.ts'
+import { DiskColdStore, type PreparedChunk } from '../../store/cold.ts'
+import { BatchBuilder, LineError, type BatchOptions, type LineResult } from './import-batch.ts'
+import type { FromWorker, ToWorker } from './import-worker.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
 
 export interface ImportOptions {
@@ -36,6 +46,13 @@ export interface ImportOptions {
   maxWarnings?: number
   /** called after each batch became durable */
   onBatch?: (r: Readonly<ImportResult>) => void
+  /**
+   * threads that parse, normalize and encode (default `defaultWorkers()`: the available
+   * parallelism, at most 8); 1 = all in this thread. The chunk files are the same either way.
+   */
+  workers?: number
+  /** limits of each worker thread (tests: a worker running out of memory) */
+  workerResourceLimits?: ResourceLimits
 }
 
 export interface ImportResult {
@@ -46,6 +63,8 @@ export interface ImportResult {
   lastBlock: number | null
   interrupted: boolean
   seconds: number
+  /** worker threads used (1: none, all in this thread) */
+  workers: number
 }
 
 export class ImportError extends Error {}
@@ -111,6 +130,152 @@ class Progress {
   }
 }
 
+/** Where batches are parsed, normalized and encoded: in this thread, or in worker threads. */
+interface Backend {
+  /** open batch `id` (the next one), beginning with the blocks of these chunk files */
+  start(id: number, tail: readonly string[]): Promise<void>
+  /** add a line to the open batch `id` (rejects with LineError for a bad line) */
+  line(id: number, seq: number, text: string): Promise<LineResult>
+  /** close the open batch `id` before it is full */
+  end(id: number): void
+  /** the encoded chunk of a closed batch */
+  chunk(id: number): Promise<EncodedBatch>
+  close(): Promise<void>
+}
+
+type EncodedBatch = PreparedChunk & { sealed: boolean }
+
+class InProcessBackend implements Backend {
+  private readonly builder: BatchBuilder
+  private readonly chunks = new Map<number, Promise<EncodedBatch>>()
+  constructor(opts: BatchOptions) {
+    this.builder = new BatchBuilder(opts)
+  }
+  async start(_id: number, tail: readonly string[]): Promise<void> {
+    this.builder.startWith(tail)
+  }
+  async line(id: number, _seq: number, text: string): Promise<LineResult> {
+    const r = this.builder.add(text)
+    if (r.full) this.end(id)
+    return r
+  }
+  end(id: number): void {
+    const p = this.builder.encode() // takes the batch's blocks at once
+    p.catch(() => undefined) // awaited (and reported) by chunk()
+    this.chunks.set(id, p)
+  }
+  chunk(id: number): Promise<EncodedBatch> {
+    const p = this.chunks.get(id)!
+    this.chunks.delete(id)
+    return p
+  }
+  async close(): Promise<void> {}
+}
+
+class Deferred<T> {
+  resolve!: (v: T) => void
+  reject!: (e: unknown) => void
+  readonly promise = new Promise<T>((res, rej) => {
+    this.resolve = res
+    this.reject = rej
+  })
+  constructor() {
+    this.promise.catch(() => undefined) // a failure is reported where it is awaited
+  }
+}
+
+/**
+ * Batches in worker threads (import-worker.ts): each batch goes whole to one worker (the one with
+ * the fewest batches in hand), which parses, normalizes and encodes it, and transfers the chunk
+ * file's bytes back. Lines are sent one at a time (the next after the previous one's ack), so the
+ * main thread knows where a batch ends before it sends the next line. A worker that fails (an
+ * exception, out of memory, exit) fails every pending and later call.
+ */
+class WorkerBackend implements Backend {
+  private readonly workers: { w: Worker; batches: number }[] = []
+  private readonly owner = new Map<number, number>()
+  private readonly acks = new Map<number, Deferred<LineResult>>()
+  private readonly chunks = new Map<number, Deferred<EncodedBatch>>()
+  private failure: Error | null = null
+  private closing = false
+
+  constructor(n: number, opts: BatchOptions, resourceLimits?: ResourceLimits) {
+    for (let i = 0; i < n; i++) {
+      const w = new Worker(new URL('./import-worker.mjs', import.meta.url), { workerData: opts, resourceLimits })
+      w.on('message', (m: FromWorker) => this.onMessage(i, m))
+      w.on('error', (e) => this.fail(new ImportError(`import worker ${i + 1} failed: ${e.message}`)))
+      w.on('exit', (code) => {
+        if (!this.closing) this.fail(new ImportError(`import worker ${i + 1} exited (code ${code})`))
+      })
+      this.workers.push({ w, batches: 0 })
+    }
+  }
+
+  private fail(e: Error): void {
+    if (this.failure) return
+    this.failure = e
+    for (const d of this.acks.values()) d.reject(e)
+    for (const d of this.chunks.values()) d.reject(e)
+  }
+
+  private onMessage(i: number, m: FromWorker): void {
+    if (m.t === 'ack') {
+      this.acks.get(m.seq)?.resolve({ warnings: m.warnings, full: m.full })
+      this.acks.delete(m.seq)
+    } else if (m.t === 'chunk') {
+      this.workers[i].batches--
+      this.chunks.get(m.id)?.resolve({ ...m.chunk, bytes: m.data.byteLength, parts: [m.data], sealed: m.sealed })
+    } else if (m.seq !== null && m.line) {
+      this.acks.get(m.seq)?.reject(new LineError(m.message))
+      this.acks.delete(m.seq)
+    } else this.fail(new ImportError(`import worker ${i + 1} failed: ${m.message}`))
+  }
+
+  private post(id: number, m: ToWorker): void {
+    this.workers[this.owner.get(id)!].w.postMessage(m)
+  }
+
+  async start(id: number, tail: readonly string[]): Promise<void> {
+    if (this.failure) throw this.failure
+    let best = 0
+    for (let i = 1; i < this.workers.length; i++) if (this.workers[i].batches < this.workers[best].batches) best = i
+    this.workers[best].batches++
+    this.owner.set(id, best)
+    this.chunks.set(id, new Deferred())
+    this.post(id, { t: 'start', id, tail: [...tail] })
+  }
+
+  line(id: number, seq: number, text: string): Promise<LineResult> {
+    if (this.failure) return Promise.reject(this.failure)
+    const d = new Deferred<LineResult>()
+    this.acks.set(seq, d)
+    this.post(id, { t: 'line', id, seq, text })
+    return d.promise
+  }
+
+  end(id: number): void {
+    if (!this.failure) this.post(id, { t: 'end', id })
+  }
+
+  chunk(id: number): Promise<EncodedBatch> {
+    const d = this.chunks.get(id)!
+    return d.promise.finally(() => {
+      this.chunks.delete(id)
+      this.owner.delete(id)
+    })
+  }
+
+  async close(): Promise<void> {
+    this.closing = true
+    await Promise.all(this.workers.map((x) => x.w.terminate()))
+  }
+}
+
+/** Worker threads used by default: one per core the process may use, at most 8 (memory: a batch each). */
+export function defaultWorkers(): number {
+  return Math.max(1, Math.min(8, availableParallelism()))
+}
+
 export async function runImport(
   dir: string,
   archives: string[],
@@ -146,39 +311,76 @@ export async function runImport(
     lastBlock: null,
     interrupted: false,
     seconds: 0,
+    workers: 1,
   }
   const progress = new Progress(opts.progress ?? (process.stderr.isTTY ? 'tty' : 'lines'), totalChars, log)
+  const tty = opts.progress === 'tty' || (opts.progress === undefined && process.stderr.isTTY)
   const maxWarnings = opts.maxWarnings ?? 20
+  const workers = (res.workers = opts.workers ?? defaultWorkers())
+  const batchOpts: BatchOptions = {
+    includeVotes,
+    targetBlocks: store.targetBlocks,
+    targetBytes: store.targetBytes,
+    encode: store.encodeOptions,
+  }
+  let backend: Backend | null = null
+  /** writes of closed batches, in order (at most `workers + 1` batches in hand: bounded memory) */
+  const writes: Promise<void>[] = []
   try {
+    backend =
+      workers > 1 ? new WorkerBackend(workers, batchOpts, opts.workerResourceLimits) : new InProcessBackend(batchOpts)
     const resumeAfter = store.lastBlock()?.number ?? -1
     if (resumeAfter >= 0 && opts.progress !== 'none')
       log(`resuming: the dataset already holds blocks up to ${resumeAfter}\n`)
+    // the unsealed tail of a previous run is rewritten with the first batch (so it ends up sealed)
+    const tail = store.unsealedTail().map((e) => store.chunkPath(e))
     let prev = -1
     let prevWhere = ''
     let chars = 0
-    let batch: Block[] = []
-    let batchBytes = 0
-    let pending: Promise<void> | null = null
-    const targetBlocks = store.targetBlocks
-    const targetBytes = store.targetBytes
-    const flush = async () => {
-      if (pending) await pending
-      pending = null
-      if (batch.length === 0) return
-      const b = batch
-      batch = []
-      batchBytes = 0
-      const p = store.append(b)
-      pending = p
-      p.then(
-        () => {
-          res.imported += b.length
-          res.firstBlock ??= b[0].header.number
-          res.lastBlock = b[b.length - 1].header.number
-          opts.onBatch?.(res)
-        },
-        () => undefined,
-      )
+    let seq = 0
+    let normalized = 0
+    let nextId = 0
+    /** the batch lines go to; its new blocks (not those of the tail) */
+    let open: { id: number; first: number; last: number; count: number } | null = null
+    /** the line sent last, not acknowledged yet */
+    let sent: { ack: Promise<LineResult>; where: string } | null = null
+    let writer: Promise<void> = Promise.resolve()
+    const closeBatch = (b: { id: number; first: number; last: number; count: number }) => {
+      const chunk = backend!.chunk(b.id)
+      writer = writer.then(async () => {
+        const c = await chunk
+        await store.appendEncoded(c, { sealed: c.sealed, replacesTail: b.id === 0 && tail.length > 0 })
+        res.imported += b.count
+        res.firstBlock ??= b.first
+        res.lastBlock = b.last
+        opts.onBatch?.(res)
+      })
+      writer.catch(() => undefined) // awaited below
+      writes.push(writer)
+    }
+    const settle = async () => {
+      if (!sent) return
+      const { ack, where } = sent
+      sent = null
+      let r: LineResult
+      try {
+        r = await ack
+      } catch (e) {
+        if (e instanceof LineError) throw new ImportError(`${where}: ${e.message}`)
+        throw e
+      }
+      normalized++
+      for (const w of r.warnings) {
+        if (res.warnings++ < maxWarnings) {
+          log(
+            `${tty ? '\r\x1b[K' : ''}warning: ${where}: slot ${w.slot}${w.transactionIndex !== undefined ? ` tx ${w.transactionIndex}` : ''}${w.signature ? ` ${w.signature}` : ''}: ${w.message}\n`,
+          )
+        }
+      }
+      if (r.full) {
+        closeBatch(open!)
+        open = null
+      }
     }
     outer: for (const file of files) {
       let lineNo = 0
@@ -193,15 +395,13 @@ export async function runImport(
         const where = `${file}:${lineNo}`
         const m = SLOT_PREFIX.exec(text)
         let slot: number
-        let line: ReturnType<typeof toArchiveLine> | null = null
         if (m) slot = Number(m[1])
         else {
           try {
-            line = toArchiveLine(parseJsonExact(text))
+            slot = toArchiveLine(parseJsonExact(text)).slot
           } catch (e) {
             throw new ImportError(`${where}: ${e instanceof Error ? e.message : String(e)}`)
           }
-          slot = line.slot
         }
         if (slot <= prev) {
           throw new ImportError(
@@ -212,35 +412,35 @@ export async function runImport(
         prevWhere = where
         if (slot <= resumeAfter) {
           res.skipped++
-          progress.update(chars, res.imported + batch.length, res.skipped)
+          progress.update(chars, normalized, res.skipped)
           continue
         }
-        if (!line) {
-          try {
-            line = toArchiveLine(parseJsonExact(text))
-          } catch (e) {
-            throw new ImportError(`${where}: ${e instanceof Error ? e.message : String(e)}`)
-          }
+        await settle()
+        if (!open) {
+          while (writes.length > workers) await writes.shift()
+          open = { id: nextId++, first: slot, last: slot, count: 0 }
+          await backend.start(open.id, open.id === 0 ? tail : [])
         }
-        const { block, warnings } = normalizeBlock(line, { includeVotes })
-        for (const w of warnings) {
-          if (res.warnings++ < maxWarnings) {
-            log(
-              `${opts.progress === 'tty' || (opts.progress === undefined && process.stderr.isTTY) ? '\r\x1b[K' : ''}warning: ${where}: slot ${w.slot}${w.transactionIndex !== undefined ? ` tx ${w.transactionIndex}` : ''}${w.signature ? ` ${w.signature}` : ''}: ${w.message}\n`,
-            )
-          }
-        }
-        batch.push(block)
-        batchBytes += estimateBlockBytes(block)
-        if (batch.length >= targetBlocks || batchBytes >= targetBytes) await flush()
-        progress.update(chars, res.imported + batch.length, res.skipped)
+        open.last = slot
+        open.count++
+        sent = { ack: backend.line(open.id, seq++, text), where }
+        progress.update(chars, normalized, res.skipped)
       }
     }
-    await flush()
-    if (pending) await pending
+    await settle()
+    if (open) {
+      backend.end(open.id)
+      closeBatch(open)
+    }
+    for (const w of writes) await w
     progress.update(chars, res.imported, res.skipped, true)
     progress.done()
+  } catch (e) {
+    // keep what was complete before the failure (a failed worker fails its batches at once)
+    await Promise.allSettled(writes)
+    throw e
   } finally {
+    await backend?.close()
     await store.close()
   }
   if (res.warnings > maxWarnings) log(`${res.warnings - maxWarnings} more warnings not shown\n`)
@@ -267,11 +467,22 @@ export function register(program: Command): void {
     .option('--chunk-mb <n>', 'approximate chunk size in MB (default 32)')
     .option('--compress', 'deflate column blobs where it saves >= 25%')
     .option('--no-progress', 'no progress output')
+    .option(
+      '--workers <n>',
+      'threads that parse, normalize and encode (default: the available cores, at most 8; 1 = none)',
+    )
     .action(
       async (
         dir: string,
         archives: string[],
-        o: { includeVotes?: boolean; chunkBlocks?: string; chunkMb?: string; compress?: boolean; progress?: boolean },
+        o: {
+          includeVotes?: boolean
+          chunkBlocks?: string
+          chunkMb?: string
+          compress?: boolean
+          progress?: boolean
+          workers?: string
+        },
       ) => {
         const ac = new AbortController()
         const onSig = () => {
@@ -289,11 +500,13 @@ export function register(program: Command): void {
             compress: o.compress,
             progress: o.progress === false ? 'none' : undefined,
             signal: ac.signal,
+            workers: o.workers ? positiveInt('workers', o.workers) : undefined,
           })
           process.stderr.write(
             `${r.interrupted ? 'interrupted after importing' : 'imported'} ${r.imported} blocks` +
               (r.imported ? ` (${r.firstBlock}..${r.lastBlock})` : '') +
-              `${r.skipped ? `, skipped ${r.skipped} already present` : ''}, ${r.warnings} warnings, ${r.seconds.toFixed(1)} s\n`,
+              `${r.skipped ? `, skipped ${r.skipped} already present` : ''}, ${r.warnings} warnings, ${r.seconds.toFixed(1)} s` +
+              `${r.workers > 1 ? ` (${r.workers} workers)` : ''}\n`,
           )
           if (r.interrupted) process.exitCode = 130
         } catch (e) {

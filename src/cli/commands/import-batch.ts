@@ -1,0 +1,84 @@
+/**
+ * The work of `solportal import` on block lines: parse, normalize, gather them into chunk-sized
+ * batches and encode each batch as one chunk file. The same code runs in-process (`--workers 1`)
+ * and in the import workers (import-worker.ts), so both write the same bytes.
+ *
+ * A batch is closed by the block that makes it full (`targetBlocks` blocks, or `targetBytes` of
+ * `estimateBlockBytes`), so where batches end depends only on the blocks, never on timing.
+ */
+import { toArchiveLine } from '../../ingest/archive.ts'
+import type { Block } from '../../model.ts'
+import { parseJsonExact } from '../../normalize/json.ts'
+import { normalizeBlock, type NormalizationWarning } from '../../normalize/normalize.ts'
+import { estimateBlockBytes, type PreparedChunk } from '../../store/cold.ts'
+import { encodeChunk, readChunkBlocks, type WriteOptions } from '../../store/cold/chunk-file.ts'
+
+export interface BatchOptions {
+  includeVotes: boolean
+  targetBlocks: number
+  targetBytes: number
+  encode: WriteOptions
+}
+
+/** What adding one line gave: its warnings, and whether it closed the batch. */
+export interface LineResult {
+  warnings: NormalizationWarning[]
+  full: boolean
+}
+
+/** A failure of one line (bad JSON, not an archive line): the message, without the place. */
+export class LineError extends Error {}
+
+export class BatchBuilder {
+  private blocks: Block[] = []
+  private bytes = 0
+
+  constructor(private readonly opts: BatchOptions) {}
+
+  /** Start a batch with the blocks of these chunk files (the store's unsealed tail, rewritten with the first batch). */
+  startWith(files: readonly string[]): void {
+    for (const f of files) for (const b of readChunkBlocks(f)) this.push(b)
+  }
+
+  private push(b: Block): boolean {
+    this.blocks.push(b)
+    this.bytes += estimateBlockBytes(b)
+    return this.blocks.length >= this.opts.targetBlocks || this.bytes >= this.opts.targetBytes
+  }
+
+  /** Parse and normalize one archive line into the batch. Throws LineError for a bad line. */
+  add(text: string): LineResult {
+    let line
+    try {
+      line = toArchiveLine(parseJsonExact(text))
+    } catch (e) {
+      throw new LineError(e instanceof Error ? e.message : String(e))
+    }
+    const { block, warnings } = normalizeBlock(line, { includeVotes: this.opts.includeVotes })
+    return { warnings, full: this.push(block) }
+  }
+
+  get size(): number {
+    return this.blocks.length
+  }
+
+  /** Encode the batch (non-empty) as one chunk file's bytes and start a new batch. */
+  async encode(): Promise<PreparedChunk & { sealed: boolean }> {
+    const blocks = this.blocks
+    const sealed = blocks.length >= this.opts.targetBlocks || this.bytes >= this.opts.targetBytes
+    this.blocks = []
+    this.bytes = 0
+    const enc = await encodeChunk(blocks, this.opts.encode)
+    const last = blocks[blocks.length - 1].header
+    return {
+      firstBlock: blocks[0].header.number,
+      lastBlock: last.number,
+      blockCount: blocks.length,
+      lastHash: last.hash,
+      parts: enc.parts,
+      bytes: enc.bytes,
+      sha256: enc.sha256,
+      sealed,
+    }
+  }
+}
