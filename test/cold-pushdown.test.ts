@@ -219,3 +219,36 @@ test('format 3 page checksums: a damaged page fails the reads that touch it, and
   assert.throws(() => t.column('accounts'), CorruptChunkError)
   await s.close()
 })
+
+test('format 3 Bloom filters are read one at a time, each checked with its own crc32', async () => {
+  const blocks = generateBlocks({ seed: 14, count: 20 })
+  const payers = new Set(blocks.flatMap((b) => b.transactions.map((t) => t.feePayer)))
+  const programs = new Set(blocks.flatMap((b) => b.instructions.map((i) => i.programId)))
+  for (const formatVersion of [2, 3] as const) {
+    const dir = tempDir()
+    await writeStore(dir, blocks, { targetBlocks: 100, formatVersion })
+    const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
+    const { footer } = readFooter(file)
+    const [off, len, crc] = footer.prune.f['transaction.feePayer']
+    assert.equal(crc === undefined, formatVersion === 2)
+    // damage the fee payer filter only
+    const b = readFileSync(file)
+    b[footer.prune.o + off + Math.floor(len / 2)] ^= 0xff
+    writeFileSync(file, b)
+    const s = await DiskColdStore.open(dir, { readOnly: true })
+    const [c] = await allChunks(s)
+    if (formatVersion === 3) {
+      // another filter is intact and answers; the damaged one is refused, never misread
+      assert.equal(c.mayContain!('instruction', 'programId', programs), true)
+      assert.equal(c.mayContain!('instruction', 'programId', new Set(['absent-value'])), false)
+      assert.throws(
+        () => c.mayContain!('transaction', 'feePayer', payers),
+        /Bloom filter transaction.feePayer checksum/,
+      )
+    } else {
+      // one crc for the whole section: any filter read fails
+      assert.throws(() => c.mayContain!('instruction', 'programId', programs), /prune section checksum/)
+    }
+    await s.close()
+  }
+})

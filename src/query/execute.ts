@@ -401,11 +401,13 @@ function joinRows(
 ): boolean {
   const sOff = src.blockOffsets
   const dOff = dst.blockOffsets
-  const sTx = src.column('transactionIndex') as ArrayLike<number>
-  const dTx = dst.column('transactionIndex') as ArrayLike<number>
   const mask = sel.mask
   const base = sel.base
   const few = n * SPARSE < src.rowCount
+  // the source's rows are read at the source rows only: built when read when they are few
+  const sTx = ((few && src.rowView !== undefined ? src.rowView('transactionIndex', n) : null) ??
+    src.column('transactionIndex')) as ArrayLike<number>
+  const dTx = dst.column('transactionIndex') as ArrayLike<number>
   const addrOf = (t: Table) =>
     ((few && t.rowView !== undefined ? t.rowView('instructionAddress', n * 4) : null) ??
       t.column('instructionAddress')) as ArrayLike<readonly number[]>

@@ -103,7 +103,8 @@ export interface Footer {
    * prune section: offset, length, crc, hash scheme (BLOOM_SCHEME; filters of another scheme are
    * ignored, never trusted); per "kind.field": [offset in section, byte length]
    */
-  prune: { o: number; l: number; c: number; h?: number; f: Record<string, [number, number]> }
+  /** f: per filter key, [offset in the section, length] (+ its crc32 in format 3) */
+  prune: { o: number; l: number; c: number; h?: number; f: Record<string, [number, number] | [number, number, number]> }
 }
 
 export interface WriteOptions {
@@ -283,10 +284,11 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
   }
 
   // prune section
-  const f: Record<string, [number, number]> = {}
+  const f: Record<string, [number, number] | [number, number, number]> = {}
   let k = 0
   for (const b of blooms) {
-    f[b.key] = [k, b.bits.byteLength]
+    // format 3: each filter's own crc32, so one filter is read and checked without the others
+    f[b.key] = version >= 3 ? [k, b.bits.byteLength, crc32(b.bits)] : [k, b.bits.byteLength]
     k += pad8(b.bits.byteLength)
   }
   const section = new Uint8Array(k)
@@ -412,13 +414,30 @@ export function readPrune(path: string, footer: Footer): Map<string, Uint8Array>
   return out
 }
 
-export function bloomMayContain(
-  blooms: Map<string, Uint8Array>,
-  kind: RecordKind,
-  field: string,
-  values: ReadonlySet<string>,
-): boolean {
-  const bits = blooms.get(`${kind}.${field}`)
+/**
+ * One Bloom filter (`kind.field`) of a format 3 file, read alone and checked with its own crc32;
+ * undefined when the file has no per-filter checksums (read the whole section with `readPrune`),
+ * null when there is no usable filter for that key (every answer "maybe").
+ */
+export function readBloom(path: string, fd: number | null, footer: Footer, key: string): Uint8Array | null | undefined {
+  const { o, f, h } = footer.prune
+  const e = f[key]
+  if (e !== undefined && e.length !== 3) return undefined
+  if (e === undefined || h !== BLOOM_SCHEME) return null
+  const [off, len, c] = e
+  const buf = new Uint8Array(new ArrayBuffer(len))
+  const own = fd === null
+  const h2 = own ? openSync(path, 'r') : fd
+  try {
+    readExact(h2, buf, 0, len, o + off, path)
+  } finally {
+    if (own) closeSync(h2)
+  }
+  if (crc32(buf) !== c) throw new CorruptChunkError(`${path}: Bloom filter ${key} checksum mismatch`)
+  return buf
+}
+
+export function bloomMayContain(bits: Uint8Array | null | undefined, values: ReadonlySet<string>): boolean {
   if (!bits) return true
   for (const v of values) if (bloomHas(bits, v)) return true
   return false

@@ -10,6 +10,7 @@ import type { Chunk, MatchOp, Table } from '../chunk.ts'
 import {
   bloomMayContain,
   decodeBlob,
+  readBloom,
   readBlob,
   readFooter,
   readPrune,
@@ -26,6 +27,8 @@ function known(kind: RecordKind): Set<string> {
   return s
 }
 const HEADER_NAMES = new Set(HEADER_FIELDS.map((d) => d.name))
+/** cached answer "this chunk has no filter for that field" */
+const NO_FILTER = new Uint8Array(0)
 
 export type ColumnCache = ByteLru<string, ArrayLike<unknown>>
 
@@ -37,6 +40,8 @@ export class DiskChunk implements Chunk {
   private readonly tables = new Map<RecordKind, DiskTable>()
   /** offsets of the blobs whose crc32 was checked once (the file is immutable) */
   private readonly verified = new Set<number>()
+  /** format 3: per blob offset, a flag per page whose crc32 was checked once */
+  private readonly checkedPages = new Map<number, Uint8Array>()
 
   constructor(
     readonly path: string,
@@ -107,7 +112,12 @@ export class DiskChunk implements Chunk {
           readBlob(this.path, null, m, false)
           this.verified.add(m.o)
         }
-        parts = new Parts(m.p, null, { path: this.path, start: m.o, length: m.l, crcs: m.pc ?? null })
+        let checked: Uint8Array | null = null
+        if (m.pc) {
+          checked = this.checkedPages.get(m.o) ?? null
+          if (checked === null) this.checkedPages.set(m.o, (checked = new Uint8Array(m.pc.length)))
+        }
+        parts = new Parts(m.p, null, { path: this.path, start: m.o, length: m.l, crcs: m.pc ?? null, checked })
       }
       v = new RawColumn(m.e, n, parts, m.w, m.x === 1, m.v === 1)
       // accounted for the bytes it holds (whole parts, pages read on demand, parsed values), which
@@ -137,14 +147,25 @@ export class DiskChunk implements Chunk {
 
   mayContain(kind: RecordKind, field: string, values: ReadonlySet<string>): boolean {
     if (values.size === 0) return false
-    // the filters live in the store-wide cache too, so their memory is bounded with the columns'
-    const k = `${this.path}\0#prune`
-    let blooms = this.cache.get(k) as unknown as Map<string, Uint8Array> | undefined
-    if (!blooms) {
-      blooms = readPrune(this.path, this.footer)
-      this.cache.set(k, blooms as unknown as ArrayLike<unknown>, this.footer.prune.l + 64 * blooms.size)
+    // the filters live in the store-wide cache too, so their memory is bounded with the columns';
+    // format 3: each filter read alone (a query touches one or two), else the whole section
+    const key = `${kind}.${field}`
+    const k = `${this.path}\0#bloom:${key}`
+    if (!this.cache.has(k)) {
+      const one = readBloom(this.path, null, this.footer, key)
+      if (one !== undefined) {
+        this.cache.set(k, (one ?? NO_FILTER) as unknown as ArrayLike<unknown>, 64 + (one?.byteLength ?? 0))
+      } else {
+        const all = readPrune(this.path, this.footer)
+        for (const name of Object.keys(this.footer.prune.f)) {
+          const bits = all.get(name) ?? NO_FILTER
+          this.cache.set(`${this.path}\0#bloom:${name}`, bits as unknown as ArrayLike<unknown>, 64 + bits.byteLength)
+        }
+        if (!this.cache.has(k)) this.cache.set(k, NO_FILTER as unknown as ArrayLike<unknown>, 64)
+      }
     }
-    return bloomMayContain(blooms, kind, field, values)
+    const bits = this.cache.get(k) as unknown as Uint8Array
+    return bloomMayContain(bits === NO_FILTER ? null : bits, values)
   }
 
   /** The blocks of positions [0, end) as a chunk (for ranges ending inside this chunk). */
@@ -207,7 +228,7 @@ class DiskTable implements Table {
     if (c.cache.has(`${c.path}\0${this.kind}.${field}`)) return null
     const t = c.footer.kinds[this.kind]
     const m = t.cols[field]
-    const simple = m.e === 'addr' || m.e === 'bool' || m.e === 'ver' || m.v === 1
+    const simple = m.e === 'addr' || m.e === 'bool' || m.e === 'ver' || m.e === 'u32' || m.v === 1
     if (m.x !== 1 && !simple) return null
     return c.raw(m, t.rows).rowView(reads)
   }

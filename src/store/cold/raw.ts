@@ -138,6 +138,8 @@ export interface BlobSource {
   length: number
   /** crc32 of each CRC_PAGE bytes of the blob (format 3), or null when it was verified whole already */
   crcs: readonly number[] | null
+  /** a flag per page: checked already (kept by the chunk across cache evictions; the file is immutable) */
+  checked: Uint8Array | null
 }
 
 /** pages of on-demand reads = the checksummed pages of format 3 (parts are 8-aligned in the blob: u16/u32 elements never straddle pages) */
@@ -189,20 +191,23 @@ export class Parts {
   }
 
   /** blob pages k..e-1 read in one piece, each checked */
-  private readPages(k: number, e: number): Buffer {
+  private readPages(k: number, e: number, keep = true): Buffer {
     const src = this.src!
     const a = k << PAGE_SHIFT
     const run = preadExact(src.path, src.start + a, Math.min(src.length, e << PAGE_SHIFT) - a)
     if (src.crcs !== null) {
+      const checked = src.checked
       for (let q = k; q < e; q++) {
+        if (checked !== null && checked[q] === 1) continue
         const o = (q - k) << PAGE_SHIFT
         if (crc32(run.subarray(o, Math.min(run.length, o + PAGE))) !== src.crcs[q])
           throw new CorruptChunkError(
             `${src.path}: column checksum mismatch at offset ${src.start + (q << PAGE_SHIFT)}`,
           )
+        if (checked !== null) checked[q] = 1
       }
     }
-    this.account(run.byteLength)
+    if (keep) this.account(run.byteLength)
     return run
   }
 
@@ -241,10 +246,17 @@ export class Parts {
     return this.full[i] !== undefined
   }
 
+  /**
+   * true while reading bytes that are not worth keeping (e.g. the random tokens a dictionary's
+   * binary search visits): missing pages are read and checked, used, and not kept
+   */
+  transient = false
+
   /** blob page k (read, with the missing pages after it up to `last`, when not held yet) */
   private page(k: number, last = k): Buffer {
     const pg = this.pages.get(k)
     if (pg !== undefined) return pg
+    if (this.transient) return this.readPages(k, k + 1, false)
     let e = k + 1
     while (e <= last && !this.pages.has(e)) e++
     const run = this.readPages(k, e)
@@ -313,6 +325,8 @@ export class Parts {
 export class RawColumn {
   /** dictionary values parsed so far, by code */
   private readonly memo = new Map<number, unknown>()
+  /** codes looked up so far, by value (-1 = absent) */
+  private readonly found = new Map<string, number>()
   private readonly pair = new Uint32Array(2)
   /** part indexes: text, codes, sorted codes, token offsets, row offsets (-1 = none) */
   private readonly pText: number
@@ -365,6 +379,22 @@ export class RawColumn {
 
   /** code of a dictionary value, -1 when absent */
   lookup(value: string): number {
+    let c = this.found.get(value)
+    if (c === undefined) {
+      this.parts.transient = true
+      try {
+        c = this.search(value)
+      } finally {
+        this.parts.transient = false
+      }
+      this.found.set(value, c)
+      this.parts.account(64 + value.length)
+    }
+    return c
+  }
+
+  /** binary search over the codes sorted by value */
+  private search(value: string): number {
     let lo = 0
     let hi = this.dictSize
     while (lo < hi) {
@@ -640,10 +670,12 @@ export class RawColumn {
     const n = this.n
     const P = this.parts
     // a list row reads a dictionary token per element
-    const perRow = this.e === 'list' && this.x ? Math.max(1, P.lens[this.pCodes] / this.w / Math.max(1, n)) : 1
+    // a list row reads its codes (whole parts when many rows are read) and a dictionary token per
+    // element: the dictionary is read by pages (a chunk's dictionary is large and a few rows touch
+    // a few of its pages; popular values have low codes, so they share pages)
     for (let i = 0; i < P.lens.length; i++) {
-      if (i === this.pSorted || (this.e === 'list' && i >= 5)) continue
-      P.prefer(i, i === this.pText || i === this.pToff ? reads * perRow : reads)
+      if (i === this.pSorted || (this.e === 'list' && (i >= 5 || i === this.pText))) continue
+      P.prefer(i, reads)
     }
     switch (this.e) {
       case 'plain':
@@ -690,7 +722,7 @@ export class RawColumn {
           return x < 0 ? 'legacy' : x
         })
       case 'u32':
-        if (!this.v) return null
+        if (!this.v) return sparseRows(n, (i) => P.u32(0, i))
         return sparseRows(n, (i) => (P.uw(1, i, 1) ? P.u32(0, i) : null))
       case 'u64':
       case 'i64': {
