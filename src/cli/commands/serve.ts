@@ -29,6 +29,7 @@ export interface ServeOptions {
   headWaitMs: string
   maxStreams: string
   rateLimit: string
+  cacheMb?: string
   quiet?: boolean
 }
 
@@ -65,10 +66,19 @@ export function register(program: Command): void {
     )
     .option('--max-streams <n>', 'concurrent stream responses before 503', String(DEFAULT_LIMITS.maxConcurrentStreams))
     .option('--rate-limit <n>', 'stream requests per second per client address (0 = off)', '200')
+    .option(
+      '--cache-mb <n>',
+      'memory for cold-store columns, pages and filters read from disk (--dataset-dir, --rpc)',
+      '256',
+    )
     .option('--quiet', 'log errors only')
     .action(async (opts: ServeOptions) => {
       await serve(opts)
     })
+}
+
+function cacheBytes(opts: ServeOptions): number {
+  return int('cache-mb', opts.cacheMb ?? '256') * 1024 * 1024
 }
 
 export async function serve(opts: ServeOptions): Promise<PortalServer> {
@@ -95,7 +105,7 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
       if (!opts.dataDir) throw new Error('--rpc needs --data-dir DIR (hot and cold storage)')
       const { DiskColdStore } = await import('../../store/cold.ts')
       const { coldDir } = await import('../../store/dataset-dir.ts')
-      const cold = await DiskColdStore.open(coldDir(opts.dataDir))
+      const cold = await DiskColdStore.open(coldDir(opts.dataDir), { cacheBytes: cacheBytes(opts) })
       ds = await rt.createRealtimeDataset({
         rpcUrl: opts.rpc!,
         dataDir: opts.dataDir,
@@ -119,7 +129,7 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
     )
   } else if (opts.datasetDir) {
     const { openDatasetDir } = await import('../../store/dataset-dir.ts')
-    const store = await openDatasetDir(opts.datasetDir)
+    const store = await openDatasetDir(opts.datasetDir, { cacheBytes: cacheBytes(opts) })
     onStop = () => store.close()
     datasets.push(
       { name: 'solana-mainnet', aliases: ['solana-beta'], store, realTime: false, ...common },
