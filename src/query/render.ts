@@ -106,7 +106,14 @@ export function compileWriter(fields: readonly SelectedField[], bigintsAsNumbers
   for (let c = 0; c < defs.length; c++) lines.push(`const c${c} = cols[${c}];`)
   const body: string[] = []
   const used = new Set<number>()
-  let expr = ''
+  // the row as constant text and expressions; adjacent constants are merged into one literal, so
+  // the quotes of a string value join the keys around it (fewer pieces to concatenate and flatten)
+  const parts: { text?: string; expr?: string }[] = []
+  const text = (t: string) => {
+    const last = parts[parts.length - 1]
+    if (last?.text !== undefined) last.text += t
+    else parts.push({ text: t })
+  }
   for (let k = 0; k < fields.length; k++) {
     const f = fields[k]
     const c = defs.indexOf(f.def)
@@ -114,13 +121,26 @@ export function compileWriter(fields: readonly SelectedField[], bigintsAsNumbers
       body.push(`const v${c} = c${c}[i];`)
       used.add(c)
     }
-    const val = valueExpr(f.def, `v${c}`, bigintsAsNumbers)
-    const rendered =
-      f.def.nullable || f.def.type === 'json' ? `(v${c} === null || v${c} === undefined ? 'null' : ${val})` : val
-    const keyText = JSON.stringify((k === 0 ? '{' : ',') + JSON.stringify(f.key) + ':')
-    expr += (k === 0 ? '' : ' + ') + keyText + ' + ' + rendered
+    text((k === 0 ? '{' : ',') + JSON.stringify(f.key) + ':')
+    const v = `v${c}`
+    const type = f.def.type
+    const nullable = f.def.nullable || type === 'json'
+    // non-null values that render as `"<value>"` or `<value>` (string conversion of the value itself)
+    if (!nullable && (type === 'base58' || ((type === 'u64' || type === 'i64') && !bigintsAsNumbers))) {
+      text('"')
+      parts.push({ expr: v })
+      text('"')
+    } else if (!nullable && (type === 'u32' || type === 'u64' || type === 'i64')) {
+      parts.push({ expr: v })
+    } else {
+      const val = valueExpr(f.def, v, bigintsAsNumbers)
+      parts.push({ expr: nullable ? `(${v} === null || ${v} === undefined ? 'null' : ${val})` : val })
+    }
   }
-  const src = `${lines.join('\n')}\nreturn function (i) {\n${body.join('\n')}\nreturn ${expr} + '}';\n}`
+  text('}')
+  // the first part is text: every expression is converted to a string by the concatenation
+  const expr = parts.map((p) => (p.text !== undefined ? JSON.stringify(p.text) : p.expr)).join(' + ')
+  const src = `${lines.join('\n')}\nreturn function (i) {\n${body.join('\n')}\nreturn ${expr};\n}`
   const make = new Function('h', 'cols', src) as (h: typeof helpers, cols: readonly ArrayLike<unknown>[]) => RowWriter
   return (cols) => make(helpers, cols)
 }
