@@ -265,11 +265,46 @@ function mayMatch(chunk: Chunk, kind: RecordKind, req: ItemRequest): boolean {
 }
 
 /** rows selected for output of one kind in one chunk */
-interface Selected {
+class Selected {
   /** mask[r - base] = 1 when row r is selected */
-  mask: Uint8Array
-  base: number
-  any: boolean
+  readonly mask: Uint8Array
+  any = false
+  /**
+   * the selected rows in the order they were marked while they are few (fewer than 1 in SPARSE
+   * rows of the range), so that output visits them only; null when many (output scans the mask)
+   */
+  list: number[] | null = []
+  private readonly limit: number
+
+  constructor(
+    readonly base: number,
+    size: number,
+  ) {
+    this.mask = new Uint8Array(size)
+    this.limit = size / SPARSE
+  }
+
+  mark(r: number): void {
+    const i = r - this.base
+    if (this.mask[i] === 1) return
+    this.mask[i] = 1
+    const l = this.list
+    if (l !== null) {
+      if (l.length < this.limit) l.push(r)
+      else this.list = null
+    }
+  }
+
+  all(): void {
+    this.mask.fill(1)
+    this.list = null
+    this.any = true
+  }
+
+  /** the selected rows ascending when few, else null */
+  sorted(): Int32Array | null {
+    return this.list === null ? null : Int32Array.from(this.list).sort()
+  }
 }
 
 /** A source list of rows (ascending) for a relation. */
@@ -305,7 +340,7 @@ class ChunkRun {
     if (!s) {
       const off = this.table(kind).blockOffsets
       const base = off[this.bLo]
-      s = { mask: new Uint8Array(off[this.bHi] - base), base, any: false }
+      s = new Selected(base, off[this.bHi] - base)
       this.selected.set(kind, s)
     }
     return s
@@ -339,9 +374,7 @@ class ChunkRun {
     const hi = off[this.bHi]
     if (hi <= lo) return
     if (req.filters.length === 0 && req.relations.length === 0) {
-      const s = this.sel(kind)
-      s.mask.fill(1)
-      s.any = true
+      this.sel(kind).all()
       return
     }
     const filters = t.match !== undefined ? pushdownOrder(req) : req.filters
@@ -365,9 +398,7 @@ class ChunkRun {
       if (n === 0) return
     }
     const s = this.sel(kind)
-    const m = s.mask
-    const base = s.base
-    for (let j = 0; j < n; j++) m[rows[j] - base] = 1
+    for (let j = 0; j < n; j++) s.mark(rows[j])
     s.any = true
     for (const rel of req.relations) {
       let list = this.sources.get(rel)
@@ -401,8 +432,6 @@ function joinRows(
 ): boolean {
   const sOff = src.blockOffsets
   const dOff = dst.blockOffsets
-  const mask = sel.mask
-  const base = sel.base
   const few = n * SPARSE < src.rowCount
   // the source's rows are read at the source rows only: built when read when they are few
   const sTx = ((few && src.rowView !== undefined ? src.rowView('transactionIndex', n) : null) ??
@@ -426,7 +455,7 @@ function joinRows(
         lastT = t
         const end = dOff[b + 1]
         for (let x = lowerBound(dTx, t, dOff[b], end); x < end && dTx[x] === t; x++) {
-          mask[x - base] = 1
+          sel.mark(x)
           marked = true
         }
       }
@@ -442,7 +471,7 @@ function joinRows(
         const t = sTx[r]
         const a = addr[r]
         for (let x = r + 1; x < end && sTx[x] === t && isProperPrefix(a, addr[x]); x++) {
-          mask[x - base] = 1
+          sel.mark(x)
           marked = true
         }
       }
@@ -460,7 +489,7 @@ function joinRows(
         for (let x = r - 1; x >= start && sTx[x] === t; x--) {
           const p = addr[x]
           if (isProperPrefix(p, a)) {
-            mask[x - base] = 1
+            sel.mark(x)
             marked = true
           }
           if (p.length === 1) break
@@ -479,7 +508,7 @@ function joinRows(
         const end = dOff[b + 1]
         for (let x = lowerBound(dTx, t, dOff[b], end); x < end && dTx[x] === t; x++) {
           if (sameAddress(a, dAddr[x])) {
-            mask[x - base] = 1
+            sel.mark(x)
             marked = true
           }
         }
@@ -499,7 +528,10 @@ const SPARSE = 8
 function renderColumns(t: Table, defs: readonly FieldDef[], s: Selected, lo: number, hi: number): ArrayLike<unknown>[] {
   let few = false
   let count = 0
-  if (t.rowView !== undefined) {
+  if (t.rowView !== undefined && s.list !== null) {
+    count = s.list.length
+    few = count < (hi - lo) / SPARSE
+  } else if (t.rowView !== undefined) {
     const m = s.mask
     const limit = (hi - lo) / SPARSE
     for (let x = lo - s.base, end = hi - s.base; x < end && count < limit; x++) count += m[x]
@@ -512,6 +544,10 @@ interface BoundKind {
   open: string
   mask: Uint8Array
   base: number
+  /** the selected rows ascending when few (then output visits them only), else null */
+  rows: Int32Array | null
+  /** next position in rows */
+  p: number
   offsets: ArrayLike<number>
   write: RowWriter
 }
@@ -551,6 +587,8 @@ export async function* executeQuery(
         open: kp.open,
         mask: s.mask,
         base: s.base,
+        rows: s.sorted(),
+        p: 0,
         offsets: t.blockOffsets,
         write: kp.writer(renderColumns(t, kp.defs, s, t.blockOffsets[bLo], t.blockOffsets[bHi])),
       })
@@ -562,15 +600,26 @@ export async function* executeQuery(
       let body = ''
       for (let k = 0; k < bound.length; k++) {
         const bk = bound[k]
-        const m = bk.mask
-        const base = bk.base
-        const end = bk.offsets[b + 1] - base
         let part = ''
         let sep = bk.open
-        for (let x = bk.offsets[b] - base; x < end; x++) {
-          if (m[x] === 1) {
-            part += sep + bk.write(x + base)
+        const rows = bk.rows
+        if (rows !== null) {
+          const endRow = bk.offsets[b + 1]
+          let p = bk.p
+          for (; p < rows.length && rows[p] < endRow; p++) {
+            part += sep + bk.write(rows[p])
             sep = ','
+          }
+          bk.p = p
+        } else {
+          const m = bk.mask
+          const base = bk.base
+          const end = bk.offsets[b + 1] - base
+          for (let x = bk.offsets[b] - base; x < end; x++) {
+            if (m[x] === 1) {
+              part += sep + bk.write(x + base)
+              sep = ','
+            }
           }
         }
         if (part !== '') body += part + ']'

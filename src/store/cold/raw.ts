@@ -410,17 +410,21 @@ export class RawColumn {
 
   /** a flag per code (index dictSize = null) for the values of a set; null when none is present */
   private flags(values: ReadonlySet<string | null>): Uint8Array | null {
-    const size = this.dictSize
-    const f = new Uint8Array(size + 1)
-    let any = false
+    const codes = this.codesIn(values)
+    if (codes.length === 0) return null
+    const f = new Uint8Array(this.dictSize + 1)
+    for (const c of codes) f[c] = 1
+    return f
+  }
+
+  /** the codes of the values present (dictSize = null), ascending, each once */
+  private codesIn(values: ReadonlySet<string | null>): number[] {
+    const out: number[] = []
     for (const v of values) {
-      const c = v === null ? size : typeof v === 'string' ? this.lookup(v) : -1
-      if (c >= 0) {
-        f[c] = 1
-        any = true
-      }
+      const c = v === null ? this.dictSize : typeof v === 'string' ? this.lookup(v) : -1
+      if (c >= 0 && !out.includes(c)) out.push(c)
     }
-    return any ? f : null
+    return out.sort((a, b) => a - b)
   }
 
   /** the JSON token of row r (plain) or code r (dict) as [buffer, start, end) */
@@ -519,15 +523,15 @@ export class RawColumn {
       return -1
     }
     if (this.e !== 'list') return -1
-    const f = this.flags('at' in op ? op.values : op.any)
-    if (!f) return 0
+    const codes = this.codesIn('at' in op ? op.values : op.any)
+    if (codes.length === 0) return 0
     const w = this.w
     const pair = this.pair
     if (P.lens.length >= 7 && n > 0) {
       // postings: only the rows holding one of the values; format 3 postings also give the
       // position, which answers `at` without reading the lists
       const positions = P.lens.length === 8
-      const hits = this.postingRows(f, positions && 'at' in op ? op.at : -1)
+      const hits = this.postingRows(codes, positions && 'at' in op ? op.at : -1)
       let h = 0
       const nh = hits.length
       for (let j = 0; j < n && h < nh; j++) {
@@ -539,6 +543,8 @@ export class RawColumn {
       n = k
       k = 0
     }
+    const f = new Uint8Array(this.dictSize + 1)
+    for (const c of codes) f[c] = 1
     const dense = P.prefer(this.pOff, n) && P.prefer(this.pCodes, n)
     if ('at' in op) {
       const idx = op.at
@@ -593,10 +599,10 @@ export class RawColumn {
   candidates(op: MatchOp, lo: number, hi: number): Int32Array | null {
     const P = this.parts
     if (!this.x || this.e !== 'list' || P.lens.length < 7 || !('at' in op || 'any' in op)) return null
-    const f = this.flags('at' in op ? op.values : op.any)
-    if (!f) return new Int32Array(0)
+    const codes = this.codesIn('at' in op ? op.values : op.any)
+    if (codes.length === 0) return new Int32Array(0)
     const positions = P.lens.length === 8
-    const hits = this.postingRows(f, positions && 'at' in op ? op.at : -1)
+    const hits = this.postingRows(codes, positions && 'at' in op ? op.at : -1)
     let a = 0
     let b = hits.length
     while (a < b && hits[a] < lo) a++
@@ -610,12 +616,11 @@ export class RawColumn {
    * the rows holding a flagged code (postings parts 5, 6), ascending, each once; with `at` >= 0
    * (format 3: positions in part 7) only the rows holding it at that position
    */
-  private postingRows(f: Uint8Array, at: number): Uint32Array {
+  private postingRows(codes: readonly number[], at: number): Uint32Array {
     const P = this.parts
     const lists: Uint32Array[] = []
     let total = 0
-    for (let c = 0; c < this.dictSize; c++) {
-      if (f[c] !== 1) continue
+    for (const c of codes) {
       P.u32Pair(5, c, this.pair)
       const a = this.pair[0]
       const b = this.pair[1]
