@@ -22,10 +22,10 @@ import { CorruptChunkError, CRC_PAGE } from './chunk-file.ts'
 
 /**
  * n rows read by index (`view[i]`, `length`), each built by `make(i)` on its first read and kept
- * in a Map: costs nothing up front (no n-element backing array), for reading a few rows.
+ * in a Map (`memo`: this view's own, or one kept with the column): costs nothing up front (no
+ * n-element backing array), for reading a few rows.
  */
-function sparseRows<T>(n: number, make: (i: number) => T): ArrayLike<T> {
-  const memo = new Map<number, T>()
+function sparseRows<T>(n: number, make: (i: number) => T, memo = new Map<number, T>()): ArrayLike<T> {
   return new Proxy([] as T[], {
     get(target, key, receiver) {
       if (typeof key === 'string') {
@@ -247,16 +247,32 @@ export class Parts {
   }
 
   /**
-   * true while reading bytes that are not worth keeping (e.g. the random tokens a dictionary's
-   * binary search visits): missing pages are read and checked, used, and not kept
+   * true while reading bytes that are not worth keeping (the random tokens of a dictionary's
+   * binary search, the bytes of a row whose value is kept instead): missing pages are read and
+   * checked, used, and not kept, except in a few recycled slots (neighbouring rows share pages)
    */
   transient = false
+  private readonly slotK = [-1, -1, -1, -1]
+  private readonly slots: (Buffer | null)[] = [null, null, null, null]
+  private nextSlot = 0
+
+  private transientPage(k: number): Buffer {
+    for (let j = 0; j < 4; j++) if (this.slotK[j] === k) return this.slots[j]!
+    const pg = this.readPages(k, k + 1, false)
+    const j = this.nextSlot
+    this.nextSlot = (j + 1) & 3
+    // the slots' memory, accounted once
+    if (this.slots[j] === null) this.account(PAGE)
+    this.slotK[j] = k
+    this.slots[j] = pg
+    return pg
+  }
 
   /** blob page k (read, with the missing pages after it up to `last`, when not held yet) */
   private page(k: number, last = k): Buffer {
     const pg = this.pages.get(k)
     if (pg !== undefined) return pg
-    if (this.transient) return this.readPages(k, k + 1, false)
+    if (this.transient) return this.transientPage(k)
     let e = k + 1
     while (e <= last && !this.pages.has(e)) e++
     const run = this.readPages(k, e)
@@ -327,6 +343,8 @@ export class RawColumn {
   private readonly memo = new Map<number, unknown>()
   /** codes looked up so far, by value (-1 = absent) */
   private readonly found = new Map<string, number>()
+  /** rows built by row views so far (plain, dict, list, addr), kept instead of their pages */
+  private readonly built = new Map<number, unknown>()
   private readonly pair = new Uint32Array(2)
   /** part indexes: text, codes, sorted codes, token offsets, row offsets (-1 = none) */
   private readonly pText: number
@@ -671,50 +689,84 @@ export class RawColumn {
    * rows built when read; null when the column has no cheaper form than its full decode. `reads`:
    * about how many rows will be read (parts are read whole when that is cheaper).
    */
+  /** a row builder that reads through transient pages and accounts for the row it builds */
+  private keep<T>(make: (i: number) => T): (i: number) => T {
+    const P = this.parts
+    return (i) => {
+      const was = P.transient
+      P.transient = true
+      let v: T
+      try {
+        v = make(i)
+      } finally {
+        P.transient = was
+      }
+      // a Map entry + the value (strings: about a byte per character; arrays: a pointer per element)
+      P.account(48 + (typeof v === 'string' ? v.length : Array.isArray(v) ? 16 + 8 * v.length : 16))
+      return v
+    }
+  }
+
   rowView(reads: number): ArrayLike<unknown> | null {
     const n = this.n
     const P = this.parts
-    // a list row reads a dictionary token per element
-    // a list row reads its codes (whole parts when many rows are read) and a dictionary token per
-    // element: the dictionary is read by pages (a chunk's dictionary is large and a few rows touch
-    // a few of its pages; popular values have low codes, so they share pages)
+    // parts read whole when many rows are read; else rows are built from pages read and not
+    // kept, and the built rows are kept with the column (a few rows' values are far smaller than
+    // the pages holding them: a chunk's dictionary of accounts is megabytes, a row's list of
+    // accounts a few dozen pointers), so a repeated query reads nothing
     for (let i = 0; i < P.lens.length; i++) {
-      if (i === this.pSorted || (this.e === 'list' && (i >= 5 || i === this.pText))) continue
+      if (i === this.pSorted || (this.e === 'list' && (i >= 5 || i === this.pText || i === this.pToff))) continue
       P.prefer(i, reads)
     }
     switch (this.e) {
       case 'plain':
         if (!this.x) return null
-        return sparseRows(n, (i) => this.token(i))
+        return sparseRows(
+          n,
+          this.keep((i) => this.token(i)),
+          this.built,
+        )
       case 'dict': {
         if (!this.x) return null
         const size = this.dictSize
         const w = this.w
-        return sparseRows(n, (i) => {
-          const c = P.uw(this.pCodes, i, w)
-          return c < size ? this.dictValue(c) : null
-        })
+        return sparseRows(
+          n,
+          this.keep((i) => {
+            const c = P.uw(this.pCodes, i, w)
+            return c < size ? this.dictValue(c) : null
+          }),
+          this.built,
+        )
       }
       case 'list': {
         if (!this.x) return null
-        return sparseRows(n, (i) => {
-          const [a, e] = this.listRange(i)
-          const codes = this.listCodes(a, e)
-          const out = new Array<string>(codes.length)
-          for (let j = 0; j < codes.length; j++) out[j] = this.dictValue(codes[j]) as string
-          return out
-        })
+        return sparseRows(
+          n,
+          this.keep((i) => {
+            const [a, e] = this.listRange(i)
+            const codes = this.listCodes(a, e)
+            const out = new Array<string>(codes.length)
+            for (let j = 0; j < codes.length; j++) out[j] = this.dictValue(codes[j]) as string
+            return out
+          }),
+          this.built,
+        )
       }
       case 'addr': {
         const w = this.w
-        return sparseRows(n, (i) => {
-          P.u32Pair(0, i, this.pair)
-          const a = this.pair[0]
-          const b = this.pair[1]
-          const out = new Array<number>(b - a)
-          for (let j = a; j < b; j++) out[j - a] = P.uw(1, j, w)
-          return out
-        })
+        return sparseRows(
+          n,
+          this.keep((i) => {
+            P.u32Pair(0, i, this.pair)
+            const a = this.pair[0]
+            const b = this.pair[1]
+            const out = new Array<number>(b - a)
+            for (let j = a; j < b; j++) out[j - a] = P.uw(1, j, w)
+            return out
+          }),
+          this.built,
+        )
       }
       case 'bool':
         return sparseRows(n, (i) => {
