@@ -1,4 +1,4 @@
-// Format 2 and 3 index parts: Table.match (filter push-down) and Table.rowView give exactly what the
+// Format 2 and 3 index parts and bool columns: Table.match (filter push-down) and Table.rowView give exactly what the
 // engine's own loops over column() give, on every string and list column; format versions.
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -29,6 +29,7 @@ function reference(col: ArrayLike<unknown>, op: MatchOp, rows: number[]): number
       if (typeof s !== 'string') return false
       return op.prefix.some((g) => [...g.values].some((p) => s.startsWith(p)))
     }
+    if ('bool' in op) return v === op.bool
     const list = v as readonly string[]
     if ('at' in op) return list.length > op.at && op.values.has(list[op.at])
     return list.some((e) => op.any.has(e))
@@ -49,6 +50,7 @@ test('Table.match equals filtering column() for every string and list column; ro
   let prefixes = 0
   let repeats = 0
   let candidates = 0
+  let bools = 0
   // format 2 (postings without positions) and 3 (every occurrence with its position); default
   // cache: parts read whole; a 1-byte cache: every use re-reads, after the first (crc checked) by
   // pages from the file
@@ -116,6 +118,9 @@ test('Table.match equals filtering column() for every string and list column; ro
               ops.push({ any: new Set([pick()]) }, { any: new Set([pick(), pick(), 'absent-value']) })
             }
             ops.push({ any: new Set(['absent-value']) }, { at: 0, values: new Set(['absent-value']) })
+          } else if (d.type === 'bool') {
+            ops.push({ bool: true }, { bool: false })
+            bools++
           } else continue
           for (const op of ops) {
             for (const rows of [all, some, few, few.slice(0, 1)]) {
@@ -147,7 +152,7 @@ test('Table.match equals filtering column() for every string and list column; ro
     await s.close()
   }
   assert.ok(
-    pushed > 1000 && views > 100 && prefixes > 0 && repeats > 0 && candidates > 100,
+    pushed > 1000 && views > 100 && prefixes > 0 && repeats > 0 && candidates > 100 && bools > 0,
     `${pushed} match calls, ${candidates} index lookups, ${views} row views, ${prefixes} prefix columns, ${repeats} lists with a repeated value`,
   )
 })

@@ -107,6 +107,8 @@ function matchOp(f: CompiledFilter): { column: string; op: MatchOp } | null {
       return { column: f.column, op: { at: f.index, values: f.values } }
     case 'prefix':
       return { column: f.column, op: { prefix: f.groups } }
+    case 'bool':
+      return { column: f.column, op: { bool: f.value } }
     case 'any':
       return f.sources.length === 1 && f.sources[0].sub === undefined
         ? { column: f.sources[0].column, op: { any: f.values } }

@@ -15,13 +15,15 @@ import type { BlockHeader, RecordKind } from '../model.ts'
  * - `prefix`: a scalar string column starts with one of the values of a group (groups ascending
  *   by length in characters, values of one group all of that length);
  * - `at`: a list column has an element at `at` and it is in the set;
- * - `any`: some element of a list column is in the set.
+ * - `any`: some element of a list column is in the set;
+ * - `bool`: a bool column's value is this one (null matches neither).
  */
 export type MatchOp =
   | { readonly in: ReadonlySet<string | null> }
   | { readonly prefix: readonly { readonly length: number; readonly values: ReadonlySet<string> }[] }
   | { readonly at: number; readonly values: ReadonlySet<string> }
   | { readonly any: ReadonlySet<string> }
+  | { readonly bool: boolean }
 
 export interface Table {
   readonly rowCount: number

@@ -209,7 +209,7 @@ class DiskTable implements Table {
     if (!known(this.kind).has(field)) throw new Error(`unknown column ${this.kind}.${field}`)
     const t = this.chunk.footer.kinds[this.kind]
     const m = t.cols[field]
-    if (m.x !== 1) return -1
+    if (m.x !== 1 && m.e !== 'bool') return -1
     return this.chunk.raw(m, t.rows).match(op, rows, n)
   }
 
@@ -228,7 +228,7 @@ class DiskTable implements Table {
     if (c.cache.has(`${c.path}\0${this.kind}.${field}`)) return null
     const t = c.footer.kinds[this.kind]
     const m = t.cols[field]
-    const simple = m.e === 'addr' || m.e === 'bool' || m.e === 'ver' || m.e === 'u32' || m.v === 1
+    const simple = m.e === 'addr' || m.e === 'bool' || m.e === 'ver' || m.v === 1
     if (m.x !== 1 && !simple) return null
     return c.raw(m, t.rows).rowView(reads)
   }

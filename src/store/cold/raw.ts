@@ -142,6 +142,15 @@ export interface BlobSource {
   checked: Uint8Array | null
 }
 
+/**
+ * Pages read in transient mode (not kept with their column) go through this small store-wide
+ * pool, first in first out, so that the rows of one chunk that share pages read each page once
+ * (SCRATCH_PAGES × 16 KiB = 32 MiB at most, whatever the number of columns).
+ */
+const SCRATCH = new Map<number, Buffer>()
+const SCRATCH_PAGES = 2048
+let nextPartsId = 1
+
 /** pages of on-demand reads = the checksummed pages of format 3 (parts are 8-aligned in the blob: u16/u32 elements never straddle pages) */
 const PAGE_SHIFT = 14
 const PAGE = 1 << PAGE_SHIFT
@@ -249,22 +258,19 @@ export class Parts {
   /**
    * true while reading bytes that are not worth keeping (the random tokens of a dictionary's
    * binary search, the bytes of a row whose value is kept instead): missing pages are read and
-   * checked, used, and not kept, except in a few recycled slots (neighbouring rows share pages)
+   * checked, used, and not kept with the column, only in the small store-wide SCRATCH pool
    */
   transient = false
-  private readonly slotK = [-1, -1, -1, -1]
-  private readonly slots: (Buffer | null)[] = [null, null, null, null]
-  private nextSlot = 0
+  private readonly id = nextPartsId++
 
   private transientPage(k: number): Buffer {
-    for (let j = 0; j < 4; j++) if (this.slotK[j] === k) return this.slots[j]!
-    const pg = this.readPages(k, k + 1, false)
-    const j = this.nextSlot
-    this.nextSlot = (j + 1) & 3
-    // the slots' memory, accounted once
-    if (this.slots[j] === null) this.account(PAGE)
-    this.slotK[j] = k
-    this.slots[j] = pg
+    const key = this.id * 1048576 + k
+    let pg = SCRATCH.get(key)
+    if (pg === undefined) {
+      pg = this.readPages(k, k + 1, false)
+      SCRATCH.set(key, pg)
+      if (SCRATCH.size > SCRATCH_PAGES) SCRATCH.delete(SCRATCH.keys().next().value as number)
+    }
     return pg
   }
 
@@ -459,6 +465,19 @@ export class RawColumn {
   }
 
   match(op: MatchOp, rows: Int32Array, count: number): number {
+    if ('bool' in op) {
+      // one byte per row: 0, 1, 2 = null
+      if (this.e !== 'bool') return -1
+      const want = op.bool ? 1 : 0
+      const P = this.parts
+      let k = 0
+      P.prefer(0, count)
+      for (let j = 0; j < count; j++) {
+        const r = rows[j]
+        if (P.uw(0, r, 1) === want) rows[k++] = r
+      }
+      return k
+    }
     if (!this.x) return -1
     let n = count
     const P = this.parts
@@ -779,7 +798,8 @@ export class RawColumn {
           return x < 0 ? 'legacy' : x
         })
       case 'u32':
-        if (!this.v) return sparseRows(n, (i) => P.u32(0, i))
+        // without nulls the decoded column is a view of the stored bytes: nothing cheaper
+        if (!this.v) return null
         return sparseRows(n, (i) => (P.uw(1, i, 1) ? P.u32(0, i) : null))
       case 'u64':
       case 'i64': {
