@@ -54,7 +54,7 @@ export interface DiskColdStoreOptions {
   targetBytes?: number
   /** unsealed tail chunks of one level merged at a time (default 8) */
   fanout?: number
-  /** budget of decoded columns kept in memory (default 256 MiB) */
+  /** budget of the columns, pages, rows and filters kept in memory (default 192 MiB) */
   cacheBytes?: number
   /** deflate column blobs when it saves >= 25% (default false: see the bench) */
   compress?: boolean
@@ -138,7 +138,7 @@ export class DiskColdStore implements ColdStore {
     manifest: ManifestBody,
   ) {
     this.manifest = manifest
-    this.cache = new ByteLru(opts.cacheBytes ?? 256 * 1024 * 1024)
+    this.cache = new ByteLru(opts.cacheBytes ?? 192 * 1024 * 1024)
     this.targetBlocks = opts.targetBlocks ?? 10_000
     this.targetBytes = opts.targetBytes ?? 32 * 1024 * 1024
     this.fanout = Math.max(2, opts.fanout ?? 8)

@@ -69,7 +69,7 @@ export function register(program: Command): void {
     .option(
       '--cache-mb <n>',
       'memory for cold-store columns, pages and filters read from disk (--dataset-dir, --rpc)',
-      '256',
+      '192',
     )
     .option('--quiet', 'log errors only')
     .action(async (opts: ServeOptions) => {
@@ -78,7 +78,7 @@ export function register(program: Command): void {
 }
 
 function cacheBytes(opts: ServeOptions): number {
-  return int('cache-mb', opts.cacheMb ?? '256') * 1024 * 1024
+  return int('cache-mb', opts.cacheMb ?? '192') * 1024 * 1024
 }
 
 export async function serve(opts: ServeOptions): Promise<PortalServer> {

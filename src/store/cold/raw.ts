@@ -145,10 +145,10 @@ export interface BlobSource {
 /**
  * Pages read in transient mode (not kept with their column) go through this small store-wide
  * pool, first in first out, so that the rows of one chunk that share pages read each page once
- * (SCRATCH_PAGES × 16 KiB = 32 MiB at most, whatever the number of columns).
+ * (SCRATCH_PAGES × 16 KiB = 8 MiB at most, whatever the number of columns).
  */
 const SCRATCH = new Map<number, Buffer>()
-const SCRATCH_PAGES = 2048
+const SCRATCH_PAGES = 512
 let nextPartsId = 1
 
 /** pages of on-demand reads = the checksummed pages of format 3 (parts are 8-aligned in the blob: u16/u32 elements never straddle pages) */
