@@ -733,8 +733,18 @@ export class RawColumn {
     // kept, and the built rows are kept with the column (a few rows' values are far smaller than
     // the pages holding them: a chunk's dictionary of accounts is megabytes, a row's list of
     // accounts a few dozen pointers), so a repeated query reads nothing
+    // (a list's dictionary is read whole when the rows' elements are many times its pages)
+    let wholeDict = false
+    if (this.e === 'list' && this.x) {
+      const tokens = (reads * P.lens[this.pCodes]) / this.w / Math.max(1, n)
+      wholeDict = tokens >= 16 * Math.ceil(P.lens[this.pText] / PAGE)
+    }
     for (let i = 0; i < P.lens.length; i++) {
-      if (i === this.pSorted || (this.e === 'list' && (i >= 5 || i === this.pText || i === this.pToff))) continue
+      if (i === this.pSorted || (this.e === 'list' && i >= 5)) continue
+      if (this.e === 'list' && (i === this.pText || i === this.pToff)) {
+        if (wholeDict) P.part(i)
+        continue
+      }
       P.prefer(i, reads)
     }
     switch (this.e) {
