@@ -241,10 +241,6 @@ export class Parts {
     return p
   }
 
-  loaded(i: number): boolean {
-    return this.full[i] !== undefined
-  }
-
   /**
    * About `reads` values of part i are wanted: read it whole when that is cheaper than reading a
    * page per value (one read costs a few microseconds, about as much as copying ~8 KiB); returns
