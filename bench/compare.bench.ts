@@ -15,7 +15,8 @@
  *
  * Environment: COMPARE_BLOCKS (10000), COMPARE_TXS (mean transactions per block incl. ~70% votes, 200),
  * COMPARE_SEED (1), COMPARE_FULL_BLOCKS (range of the "everything" query, 1000), COMPARE_RUNS (timed runs
- * per query and system, best reported; 2).
+ * per query and system, best reported; 2). Results: bench/results/compare.md for the default shape,
+ * compare-b<BLOCKS>-t<TXS>.md for others.
  */
 import { DuckDBInstance } from '@duckdb/node-api'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
@@ -676,7 +677,9 @@ export async function run(): Promise<string> {
       '</details>',
     ].join('\n')
     mkdirSync(join(BENCH, 'results'), { recursive: true })
-    writeFileSync(join(BENCH, 'results', 'compare.md'), md + '\n')
+    // the default shape is the reference result; other shapes get their own file
+    const out = N_BLOCKS === 10_000 && TXS === 200 ? 'compare.md' : `compare-b${N_BLOCKS}-t${TXS}.md`
+    writeFileSync(join(BENCH, 'results', out), md + '\n')
     return md
   } finally {
     process.removeListener('SIGINT', onSignal)
