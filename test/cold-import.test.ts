@@ -163,8 +163,7 @@ test('import with worker threads writes the same files as in-process; resumes on
   const b = join(work, 'b.jsonl')
   await writeArchive(a, { count: 45, txPerBlock: 30 })
   await writeArchive(b, { count: 25, txPerBlock: 30, startSlot: 300_000_200 })
-  const want: Block[] = []
-  for await (const line of readArchive([a, b])) want.push(normalizeBlock(line).block)
+  const want = await normalized([a, b])
   // batches closed by count and by estimated bytes
   const base: ImportOptions = { targetBlocks: 9, targetBytes: 600_000, progress: 'none' }
 
