@@ -98,7 +98,7 @@ function sameAddress(a: readonly number[], b: readonly number[]): boolean {
   return true
 }
 
-/** the filter as a `Table.match` operation, or null when it has none (bool, `any` over several or sub-fields) */
+/** the filter as a `Table.match` operation, or null when it has none (`any` over several or sub-fields) */
 function matchOp(f: CompiledFilter): { column: string; op: MatchOp } | null {
   switch (f.op) {
     case 'in':
@@ -120,6 +120,12 @@ function matchOp(f: CompiledFilter): { column: string; op: MatchOp } | null {
 
 const MATCH_OPS = new WeakMap<CompiledFilter, { column: string; op: MatchOp } | null>()
 
+function cachedMatchOp(f: CompiledFilter): { column: string; op: MatchOp } | null {
+  let m = MATCH_OPS.get(f)
+  if (m === undefined) MATCH_OPS.set(f, (m = matchOp(f)))
+  return m
+}
+
 /**
  * Keep the rows of `rows[0..n)` that pass one filter (in place); returns how many were kept.
  * Pushed down to the table when it can evaluate the filter on its stored form (`Table.match`),
@@ -127,8 +133,7 @@ const MATCH_OPS = new WeakMap<CompiledFilter, { column: string; op: MatchOp } | 
  */
 function applyFilter(f: CompiledFilter, t: Table, rows: Int32Array, n: number): number {
   if (t.match !== undefined) {
-    let m = MATCH_OPS.get(f)
-    if (m === undefined) MATCH_OPS.set(f, (m = matchOp(f)))
+    const m = cachedMatchOp(f)
     if (m !== null) {
       const k = t.match(m.column, m.op, rows, n)
       if (k >= 0) return k
@@ -224,8 +229,7 @@ function applyFilter(f: CompiledFilter, t: Table, rows: Int32Array, n: number): 
 /** the rows in [lo, hi) passing an account filter, from the table's index; null when it has none */
 function indexLookup(t: Table, f: CompiledFilter, lo: number, hi: number): Int32Array | null {
   if (f.op !== 'at' && f.op !== 'any') return null
-  let m = MATCH_OPS.get(f)
-  if (m === undefined) MATCH_OPS.set(f, (m = matchOp(f)))
+  const m = cachedMatchOp(f)
   return m === null ? null : t.candidates!(m.column, m.op, lo, hi)
 }
 
@@ -434,11 +438,9 @@ function joinRows(
 ): boolean {
   const sOff = src.blockOffsets
   const dOff = dst.blockOffsets
-  const few = n * SPARSE < src.rowCount
-  // the source's rows are read at the source rows only: built when read when they are few
-  const sTx = ((few && src.rowView !== undefined ? src.rowView('transactionIndex', n) : null) ??
-    src.column('transactionIndex')) as ArrayLike<number>
+  const sTx = src.column('transactionIndex') as ArrayLike<number>
   const dTx = dst.column('transactionIndex') as ArrayLike<number>
+  const few = n * SPARSE < src.rowCount
   const addrOf = (t: Table) =>
     ((few && t.rowView !== undefined ? t.rowView('instructionAddress', n * 4) : null) ??
       t.column('instructionAddress')) as ArrayLike<readonly number[]>

@@ -439,12 +439,13 @@ export class RawColumn {
 
   /** the codes of the values present (dictSize = null), ascending, each once */
   private codesIn(values: ReadonlySet<string | null>): number[] {
-    const out: number[] = []
+    // a Set: filters may list up to 100,000 values
+    const found = new Set<number>()
     for (const v of values) {
       const c = v === null ? this.dictSize : typeof v === 'string' ? this.lookup(v) : -1
-      if (c >= 0 && !out.includes(c)) out.push(c)
+      if (c >= 0) found.add(c)
     }
-    return out.sort((a, b) => a - b)
+    return Array.from(found).sort((a, b) => a - b)
   }
 
   /** the JSON token of row r (plain) or code r (dict) as [buffer, start, end) */
