@@ -7,7 +7,7 @@
  * a failure while running. A closed stdout (EPIPE, e.g. `... | head -1`) ends the process quietly.
  */
 import { Command, CommanderError } from 'commander'
-import { readdirSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { UsageError } from './options.ts'
@@ -24,10 +24,15 @@ function fail(e: unknown): never {
   process.exit(err instanceof UsageError ? 2 : 1)
 }
 
-const program = new Command('solportal').description('Self-hostable Solana block data query and streaming service')
+const here = dirname(fileURLToPath(import.meta.url))
+const { version } = JSON.parse(readFileSync(join(here, '..', '..', 'package.json'), 'utf8')) as { version: string }
+
+const program = new Command('solportal')
+  .description('Self-hostable Solana block data query and streaming service')
+  .version(version, '-V, --version', 'print the version and exit')
 program.exitOverride()
 
-const dir = join(dirname(fileURLToPath(import.meta.url)), 'commands')
+const dir = join(here, 'commands')
 for (const name of readdirSync(dir).sort()) {
   if (!name.endsWith('.ts') || name.endsWith('.test.ts')) continue
   const mod = (await import(pathToFileURL(join(dir, name)).href)) as { register?: (p: Command) => void }
