@@ -28,7 +28,7 @@ import { availableParallelism } from 'node:os'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
 import { listArchiveFiles, readTextLines, toArchiveLine } from '../../ingest/archive.ts'
 import { parseJsonExact } from '../../normalize/json.ts'
-import { DiskColdStore, type PreparedChunk } from '../../store/cold.ts'
+import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold.ts'
 import { BatchBuilder, LineError, type BatchOptions, type LineResult } from './import-batch.ts'
 import type { FromWorker, ToWorker } from './import-worker.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
@@ -448,9 +448,12 @@ export async function runImport(
   return res
 }
 
-function positiveInt(name: string, v: string): number {
+function positiveInt(name: string, v: string, max = Number.MAX_SAFE_INTEGER): number {
   const n = Number(v)
-  if (!Number.isInteger(n) || n <= 0) throw new ImportError(`--${name} must be a positive integer, got '${v}'`)
+  if (!Number.isInteger(n) || n <= 0 || n > max)
+    throw new ImportError(
+      `--${name} must be ${max === Number.MAX_SAFE_INTEGER ? 'a positive integer' : `an integer from 1 to ${max}`}, got '${v}'`,
+    )
   return n
 }
 
@@ -463,8 +466,8 @@ export function register(program: Command): void {
     .argument('<dir>', 'dataset directory (created when missing)')
     .argument('<archive...>', 'archive files or directories, in ascending block order')
     .option('--include-votes', 'keep vote transactions')
-    .option('--chunk-blocks <n>', 'blocks per chunk at most (default 10000)')
-    .option('--chunk-mb <n>', 'approximate chunk size in MB (default 32)')
+    .option('--chunk-blocks <n>', `blocks per chunk at most (default 10000, at most ${MAX_TARGET_BLOCKS})`)
+    .option('--chunk-mb <n>', `approximate chunk size in MB (default 32, at most ${MAX_TARGET_BYTES / (1024 * 1024)})`)
     .option('--compress', 'deflate column blobs where it saves >= 25%')
     .option('--no-progress', 'no progress output')
     .option(
@@ -495,8 +498,10 @@ export function register(program: Command): void {
         try {
           const r = await runImport(dir, archives, {
             includeVotes: o.includeVotes,
-            targetBlocks: o.chunkBlocks ? positiveInt('chunk-blocks', o.chunkBlocks) : undefined,
-            targetBytes: o.chunkMb ? positiveInt('chunk-mb', o.chunkMb) * 1024 * 1024 : undefined,
+            targetBlocks: o.chunkBlocks ? positiveInt('chunk-blocks', o.chunkBlocks, MAX_TARGET_BLOCKS) : undefined,
+            targetBytes: o.chunkMb
+              ? positiveInt('chunk-mb', o.chunkMb, MAX_TARGET_BYTES / (1024 * 1024)) * 1024 * 1024
+              : undefined,
             compress: o.compress,
             progress: o.progress === false ? 'none' : undefined,
             signal: ac.signal,
