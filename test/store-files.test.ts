@@ -186,8 +186,8 @@ test('chunk size targets are bounded: import --chunk-mb fails with one line', as
       ['--import', 'tsx', 'src/cli/main.ts', 'import', join(work, 'ds'), archive, '--no-progress', '--chunk-mb', bad],
       { cwd: ROOT, encoding: 'utf8' },
     )
-    assert.equal(r.status, 1, `--chunk-mb ${bad}: ${r.stderr}`)
-    assert.equal(r.stderr, `import failed: --chunk-mb must be an integer from 1 to 1024, got '${bad}'\n`)
+    assert.equal(r.status, 2, `--chunk-mb ${bad}: ${r.stderr}`)
+    assert.equal(r.stderr, `solportal: error: --chunk-mb must be an integer in 1..1024, got '${bad}'\n`)
   }
   assert.ok(!existsSync(join(work, 'ds')), 'nothing written')
   await assert.rejects(DiskColdStore.open(tempDir(), { targetBytes: 2 ** 40 }), ColdStoreError)

@@ -31,6 +31,7 @@ import { parseJsonExact } from '../../normalize/json.ts'
 import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold.ts'
 import { BatchBuilder, LineError, type BatchOptions, type LineResult } from './import-batch.ts'
 import type { FromWorker, ToWorker } from './import-worker.ts'
+import { intOption } from '../options.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
 
 export interface ImportOptions {
@@ -448,15 +449,6 @@ export async function runImport(
   return res
 }
 
-function positiveInt(name: string, v: string, max = Number.MAX_SAFE_INTEGER): number {
-  const n = Number(v)
-  if (!Number.isInteger(n) || n <= 0 || n > max)
-    throw new ImportError(
-      `--${name} must be ${max === Number.MAX_SAFE_INTEGER ? 'a positive integer' : `an integer from 1 to ${max}`}, got '${v}'`,
-    )
-  return n
-}
-
 export function register(program: Command): void {
   program
     .command('import')
@@ -487,6 +479,10 @@ export function register(program: Command): void {
           workers?: string
         },
       ) => {
+        // misused options: a UsageError, one line from main.ts, before anything is written
+        const targetBlocks = o.chunkBlocks ? intOption('chunk-blocks', o.chunkBlocks, 1, MAX_TARGET_BLOCKS) : undefined
+        const chunkMb = o.chunkMb ? intOption('chunk-mb', o.chunkMb, 1, MAX_TARGET_BYTES / (1024 * 1024)) : undefined
+        const workers = o.workers ? intOption('workers', o.workers, 1) : undefined
         const ac = new AbortController()
         const onSig = () => {
           if (ac.signal.aborted) process.exit(130)
@@ -498,14 +494,12 @@ export function register(program: Command): void {
         try {
           const r = await runImport(dir, archives, {
             includeVotes: o.includeVotes,
-            targetBlocks: o.chunkBlocks ? positiveInt('chunk-blocks', o.chunkBlocks, MAX_TARGET_BLOCKS) : undefined,
-            targetBytes: o.chunkMb
-              ? positiveInt('chunk-mb', o.chunkMb, MAX_TARGET_BYTES / (1024 * 1024)) * 1024 * 1024
-              : undefined,
+            targetBlocks,
+            targetBytes: chunkMb !== undefined ? chunkMb * 1024 * 1024 : undefined,
             compress: o.compress,
             progress: o.progress === false ? 'none' : undefined,
             signal: ac.signal,
-            workers: o.workers ? positiveInt('workers', o.workers) : undefined,
+            workers,
           })
           process.stderr.write(
             `${r.interrupted ? 'interrupted after importing' : 'imported'} ${r.imported} blocks` +
