@@ -10,6 +10,9 @@ import type { DatasetConfig } from '../../server/datasets.ts'
 import { DatasetRegistry } from '../../server/datasets.ts'
 import { DEFAULT_LIMITS, PortalServer } from '../../server/http.ts'
 import { loadStaticStore } from '../../server/load.ts'
+import { Metrics } from '../../server/metrics.ts'
+import { Observer } from '../../server/observe.ts'
+import { createLogger, levelFromEnv, messageLogger, type Logger } from '../../log.ts'
 import type { BlockStore } from '../../store/types.ts'
 
 export interface ServeOptions {
@@ -73,7 +76,14 @@ export function register(program: Command): void {
     )
     .option('--quiet', 'log errors only')
     .action(async (opts: ServeOptions) => {
-      await serve(opts)
+      const s = await serve(opts)
+      const shutdown = async () => {
+        await s.stop()
+        process.exit(0)
+      }
+      process.once('SIGINT', shutdown)
+      process.once('SIGTERM', shutdown)
+      await s.ready
     })
 }
 
@@ -81,31 +91,94 @@ function cacheBytes(opts: ServeOptions): number {
   return int('cache-mb', opts.cacheMb ?? '192') * 1024 * 1024
 }
 
-export async function serve(opts: ServeOptions): Promise<PortalServer> {
-  const log = (level: 'info' | 'warn' | 'error', msg: string) => {
-    if (opts.quiet && level !== 'error') return
-    console.error(`${new Date().toISOString()} ${level} ${msg}`)
+/** test and embedding hooks of `serve` */
+export interface ServeHooks {
+  /** the logger (default: JSON lines on stdout, level LOG_LEVEL, `--quiet` = errors only) */
+  logger?: Logger
+  /** awaited after the port opens and before the datasets load (tests: hold the loading) */
+  beforeLoad?: () => Promise<void>
+}
+
+export interface Serving {
+  server: PortalServer
+  url: string
+  metrics: Metrics
+  /** resolves once the datasets are loaded and served; rejects (server closed) when loading fails */
+  ready: Promise<void>
+  /** close the server and the stores */
+  stop(): Promise<void>
+}
+
+/**
+ * Opens the port at once (/health answers, /ready and the dataset routes answer 503 with
+ * Retry-After), then loads the datasets and starts serving them.
+ */
+export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise<Serving> {
+  const log = hooks.logger ?? createLogger({ destination: 'stdout', level: opts.quiet ? 'error' : levelFromEnv() })
+  // the address lines are printed even with --quiet: scripts wait for them
+  const announce = opts.quiet && log.level !== 'silent' ? log.child({}, { level: 'info' }) : log
+  const metrics = new Metrics()
+  const server = new PortalServer({
+    limits: {
+      responseTimeMs: int('response-time-ms', opts.responseTimeMs),
+      responseBytes: int('response-bytes', opts.responseBytes),
+      headWaitMs: int('head-wait-ms', opts.headWaitMs),
+      maxConcurrentStreams: int('max-streams', opts.maxStreams),
+    },
+    rateLimit:
+      int('rate-limit', opts.rateLimit) > 0
+        ? { perSecond: int('rate-limit', opts.rateLimit), burst: 2 * int('rate-limit', opts.rateLimit) }
+        : null,
+    log: (level, msg) => log[level](msg),
+    observer: new Observer({ logger: log, metrics }),
+  })
+  const url = await server.listen(int('port', opts.port), opts.host)
+  announce.info(`accepting connections on ${url} (/health, /ready, /metrics); loading the datasets`)
+
+  let onStop: (() => Promise<void>) | undefined
+  const stop = async () => {
+    log.info('shutting down')
+    await server.close()
+    await onStop?.()
   }
+  const ready = (async () => {
+    await hooks.beforeLoad?.()
+    const loaded = await loadDatasets(opts, log, metrics)
+    onStop = loaded.stop
+    server.setDatasets(new DatasetRegistry(loaded.datasets))
+    announce.info(
+      `solportal listening on ${url}: ${loaded.datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
+    )
+  })()
+  ready.catch(async (e) => {
+    log.error(`loading the datasets failed: ${e instanceof Error ? e.message : String(e)}`)
+    await stop().catch(() => {})
+  })
+  return { server, url, metrics, ready, stop }
+}
+
+async function loadDatasets(
+  opts: ServeOptions,
+  log: Logger,
+  metrics: Metrics,
+): Promise<{ datasets: DatasetConfig[]; stop?: () => Promise<void> }> {
   const datasets: DatasetConfig[] = []
   const common = { bigintsAsNumbers: !!opts.bigintsAsNumbers }
   let onStop: (() => Promise<void>) | undefined
 
-  const realtimeLogger = {
-    info: (m: string) => log('info', m),
-    warn: (m: string) => log('warn', m),
-    error: (m: string) => log('error', m),
-  }
   if (opts.demo || opts.rpc) {
     const rt = await import('../../store/realtime.ts')
+    const ingestLog = messageLogger(log.child({ component: 'ingest' }))
     let ds: Awaited<ReturnType<typeof rt.createRealtimeDataset>>
     if (opts.demo) {
-      ds = await rt.createDemoDataset({ logger: realtimeLogger, dataDir: opts.dataDir })
-      log('info', `demo: fake Solana node at ${(ds as Awaited<ReturnType<typeof rt.createDemoDataset>>).node.url}`)
+      ds = await rt.createDemoDataset({ logger: ingestLog, dataDir: opts.dataDir })
+      log.info(`demo: fake Solana node at ${(ds as Awaited<ReturnType<typeof rt.createDemoDataset>>).node.url}`)
     } else {
       if (!opts.dataDir) throw new Error('--rpc needs --data-dir DIR (hot and cold storage)')
       const { DiskColdStore } = await import('../../store/cold.ts')
       const { coldDir } = await import('../../store/dataset-dir.ts')
       const cold = await DiskColdStore.open(coldDir(opts.dataDir), { cacheBytes: cacheBytes(opts) })
+      metrics.addColdCache('solana-mainnet', () => cold.cacheStats())
       ds = await rt.createRealtimeDataset({
         rpcUrl: opts.rpc!,
         dataDir: opts.dataDir,
@@ -113,7 +186,7 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
         commitment: opts.commitment === 'finalized' ? 'finalized' : 'confirmed',
         concurrency: int('rpc-concurrency', opts.rpcConcurrency),
         normalizeOptions: { includeVotes: opts.includeVotes },
-        logger: realtimeLogger,
+        logger: ingestLog,
       })
       const stopDs = ds.stop
       ds.stop = async () => {
@@ -121,6 +194,12 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
         await cold.close()
       }
     }
+    metrics.addIngester({
+      dataset: 'solana-mainnet',
+      store: ds.store,
+      nodeHead: ds.ingester.source.nodeHead,
+      stats: ds.ingester.stats,
+    })
     ds.start()
     onStop = ds.stop
     datasets.push(
@@ -130,6 +209,7 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
   } else if (opts.datasetDir) {
     const { openDatasetDir } = await import('../../store/dataset-dir.ts')
     const store = await openDatasetDir(opts.datasetDir, { cacheBytes: cacheBytes(opts) })
+    metrics.addColdCache('solana-mainnet', () => store.cold.cacheStats())
     onStop = () => store.close()
     datasets.push(
       { name: 'solana-mainnet', aliases: ['solana-beta'], store, realTime: false, ...common },
@@ -142,10 +222,10 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
     const { store, blocks, warnings } = await loadStaticStore(source, {
       includeVotes: opts.includeVotes,
       onWarning: (m) => {
-        if (warned++ < 20) log('warn', m)
+        if (warned++ < 20) log.warn(m)
       },
     })
-    log('info', `loaded ${blocks} blocks (${warnings} normalization warnings) in ${Date.now() - t0} ms`)
+    log.info(`loaded ${blocks} blocks (${warnings} normalization warnings) in ${Date.now() - t0} ms`)
     const first = store.firstBlock() ?? 0
     // The stable dataset starts at the whole mainnet block of the sample (2024); the complete one
     // at the earliest sample block (2021). An archive is served from its first block by both.
@@ -170,33 +250,5 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
       },
     )
   }
-
-  const server = new PortalServer({
-    datasets: new DatasetRegistry(datasets),
-    limits: {
-      responseTimeMs: int('response-time-ms', opts.responseTimeMs),
-      responseBytes: int('response-bytes', opts.responseBytes),
-      headWaitMs: int('head-wait-ms', opts.headWaitMs),
-      maxConcurrentStreams: int('max-streams', opts.maxStreams),
-    },
-    rateLimit:
-      int('rate-limit', opts.rateLimit) > 0
-        ? { perSecond: int('rate-limit', opts.rateLimit), burst: 2 * int('rate-limit', opts.rateLimit) }
-        : null,
-    log,
-  })
-  const url = await server.listen(int('port', opts.port), opts.host)
-  // printed even with --quiet: scripts wait for this line
-  console.error(
-    `${new Date().toISOString()} info solportal listening on ${url}: ${datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
-  )
-  const shutdown = async () => {
-    log('info', 'shutting down')
-    await server.close()
-    await onStop?.()
-    process.exit(0)
-  }
-  process.once('SIGINT', shutdown)
-  process.once('SIGTERM', shutdown)
-  return server
+  return { datasets, stop: onStop }
 }
