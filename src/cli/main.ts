@@ -3,13 +3,18 @@
  * so stages can grow their commands independently.
  */
 import { Command } from 'commander'
-import { readdirSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
-const program = new Command('solportal').description('Self-hostable Solana block data query and streaming service')
+const here = dirname(fileURLToPath(import.meta.url))
+const { version } = JSON.parse(readFileSync(join(here, '..', '..', 'package.json'), 'utf8')) as { version: string }
 
-const dir = join(dirname(fileURLToPath(import.meta.url)), 'commands')
+const program = new Command('solportal')
+  .description('Self-hostable Solana block data query and streaming service')
+  .version(version, '-V, --version', 'print the version and exit')
+
+const dir = join(here, 'commands')
 for (const name of readdirSync(dir).sort()) {
   if (!name.endsWith('.ts') || name.endsWith('.test.ts')) continue
   const mod = (await import(pathToFileURL(join(dir, name)).href)) as { register?: (p: Command) => void }

@@ -275,7 +275,7 @@ export class RpcClient {
   }
 }
 
-/** A fetched block: the archive line shape of semantics.md §1. */
+/** A fetched block: the archive line shape of docs/query.md §1. */
 export interface RpcBlockLine {
   slot: number
   block: RpcBlock

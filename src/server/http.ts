@@ -1,5 +1,5 @@
 /**
- * The Portal HTTP interface (interface.md, semantics.md §4-§5) on node:http.
+ * The Portal HTTP interface (docs/query.md §4-§5) on node:http.
  *
  * Routes (per dataset, `{name}` being a dataset name or alias):
  *   POST /datasets/{name}/stream, /finalized-stream
@@ -377,7 +377,7 @@ export class PortalServer {
     const bigintsAsNumbers = ds.bigintsAsNumbers ?? false
 
     // Lines of blocks with nothing selected are held back: such a block is written only if it is
-    // the first of the response or turns out to be the last (semantics.md §4). The engine always
+    // the first of the response or turns out to be the last (docs/query.md §4). The engine always
     // yields the first and last block of each range it runs; a response that follows the head runs
     // several ranges, and only the very last range end may appear as an empty block.
     let pending: OutputBlock | null = null
@@ -437,7 +437,7 @@ function sendJson(res: http.ServerResponse, value: unknown): void {
   res.end(body)
 }
 
-/** gzip unless the client refuses it or does not ask for it (semantics.md §4, §6). */
+/** gzip unless the client refuses it or does not ask for it (docs/query.md §4, §6). */
 export function acceptsGzip(header: string | string[] | undefined): boolean {
   if (!header) return false
   const v = Array.isArray(header) ? header.join(',') : header
