@@ -14,6 +14,16 @@ import { Metrics } from '../../server/metrics.ts'
 import { Observer } from '../../server/observe.ts'
 import { createLogger, levelFromEnv, messageLogger, type Logger } from '../../log.ts'
 import type { BlockStore } from '../../store/types.ts'
+import {
+  choiceOption,
+  exclusive,
+  existingPath,
+  httpUrlOption,
+  intOption,
+  listenError,
+  portOption,
+  UsageError,
+} from '../options.ts'
 
 export interface ServeOptions {
   port: string
@@ -36,10 +46,40 @@ export interface ServeOptions {
   quiet?: boolean
 }
 
-function int(name: string, v: string): number {
-  const n = Number(v)
-  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer, got '${v}'`)
-  return n
+/** the checked numbers and choices of the options (every misuse is refused before anything starts) */
+interface ServeSettings {
+  port: number
+  commitment: 'confirmed' | 'finalized'
+  rpcConcurrency: number
+  responseTimeMs: number
+  responseBytes: number
+  headWaitMs: number
+  maxStreams: number
+  rateLimit: number
+  cacheBytes: number
+}
+
+export function checkServeOptions(opts: ServeOptions): ServeSettings {
+  exclusive({ archive: !!opts.archive, 'dataset-dir': !!opts.datasetDir, rpc: !!opts.rpc, demo: !!opts.demo })
+  if (opts.rpc) {
+    httpUrlOption('rpc', opts.rpc)
+    if (!opts.dataDir) throw new UsageError('--rpc needs --data-dir DIR (hot and cold storage of the followed chain)')
+  } else if (opts.dataDir && !opts.demo) {
+    throw new UsageError('--data-dir applies only to --rpc or --demo')
+  }
+  for (const a of opts.archive ?? []) existingPath('archive', a)
+  if (opts.datasetDir) existingPath('dataset-dir', opts.datasetDir, 'dir')
+  return {
+    port: portOption('port', opts.port),
+    commitment: choiceOption('commitment', opts.commitment, ['confirmed', 'finalized'] as const),
+    rpcConcurrency: intOption('rpc-concurrency', opts.rpcConcurrency, 1, 256),
+    responseTimeMs: intOption('response-time-ms', opts.responseTimeMs, 1),
+    responseBytes: intOption('response-bytes', opts.responseBytes, 1),
+    headWaitMs: intOption('head-wait-ms', opts.headWaitMs),
+    maxStreams: intOption('max-streams', opts.maxStreams, 1),
+    rateLimit: intOption('rate-limit', opts.rateLimit),
+    cacheBytes: intOption('cache-mb', opts.cacheMb ?? '192', 1, 1 << 20) * 1024 * 1024,
+  }
 }
 
 export function register(program: Command): void {
@@ -87,10 +127,6 @@ export function register(program: Command): void {
     })
 }
 
-function cacheBytes(opts: ServeOptions): number {
-  return int('cache-mb', opts.cacheMb ?? '192') * 1024 * 1024
-}
-
 /** test and embedding hooks of `serve` */
 export interface ServeHooks {
   /** the logger (default: JSON lines on stdout, level LOG_LEVEL, `--quiet` = errors only) */
@@ -114,25 +150,28 @@ export interface Serving {
  * Retry-After), then loads the datasets and starts serving them.
  */
 export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise<Serving> {
+  const cfg = checkServeOptions(opts)
   const log = hooks.logger ?? createLogger({ destination: 'stdout', level: opts.quiet ? 'error' : levelFromEnv() })
   // the address lines are printed even with --quiet: scripts wait for them
   const announce = opts.quiet && log.level !== 'silent' ? log.child({}, { level: 'info' }) : log
   const metrics = new Metrics()
   const server = new PortalServer({
     limits: {
-      responseTimeMs: int('response-time-ms', opts.responseTimeMs),
-      responseBytes: int('response-bytes', opts.responseBytes),
-      headWaitMs: int('head-wait-ms', opts.headWaitMs),
-      maxConcurrentStreams: int('max-streams', opts.maxStreams),
+      responseTimeMs: cfg.responseTimeMs,
+      responseBytes: cfg.responseBytes,
+      headWaitMs: cfg.headWaitMs,
+      maxConcurrentStreams: cfg.maxStreams,
     },
-    rateLimit:
-      int('rate-limit', opts.rateLimit) > 0
-        ? { perSecond: int('rate-limit', opts.rateLimit), burst: 2 * int('rate-limit', opts.rateLimit) }
-        : null,
+    rateLimit: cfg.rateLimit > 0 ? { perSecond: cfg.rateLimit, burst: 2 * cfg.rateLimit } : null,
     log: (level, msg) => log[level](msg),
     observer: new Observer({ logger: log, metrics }),
   })
-  const url = await server.listen(int('port', opts.port), opts.host)
+  let url: string
+  try {
+    url = await server.listen(cfg.port, opts.host)
+  } catch (e) {
+    throw listenError(e, 'port', 'host', opts.host, cfg.port)
+  }
   announce.info(`accepting connections on ${url} (/health, /ready, /metrics); loading the datasets`)
 
   let onStop: (() => Promise<void>) | undefined
@@ -143,7 +182,7 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
   }
   const ready = (async () => {
     await hooks.beforeLoad?.()
-    const loaded = await loadDatasets(opts, log, metrics)
+    const loaded = await loadDatasets(opts, cfg, log, metrics)
     onStop = loaded.stop
     server.setDatasets(new DatasetRegistry(loaded.datasets))
     announce.info(
@@ -159,6 +198,7 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
 
 async function loadDatasets(
   opts: ServeOptions,
+  cfg: ServeSettings,
   log: Logger,
   metrics: Metrics,
 ): Promise<{ datasets: DatasetConfig[]; stop?: () => Promise<void> }> {
@@ -174,17 +214,17 @@ async function loadDatasets(
       ds = await rt.createDemoDataset({ logger: ingestLog, dataDir: opts.dataDir })
       log.info(`demo: fake Solana node at ${(ds as Awaited<ReturnType<typeof rt.createDemoDataset>>).node.url}`)
     } else {
-      if (!opts.dataDir) throw new Error('--rpc needs --data-dir DIR (hot and cold storage)')
       const { DiskColdStore } = await import('../../store/cold.ts')
       const { coldDir } = await import('../../store/dataset-dir.ts')
-      const cold = await DiskColdStore.open(coldDir(opts.dataDir), { cacheBytes: cacheBytes(opts) })
+      const dataDir = opts.dataDir! // checked: --rpc needs --data-dir
+      const cold = await DiskColdStore.open(coldDir(dataDir), { cacheBytes: cfg.cacheBytes })
       metrics.addColdCache('solana-mainnet', () => cold.cacheStats())
       ds = await rt.createRealtimeDataset({
         rpcUrl: opts.rpc!,
-        dataDir: opts.dataDir,
+        dataDir,
         cold,
-        commitment: opts.commitment === 'finalized' ? 'finalized' : 'confirmed',
-        concurrency: int('rpc-concurrency', opts.rpcConcurrency),
+        commitment: cfg.commitment,
+        concurrency: cfg.rpcConcurrency,
         normalizeOptions: { includeVotes: opts.includeVotes },
         logger: ingestLog,
       })
@@ -208,7 +248,7 @@ async function loadDatasets(
     )
   } else if (opts.datasetDir) {
     const { openDatasetDir } = await import('../../store/dataset-dir.ts')
-    const store = await openDatasetDir(opts.datasetDir, { cacheBytes: cacheBytes(opts) })
+    const store = await openDatasetDir(opts.datasetDir, { cacheBytes: cfg.cacheBytes })
     metrics.addColdCache('solana-mainnet', () => store.cold.cacheStats())
     onStop = () => store.close()
     datasets.push(
