@@ -5,6 +5,7 @@
  */
 import type { Command } from 'commander'
 import { readArchive } from '../../ingest/archive.ts'
+import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc.ts'
 import { sampleLines } from '../../ingest/sample.ts'
 import type { DatasetConfig } from '../../server/datasets.ts'
 import { DatasetRegistry } from '../../server/datasets.ts'
@@ -32,6 +33,8 @@ export interface ServeOptions {
   datasetDir?: string
   commitment: string
   rpcConcurrency: string
+  rpcMaxBodyMb: string
+  rpcStallMs: string
   bigintsAsNumbers?: boolean
   includeVotes?: boolean
   responseTimeMs: string
@@ -48,6 +51,8 @@ interface ServeSettings {
   port: number
   commitment: 'confirmed' | 'finalized'
   rpcConcurrency: number
+  rpcMaxBodyBytes: number
+  rpcStallMs: number
   responseTimeMs: number
   responseBytes: number
   headWaitMs: number
@@ -70,6 +75,8 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     port: portOption('port', opts.port),
     commitment: choiceOption('commitment', opts.commitment, ['confirmed', 'finalized'] as const),
     rpcConcurrency: intOption('rpc-concurrency', opts.rpcConcurrency, 1, 256),
+    rpcMaxBodyBytes: intOption('rpc-max-body-mb', opts.rpcMaxBodyMb, 1, 1 << 16) * 1024 * 1024,
+    rpcStallMs: intOption('rpc-stall-ms', opts.rpcStallMs, 1),
     responseTimeMs: intOption('response-time-ms', opts.responseTimeMs, 1),
     responseBytes: intOption('response-bytes', opts.responseBytes, 1),
     headWaitMs: intOption('head-wait-ms', opts.headWaitMs),
@@ -94,6 +101,16 @@ export function register(program: Command): void {
     .option('--data-dir <dir>', 'storage of the followed chain (hot LMDB + cold chunks)')
     .option('--commitment <level>', 'commitment of the followed chain: confirmed or finalized', 'confirmed')
     .option('--rpc-concurrency <n>', 'getBlock requests in flight', '4')
+    .option(
+      '--rpc-max-body-mb <n>',
+      'largest node answer read, MiB (a bigger one is abandoned while reading and fetched again)',
+      String(DEFAULT_MAX_RESPONSE_BYTES / 1024 / 1024),
+    )
+    .option(
+      '--rpc-stall-ms <ms>',
+      'a node request that receives nothing for this long is abandoned and retried',
+      String(DEFAULT_STALL_TIMEOUT_MS),
+    )
     .option('--dataset-dir <dir>', 'serve a dataset directory written by `solportal import`')
     .option('--bigints-as-numbers', 'render u64 amounts as bare JSON integers instead of decimal strings')
     .option('--include-votes', 'keep vote transactions')
@@ -133,11 +150,15 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
     warn: (m: string) => log('warn', m),
     error: (m: string) => log('error', m),
   }
+  // ingestion stopped for good (a block stayed damaged): the process ends with status 1, so that
+  // a supervisor sees it, instead of serving a head that no longer moves
+  let shutdown: (code: number) => Promise<void> = async (code) => process.exit(code)
+  const onFatal = () => void shutdown(1)
   if (opts.demo || opts.rpc) {
     const rt = await import('../../store/realtime.ts')
     let ds: Awaited<ReturnType<typeof rt.createRealtimeDataset>>
     if (opts.demo) {
-      ds = await rt.createDemoDataset({ logger: realtimeLogger, dataDir: opts.dataDir })
+      ds = await rt.createDemoDataset({ logger: realtimeLogger, dataDir: opts.dataDir, onFatal })
       log('info', `demo: fake Solana node at ${(ds as Awaited<ReturnType<typeof rt.createDemoDataset>>).node.url}`)
     } else {
       const { DiskColdStore } = await import('../../store/cold.ts')
@@ -151,6 +172,8 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
         commitment: cfg.commitment,
         concurrency: cfg.rpcConcurrency,
         normalizeOptions: { includeVotes: opts.includeVotes },
+        rpc: { maxResponseBytes: cfg.rpcMaxBodyBytes, stallTimeoutMs: cfg.rpcStallMs },
+        onFatal,
         logger: realtimeLogger,
       })
       const stopDs = ds.stop
@@ -244,13 +267,16 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
   console.error(
     `${new Date().toISOString()} info solportal listening on ${url}: ${datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
   )
-  const shutdown = async () => {
-    log('info', 'shutting down')
+  let stopping = false
+  shutdown = async (code: number) => {
+    if (stopping) return
+    stopping = true
+    log(code === 0 ? 'info' : 'error', code === 0 ? 'shutting down' : `shutting down (status ${code})`)
     await server.close()
     await onStop?.()
-    process.exit(0)
+    process.exit(code)
   }
-  process.once('SIGINT', shutdown)
-  process.once('SIGTERM', shutdown)
+  process.once('SIGINT', () => void shutdown(0))
+  process.once('SIGTERM', () => void shutdown(0))
   return server
 }
