@@ -26,6 +26,7 @@
  * Responses are parsed with `parseJsonExact`: u64 values above 2^53 arrive as decimal strings.
  */
 import { parseJsonExact } from '../normalize/json.ts'
+import { NodeHeadTracker } from './lag.ts'
 import type { RpcBlock } from '../normalize/rpc-types.ts'
 
 export type Commitment = 'processed' | 'confirmed' | 'finalized'
@@ -444,6 +445,8 @@ export class RpcSource {
   private readonly notAvailableRetries: number
   private readonly log: (msg: string) => void
   readonly stats = { blocks: 0, skipped: 0, notAvailable: 0, malformed: 0 }
+  /** the node's head slots as this source reads them (ingest lag) */
+  readonly nodeHead = new NodeHeadTracker()
 
   constructor(opts: RpcSourceOptions) {
     this.client = opts.client instanceof RpcClient ? opts.client : new RpcClient(opts.client)
@@ -542,6 +545,7 @@ export class RpcSource {
           if (listed.length === 0) {
             if (queue.length > 0) break
             head = await this.client.getSlot(this.commitment, sig)
+            this.nodeHead.observe(head)
             if (head < next) {
               yield { kind: 'tip', head }
               await sleep(this.pollIntervalMs, sig)

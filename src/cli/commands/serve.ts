@@ -11,6 +11,9 @@ import type { DatasetConfig } from '../../server/datasets.ts'
 import { DatasetRegistry } from '../../server/datasets.ts'
 import { DEFAULT_LIMITS, PortalServer } from '../../server/http.ts'
 import { loadStaticStore } from '../../server/load.ts'
+import { Metrics } from '../../server/metrics.ts'
+import { Observer } from '../../server/observe.ts'
+import { createLogger, levelFromEnv, messageLogger, type Logger } from '../../log.ts'
 import type { BlockStore } from '../../store/types.ts'
 import {
   choiceOption,
@@ -33,8 +36,8 @@ export interface ServeOptions {
   datasetDir?: string
   commitment: string
   rpcConcurrency: string
-  rpcMaxBodyMb: string
-  rpcStallMs: string
+  rpcMaxBodyMb?: string
+  rpcStallMs?: string
   bigintsAsNumbers?: boolean
   includeVotes?: boolean
   responseTimeMs: string
@@ -75,8 +78,11 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     port: portOption('port', opts.port),
     commitment: choiceOption('commitment', opts.commitment, ['confirmed', 'finalized'] as const),
     rpcConcurrency: intOption('rpc-concurrency', opts.rpcConcurrency, 1, 256),
-    rpcMaxBodyBytes: intOption('rpc-max-body-mb', opts.rpcMaxBodyMb, 1, 1 << 16) * 1024 * 1024,
-    rpcStallMs: intOption('rpc-stall-ms', opts.rpcStallMs, 1),
+    rpcMaxBodyBytes:
+      intOption('rpc-max-body-mb', opts.rpcMaxBodyMb ?? String(DEFAULT_MAX_RESPONSE_BYTES >> 20), 1, 1 << 16) *
+      1024 *
+      1024,
+    rpcStallMs: intOption('rpc-stall-ms', opts.rpcStallMs ?? String(DEFAULT_STALL_TIMEOUT_MS), 1),
     responseTimeMs: intOption('response-time-ms', opts.responseTimeMs, 1),
     responseBytes: intOption('response-bytes', opts.responseBytes, 1),
     headWaitMs: intOption('head-wait-ms', opts.headWaitMs),
@@ -130,41 +136,118 @@ export function register(program: Command): void {
     )
     .option('--quiet', 'log errors only')
     .action(async (opts: ServeOptions) => {
-      await serve(opts)
+      let s: Serving | undefined
+      let stopping = false
+      const shutdown = async (code: number) => {
+        if (stopping) return
+        stopping = true
+        await s?.stop()
+        process.exit(code)
+      }
+      // ingestion stopped for good (a block stayed damaged, logged): the process ends with status
+      // 1 so that a supervisor sees it, instead of serving a head that no longer moves
+      s = await serve(opts, { onFatal: () => void shutdown(1) })
+      process.once('SIGINT', () => void shutdown(0))
+      process.once('SIGTERM', () => void shutdown(0))
+      await s.ready
     })
 }
 
-export async function serve(opts: ServeOptions): Promise<PortalServer> {
+/** test and embedding hooks of `serve` */
+export interface ServeHooks {
+  /** the logger (default: JSON lines on stdout, level LOG_LEVEL, `--quiet` = errors only) */
+  logger?: Logger
+  /** awaited after the port opens and before the datasets load (tests: hold the loading) */
+  beforeLoad?: () => Promise<void>
+  /** `--rpc`/`--demo`: ingestion stopped for good (the ingester has logged why) */
+  onFatal?: (err: Error) => void
+}
+
+export interface Serving {
+  server: PortalServer
+  url: string
+  metrics: Metrics
+  /** resolves once the datasets are loaded and served; rejects (server closed) when loading fails */
+  ready: Promise<void>
+  /** close the server and the stores */
+  stop(): Promise<void>
+}
+
+/**
+ * Opens the port at once (/health answers, /ready and the dataset routes answer 503 with
+ * Retry-After), then loads the datasets and starts serving them.
+ */
+export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise<Serving> {
   const cfg = checkServeOptions(opts)
-  const log = (level: 'info' | 'warn' | 'error', msg: string) => {
-    if (opts.quiet && level !== 'error') return
-    console.error(`${new Date().toISOString()} ${level} ${msg}`)
+  const log = hooks.logger ?? createLogger({ destination: 'stdout', level: opts.quiet ? 'error' : levelFromEnv() })
+  // the address lines are printed even with --quiet: scripts wait for them
+  const announce = opts.quiet && log.level !== 'silent' ? log.child({}, { level: 'info' }) : log
+  const metrics = new Metrics()
+  const server = new PortalServer({
+    limits: {
+      responseTimeMs: cfg.responseTimeMs,
+      responseBytes: cfg.responseBytes,
+      headWaitMs: cfg.headWaitMs,
+      maxConcurrentStreams: cfg.maxStreams,
+    },
+    rateLimit: cfg.rateLimit > 0 ? { perSecond: cfg.rateLimit, burst: 2 * cfg.rateLimit } : null,
+    log: (level, msg) => log[level](msg),
+    observer: new Observer({ logger: log, metrics }),
+  })
+  let url: string
+  try {
+    url = await server.listen(cfg.port, opts.host)
+  } catch (e) {
+    throw listenError(e, 'port', 'host', opts.host, cfg.port)
   }
+  announce.info(`accepting connections on ${url} (/health, /ready, /metrics); loading the datasets`)
+
+  let onStop: (() => Promise<void>) | undefined
+  const stop = async () => {
+    log.info('shutting down')
+    await server.close()
+    await onStop?.()
+  }
+  const ready = (async () => {
+    await hooks.beforeLoad?.()
+    const loaded = await loadDatasets(opts, cfg, log, metrics, hooks.onFatal)
+    onStop = loaded.stop
+    server.setDatasets(new DatasetRegistry(loaded.datasets))
+    announce.info(
+      `solportal listening on ${url}: ${loaded.datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
+    )
+  })()
+  ready.catch(async (e) => {
+    log.error(`loading the datasets failed: ${e instanceof Error ? e.message : String(e)}`)
+    await stop().catch(() => {})
+  })
+  return { server, url, metrics, ready, stop }
+}
+
+async function loadDatasets(
+  opts: ServeOptions,
+  cfg: ServeSettings,
+  log: Logger,
+  metrics: Metrics,
+  onFatal?: (err: Error) => void,
+): Promise<{ datasets: DatasetConfig[]; stop?: () => Promise<void> }> {
   const datasets: DatasetConfig[] = []
   const common = { bigintsAsNumbers: !!opts.bigintsAsNumbers }
   let onStop: (() => Promise<void>) | undefined
-  let onListening: (() => void) | undefined
 
-  const realtimeLogger = {
-    info: (m: string) => log('info', m),
-    warn: (m: string) => log('warn', m),
-    error: (m: string) => log('error', m),
-  }
-  // ingestion stopped for good (a block stayed damaged): the process ends with status 1, so that
-  // a supervisor sees it, instead of serving a head that no longer moves
-  let shutdown: (code: number) => Promise<void> = async (code) => process.exit(code)
-  const onFatal = () => void shutdown(1)
   if (opts.demo || opts.rpc) {
     const rt = await import('../../store/realtime.ts')
+    const ingestLog = messageLogger(log.child({ component: 'ingest' }))
     let ds: Awaited<ReturnType<typeof rt.createRealtimeDataset>>
     if (opts.demo) {
-      ds = await rt.createDemoDataset({ logger: realtimeLogger, dataDir: opts.dataDir, onFatal })
-      log('info', `demo: fake Solana node at ${(ds as Awaited<ReturnType<typeof rt.createDemoDataset>>).node.url}`)
+      ds = await rt.createDemoDataset({ logger: ingestLog, dataDir: opts.dataDir, onFatal })
+      log.info(`demo: fake Solana node at ${(ds as Awaited<ReturnType<typeof rt.createDemoDataset>>).node.url}`)
     } else {
       const { DiskColdStore } = await import('../../store/cold.ts')
       const { coldDir } = await import('../../store/dataset-dir.ts')
       const dataDir = opts.dataDir! // checked: --rpc needs --data-dir
       const cold = await DiskColdStore.open(coldDir(dataDir), { cacheBytes: cfg.cacheBytes })
+      metrics.addColdCache('solana-mainnet', () => cold.cacheStats())
       ds = await rt.createRealtimeDataset({
         rpcUrl: opts.rpc!,
         dataDir,
@@ -174,7 +257,7 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
         normalizeOptions: { includeVotes: opts.includeVotes },
         rpc: { maxResponseBytes: cfg.rpcMaxBodyBytes, stallTimeoutMs: cfg.rpcStallMs },
         onFatal,
-        logger: realtimeLogger,
+        logger: ingestLog,
       })
       const stopDs = ds.stop
       ds.stop = async () => {
@@ -182,8 +265,13 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
         await cold.close()
       }
     }
-    // ingestion starts once the address is taken (a port in use must not leave a half-started ingester)
-    onListening = () => ds.start()
+    metrics.addIngester({
+      dataset: 'solana-mainnet',
+      store: ds.store,
+      nodeHead: ds.ingester.source.nodeHead,
+      stats: ds.ingester.stats,
+    })
+    ds.start()
     onStop = ds.stop
     datasets.push(
       { name: 'solana-mainnet', aliases: ['solana-beta'], store: ds.store, realTime: true, ...common },
@@ -191,7 +279,10 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
     )
   } else if (opts.datasetDir) {
     const { openDatasetDir } = await import('../../store/dataset-dir.ts')
-    const store = await openDatasetDir(opts.datasetDir, { cacheBytes: cfg.cacheBytes })
+    const store = await openDatasetDir(opts.datasetDir, { cacheBytes: cfg.cacheBytes }).catch((e: Error) => {
+      throw new UsageError(`--dataset-dir ${opts.datasetDir}: ${e.message}`)
+    })
+    metrics.addColdCache('solana-mainnet', () => store.cold.cacheStats())
     onStop = () => store.close()
     datasets.push(
       { name: 'solana-mainnet', aliases: ['solana-beta'], store, realTime: false, ...common },
@@ -206,14 +297,13 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
       // the bundled sample's warnings are known (one trimmed mainnet fixture lacks the invoke log
       // lines of its v0 transaction): counted in one line below instead of printed in full
       onWarning: (m) => {
-        if (opts.archive && warned++ < 20) log('warn', m)
+        if (opts.archive && warned++ < 20) log.warn(m)
       },
     })
     const ms = Date.now() - t0
-    if (opts.archive) log('info', `loaded ${blocks} blocks (${warnings} normalization warnings) in ${ms} ms`)
+    if (opts.archive) log.info(`loaded ${blocks} blocks (${warnings} normalization warnings) in ${ms} ms`)
     else
-      log(
-        'info',
+      log.info(
         `loaded the bundled sample: ${blocks} blocks in ${ms} ms` +
           (warnings
             ? ` (${warnings} expected normalization warning(s): a trimmed mainnet fixture lacks invoke log lines)`
@@ -243,40 +333,5 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
       },
     )
   }
-
-  const server = new PortalServer({
-    datasets: new DatasetRegistry(datasets),
-    limits: {
-      responseTimeMs: cfg.responseTimeMs,
-      responseBytes: cfg.responseBytes,
-      headWaitMs: cfg.headWaitMs,
-      maxConcurrentStreams: cfg.maxStreams,
-    },
-    rateLimit: cfg.rateLimit > 0 ? { perSecond: cfg.rateLimit, burst: 2 * cfg.rateLimit } : null,
-    log,
-  })
-  let url: string
-  try {
-    url = await server.listen(cfg.port, opts.host)
-  } catch (e) {
-    await onStop?.().catch(() => {})
-    throw listenError(e, 'port', 'host', opts.host, cfg.port)
-  }
-  onListening?.()
-  // printed even with --quiet: scripts wait for this line
-  console.error(
-    `${new Date().toISOString()} info solportal listening on ${url}: ${datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
-  )
-  let stopping = false
-  shutdown = async (code: number) => {
-    if (stopping) return
-    stopping = true
-    log(code === 0 ? 'info' : 'error', code === 0 ? 'shutting down' : `shutting down (status ${code})`)
-    await server.close()
-    await onStop?.()
-    process.exit(code)
-  }
-  process.once('SIGINT', () => void shutdown(0))
-  process.once('SIGTERM', () => void shutdown(0))
-  return server
+  return { datasets, stop: onStop }
 }
