@@ -5,6 +5,7 @@
  *   POST /datasets/{name}/stream, /finalized-stream
  *   GET  /datasets, /datasets/{name}, /datasets/{name}/metadata, /head, /finalized-head,
  *        /datasets/{name}/timestamps/{seconds}/block
+ *   GET  /openapi.json, / (the query page; src/server/pages.ts)
  *
  * Responses are streamed block by block: every write waits for the socket (or gzip stream) to
  * drain, so a slow client slows the query down instead of filling memory.
@@ -21,6 +22,7 @@ import type { HeadInfo } from '../store/chunk.ts'
 import type { Dataset, DatasetRegistry } from './datasets.ts'
 import { metadataOf } from './datasets.ts'
 import type { Observer } from './observe.ts'
+import { Pages } from './pages.ts'
 
 export interface ServerLimits {
   /** largest accepted request body, after gzip decoding (bytes) */
@@ -114,6 +116,7 @@ export class PortalServer {
   private readonly limiter: RateLimiter | null
   private readonly log: NonNullable<ServerOptions['log']>
   private activeStreams = 0
+  private readonly pages: Pages
   private registry: DatasetRegistry | null
   /** aborted on close() so that waiting/tailing responses end promptly */
   private readonly closing = new AbortController()
@@ -123,6 +126,8 @@ export class PortalServer {
     // every open stream listens on it
     setMaxListeners(0, this.closing.signal)
     this.limiter = opts.rateLimit ? new RateLimiter(opts.rateLimit) : null
+    const { maxItemRequests, maxFilterValues, maxBodyBytes } = this.limits
+    this.pages = new Pages({ limits: { maxItemRequests, maxFilterValues }, maxBodyBytes })
     this.log = opts.log ?? ((level, msg) => defaultLogger()[level](msg))
     this.registry = opts.datasets ?? null
     const observer = opts.observer ?? null
@@ -192,7 +197,11 @@ export class PortalServer {
       .split('/')
       .filter((p) => p.length > 0)
       .map(decodeURIComponent)
-    if (parts[0] !== 'datasets') throw new HttpError(404, 'Not found')
+    if (parts[0] !== 'datasets') {
+      // the OpenAPI document and the query page
+      if (this.pages.handle(req, res, url.pathname)) return
+      throw new HttpError(404, 'Not found')
+    }
     const expand = url.searchParams.getAll('expand[]').includes('metadata')
     const datasets = this.registry
     if (!datasets) throw new HttpError(503, 'Starting: the datasets are loading, retry later', { 'Retry-After': '1' })
