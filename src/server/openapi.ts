@@ -287,7 +287,7 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
       '404': notFound,
       '409': json('parentBlockHash is not the parent of fromBlock on the current chain', ref('Conflict')),
       '429': text('above the per-client rate limit', retryAfter),
-      '503': text('above the concurrent stream limit', retryAfter),
+      '503': text('above the concurrent stream limit, or while the datasets load', retryAfter),
     },
   })
 
@@ -295,6 +295,11 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
     get: { operationId, summary, parameters: [datasetParam], responses: { '200': ok, '404': notFound }, ...extra },
   })
 
+  const statusSchema = {
+    type: 'object',
+    properties: { status: { type: 'string' }, reason: { type: 'string' } },
+    required: ['status'],
+  }
   return {
     openapi: '3.1.0',
     jsonSchemaDialect: JSON_SCHEMA_DIALECT,
@@ -363,6 +368,30 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
               },
             },
           },
+        },
+      },
+      '/health': {
+        get: {
+          operationId: 'health',
+          summary: 'liveness: 200 while the process runs',
+          responses: { '200': json('alive', statusSchema) },
+        },
+      },
+      '/ready': {
+        get: {
+          operationId: 'ready',
+          summary: 'readiness: 200 once the datasets are loaded and each has a head',
+          responses: {
+            '200': json('ready', statusSchema),
+            '503': json('still starting (with Retry-After and the reason)', statusSchema),
+          },
+        },
+      },
+      '/metrics': {
+        get: {
+          operationId: 'metrics',
+          summary: 'Prometheus metrics (text exposition format)',
+          responses: { '200': { description: 'metrics', content: { 'text/plain': { schema: { type: 'string' } } } } },
         },
       },
       '/openapi.json': {
