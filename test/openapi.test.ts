@@ -18,6 +18,9 @@ import { RELATIONS, REQUESTS, type FilterDecl, type RequestDecl } from '../src/q
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer } from '../src/server/http.ts'
 import { loadStaticStore } from '../src/server/load.ts'
+import { Metrics } from '../src/server/metrics.ts'
+import { Observer } from '../src/server/observe.ts'
+import { createLogger } from '../src/log.ts'
 import { openApiDocument, queryJsonSchema, type JsonSchema } from '../src/server/openapi.ts'
 import { base58Encode } from '../src/util/base58.ts'
 import { postJson, request } from './support/http/client.ts'
@@ -340,6 +343,7 @@ describe('GET /openapi.json on the real server', () => {
       ]),
       limits,
       log: () => {},
+      observer: new Observer({ logger: createLogger({ level: 'silent' }), metrics: new Metrics() }),
     })
     url = await server.listen(0, '127.0.0.1')
     const r = await request(`${url}/openapi.json`)
@@ -381,6 +385,11 @@ describe('GET /openapi.json on the real server', () => {
     const head = (await check('/datasets/solana-complete/head', url, '/datasets/{dataset}/head')) as { number: number }
     assert.ok(head.number > 0)
     await check('/datasets/solana-complete/finalized-head', url, '/datasets/{dataset}/finalized-head')
+    await check('/health', url, '/health')
+    await check('/ready', url, '/ready')
+    const metrics = await request(`${url}/metrics`)
+    assert.equal(metrics.status, 200)
+    assert.ok(doc.paths['/metrics'].get.responses['200'].content?.['text/plain'])
     await check('/datasets/solana-complete/timestamps/0/block', url, '/datasets/{dataset}/timestamps/{seconds}/block')
     await check(
       '/datasets/solana-complete/timestamps/99999999999/block',
@@ -402,6 +411,15 @@ describe('GET /openapi.json on the real server', () => {
       const lines = r.text.split('\n').filter((l) => l)
       assert.ok(lines.length > 10)
       for (const line of lines) assert.ok(v(JSON.parse(line)), `${line.slice(0, 200)}: ${explain(v)}`)
+    }
+  })
+
+  test('every documented GET path is served, with a documented status', async () => {
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      if (!ops.get) continue
+      const concrete = path.replace('{dataset}', 'solana-complete').replace('{seconds}', '0')
+      const r = await request(url + concrete)
+      assert.ok(String(r.status) in ops.get.responses, `${path}: ${r.status}`)
     }
   })
 

@@ -244,6 +244,12 @@ function packageVersion(): string {
   return pkg.version
 }
 
+const status = (value: string): JsonSchema => ({
+  type: 'object',
+  properties: { status: { const: value } },
+  required: ['status'],
+})
+
 const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` })
 
 /** The OpenAPI 3.1 document of the whole interface. */
@@ -267,6 +273,7 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
     schema: { type: 'string' },
   }
   const notFound = text('unknown dataset')
+  const loading = text('the datasets are still loading', retryAfter)
 
   const stream = (finalized: boolean): JsonSchema => ({
     operationId: finalized ? 'finalizedStream' : 'stream',
@@ -287,12 +294,18 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
       '404': notFound,
       '409': json('parentBlockHash is not the parent of fromBlock on the current chain', ref('Conflict')),
       '429': text('above the per-client rate limit', retryAfter),
-      '503': text('above the concurrent stream limit', retryAfter),
+      '503': text('above the concurrent stream limit, or the datasets are still loading', retryAfter),
     },
   })
 
   const get = (operationId: string, summary: string, ok: JsonSchema, extra: JsonSchema = {}): JsonSchema => ({
-    get: { operationId, summary, parameters: [datasetParam], responses: { '200': ok, '404': notFound }, ...extra },
+    get: {
+      operationId,
+      summary,
+      parameters: [datasetParam],
+      responses: { '200': ok, '404': notFound, '503': loading },
+      ...extra,
+    },
   })
 
   return {
@@ -302,14 +315,17 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
       title: 'solportal',
       version: opts.version ?? packageVersion(),
       description:
-        'Solana block data query and streaming service (the Portal interface). The Query schema is generated from the same declarations as the server-side validator; only toBlock >= fromBlock, the total number of item requests and the dataset start block are checked by the server alone.',
+        'Solana block data query and streaming service (the Portal interface). The Query schema is generated from the same declarations as the server-side validator; only toBlock >= fromBlock, the total number of item requests and the dataset start block are checked by the server alone. Every response carries an X-Request-Id.',
     },
     paths: {
       '/datasets': {
         get: {
           operationId: 'datasets',
           summary: 'the served datasets',
-          responses: { '200': json('metadata of every dataset', { type: 'array', items: ref('DatasetMetadata') }) },
+          responses: {
+            '200': json('metadata of every dataset', { type: 'array', items: ref('DatasetMetadata') }),
+            '503': loading,
+          },
         },
       },
       '/datasets/{dataset}/stream': { post: stream(false) },
@@ -353,6 +369,7 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
               required: ['block_number'],
             }),
             '400': text('the timestamp is not a non-negative integer'),
+            '503': loading,
             '404': {
               description: 'unknown dataset (text), or no block at or after that time (JSON)',
               content: {
@@ -362,6 +379,43 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
                 'text/plain': { schema: { type: 'string' } },
               },
             },
+          },
+        },
+      },
+      '/health': {
+        get: {
+          operationId: 'health',
+          summary: 'liveness',
+          responses: { '200': json('the process runs', status('ok')) },
+        },
+      },
+      '/ready': {
+        get: {
+          operationId: 'ready',
+          summary: 'readiness: the datasets are loaded and each has a head',
+          responses: {
+            '200': json('ready', status('ready')),
+            '503': {
+              ...json('starting', {
+                ...status('starting'),
+                properties: { status: { const: 'starting' }, reason: { type: 'string' } },
+                required: ['status', 'reason'],
+              }),
+              headers: retryAfter,
+            },
+          },
+        },
+      },
+      '/metrics': {
+        get: {
+          operationId: 'metrics',
+          summary: 'Prometheus metrics (when the server records them)',
+          responses: {
+            '200': {
+              description: 'Prometheus text exposition format',
+              content: { 'text/plain': { schema: { type: 'string' } } },
+            },
+            '404': text('metrics are off'),
           },
         },
       },
