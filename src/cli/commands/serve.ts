@@ -28,6 +28,10 @@ export interface ServeOptions {
   responseBytes: string
   headWaitMs: string
   maxStreams: string
+  maxStreamsPerClient: string
+  bodyTimeoutMs: string
+  writeTimeoutMs: string
+  streamBufferMb: string
   rateLimit: string
   cacheMb?: string
   quiet?: boolean
@@ -65,7 +69,27 @@ export function register(program: Command): void {
       String(DEFAULT_LIMITS.headWaitMs),
     )
     .option('--max-streams <n>', 'concurrent stream responses before 503', String(DEFAULT_LIMITS.maxConcurrentStreams))
-    .option('--rate-limit <n>', 'stream requests per second per client address (0 = off)', '200')
+    .option(
+      '--max-streams-per-client <n>',
+      'concurrent stream requests of one client address before 429',
+      String(DEFAULT_LIMITS.maxStreamsPerClient),
+    )
+    .option(
+      '--body-timeout-ms <ms>',
+      'a request (headers and body) must arrive within this long, else 408',
+      String(DEFAULT_LIMITS.bodyTimeoutMs),
+    )
+    .option(
+      '--write-timeout-ms <ms>',
+      'cut a response whose client takes no bytes for this long (0 = never)',
+      String(DEFAULT_LIMITS.writeTimeoutMs),
+    )
+    .option(
+      '--stream-buffer-mb <n>',
+      'response bytes buffered across all streams before writers wait',
+      String(DEFAULT_LIMITS.streamBufferBytes / (1024 * 1024)),
+    )
+    .option('--rate-limit <n>', 'requests per second per client address (0 = off)', '200')
     .option(
       '--cache-mb <n>',
       'memory for cold-store columns, pages and filters read from disk (--dataset-dir, --rpc)',
@@ -178,6 +202,10 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
       responseBytes: int('response-bytes', opts.responseBytes),
       headWaitMs: int('head-wait-ms', opts.headWaitMs),
       maxConcurrentStreams: int('max-streams', opts.maxStreams),
+      maxStreamsPerClient: int('max-streams-per-client', opts.maxStreamsPerClient),
+      bodyTimeoutMs: int('body-timeout-ms', opts.bodyTimeoutMs),
+      writeTimeoutMs: int('write-timeout-ms', opts.writeTimeoutMs),
+      streamBufferBytes: int('stream-buffer-mb', opts.streamBufferMb) * 1024 * 1024,
     },
     rateLimit:
       int('rate-limit', opts.rateLimit) > 0
