@@ -188,7 +188,7 @@ test('an aborted gzip response destroys its gzip stream', async () => {
       req.end(JSON.stringify({ fromBlock: blocks[0].header.number, fields: { log: { message: true } }, logs: [{}] }))
       setTimeout(() => reject(new Error('no data')), 20_000).unref()
     })
-    await until(() => server.openStreams === 0, 20_000, 'the stream to end')
+    await until(() => server.activeStreamCount === 0, 20_000, 'the stream to end')
     const streams = handles.map(ownerOf)
     assert.ok(streams.length >= 1 && streams.every((z) => z != null))
     await until(() => streams.every((z) => z!.destroyed), 5_000, 'the gzip stream to be destroyed')
@@ -232,9 +232,9 @@ test('a client that never reads is cut after the write timeout and frees its slo
   try {
     const q = { fromBlock: blocks[0].header.number, fields: { log: { message: true } }, logs: [{}] }
     const staller = neverReader(port, '/datasets/d/stream', q)
-    await until(() => server.openStreams === 1, 10_000, 'the stalled stream to start')
+    await until(() => server.activeStreamCount === 1, 10_000, 'the stalled stream to start')
     // the slot is taken now; the stalled response is cut once its socket stops taking bytes
-    await until(() => server.openStreams === 0, 20_000, 'the stalled stream to be cut')
+    await until(() => server.activeStreamCount === 0, 20_000, 'the stalled stream to be cut')
     const r = await postJson(`${url}/datasets/d/stream`, {
       fromBlock: blocks[0].header.number,
       toBlock: blocks[0].header.number,
@@ -285,7 +285,7 @@ test('shutdown ends an open stream on a complete line with a closed gzip stream'
     { headers: { 'Accept-Encoding': 'gzip' } },
   )
   // the stream follows the head: it sent the 20 blocks and waits for the next one
-  await until(() => server.openStreams === 1, 10_000, 'the stream to open')
+  await until(() => server.activeStreamCount === 1, 10_000, 'the stream to open')
   await new Promise((r) => setTimeout(r, 300))
   await server.close()
   const { raw, complete } = await got

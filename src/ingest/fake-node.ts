@@ -3,7 +3,7 @@
  * real blocks re-slotted into a longer chain.
  *
  * Templates are archive files (one `{"slot","hash","height","block"}` line per block, optionally
- * gzip; semantics.md §1). Each produced block takes a template (round robin), optionally a window
+ * gzip; docs/query.md §1). Each produced block takes a template (round robin), optionally a window
  * of `txPerBlock` of its transactions, and gets its own slot, parentSlot, blockhash,
  * previousBlockhash, blockHeight and blockTime; every transaction's signatures are rewritten so
  * that they are unique per use. Templates are kept as raw JSON text and spliced, so every number

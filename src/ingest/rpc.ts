@@ -20,6 +20,7 @@
  * Responses are parsed with `parseJsonExact`: u64 values above 2^53 arrive as decimal strings.
  */
 import { parseJsonExact } from '../normalize/json.ts'
+import { NodeHeadTracker } from './lag.ts'
 import type { RpcBlock } from '../normalize/rpc-types.ts'
 
 export type Commitment = 'processed' | 'confirmed' | 'finalized'
@@ -274,7 +275,7 @@ export class RpcClient {
   }
 }
 
-/** A fetched block: the archive line shape of semantics.md §1. */
+/** A fetched block: the archive line shape of docs/query.md §1. */
 export interface RpcBlockLine {
   slot: number
   block: RpcBlock
@@ -313,6 +314,8 @@ export class RpcSource {
   private readonly pollIntervalMs: number
   private readonly notAvailableRetries: number
   readonly stats = { blocks: 0, skipped: 0, notAvailable: 0 }
+  /** the node's head slots as this source reads them (ingest lag) */
+  readonly nodeHead = new NodeHeadTracker()
 
   constructor(opts: RpcSourceOptions) {
     this.client = opts.client instanceof RpcClient ? opts.client : new RpcClient(opts.client)
@@ -397,6 +400,7 @@ export class RpcSource {
           if (listed.length === 0) {
             if (queue.length > 0) break
             head = await this.client.getSlot(this.commitment, sig)
+            this.nodeHead.observe(head)
             if (head < next) {
               yield { kind: 'tip', head }
               await sleep(this.pollIntervalMs, sig)

@@ -15,7 +15,11 @@ export const badRequest = (reason: string) => new HttpError(400, `Bad request: $
  * The path segments (percent-decoded) and query of a request target. Malformed targets (an
  * absolute URL that does not parse, a bad `%` escape) are the client's fault: 400, never a 500.
  */
-export function parseTarget(raw: string | undefined): { parts: string[]; search: URLSearchParams } {
+export function parseTarget(raw: string | undefined): {
+  pathname: string
+  parts: string[]
+  search: URLSearchParams
+} {
   let url: URL
   try {
     url = new URL(raw ?? '/', 'http://localhost')
@@ -31,5 +35,5 @@ export function parseTarget(raw: string | undefined): { parts: string[]; search:
       throw badRequest('malformed percent-escape in the path')
     }
   }
-  return { parts, search: url.searchParams }
+  return { pathname: url.pathname, parts, search: url.searchParams }
 }

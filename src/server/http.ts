@@ -1,5 +1,5 @@
 /**
- * The Portal HTTP interface (interface.md, semantics.md §4-§5) on node:http.
+ * The Portal HTTP interface (docs/query.md §4-§5) on node:http.
  *
  * Routes (per dataset, `{name}` being a dataset name or alias):
  *   POST /datasets/{name}/stream, /finalized-stream
@@ -21,6 +21,7 @@ import type { AddressInfo } from 'node:net'
 import zlib from 'node:zlib'
 import { executeQuery, parseQuery, QueryError } from '../query/index.ts'
 import type { OutputBlock, ParsedQuery } from '../query/index.ts'
+import { defaultLogger } from '../log.ts'
 import type { HeadInfo } from '../store/chunk.ts'
 import { ByteBudget } from './budget.ts'
 import type { Dataset, DatasetRegistry } from './datasets.ts'
@@ -28,6 +29,7 @@ import { metadataOf } from './datasets.ts'
 import { LogLimiter, PerClientCap, RateLimiter, type RateLimit } from './guards.ts'
 import { badRequest, HttpError, parseTarget } from './http-error.ts'
 import { LineWriter } from './line-writer.ts'
+import type { Observer } from './observe.ts'
 import { firstBlockAtOrAfter } from './timestamps.ts'
 
 export type { RateLimit } from './guards.ts'
@@ -76,11 +78,14 @@ export const DEFAULT_LIMITS: ServerLimits = {
 }
 
 export interface ServerOptions {
-  datasets: DatasetRegistry
+  /** absent while the datasets load (see setDatasets): dataset routes answer 503 + Retry-After */
+  datasets?: DatasetRegistry | null
   limits?: Partial<ServerLimits>
   /** per-client rate limit of requests; null disables it */
   rateLimit?: RateLimit | null
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void
+  /** request ids, access log, metrics, /health, /ready and /metrics (src/server/observe.ts) */
+  observer?: Observer | null
 }
 
 export class PortalServer {
@@ -93,6 +98,7 @@ export class PortalServer {
   /** failures that are not the client's fault, at most a few lines per window */
   private readonly errorLog: LogLimiter
   private activeStreams = 0
+  private registry: DatasetRegistry | null
   /** aborted on close(): waiting/tailing responses end promptly, on a complete line */
   private readonly closing = new AbortController()
 
@@ -103,7 +109,10 @@ export class PortalServer {
     this.limiter = opts.rateLimit ? new RateLimiter(opts.rateLimit) : null
     this.perClient = new PerClientCap(this.limits.maxStreamsPerClient)
     this.budget = new ByteBudget(this.limits.streamBufferBytes)
-    this.log = opts.log ?? ((level, msg) => console.error(`[${level}] ${msg}`))
+    this.log = opts.log ?? ((level, msg) => defaultLogger()[level](msg))
+    this.registry = opts.datasets ?? null
+    const observer = opts.observer ?? null
+    observer?.attach(this)
     this.errorLog = new LogLimiter((msg) => this.log('error', msg))
     const bodyTimeout = this.limits.bodyTimeoutMs
     this.server = http.createServer(
@@ -114,9 +123,20 @@ export class PortalServer {
         connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(bodyTimeout / 4))),
       },
       (req, res) => {
+        observer?.onRequest(req, res)
         this.handle(req, res).catch((err) => this.fail(res, err))
       },
     )
+  }
+
+  /** the served datasets; null while they load */
+  get datasets(): DatasetRegistry | null {
+    return this.registry
+  }
+
+  /** start serving the datasets (the server may listen before they are loaded) */
+  setDatasets(registry: DatasetRegistry): void {
+    this.registry = registry
   }
 
   /** bytes of responses in flight across streams (see `streamBufferBytes`) */
@@ -125,7 +145,7 @@ export class PortalServer {
   }
 
   /** open stream responses */
-  get openStreams(): number {
+  get activeStreamCount(): number {
     return this.activeStreams
   }
 
@@ -183,18 +203,21 @@ export class PortalServer {
       const wait = this.limiter.take(req.socket.remoteAddress ?? '')
       if (wait > 0) throw new HttpError(429, 'Too many requests', { 'Retry-After': String(wait) })
     }
-    const { parts, search } = parseTarget(req.url)
+    const { pathname, parts, search } = parseTarget(req.url)
+    if (this.opts.observer && (await this.opts.observer.route(req, res, pathname))) return
     if (parts[0] !== 'datasets') throw new HttpError(404, 'Not found')
     const expand = search.getAll('expand[]').includes('metadata')
+    const datasets = this.registry
+    if (!datasets) throw new HttpError(503, 'Starting: the datasets are loading, retry later', { 'Retry-After': '1' })
 
     if (parts.length === 1) {
       this.allow(req, 'GET')
       return sendJson(
         res,
-        this.opts.datasets.all.map((d) => metadataOf(d, expand)),
+        datasets.all.map((d) => metadataOf(d, expand)),
       )
     }
-    const ds = this.opts.datasets.get(parts[1])
+    const ds = datasets.get(parts[1])
     if (!ds) throw new HttpError(404, `Dataset '${parts[1]}' not found`)
     const rest = parts.slice(2).join('/')
 
@@ -385,7 +408,7 @@ export class PortalServer {
     const bigintsAsNumbers = ds.bigintsAsNumbers ?? false
 
     // Lines of blocks with nothing selected are held back: such a block is written only if it is
-    // the first of the response or turns out to be the last (semantics.md §4). The engine always
+    // the first of the response or turns out to be the last (docs/query.md §4). The engine always
     // yields the first and last block of each range it runs; a response that follows the head runs
     // several ranges, and only the very last range end may appear as an empty block.
     let pending: OutputBlock | null = null
@@ -446,7 +469,7 @@ function sendJson(res: http.ServerResponse, value: unknown): void {
   res.end(body)
 }
 
-/** gzip unless the client refuses it or does not ask for it (semantics.md §4, §6). */
+/** gzip unless the client refuses it or does not ask for it (docs/query.md §4, §6). */
 export function acceptsGzip(header: string | string[] | undefined): boolean {
   if (!header) return false
   const v = Array.isArray(header) ? header.join(',') : header

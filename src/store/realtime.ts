@@ -19,6 +19,7 @@
  */
 import { EventEmitter } from 'node:events'
 import { join } from 'node:path'
+import { defaultLogger } from '../log.ts'
 import type { Block, NormalizationWarning } from '../model.ts'
 import type { RpcBlock } from '../normalize/rpc-types.ts'
 import { RpcSource, sleep, type Commitment, type RpcClientOptions } from '../ingest/rpc.ts'
@@ -191,10 +192,11 @@ export interface RealtimeLogger {
   error(msg: string): void
 }
 
+/** the default: JSON lines on stderr (src/log.ts), level LOG_LEVEL */
 export const consoleLogger: RealtimeLogger = {
-  info: (m) => console.error(`[realtime] ${m}`),
-  warn: (m) => console.error(`[realtime] warning: ${m}`),
-  error: (m) => console.error(`[realtime] error: ${m}`),
+  info: (m) => defaultLogger().info({ component: 'ingest' }, m),
+  warn: (m) => defaultLogger().warn({ component: 'ingest' }, m),
+  error: (m) => defaultLogger().error({ component: 'ingest' }, m),
 }
 
 export const silentLogger: RealtimeLogger = { info() {}, warn() {}, error() {} }

@@ -19,6 +19,7 @@ import type { MatchOp } from '../chunk.ts'
 import type { Enc } from './encode.ts'
 import { codesOf, view32 } from './encode.ts'
 import { CorruptChunkError, CRC_PAGE } from './chunk-file.ts'
+import { align8, pageOf } from './offsets.ts'
 
 /**
  * n rows read by index (`view[i]`, `length`), each built by `make(i)` on its first read and kept
@@ -152,9 +153,7 @@ const SCRATCH_PAGES = 512
 let nextPartsId = 1
 
 /** pages of on-demand reads = the checksummed pages of format 3 (parts are 8-aligned in the blob: u16/u32 elements never straddle pages) */
-const PAGE_SHIFT = 14
-const PAGE = 1 << PAGE_SHIFT
-const PAGE_MASK = PAGE - 1
+const PAGE = 16384
 if (PAGE !== CRC_PAGE) throw new Error('raw.ts: PAGE must equal CRC_PAGE')
 
 /**
@@ -183,7 +182,7 @@ export class Parts {
     let o = 0
     for (const len of lens) {
       this.offs.push(o)
-      o += (len + 7) & ~7
+      o += align8(len)
     }
     if (full) for (const p of full) this.held += p.byteLength
   }
@@ -202,17 +201,15 @@ export class Parts {
   /** blob pages k..e-1 read in one piece, each checked */
   private readPages(k: number, e: number, keep = true): Buffer {
     const src = this.src!
-    const a = k << PAGE_SHIFT
-    const run = preadExact(src.path, src.start + a, Math.min(src.length, e << PAGE_SHIFT) - a)
+    const a = k * PAGE
+    const run = preadExact(src.path, src.start + a, Math.min(src.length, e * PAGE) - a)
     if (src.crcs !== null) {
       const checked = src.checked
       for (let q = k; q < e; q++) {
         if (checked !== null && checked[q] === 1) continue
-        const o = (q - k) << PAGE_SHIFT
+        const o = (q - k) * PAGE
         if (crc32(run.subarray(o, Math.min(run.length, o + PAGE))) !== src.crcs[q])
-          throw new CorruptChunkError(
-            `${src.path}: column checksum mismatch at offset ${src.start + (q << PAGE_SHIFT)}`,
-          )
+          throw new CorruptChunkError(`${src.path}: column checksum mismatch at offset ${src.start + q * PAGE}`)
         if (checked !== null) checked[q] = 1
       }
     }
@@ -226,17 +223,17 @@ export class Parts {
       const o = this.offs[i]
       const len = this.lens[i]
       if (len === 0) return (this.full[i] = new Uint8Array(0))
-      const k0 = o >>> PAGE_SHIFT
-      const k1 = (o + len - 1) >>> PAGE_SHIFT
+      const k0 = pageOf(o, PAGE)
+      const k1 = pageOf(o + len - 1, PAGE)
       const run = this.readPages(k0, k1 + 1)
       for (let q = k0; q <= k1; q++) {
         if (!this.pages.has(q)) {
-          const a = (q - k0) << PAGE_SHIFT
+          const a = (q - k0) * PAGE
           this.pages.set(q, run.subarray(a, Math.min(run.length, a + PAGE)))
         }
       }
       // a fresh buffer at offset 0 and 8-aligned parts: aligned typed-array views
-      p = this.full[i] = new Uint8Array(run.buffer, run.byteOffset + o - (k0 << PAGE_SHIFT), len)
+      p = this.full[i] = new Uint8Array(run.buffer, run.byteOffset + o - k0 * PAGE, len)
     }
     return p
   }
@@ -279,7 +276,7 @@ export class Parts {
     while (e <= last && !this.pages.has(e)) e++
     const run = this.readPages(k, e)
     for (let q = k; q < e; q++) {
-      const o = (q - k) << PAGE_SHIFT
+      const o = (q - k) * PAGE
       this.pages.set(q, run.subarray(o, Math.min(run.length, o + PAGE)))
     }
     return this.pages.get(k)!
@@ -291,15 +288,15 @@ export class Parts {
     if (p !== undefined) return Buffer.from(p.buffer, p.byteOffset + a, b - a)
     if (b <= a) return Buffer.alloc(0)
     const o = this.offs[i]
-    const k0 = (o + a) >>> PAGE_SHIFT
-    const k1 = (o + b - 1) >>> PAGE_SHIFT
-    if (k0 === k1) return this.page(k0).subarray((o + a) & PAGE_MASK, ((o + b - 1) & PAGE_MASK) + 1)
+    const k0 = pageOf(o + a, PAGE)
+    const k1 = pageOf(o + b - 1, PAGE)
+    if (k0 === k1) return this.page(k0).subarray((o + a) % PAGE, ((o + b - 1) % PAGE) + 1)
     const out = Buffer.allocUnsafe(b - a)
     let w = 0
     for (let k = k0; k <= k1; k++) {
       const pg = this.page(k, k1)
-      const s = k === k0 ? (o + a) & PAGE_MASK : 0
-      const e = k === k1 ? ((o + b - 1) & PAGE_MASK) + 1 : pg.length
+      const s = k === k0 ? (o + a) % PAGE : 0
+      const e = k === k1 ? ((o + b - 1) % PAGE) + 1 : pg.length
       pg.copy(out, w, s, e)
       w += e - s
     }
@@ -311,8 +308,8 @@ export class Parts {
     if (v === undefined) {
       const p = this.full[i]
       if (p === undefined) {
-        const pos = this.offs[i] + (k << 2)
-        return this.page(pos >>> PAGE_SHIFT).readUInt32LE(pos & PAGE_MASK)
+        const pos = this.offs[i] + k * 4
+        return this.page(pageOf(pos, PAGE)).readUInt32LE(pos % PAGE)
       }
       v = this.v32[i] = view32(p)
     }
@@ -334,8 +331,8 @@ export class Parts {
       return this.u32(i, k)
     }
     const pos = this.offs[i] + k * w
-    const pg = this.page(pos >>> PAGE_SHIFT)
-    const o = pos & PAGE_MASK
+    const pg = this.page(pageOf(pos, PAGE))
+    const o = pos % PAGE
     return w === 1 ? pg[o] : w === 2 ? pg.readUInt16LE(o) : pg.readUInt32LE(o)
   }
 }
@@ -373,7 +370,7 @@ export class RawColumn {
             ? [0, -1, -1, 1, -1]
             : [-1, -1, -1, -1, -1]
     ;[this.pText, this.pCodes, this.pSorted, this.pToff, this.pOff] = ix
-    this.dictSize = this.pSorted >= 0 ? parts.lens[this.pSorted] >>> 2 : 0
+    this.dictSize = this.pSorted >= 0 ? Math.floor(parts.lens[this.pSorted] / 4) : 0
   }
 
   private get w(): number {
