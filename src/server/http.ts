@@ -199,16 +199,20 @@ export class PortalServer {
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    if (this.limiter) {
-      const wait = this.limiter.take(req.socket.remoteAddress ?? '')
-      if (wait > 0) throw new HttpError(429, 'Too many requests', { 'Retry-After': String(wait) })
+    let target: ReturnType<typeof parseTarget>
+    try {
+      target = parseTarget(req.url)
+    } catch (e) {
+      this.rateLimit(req) // malformed requests count too
+      throw e
     }
-    const { pathname, parts, search } = parseTarget(req.url)
+    const { pathname, parts, search } = target
+    // /health, /ready, /metrics: never limited (probes)
     if (this.opts.observer && (await this.opts.observer.route(req, res, pathname))) return
-    if (parts[0] !== 'datasets') throw new HttpError(404, 'Not found')
-    const expand = search.getAll('expand[]').includes('metadata')
     const datasets = this.registry
     if (!datasets) throw new HttpError(503, 'Starting: the datasets are loading, retry later', { 'Retry-After': '1' })
+    if (parts[0] !== 'datasets') throw new HttpError(404, 'Not found')
+    const expand = search.getAll('expand[]').includes('metadata')
 
     if (parts.length === 1) {
       this.allow(req, 'GET')
@@ -241,9 +245,17 @@ export class PortalServer {
     }
     if (parts.length === 5 && parts[2] === 'timestamps' && parts[4] === 'block') {
       this.allow(req, 'GET')
+      this.rateLimit(req)
       return this.timestampToBlock(res, ds, parts[3])
     }
     throw new HttpError(404, 'Not found')
+  }
+
+  /** stream requests, timestamp lookups and malformed requests of a client address take a token */
+  private rateLimit(req: http.IncomingMessage): void {
+    if (!this.limiter) return
+    const wait = this.limiter.take(req.socket.remoteAddress ?? '')
+    if (wait > 0) throw new HttpError(429, 'Too many requests', { 'Retry-After': String(wait) })
   }
 
   private allow(req: http.IncomingMessage, method: string): void {
@@ -265,6 +277,7 @@ export class PortalServer {
   }
 
   private async stream(req: http.IncomingMessage, res: http.ServerResponse, ds: Dataset, finalizedOnly: boolean) {
+    this.rateLimit(req)
     const client = req.socket.remoteAddress ?? ''
     if (!this.perClient.enter(client)) {
       throw new HttpError(429, 'Too many concurrent streams from this address, retry later', { 'Retry-After': '1' })
