@@ -5,12 +5,14 @@
  *   POST /datasets/{name}/stream, /finalized-stream
  *   GET  /datasets, /datasets/{name}, /datasets/{name}/metadata, /head, /finalized-head,
  *        /datasets/{name}/timestamps/{seconds}/block
+ *   GET  /openapi.json, / (the query page; src/server/pages.ts)
  *
  * Responses are streamed block by block (`line-writer.ts`): every write waits for the socket (or
  * gzip stream) to drain and for room in the global in-flight byte budget, so a slow client slows
  * its query down instead of filling memory.
  *
- * Hostile and slow clients: every request counts against the per-address rate limit; a stream
+ * Hostile and slow clients: stream requests, timestamp lookups and malformed requests count
+ * against the per-address rate limit; a stream
  * request first counts against its address's concurrent stream cap (429), and takes one of the
  * global stream slots (503) only once its body is read and valid; the body must arrive within
  * `bodyTimeoutMs` (408); a response whose socket takes no byte for `writeTimeoutMs` is destroyed.
@@ -30,6 +32,7 @@ import { LogLimiter, PerClientCap, RateLimiter, type RateLimit } from './guards.
 import { badRequest, HttpError, parseTarget } from './http-error.ts'
 import { LineWriter } from './line-writer.ts'
 import type { Observer } from './observe.ts'
+import { Pages } from './pages.ts'
 import { firstBlockAtOrAfter } from './timestamps.ts'
 
 export type { RateLimit } from './guards.ts'
@@ -98,6 +101,7 @@ export class PortalServer {
   /** failures that are not the client's fault, at most a few lines per window */
   private readonly errorLog: LogLimiter
   private activeStreams = 0
+  private readonly pages: Pages
   private registry: DatasetRegistry | null
   /** aborted on close(): waiting/tailing responses end promptly, on a complete line */
   private readonly closing = new AbortController()
@@ -109,6 +113,8 @@ export class PortalServer {
     this.limiter = opts.rateLimit ? new RateLimiter(opts.rateLimit) : null
     this.perClient = new PerClientCap(this.limits.maxStreamsPerClient)
     this.budget = new ByteBudget(this.limits.streamBufferBytes)
+    const { maxItemRequests, maxFilterValues, maxBodyBytes } = this.limits
+    this.pages = new Pages({ limits: { maxItemRequests, maxFilterValues }, maxBodyBytes })
     this.log = opts.log ?? ((level, msg) => defaultLogger()[level](msg))
     this.registry = opts.datasets ?? null
     const observer = opts.observer ?? null
@@ -209,10 +215,14 @@ export class PortalServer {
     const { pathname, parts, search } = target
     // /health, /ready, /metrics: never limited (probes)
     if (this.opts.observer && (await this.opts.observer.route(req, res, pathname))) return
+    if (parts[0] !== 'datasets') {
+      // the OpenAPI document and the query page
+      if (this.pages.handle(req, res, pathname)) return
+      throw new HttpError(404, 'Not found')
+    }
+    const expand = search.getAll('expand[]').includes('metadata')
     const datasets = this.registry
     if (!datasets) throw new HttpError(503, 'Starting: the datasets are loading, retry later', { 'Retry-After': '1' })
-    if (parts[0] !== 'datasets') throw new HttpError(404, 'Not found')
-    const expand = search.getAll('expand[]').includes('metadata')
 
     if (parts.length === 1) {
       this.allow(req, 'GET')

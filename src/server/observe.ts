@@ -22,7 +22,7 @@ export interface ObservedServer {
 }
 
 export interface ObserverOptions {
-  /** access lines and readiness changes go here */
+  /** access lines go here */
   logger: Logger
   /** record request metrics and serve /metrics (default: no metrics, /metrics is 404) */
   metrics?: Metrics | null
@@ -62,7 +62,6 @@ export class Observer {
   readonly logger: Logger
   readonly metrics: Metrics | null
   private server: ObservedServer | null = null
-  private wasReady = false
 
   constructor(opts: ObserverOptions) {
     this.logger = opts.logger
@@ -82,10 +81,6 @@ export class Observer {
     if (!reg) return { ready: false, reason: 'datasets are loading' }
     const empty = reg.all.filter((d) => d.store.head() === null).map((d) => d.name)
     if (empty.length) return { ready: false, reason: `no head yet: ${empty.join(', ')}` }
-    if (!this.wasReady) {
-      this.wasReady = true
-      this.logger.info('ready')
-    }
     return { ready: true }
   }
 

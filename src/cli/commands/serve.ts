@@ -5,6 +5,7 @@
  */
 import type { Command } from 'commander'
 import { readArchive } from '../../ingest/archive.ts'
+import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc.ts'
 import { sampleLines } from '../../ingest/sample.ts'
 import type { DatasetConfig } from '../../server/datasets.ts'
 import { DatasetRegistry } from '../../server/datasets.ts'
@@ -35,6 +36,8 @@ export interface ServeOptions {
   datasetDir?: string
   commitment: string
   rpcConcurrency: string
+  rpcMaxBodyMb?: string
+  rpcStallMs?: string
   bigintsAsNumbers?: boolean
   includeVotes?: boolean
   responseTimeMs: string
@@ -55,6 +58,8 @@ interface ServeSettings {
   port: number
   commitment: 'confirmed' | 'finalized'
   rpcConcurrency: number
+  rpcMaxBodyBytes: number
+  rpcStallMs: number
   responseTimeMs: number
   responseBytes: number
   headWaitMs: number
@@ -81,6 +86,11 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     port: portOption('port', opts.port),
     commitment: choiceOption('commitment', opts.commitment, ['confirmed', 'finalized'] as const),
     rpcConcurrency: intOption('rpc-concurrency', opts.rpcConcurrency, 1, 256),
+    rpcMaxBodyBytes:
+      intOption('rpc-max-body-mb', opts.rpcMaxBodyMb ?? String(DEFAULT_MAX_RESPONSE_BYTES >> 20), 1, 1 << 16) *
+      1024 *
+      1024,
+    rpcStallMs: intOption('rpc-stall-ms', opts.rpcStallMs ?? String(DEFAULT_STALL_TIMEOUT_MS), 1),
     responseTimeMs: intOption('response-time-ms', opts.responseTimeMs, 1),
     responseBytes: intOption('response-bytes', opts.responseBytes, 1),
     headWaitMs: intOption('head-wait-ms', opts.headWaitMs),
@@ -116,6 +126,16 @@ export function register(program: Command): void {
     .option('--data-dir <dir>', 'storage of the followed chain (hot LMDB + cold chunks)')
     .option('--commitment <level>', 'commitment of the followed chain: confirmed or finalized', 'confirmed')
     .option('--rpc-concurrency <n>', 'getBlock requests in flight', '4')
+    .option(
+      '--rpc-max-body-mb <n>',
+      'largest node answer read, MiB (a bigger one is abandoned while reading and fetched again)',
+      String(DEFAULT_MAX_RESPONSE_BYTES / 1024 / 1024),
+    )
+    .option(
+      '--rpc-stall-ms <ms>',
+      'a node request that receives nothing for this long is abandoned and retried',
+      String(DEFAULT_STALL_TIMEOUT_MS),
+    )
     .option('--dataset-dir <dir>', 'serve a dataset directory written by `solportal import`')
     .option('--bigints-as-numbers', 'render u64 amounts as bare JSON integers instead of decimal strings')
     .option('--include-votes', 'keep vote transactions')
@@ -155,13 +175,19 @@ export function register(program: Command): void {
     )
     .option('--quiet', 'log errors only')
     .action(async (opts: ServeOptions) => {
-      const s = await serve(opts)
-      const shutdown = async () => {
-        await s.stop()
-        process.exit(0)
+      let s: Serving | undefined
+      let stopping = false
+      const shutdown = async (code: number) => {
+        if (stopping) return
+        stopping = true
+        await s?.stop()
+        process.exit(code)
       }
-      process.once('SIGINT', shutdown)
-      process.once('SIGTERM', shutdown)
+      // ingestion stopped for good (a block stayed damaged, logged): the process ends with status
+      // 1 so that a supervisor sees it, instead of serving a head that no longer moves
+      s = await serve(opts, { onFatal: () => void shutdown(1) })
+      process.once('SIGINT', () => void shutdown(0))
+      process.once('SIGTERM', () => void shutdown(0))
       await s.ready
     })
 }
@@ -172,6 +198,8 @@ export interface ServeHooks {
   logger?: Logger
   /** awaited after the port opens and before the datasets load (tests: hold the loading) */
   beforeLoad?: () => Promise<void>
+  /** `--rpc`/`--demo`: ingestion stopped for good (the ingester has logged why) */
+  onFatal?: (err: Error) => void
 }
 
 export interface Serving {
@@ -225,7 +253,7 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
   }
   const ready = (async () => {
     await hooks.beforeLoad?.()
-    const loaded = await loadDatasets(opts, cfg, log, metrics)
+    const loaded = await loadDatasets(opts, cfg, log, metrics, hooks.onFatal)
     onStop = loaded.stop
     server.setDatasets(new DatasetRegistry(loaded.datasets))
     announce.info(
@@ -244,6 +272,7 @@ async function loadDatasets(
   cfg: ServeSettings,
   log: Logger,
   metrics: Metrics,
+  onFatal?: (err: Error) => void,
 ): Promise<{ datasets: DatasetConfig[]; stop?: () => Promise<void> }> {
   const datasets: DatasetConfig[] = []
   const common = { bigintsAsNumbers: !!opts.bigintsAsNumbers }
@@ -254,7 +283,7 @@ async function loadDatasets(
     const ingestLog = messageLogger(log.child({ component: 'ingest' }))
     let ds: Awaited<ReturnType<typeof rt.createRealtimeDataset>>
     if (opts.demo) {
-      ds = await rt.createDemoDataset({ logger: ingestLog, dataDir: opts.dataDir })
+      ds = await rt.createDemoDataset({ logger: ingestLog, dataDir: opts.dataDir, onFatal })
       log.info(`demo: fake Solana node at ${(ds as Awaited<ReturnType<typeof rt.createDemoDataset>>).node.url}`)
     } else {
       const { DiskColdStore } = await import('../../store/cold.ts')
@@ -269,6 +298,8 @@ async function loadDatasets(
         commitment: cfg.commitment,
         concurrency: cfg.rpcConcurrency,
         normalizeOptions: { includeVotes: opts.includeVotes },
+        rpc: { maxResponseBytes: cfg.rpcMaxBodyBytes, stallTimeoutMs: cfg.rpcStallMs },
+        onFatal,
         logger: ingestLog,
       })
       const stopDs = ds.stop
@@ -291,7 +322,9 @@ async function loadDatasets(
     )
   } else if (opts.datasetDir) {
     const { openDatasetDir } = await import('../../store/dataset-dir.ts')
-    const store = await openDatasetDir(opts.datasetDir, { cacheBytes: cfg.cacheBytes })
+    const store = await openDatasetDir(opts.datasetDir, { cacheBytes: cfg.cacheBytes }).catch((e: Error) => {
+      throw new UsageError(`--dataset-dir ${opts.datasetDir}: ${e.message}`)
+    })
     metrics.addColdCache('solana-mainnet', () => store.cold.cacheStats())
     onStop = () => store.close()
     datasets.push(
