@@ -15,6 +15,7 @@ const SHOWN_HEADERS = [
   'Content-Type',
   'Content-Encoding',
   'Retry-After',
+  'X-Request-Id',
 ]
 
 const state = {
@@ -32,6 +33,8 @@ const state = {
   rows: new Map(),
   requests: 0,
   blocks: 0,
+  /** the running request follows the head */
+  tailing: false,
   /** block members of the output (transactions, instructions, ...) from the Block schema */
   members: [],
   totals: {},
@@ -361,7 +364,11 @@ function addBlock(line, bytes) {
     el('td', {}, String(bytes)),
   )
   const tbody = $('blocks').tBodies[0]
+  // while tailing, keep following the newest rows as long as the view is at the bottom
+  const box = $('blocks').parentElement
+  const follow = state.tailing && box.scrollTop + box.clientHeight >= box.scrollHeight - 40
   tbody.append(row)
+  if (follow) box.scrollTop = box.scrollHeight
   state.blocks++
   if (number !== null) {
     state.rows.get(number)?.remove()
@@ -479,6 +486,7 @@ async function run() {
   const ctl = new AbortController()
   state.ctl = ctl
   const tail = $('tail').checked
+  state.tailing = tail
   if (tail) {
     // resuming needs the number and hash of the last block
     q.fields = { ...q.fields, block: { ...q.fields?.block, number: true, hash: true } }
