@@ -15,6 +15,7 @@ import { Metrics } from '../../server/metrics.ts'
 import { Observer } from '../../server/observe.ts'
 import { createLogger, levelFromEnv, messageLogger, type Logger } from '../../log.ts'
 import type { BlockStore } from '../../store/types.ts'
+import type { NodeHeadTracker } from '../../ingest/lag.ts'
 import {
   choiceOption,
   exclusive,
@@ -315,7 +316,11 @@ async function loadDatasets(
       stats: ds.ingester.stats,
     })
     ds.start()
-    onStop = ds.stop
+    const progress = progressLog(ds, log.child({ component: 'ingest' }))
+    onStop = async () => {
+      clearInterval(progress)
+      await ds.stop()
+    }
     datasets.push(
       { name: 'solana-mainnet', aliases: ['solana-beta'], store: ds.store, realTime: true, ...common },
       { name: 'solana-mainnet-complete', aliases: ['solana-complete'], store: ds.store, realTime: true, ...common },
@@ -377,4 +382,33 @@ async function loadDatasets(
     )
   }
   return { datasets, stop: onStop }
+}
+
+/** every 30 s: where the follower stands (heads, the node's head, lag, blocks/s since the last line) */
+function progressLog(
+  ds: { store: BlockStore; ingester: { source: { nodeHead: NodeHeadTracker }; stats: { blocks: number } } },
+  log: Logger,
+  everyMs = 30_000,
+): NodeJS.Timeout {
+  let last = { blocks: ds.ingester.stats.blocks, at: Date.now() }
+  const t = setInterval(() => {
+    const now = Date.now()
+    const head = ds.store.head()?.number ?? null
+    const lag = ds.ingester.source.nodeHead.lag(head, now)
+    const blocks = ds.ingester.stats.blocks
+    log.info(
+      {
+        head,
+        finalized: ds.store.finalizedHead()?.number ?? null,
+        nodeHead: ds.ingester.source.nodeHead.slot,
+        lagSlots: lag?.slots ?? null,
+        lagSeconds: lag ? Math.round(lag.seconds * 10) / 10 : null,
+        blocksPerSecond: Math.round(((blocks - last.blocks) / ((now - last.at) / 1000)) * 10) / 10,
+      },
+      'ingest progress',
+    )
+    last = { blocks, at: now }
+  }, everyMs)
+  t.unref()
+  return t
 }
