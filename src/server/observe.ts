@@ -47,6 +47,7 @@ export function classify(pathname: string): { endpoint: string; dataset: string 
   }
   if (parts.length === 0) return { endpoint: 'index', dataset: null }
   if (parts[0] !== 'datasets') {
+    if (parts.length === 1 && parts[0] === 'openapi.json') return { endpoint: 'openapi', dataset: null }
     return { endpoint: parts.length === 1 && OWN_ENDPOINTS.has(parts[0]) ? parts[0] : 'other', dataset: null }
   }
   if (parts.length === 1) return { endpoint: 'datasets', dataset: null }

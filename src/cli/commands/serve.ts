@@ -15,6 +15,7 @@ import { Metrics } from '../../server/metrics.ts'
 import { Observer } from '../../server/observe.ts'
 import { createLogger, levelFromEnv, messageLogger, type Logger } from '../../log.ts'
 import type { BlockStore } from '../../store/types.ts'
+import type { NodeHeadTracker } from '../../ingest/lag.ts'
 import {
   choiceOption,
   exclusive,
@@ -44,6 +45,10 @@ export interface ServeOptions {
   responseBytes: string
   headWaitMs: string
   maxStreams: string
+  maxStreamsPerClient?: string
+  bodyTimeoutMs?: string
+  writeTimeoutMs?: string
+  streamBufferMb?: string
   rateLimit: string
   cacheMb?: string
   quiet?: boolean
@@ -60,6 +65,10 @@ interface ServeSettings {
   responseBytes: number
   headWaitMs: number
   maxStreams: number
+  maxStreamsPerClient: number
+  bodyTimeoutMs: number
+  writeTimeoutMs: number
+  streamBufferBytes: number
   rateLimit: number
   cacheBytes: number
 }
@@ -87,6 +96,17 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     responseBytes: intOption('response-bytes', opts.responseBytes, 1),
     headWaitMs: intOption('head-wait-ms', opts.headWaitMs),
     maxStreams: intOption('max-streams', opts.maxStreams, 1),
+    maxStreamsPerClient: intOption(
+      'max-streams-per-client',
+      opts.maxStreamsPerClient ?? String(DEFAULT_LIMITS.maxStreamsPerClient),
+      1,
+    ),
+    bodyTimeoutMs: intOption('body-timeout-ms', opts.bodyTimeoutMs ?? String(DEFAULT_LIMITS.bodyTimeoutMs), 100),
+    writeTimeoutMs: intOption('write-timeout-ms', opts.writeTimeoutMs ?? String(DEFAULT_LIMITS.writeTimeoutMs)),
+    streamBufferBytes:
+      intOption('stream-buffer-mb', opts.streamBufferMb ?? String(DEFAULT_LIMITS.streamBufferBytes >> 20), 1, 1 << 20) *
+      1024 *
+      1024,
     rateLimit: intOption('rate-limit', opts.rateLimit),
     cacheBytes: intOption('cache-mb', opts.cacheMb ?? '192', 1, 1 << 20) * 1024 * 1024,
   }
@@ -128,7 +148,27 @@ export function register(program: Command): void {
       String(DEFAULT_LIMITS.headWaitMs),
     )
     .option('--max-streams <n>', 'concurrent stream responses before 503', String(DEFAULT_LIMITS.maxConcurrentStreams))
-    .option('--rate-limit <n>', 'stream requests per second per client address (0 = off)', '200')
+    .option(
+      '--max-streams-per-client <n>',
+      'concurrent stream requests of one client address before 429',
+      String(DEFAULT_LIMITS.maxStreamsPerClient),
+    )
+    .option(
+      '--body-timeout-ms <ms>',
+      'a request (headers and body) must arrive within this long, else 408',
+      String(DEFAULT_LIMITS.bodyTimeoutMs),
+    )
+    .option(
+      '--write-timeout-ms <ms>',
+      'cut a response whose client takes no bytes for this long (0 = never)',
+      String(DEFAULT_LIMITS.writeTimeoutMs),
+    )
+    .option(
+      '--stream-buffer-mb <n>',
+      'response bytes buffered across all streams before writers wait',
+      String(DEFAULT_LIMITS.streamBufferBytes / (1024 * 1024)),
+    )
+    .option('--rate-limit <n>', 'requests per second per client address (0 = off)', '200')
     .option(
       '--cache-mb <n>',
       'memory for cold-store columns, pages and filters read from disk (--dataset-dir, --rpc)',
@@ -189,6 +229,10 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
       responseBytes: cfg.responseBytes,
       headWaitMs: cfg.headWaitMs,
       maxConcurrentStreams: cfg.maxStreams,
+      maxStreamsPerClient: cfg.maxStreamsPerClient,
+      bodyTimeoutMs: cfg.bodyTimeoutMs,
+      writeTimeoutMs: cfg.writeTimeoutMs,
+      streamBufferBytes: cfg.streamBufferBytes,
     },
     rateLimit: cfg.rateLimit > 0 ? { perSecond: cfg.rateLimit, burst: 2 * cfg.rateLimit } : null,
     log: (level, msg) => log[level](msg),
@@ -272,7 +316,11 @@ async function loadDatasets(
       stats: ds.ingester.stats,
     })
     ds.start()
-    onStop = ds.stop
+    const progress = progressLog(ds, log.child({ component: 'ingest' }))
+    onStop = async () => {
+      clearInterval(progress)
+      await ds.stop()
+    }
     datasets.push(
       { name: 'solana-mainnet', aliases: ['solana-beta'], store: ds.store, realTime: true, ...common },
       { name: 'solana-mainnet-complete', aliases: ['solana-complete'], store: ds.store, realTime: true, ...common },
@@ -334,4 +382,33 @@ async function loadDatasets(
     )
   }
   return { datasets, stop: onStop }
+}
+
+/** every 30 s: where the follower stands (heads, the node's head, lag, blocks/s since the last line) */
+function progressLog(
+  ds: { store: BlockStore; ingester: { source: { nodeHead: NodeHeadTracker }; stats: { blocks: number } } },
+  log: Logger,
+  everyMs = 30_000,
+): NodeJS.Timeout {
+  let last = { blocks: ds.ingester.stats.blocks, at: Date.now() }
+  const t = setInterval(() => {
+    const now = Date.now()
+    const head = ds.store.head()?.number ?? null
+    const lag = ds.ingester.source.nodeHead.lag(head, now)
+    const blocks = ds.ingester.stats.blocks
+    log.info(
+      {
+        head,
+        finalized: ds.store.finalizedHead()?.number ?? null,
+        nodeHead: ds.ingester.source.nodeHead.slot,
+        lagSlots: lag?.slots ?? null,
+        lagSeconds: lag ? Math.round(lag.seconds * 10) / 10 : null,
+        blocksPerSecond: Math.round(((blocks - last.blocks) / ((now - last.at) / 1000)) * 10) / 10,
+      },
+      'ingest progress',
+    )
+    last = { blocks, at: now }
+  }, everyMs)
+  t.unref()
+  return t
 }
