@@ -253,18 +253,22 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
     await onStop?.()
   }
   const ready = (async () => {
-    await hooks.beforeLoad?.()
-    const loaded = await loadDatasets(opts, cfg, log, metrics, hooks.onFatal)
-    onStop = loaded.stop
-    server.setDatasets(new DatasetRegistry(loaded.datasets))
-    announce.info(
-      `solportal listening on ${url}: ${loaded.datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
-    )
+    try {
+      await hooks.beforeLoad?.()
+      const loaded = await loadDatasets(opts, cfg, log, metrics, hooks.onFatal)
+      onStop = loaded.stop
+      server.setDatasets(new DatasetRegistry(loaded.datasets))
+      announce.info(
+        `solportal listening on ${url}: ${loaded.datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
+      )
+    } catch (e) {
+      log.error(`loading the datasets failed: ${e instanceof Error ? e.message : String(e)}`)
+      await stop().catch(() => {})
+      throw e
+    }
   })()
-  ready.catch(async (e) => {
-    log.error(`loading the datasets failed: ${e instanceof Error ? e.message : String(e)}`)
-    await stop().catch(() => {})
-  })
+  // the caller awaits it (the command does); an embedder that does not must not crash the process
+  ready.catch(() => {})
   return { server, url, metrics, ready, stop }
 }
 
