@@ -1,10 +1,11 @@
 /**
- * The Portal HTTP interface (interface.md, semantics.md §4-§5) on node:http.
+ * The Portal HTTP interface (docs/query.md §4-§5) on node:http.
  *
  * Routes (per dataset, `{name}` being a dataset name or alias):
  *   POST /datasets/{name}/stream, /finalized-stream
  *   GET  /datasets, /datasets/{name}, /datasets/{name}/metadata, /head, /finalized-head,
  *        /datasets/{name}/timestamps/{seconds}/block
+ *   GET  /openapi.json, / (the query page; src/server/pages.ts)
  *
  * Responses are streamed block by block: every write waits for the socket (or gzip stream) to
  * drain, so a slow client slows the query down instead of filling memory.
@@ -16,9 +17,12 @@ import zlib from 'node:zlib'
 import type { Writable } from 'node:stream'
 import { executeQuery, parseQuery, QueryError } from '../query/index.ts'
 import type { OutputBlock, ParsedQuery } from '../query/index.ts'
+import { defaultLogger } from '../log.ts'
 import type { HeadInfo } from '../store/chunk.ts'
 import type { Dataset, DatasetRegistry } from './datasets.ts'
 import { metadataOf } from './datasets.ts'
+import type { Observer } from './observe.ts'
+import { Pages } from './pages.ts'
 
 export interface ServerLimits {
   /** largest accepted request body, after gzip decoding (bytes) */
@@ -56,11 +60,14 @@ export interface RateLimit {
 }
 
 export interface ServerOptions {
-  datasets: DatasetRegistry
+  /** absent while the datasets load (see setDatasets): dataset routes answer 503 + Retry-After */
+  datasets?: DatasetRegistry | null
   limits?: Partial<ServerLimits>
   /** per-client rate limit of stream requests; null disables it */
   rateLimit?: RateLimit | null
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void
+  /** request ids, access log, metrics, /health, /ready and /metrics (src/server/observe.ts) */
+  observer?: Observer | null
 }
 
 class HttpError extends Error {
@@ -109,6 +116,8 @@ export class PortalServer {
   private readonly limiter: RateLimiter | null
   private readonly log: NonNullable<ServerOptions['log']>
   private activeStreams = 0
+  private readonly pages: Pages
+  private registry: DatasetRegistry | null
   /** aborted on close() so that waiting/tailing responses end promptly */
   private readonly closing = new AbortController()
 
@@ -117,10 +126,30 @@ export class PortalServer {
     // every open stream listens on it
     setMaxListeners(0, this.closing.signal)
     this.limiter = opts.rateLimit ? new RateLimiter(opts.rateLimit) : null
-    this.log = opts.log ?? ((level, msg) => console.error(`[${level}] ${msg}`))
+    const { maxItemRequests, maxFilterValues, maxBodyBytes } = this.limits
+    this.pages = new Pages({ limits: { maxItemRequests, maxFilterValues }, maxBodyBytes })
+    this.log = opts.log ?? ((level, msg) => defaultLogger()[level](msg))
+    this.registry = opts.datasets ?? null
+    const observer = opts.observer ?? null
+    observer?.attach(this)
     this.server = http.createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
+      observer?.onRequest(req, res)
       this.handle(req, res).catch((err) => this.fail(res, err))
     })
+  }
+
+  /** the served datasets; null while they load */
+  get datasets(): DatasetRegistry | null {
+    return this.registry
+  }
+
+  /** start serving the datasets (the server may listen before they are loaded) */
+  setDatasets(registry: DatasetRegistry): void {
+    this.registry = registry
+  }
+
+  get activeStreamCount(): number {
+    return this.activeStreams
   }
 
   async listen(port: number, host: string): Promise<string> {
@@ -163,21 +192,28 @@ export class PortalServer {
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost')
+    if (this.opts.observer && (await this.opts.observer.route(req, res, url.pathname))) return
     const parts = url.pathname
       .split('/')
       .filter((p) => p.length > 0)
       .map(decodeURIComponent)
-    if (parts[0] !== 'datasets') throw new HttpError(404, 'Not found')
+    if (parts[0] !== 'datasets') {
+      // the OpenAPI document and the query page
+      if (this.pages.handle(req, res, url.pathname)) return
+      throw new HttpError(404, 'Not found')
+    }
     const expand = url.searchParams.getAll('expand[]').includes('metadata')
+    const datasets = this.registry
+    if (!datasets) throw new HttpError(503, 'Starting: the datasets are loading, retry later', { 'Retry-After': '1' })
 
     if (parts.length === 1) {
       this.allow(req, 'GET')
       return sendJson(
         res,
-        this.opts.datasets.all.map((d) => metadataOf(d, expand)),
+        datasets.all.map((d) => metadataOf(d, expand)),
       )
     }
-    const ds = this.opts.datasets.get(parts[1])
+    const ds = datasets.get(parts[1])
     if (!ds) throw new HttpError(404, `Dataset '${parts[1]}' not found`)
     const rest = parts.slice(2).join('/')
 
@@ -350,7 +386,7 @@ export class PortalServer {
     const bigintsAsNumbers = ds.bigintsAsNumbers ?? false
 
     // Lines of blocks with nothing selected are held back: such a block is written only if it is
-    // the first of the response or turns out to be the last (semantics.md §4). The engine always
+    // the first of the response or turns out to be the last (docs/query.md §4). The engine always
     // yields the first and last block of each range it runs; a response that follows the head runs
     // several ranges, and only the very last range end may appear as an empty block.
     let pending: OutputBlock | null = null
@@ -410,7 +446,7 @@ function sendJson(res: http.ServerResponse, value: unknown): void {
   res.end(body)
 }
 
-/** gzip unless the client refuses it or does not ask for it (semantics.md §4, §6). */
+/** gzip unless the client refuses it or does not ask for it (docs/query.md §4, §6). */
 export function acceptsGzip(header: string | string[] | undefined): boolean {
   if (!header) return false
   const v = Array.isArray(header) ? header.join(',') : header

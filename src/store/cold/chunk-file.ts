@@ -22,6 +22,7 @@ import { HEADER_FIELDS, columnsOf, type FieldDef, type FieldType } from '../../c
 import type { Block, BlockHeader, RecordKind } from '../../model.ts'
 import { RECORD_KINDS } from '../../model.ts'
 import { BLOOM_SCHEMES, bloomHas, buildBloom } from './bloom.ts'
+import { align8 } from './offsets.ts'
 import { decodeColumn, encodeColumn, type Decoded, type Enc, type Encoded } from './encode.ts'
 import { compressFrames, unframe } from './frames.ts'
 
@@ -139,8 +140,6 @@ export interface WrittenChunk {
   footer: Footer
 }
 
-const pad8 = (n: number) => (n + 7) & ~7
-
 /** crc32 of byte arrays back to back */
 function crc32Of(bufs: readonly Uint8Array[]): number {
   let c = 0
@@ -222,7 +221,7 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
       bufs.push(b)
       pos += b.byteLength
     }
-    const padding = pad8(pos) - pos
+    const padding = align8(pos) - pos
     if (padding) {
       bufs.push(ZERO.subarray(0, padding))
       pos += padding
@@ -244,12 +243,12 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
     let raw: Uint8Array
     if (enc.parts.length === 1 && enc.parts[0].byteLength % 8 === 0) raw = enc.parts[0]
     else {
-      const total = enc.parts.reduce((s, x) => s + pad8(x.byteLength), 0)
+      const total = enc.parts.reduce((s, x) => s + align8(x.byteLength), 0)
       const b = new Uint8Array(total)
       let k = 0
       for (const x of enc.parts) {
         b.set(x, k)
-        k += pad8(x.byteLength)
+        k += align8(x.byteLength)
       }
       raw = b
     }
@@ -334,7 +333,7 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
   for (const b of blooms) {
     // format 3: each filter's own crc32, so one filter is read and checked without the others
     f[b.key] = version >= 3 ? [k, b.bits.byteLength, crc32(b.bits)] : [k, b.bits.byteLength]
-    k += pad8(b.bits.byteLength)
+    k += align8(b.bits.byteLength)
   }
   const section = new Uint8Array(k)
   for (const b of blooms) section.set(b.bits, f[b.key][0])
@@ -439,7 +438,7 @@ export function readBlob(path: string, fd: number | null, m: ColMeta, verified =
   let k = 0
   for (const len of m.p) {
     parts.push(new Uint8Array(buf.buffer, buf.byteOffset + k, len))
-    k += pad8(len)
+    k += align8(len)
   }
   return parts
 }

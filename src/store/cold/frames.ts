@@ -18,6 +18,7 @@
  */
 import { brotliCompressSync, brotliDecompressSync, constants, crc32 } from 'node:zlib'
 import type { Enc } from './encode.ts'
+import { align8 } from './offsets.ts'
 
 /** frame of a part: log2 of its raw size */
 const TEXT_LOG = 18
@@ -120,7 +121,7 @@ export function compressFrames(e: Enc, parts: readonly Uint8Array[], frameLog?: 
   parts.forEach((p, i) => {
     const { filter } = framing(e, i)
     const log = frameLog ?? framing(e, i).log
-    const size = 1 << log
+    const size = 2 ** log
     const entry = [log, filter]
     for (let a = 0; a < p.byteLength; a += size) {
       const part = p.subarray(a, Math.min(p.byteLength, a + size))
@@ -211,20 +212,20 @@ export function unframe(
   fail: (why: string) => Error,
 ): Uint8Array[] {
   const f = framesOf(m)
-  const total = m.p.reduce((s, len) => s + ((len + 7) & ~7), 0)
+  const total = m.p.reduce((s, len) => s + align8(len), 0)
   const buf = new Uint8Array(new ArrayBuffer(total))
   const out: Uint8Array[] = []
   let k = 0
   m.p.forEach((len, i) => {
     const p = f.parts[i]
-    const size = 1 << p.log
+    const size = 2 ** p.log
     for (let j = 0; j < p.at.length; j++) {
       const a = p.at[j]
       const raw = Math.min(size, len - j * size)
       inflateFrame(f, i, j, stored.subarray(a, a + Math.abs(p.len[j])), raw, buf, k + j * size, fail)
     }
     out.push(buf.subarray(k, k + len))
-    k += (len + 7) & ~7
+    k += align8(len)
   })
   return out
 }

@@ -20,6 +20,7 @@ import type { Enc } from './encode.ts'
 import { codesOf, view32 } from './encode.ts'
 import { CorruptChunkError, CRC_PAGE } from './chunk-file.ts'
 import { inflateFrame, type Frames } from './frames.ts'
+import { align8, pageOf } from './offsets.ts'
 
 /**
  * n rows read by index (`view[i]`, `length`), each built by `make(i)` on its first read and kept
@@ -160,9 +161,7 @@ function scratchSet(key: number, pg: Buffer): void {
 }
 
 /** pages of on-demand reads = the checksummed pages of format 3 (parts are 8-aligned in the blob: u16/u32 elements never straddle pages) */
-const PAGE_SHIFT = 14
-const PAGE = 1 << PAGE_SHIFT
-const PAGE_MASK = PAGE - 1
+const PAGE = 16384
 if (PAGE !== CRC_PAGE) throw new Error('raw.ts: PAGE must equal CRC_PAGE')
 
 /**
@@ -193,7 +192,7 @@ export class Parts {
       let o = 0
       for (const len of lens) {
         this.offs.push(o)
-        o += (len + 7) & ~7
+        o += align8(len)
       }
     }
     if (full) for (const p of full) this.held += p.byteLength
@@ -217,36 +216,28 @@ export class Parts {
   private readFramed(k: number, e: number, keep: boolean): Buffer {
     const src = this.src!
     const f = src.frames!
-    const v0 = k << PAGE_SHIFT
+    const v0 = k * PAGE
     let i = 0
     while (i + 1 < this.offs.length && this.offs[i + 1] <= v0) i++
     const p = f.parts[i]
     const len = this.lens[i]
     const rel0 = v0 - this.offs[i]
-    const rel1 = Math.min(len, (e << PAGE_SHIFT) - this.offs[i])
-    const j0 = rel0 >>> p.log
-    const j1 = (rel1 - 1) >>> p.log
+    const rel1 = Math.min(len, e * PAGE - this.offs[i])
+    const size = 2 ** p.log
+    const j0 = Math.floor(rel0 / size)
+    const j1 = Math.floor((rel1 - 1) / size)
     const a = p.at[j0]
     const z = preadExact(src.path, src.start + a, p.at[j1] + Math.abs(p.len[j1]) - a)
-    const base = j0 << p.log
-    const out = Buffer.allocUnsafeSlow(Math.min(len, (j1 + 1) << p.log) - base)
+    const base = j0 * size
+    const out = Buffer.allocUnsafeSlow(Math.min(len, (j1 + 1) * size) - base)
     const fail = (why: string) => new CorruptChunkError(`${src.path}: column at offset ${src.start}: ${why}`)
     for (let j = j0; j <= j1; j++) {
       const s = p.at[j] - a
-      const pos = (j << p.log) - base
-      inflateFrame(
-        f,
-        i,
-        j,
-        z.subarray(s, s + Math.abs(p.len[j])),
-        Math.min(len - (j << p.log), 1 << p.log),
-        out,
-        pos,
-        fail,
-      )
+      const pos = j * size - base
+      inflateFrame(f, i, j, z.subarray(s, s + Math.abs(p.len[j])), Math.min(len - j * size, size), out, pos, fail)
     }
     // the frames' other pages: kept aside for neighbouring reads
-    const first = (this.offs[i] + base) >>> PAGE_SHIFT
+    const first = pageOf(this.offs[i] + base, PAGE)
     for (let q = first, o = 0; o < out.length; q++, o += PAGE) {
       if (q >= k && q < e) continue
       const key = this.id * 1048576 + q
@@ -263,17 +254,15 @@ export class Parts {
   private readPages(k: number, e: number, keep = true): Buffer {
     const src = this.src!
     if (src.frames) return this.readFramed(k, e, keep)
-    const a = k << PAGE_SHIFT
-    const run = preadExact(src.path, src.start + a, Math.min(src.length, e << PAGE_SHIFT) - a)
+    const a = k * PAGE
+    const run = preadExact(src.path, src.start + a, Math.min(src.length, e * PAGE) - a)
     if (src.crcs !== null) {
       const checked = src.checked
       for (let q = k; q < e; q++) {
         if (checked !== null && checked[q] === 1) continue
-        const o = (q - k) << PAGE_SHIFT
+        const o = (q - k) * PAGE
         if (crc32(run.subarray(o, Math.min(run.length, o + PAGE))) !== src.crcs[q])
-          throw new CorruptChunkError(
-            `${src.path}: column checksum mismatch at offset ${src.start + (q << PAGE_SHIFT)}`,
-          )
+          throw new CorruptChunkError(`${src.path}: column checksum mismatch at offset ${src.start + q * PAGE}`)
         if (checked !== null) checked[q] = 1
       }
     }
@@ -287,17 +276,17 @@ export class Parts {
       const o = this.offs[i]
       const len = this.lens[i]
       if (len === 0) return (this.full[i] = new Uint8Array(0))
-      const k0 = o >>> PAGE_SHIFT
-      const k1 = (o + len - 1) >>> PAGE_SHIFT
+      const k0 = pageOf(o, PAGE)
+      const k1 = pageOf(o + len - 1, PAGE)
       const run = this.readPages(k0, k1 + 1)
       for (let q = k0; q <= k1; q++) {
         if (!this.pages.has(q)) {
-          const a = (q - k0) << PAGE_SHIFT
+          const a = (q - k0) * PAGE
           this.pages.set(q, run.subarray(a, Math.min(run.length, a + PAGE)))
         }
       }
       // a fresh buffer at offset 0 and 8-aligned parts: aligned typed-array views
-      p = this.full[i] = new Uint8Array(run.buffer, run.byteOffset + o - (k0 << PAGE_SHIFT), len)
+      p = this.full[i] = new Uint8Array(run.buffer, run.byteOffset + o - k0 * PAGE, len)
     }
     return p
   }
@@ -346,7 +335,7 @@ export class Parts {
     while (e <= last && !this.pages.has(e)) e++
     const run = this.readPages(k, e)
     for (let q = k; q < e; q++) {
-      const o = (q - k) << PAGE_SHIFT
+      const o = (q - k) * PAGE
       this.pages.set(q, run.subarray(o, Math.min(run.length, o + PAGE)))
     }
     return this.pages.get(k)!
@@ -358,15 +347,15 @@ export class Parts {
     if (p !== undefined) return Buffer.from(p.buffer, p.byteOffset + a, b - a)
     if (b <= a) return Buffer.alloc(0)
     const o = this.offs[i]
-    const k0 = (o + a) >>> PAGE_SHIFT
-    const k1 = (o + b - 1) >>> PAGE_SHIFT
-    if (k0 === k1) return this.page(k0).subarray((o + a) & PAGE_MASK, ((o + b - 1) & PAGE_MASK) + 1)
+    const k0 = pageOf(o + a, PAGE)
+    const k1 = pageOf(o + b - 1, PAGE)
+    if (k0 === k1) return this.page(k0).subarray((o + a) % PAGE, ((o + b - 1) % PAGE) + 1)
     const out = Buffer.allocUnsafe(b - a)
     let w = 0
     for (let k = k0; k <= k1; k++) {
       const pg = this.page(k, k1)
-      const s = k === k0 ? (o + a) & PAGE_MASK : 0
-      const e = k === k1 ? ((o + b - 1) & PAGE_MASK) + 1 : pg.length
+      const s = k === k0 ? (o + a) % PAGE : 0
+      const e = k === k1 ? ((o + b - 1) % PAGE) + 1 : pg.length
       pg.copy(out, w, s, e)
       w += e - s
     }
@@ -378,8 +367,8 @@ export class Parts {
     if (v === undefined) {
       const p = this.full[i]
       if (p === undefined) {
-        const pos = this.offs[i] + (k << 2)
-        return this.page(pos >>> PAGE_SHIFT).readUInt32LE(pos & PAGE_MASK)
+        const pos = this.offs[i] + k * 4
+        return this.page(pageOf(pos, PAGE)).readUInt32LE(pos % PAGE)
       }
       v = this.v32[i] = view32(p)
     }
@@ -401,8 +390,8 @@ export class Parts {
       return this.u32(i, k)
     }
     const pos = this.offs[i] + k * w
-    const pg = this.page(pos >>> PAGE_SHIFT)
-    const o = pos & PAGE_MASK
+    const pg = this.page(pageOf(pos, PAGE))
+    const o = pos % PAGE
     return w === 1 ? pg[o] : w === 2 ? pg.readUInt16LE(o) : pg.readUInt32LE(o)
   }
 }
@@ -443,7 +432,7 @@ export class RawColumn {
             : [-1, -1, -1, -1, -1]
     ;[this.pText, this.pCodes, this.pSorted, this.pToff, this.pOff] = ix
     // token offsets: one per dictionary value + the end
-    this.dictSize = this.pSorted >= 0 ? (parts.lens[this.pToff] >>> 2) - 1 : 0
+    this.dictSize = this.pSorted >= 0 ? Math.floor(parts.lens[this.pToff] / 4) - 1 : 0
   }
 
   private get w(): number {
