@@ -88,8 +88,12 @@ export interface ParquetSize {
   perKind: Map<string, number>
 }
 
-/** Write every row of a dataset as Parquet (one file per kind) with `compression`; their bytes. */
-export async function parquetOf(dataset: string, work: string, compression = 'zstd'): Promise<ParquetSize> {
+/** Write every row of a dataset as Parquet (one file per kind) with each compression; their bytes. */
+export async function parquetOf(
+  dataset: string,
+  work: string,
+  compressions: readonly string[] = ['zstd'],
+): Promise<Map<string, ParquetSize>> {
   const cold = coldDir(dataset)
   const entries = readManifest(cold)!.chunks
   const duck = await DuckDBInstance.create(':memory:')
@@ -122,19 +126,23 @@ export async function parquetOf(dataset: string, work: string, compression = 'zs
     for (const app of apps) app.flushSync()
   }
   for (const app of apps) app.closeSync()
-  const perKind = new Map<string, number>()
-  let bytes = 0
-  for (const t of tables) {
-    const file = join(work, `${t.name}.parquet`)
-    rmSync(file, { force: true })
-    await con.run(`COPY "${t.name}" TO '${file}' (FORMAT parquet, COMPRESSION ${compression})`)
-    const n = statSync(file).size
-    perKind.set(t.name, n)
-    bytes += n
+  const out = new Map<string, ParquetSize>()
+  for (const compression of compressions) {
+    const perKind = new Map<string, number>()
+    let bytes = 0
+    for (const t of tables) {
+      const file = join(work, `${t.name}-${compression}.parquet`)
+      rmSync(file, { force: true })
+      await con.run(`COPY "${t.name}" TO '${file}' (FORMAT parquet, COMPRESSION ${compression})`)
+      const n = statSync(file).size
+      perKind.set(t.name, n)
+      bytes += n
+    }
+    out.set(compression, { bytes, perKind })
   }
   con.closeSync()
   duck.closeSync()
-  return { bytes, perKind }
+  return out
 }
 
 interface Row {
@@ -154,9 +162,15 @@ async function measure(name: string, archive: string, work: string, sourceGz: nu
   const r = await runImport(dataset, [archive], { progress: 'none', workers: 1 }, () => {})
   const bytes = treeBytes(dataset)
   log(`${name}: ${r.imported} blocks, dataset ${mb(bytes)} MB; Parquet`)
-  const parquet = await parquetOf(dataset, work)
-  const snappy = await parquetOf(dataset, work, 'snappy')
-  return { name, blocks: r.imported, source: sourceGz, dataset: bytes, parquet, parquetSnappy: snappy.bytes }
+  const pq = await parquetOf(dataset, work, ['zstd', 'snappy'])
+  return {
+    name,
+    blocks: r.imported,
+    source: sourceGz,
+    dataset: bytes,
+    parquet: pq.get('zstd')!,
+    parquetSnappy: pq.get('snappy')!.bytes,
+  }
 }
 
 /** the bundled real mainnet blocks as one archive file (bare getBlock files get their slot) */

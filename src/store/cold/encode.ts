@@ -15,7 +15,7 @@
  * | jdict   | json               | JSON array of distinct values, codes                    |
  * | jplain  | json               | JSON array of all values                                |
  * | addr    | address            | Uint32 offsets (n + 1), element values (w = 1/2/4 bytes) |
- * | list    | base58List         | Uint32 offsets (n + 1), JSON dictionary, codes (w); [x] sorted codes, token offsets, postings (u32 offsets per code, u32 rows; format 3: one entry per occurrence + u16 positions) |
+ * | list    | base58List         | Uint32 offsets (n + 1), JSON dictionary, codes (w); [x] sorted codes, token offsets, postings (u32 offsets per code, u32 rows; format 3: one entry per occurrence + u16 positions; format 4: u8 positions when every list has at most 256 elements) |
  *
  * [x] = index parts (format 2, `x: 1` in the column's footer entry): they let a filter or a row
  * read work on the encoded bytes (see `RawColumn`) instead of decoding the whole column.
@@ -333,8 +333,12 @@ export function encodeColumn(
       const values2 = sortDicts ? sortDict(dict, codes) : dict
       const [dictText, sorted, toff] = indexedDict(values2)
       const parts = [u8(offsets), dictText, packCodes(codes, w), sortDicts ? EMPTY : u8(sorted), u8(toff)]
-      if (positions && longestList(offsets) <= 0xffff) parts.push(...occurrences(offsets, codes, dict.length).map(u8))
-      else parts.push(...postings(offsets, codes, dict.length).map(u8))
+      const longest = longestList(offsets)
+      if (positions && longest <= 0xffff) {
+        const [postOff, postRows, postPos] = occurrences(offsets, codes, values2.length)
+        // format 4: one byte per position when every list is short (accounts: at most a few dozen)
+        parts.push(u8(postOff), u8(postRows), sortDicts && longest <= 0xff ? Uint8Array.from(postPos) : u8(postPos))
+      } else parts.push(...postings(offsets, codes, dict.length).map(u8))
       const enc: Encoded = { e: 'list', parts, w, x: 1, distinct: values2 }
       if (sortDicts) enc.s = 1
       return enc

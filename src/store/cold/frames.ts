@@ -21,7 +21,7 @@ import type { Enc } from './encode.ts'
 import { align8 } from './offsets.ts'
 
 /** frame of a part: log2 of its raw size */
-const TEXT_LOG = 18
+const TEXT_LOG = 19
 const DATA_LOG = 16
 /** parts start at multiples of this in the virtual blob (the largest frame) */
 export const MAX_FRAME = 1 << TEXT_LOG

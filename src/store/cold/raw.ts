@@ -719,11 +719,13 @@ export class RawColumn {
       const b = this.pair[1]
       if (b === a) continue
       const bytes = P.range(6, a * 4, b * 4)
-      const pos = at >= 0 ? P.range(7, a * 2, b * 2) : null
+      // positions of u16, or of u8 (format 4, short lists): the part's length tells
+      const pw = P.lens[7] === 2 * (P.lens[6] / 4) ? 2 : 1
+      const pos = at >= 0 ? P.range(7, a * pw, b * pw) : null
       const l = new Uint32Array(b - a)
       let m = 0
       for (let i = 0; i < l.length; i++) {
-        if (pos === null || pos.readUInt16LE(2 * i) === at) l[m++] = bytes.readUInt32LE(4 * i)
+        if (pos === null || (pw === 2 ? pos.readUInt16LE(2 * i) : pos[i]) === at) l[m++] = bytes.readUInt32LE(4 * i)
       }
       if (m === 0) continue
       lists.push(l.subarray(0, m))
