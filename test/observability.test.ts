@@ -6,7 +6,7 @@
  * and after they can again.
  */
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
@@ -206,6 +206,21 @@ test('/metrics follows the ingest lag behind a fake node; cold cache and block c
   } finally {
     await s.stop()
     await node.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('a dataset that fails to load: ready rejects, the error is logged and the port closes', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'solportal-badload-'))
+  const file = join(dir, 'bad.jsonl')
+  writeFileSync(file, '{"slot":1,"block":\n')
+  const { lines, logger } = captured()
+  const s = await serve(options({ archive: [file] }), { logger })
+  try {
+    await assert.rejects(s.ready, /bad\.jsonl:1/)
+    assert.ok(lines.some((l) => l.level === 'error' && String(l.msg).startsWith('loading the datasets failed')))
+    await assert.rejects(request(`${s.url}/health`), /ECONNREFUSED/)
+  } finally {
     rmSync(dir, { recursive: true, force: true })
   }
 })

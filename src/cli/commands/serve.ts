@@ -45,6 +45,10 @@ export interface ServeOptions {
   responseBytes: string
   headWaitMs: string
   maxStreams: string
+  maxStreamsPerClient?: string
+  bodyTimeoutMs?: string
+  writeTimeoutMs?: string
+  streamBufferMb?: string
   rateLimit: string
   cacheMb?: string
   quiet?: boolean
@@ -61,6 +65,10 @@ interface ServeSettings {
   responseBytes: number
   headWaitMs: number
   maxStreams: number
+  maxStreamsPerClient: number
+  bodyTimeoutMs: number
+  writeTimeoutMs: number
+  streamBufferBytes: number
   rateLimit: number
   cacheBytes: number
 }
@@ -88,6 +96,17 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     responseBytes: intOption('response-bytes', opts.responseBytes, 1),
     headWaitMs: intOption('head-wait-ms', opts.headWaitMs),
     maxStreams: intOption('max-streams', opts.maxStreams, 1),
+    maxStreamsPerClient: intOption(
+      'max-streams-per-client',
+      opts.maxStreamsPerClient ?? String(DEFAULT_LIMITS.maxStreamsPerClient),
+      1,
+    ),
+    bodyTimeoutMs: intOption('body-timeout-ms', opts.bodyTimeoutMs ?? String(DEFAULT_LIMITS.bodyTimeoutMs), 100),
+    writeTimeoutMs: intOption('write-timeout-ms', opts.writeTimeoutMs ?? String(DEFAULT_LIMITS.writeTimeoutMs)),
+    streamBufferBytes:
+      intOption('stream-buffer-mb', opts.streamBufferMb ?? String(DEFAULT_LIMITS.streamBufferBytes >> 20), 1, 1 << 20) *
+      1024 *
+      1024,
     rateLimit: intOption('rate-limit', opts.rateLimit),
     cacheBytes: intOption('cache-mb', opts.cacheMb ?? '192', 1, 1 << 20) * 1024 * 1024,
   }
@@ -129,7 +148,27 @@ export function register(program: Command): void {
       String(DEFAULT_LIMITS.headWaitMs),
     )
     .option('--max-streams <n>', 'concurrent stream responses before 503', String(DEFAULT_LIMITS.maxConcurrentStreams))
-    .option('--rate-limit <n>', 'stream requests per second per client address (0 = off)', '200')
+    .option(
+      '--max-streams-per-client <n>',
+      'concurrent stream requests of one client address before 429',
+      String(DEFAULT_LIMITS.maxStreamsPerClient),
+    )
+    .option(
+      '--body-timeout-ms <ms>',
+      'a request (headers and body) must arrive within this long, else 408',
+      String(DEFAULT_LIMITS.bodyTimeoutMs),
+    )
+    .option(
+      '--write-timeout-ms <ms>',
+      'cut a response whose client takes no bytes for this long (0 = never)',
+      String(DEFAULT_LIMITS.writeTimeoutMs),
+    )
+    .option(
+      '--stream-buffer-mb <n>',
+      'response bytes buffered across all streams before writers wait',
+      String(DEFAULT_LIMITS.streamBufferBytes / (1024 * 1024)),
+    )
+    .option('--rate-limit <n>', 'requests per second per client address (0 = off)', '200')
     .option(
       '--cache-mb <n>',
       'memory for cold-store columns, pages and filters read from disk (--dataset-dir, --rpc)',
@@ -190,6 +229,10 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
       responseBytes: cfg.responseBytes,
       headWaitMs: cfg.headWaitMs,
       maxConcurrentStreams: cfg.maxStreams,
+      maxStreamsPerClient: cfg.maxStreamsPerClient,
+      bodyTimeoutMs: cfg.bodyTimeoutMs,
+      writeTimeoutMs: cfg.writeTimeoutMs,
+      streamBufferBytes: cfg.streamBufferBytes,
     },
     rateLimit: cfg.rateLimit > 0 ? { perSecond: cfg.rateLimit, burst: 2 * cfg.rateLimit } : null,
     log: (level, msg) => log[level](msg),
@@ -210,18 +253,22 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
     await onStop?.()
   }
   const ready = (async () => {
-    await hooks.beforeLoad?.()
-    const loaded = await loadDatasets(opts, cfg, log, metrics, hooks.onFatal)
-    onStop = loaded.stop
-    server.setDatasets(new DatasetRegistry(loaded.datasets))
-    announce.info(
-      `solportal listening on ${url}: ${loaded.datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
-    )
+    try {
+      await hooks.beforeLoad?.()
+      const loaded = await loadDatasets(opts, cfg, log, metrics, hooks.onFatal)
+      onStop = loaded.stop
+      server.setDatasets(new DatasetRegistry(loaded.datasets))
+      announce.info(
+        `solportal listening on ${url}: ${loaded.datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
+      )
+    } catch (e) {
+      log.error(`loading the datasets failed: ${e instanceof Error ? e.message : String(e)}`)
+      await stop().catch(() => {})
+      throw e
+    }
   })()
-  ready.catch(async (e) => {
-    log.error(`loading the datasets failed: ${e instanceof Error ? e.message : String(e)}`)
-    await stop().catch(() => {})
-  })
+  // the caller awaits it (the command does); an embedder that does not must not crash the process
+  ready.catch(() => {})
   return { server, url, metrics, ready, stop }
 }
 
