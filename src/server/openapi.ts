@@ -290,7 +290,7 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
       '400': text('Bad request: <reason naming the member>'),
       '404': notFound,
       '409': json('parentBlockHash is not the parent of fromBlock on the current chain', ref('Conflict')),
-      '429': text('above the per-client rate limit', retryAfter),
+      '429': text('above the per-client rate limit or the per-client concurrent streams', retryAfter),
       '503': text('above the concurrent stream limit, or the datasets are still loading', retryAfter),
     },
   })
@@ -366,6 +366,7 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
               required: ['block_number'],
             }),
             '400': text('the timestamp is not a non-negative integer'),
+            '429': text('above the per-client rate limit', retryAfter),
             '503': loading,
             '404': {
               description: 'unknown dataset (text), or no block at or after that time (JSON)',
