@@ -6,6 +6,7 @@
  * clear error; it is never stored with fewer transactions and never taken for a fork.
  */
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -205,6 +206,61 @@ test('the count of failed sessions in a row starts again after a success', async
     assert.equal(counts[before], 1, `counted from 1 again after the success: ${counts.join(',')}`)
   } finally {
     await ds.stop()
+    await node.stop()
+  }
+})
+
+test('serve --rpc as a real process: a block that stays damaged ends it with status 1 and says why', async () => {
+  const node = await FakeSolanaNode.start({
+    txPerBlock: 3,
+    intervalMs: 0,
+    initialBlocks: 12,
+    skipRate: 0,
+    finalityLag: 8,
+  })
+  // the server starts at the node's finalized block; the second block above it stays damaged
+  const bad = node.finalizedSlot + 2
+  node.injectBlockFault(bad, { kind: 'junk-transactions' }, Infinity)
+  const dataDir = mkdtempSync(join(tmpdir(), 'solportal-damaged-serve-'))
+  dirs.push(dataDir)
+  try {
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli/main.ts',
+        'serve',
+        '--rpc',
+        node.url,
+        '--data-dir',
+        dataDir,
+        '--rpc-damaged-attempts',
+        '2',
+      ],
+      {
+        cwd: join(import.meta.dirname, '..'),
+        env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    )
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => (out += d))
+    child.stderr.on('data', (d: Buffer) => (out += d))
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000)
+    const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)))
+    clearTimeout(timer)
+    assert.equal(code, 1, out)
+    assert.match(
+      out,
+      new RegExp(`slot ${bad}: damaged getBlock answer \\(transaction 0: no transaction\\); fetching it again`),
+    )
+    assert.match(
+      out,
+      new RegExp(`ingestion stopped: slot ${bad}: the node's getBlock answer is still damaged after 2 attempts`),
+    )
+    assert.equal(node.stats.blockFaults, 2)
+  } finally {
     await node.stop()
   }
 })
