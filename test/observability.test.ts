@@ -6,7 +6,7 @@
  * and after they can again.
  */
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
@@ -203,9 +203,52 @@ test('/metrics follows the ingest lag behind a fake node; cold cache and block c
     })
     assert.equal(sample(t, 'solportal_ingest_lag_seconds', ds), 0)
     assert.ok(sample(t, 'solportal_ingest_blocks_total', ds)! >= blocks0 + 5)
+
+    // the cold store's cache: a query over finalized blocks reads columns (misses), the same query
+    // again finds them (hits)
+    const fin = await until('finalized blocks in the cold store', async () => {
+      const h = JSON.parse((await request(`${s.url}/datasets/solana-mainnet/finalized-head`)).text) as {
+        number: number
+      } | null
+      return h ?? undefined
+    })
+    const coldQuery = {
+      type: 'solana',
+      fromBlock: (
+        JSON.parse((await request(`${s.url}/datasets/solana-mainnet/metadata`)).text) as { start_block: number }
+      ).start_block,
+      toBlock: fin.number,
+      fields: { block: { number: true }, instruction: { programId: true, data: true } },
+      instructions: [{}],
+    }
+    const count = async (what: string) => sample(await scrape(), `solportal_cold_cache_${what}_total`, ds)!
+    const hits0 = await count('hits')
+    assert.equal((await postJson(`${s.url}/datasets/solana-mainnet/finalized-stream`, coldQuery)).status, 200)
+    const misses1 = await count('misses')
+    const hits1 = await count('hits')
+    assert.ok(misses1 > 0, `misses ${misses1}`)
+    assert.equal((await postJson(`${s.url}/datasets/solana-mainnet/finalized-stream`, coldQuery)).status, 200)
+    assert.ok((await count('hits')) > hits1, 'the repeated query is answered from the cache')
+    assert.ok(hits1 >= hits0)
+    assert.ok(sample(await scrape(), 'solportal_cold_cache_bytes', ds)! > 0)
   } finally {
     await s.stop()
     await node.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('a dataset that fails to load: ready rejects, the error is logged and the port closes', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'solportal-badload-'))
+  const file = join(dir, 'bad.jsonl')
+  writeFileSync(file, '{"slot":1,"block":\n')
+  const { lines, logger } = captured()
+  const s = await serve(options({ archive: [file] }), { logger })
+  try {
+    await assert.rejects(s.ready, /bad\.jsonl:1/)
+    assert.ok(lines.some((l) => l.level === 'error' && String(l.msg).startsWith('loading the datasets failed')))
+    await assert.rejects(request(`${s.url}/health`), /ECONNREFUSED/)
+  } finally {
     rmSync(dir, { recursive: true, force: true })
   }
 })

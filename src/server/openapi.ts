@@ -173,10 +173,6 @@ function valueSchema(def: FieldDef): JsonSchema {
     case 'i64':
       s = { type: ['string', 'integer'], pattern: '^-?[0-9]+$' }
       break
-    case 'base58':
-    case 'string':
-      s = { type: 'string' }
-      break
     case 'bool':
       s = { type: 'boolean' }
       break
@@ -185,13 +181,14 @@ function valueSchema(def: FieldDef): JsonSchema {
     case 'address':
       s = { type: 'array', items: { type: 'integer', minimum: 0 } }
       break
-    case 'base58List':
-      s = { type: 'array', items: { type: 'string' } }
-      break
     case 'version': {
       const anyOf: JsonSchema[] = [{ const: 'legacy' }, { type: 'integer', minimum: 0 }]
       return { anyOf: def.nullable ? [...anyOf, { type: 'null' }] : anyOf }
     }
+    default:
+      // the text types (how a text is stored and escaped does not change its JSON type): a string,
+      // or a list of strings for the list types
+      s = String(def.type).endsWith('List') ? { type: 'array', items: { type: 'string' } } : { type: 'string' }
   }
   return def.nullable ? orNull(s) : s
 }
@@ -293,7 +290,7 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
       '400': text('Bad request: <reason naming the member>'),
       '404': notFound,
       '409': json('parentBlockHash is not the parent of fromBlock on the current chain', ref('Conflict')),
-      '429': text('above the per-client rate limit', retryAfter),
+      '429': text('above the per-client rate limit or the per-client concurrent streams', retryAfter),
       '503': text('above the concurrent stream limit, or the datasets are still loading', retryAfter),
     },
   })
@@ -369,6 +366,7 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
               required: ['block_number'],
             }),
             '400': text('the timestamp is not a non-negative integer'),
+            '429': text('above the per-client rate limit', retryAfter),
             '503': loading,
             '404': {
               description: 'unknown dataset (text), or no block at or after that time (JSON)',

@@ -39,6 +39,7 @@ export interface ServeOptions {
   rpcConcurrency: string
   rpcMaxBodyMb?: string
   rpcStallMs?: string
+  rpcDamagedAttempts?: string
   bigintsAsNumbers?: boolean
   includeVotes?: boolean
   responseTimeMs: string
@@ -61,6 +62,7 @@ interface ServeSettings {
   rpcConcurrency: number
   rpcMaxBodyBytes: number
   rpcStallMs: number
+  rpcDamagedAttempts: number
   responseTimeMs: number
   responseBytes: number
   headWaitMs: number
@@ -92,6 +94,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
       1024 *
       1024,
     rpcStallMs: intOption('rpc-stall-ms', opts.rpcStallMs ?? String(DEFAULT_STALL_TIMEOUT_MS), 1),
+    rpcDamagedAttempts: intOption('rpc-damaged-attempts', opts.rpcDamagedAttempts ?? '5', 1, 1000),
     responseTimeMs: intOption('response-time-ms', opts.responseTimeMs, 1),
     responseBytes: intOption('response-bytes', opts.responseBytes, 1),
     headWaitMs: intOption('head-wait-ms', opts.headWaitMs),
@@ -131,6 +134,11 @@ export function register(program: Command): void {
       '--rpc-max-body-mb <n>',
       'largest node answer read, MiB (a bigger one is abandoned while reading and fetched again)',
       String(DEFAULT_MAX_RESPONSE_BYTES / 1024 / 1024),
+    )
+    .option(
+      '--rpc-damaged-attempts <n>',
+      'answers fetched for a block whose answer is damaged before ingestion stops (exit status 1)',
+      '5',
     )
     .option(
       '--rpc-stall-ms <ms>',
@@ -253,18 +261,22 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
     await onStop?.()
   }
   const ready = (async () => {
-    await hooks.beforeLoad?.()
-    const loaded = await loadDatasets(opts, cfg, log, metrics, hooks.onFatal)
-    onStop = loaded.stop
-    server.setDatasets(new DatasetRegistry(loaded.datasets))
-    announce.info(
-      `solportal listening on ${url}: ${loaded.datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
-    )
+    try {
+      await hooks.beforeLoad?.()
+      const loaded = await loadDatasets(opts, cfg, log, metrics, hooks.onFatal)
+      onStop = loaded.stop
+      server.setDatasets(new DatasetRegistry(loaded.datasets))
+      announce.info(
+        `solportal listening on ${url}: ${loaded.datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
+      )
+    } catch (e) {
+      log.error(`loading the datasets failed: ${e instanceof Error ? e.message : String(e)}`)
+      await stop().catch(() => {})
+      throw e
+    }
   })()
-  ready.catch(async (e) => {
-    log.error(`loading the datasets failed: ${e instanceof Error ? e.message : String(e)}`)
-    await stop().catch(() => {})
-  })
+  // the caller awaits it (the command does); an embedder that does not must not crash the process
+  ready.catch(() => {})
   return { server, url, metrics, ready, stop }
 }
 
@@ -300,6 +312,7 @@ async function loadDatasets(
         concurrency: cfg.rpcConcurrency,
         normalizeOptions: { includeVotes: opts.includeVotes },
         rpc: { maxResponseBytes: cfg.rpcMaxBodyBytes, stallTimeoutMs: cfg.rpcStallMs },
+        malformedAttempts: cfg.rpcDamagedAttempts,
         onFatal,
         logger: ingestLog,
       })
