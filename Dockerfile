@@ -38,7 +38,8 @@ COPY data ./data
 RUN mkdir -p /data && chown node:node /data
 USER node
 EXPOSE 3000
+# healthy once the datasets are loaded and have a head (GET /ready; /health is mere liveness)
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/datasets').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/ready').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 ENTRYPOINT ["/usr/bin/tini", "--", "node", "bin/solportal.js"]
 CMD ["serve"]

@@ -56,10 +56,17 @@ test('the bundled sample starts with one informative line, then the listening li
     child.kill('SIGTERM')
     await exited
   }
-  const lines = out.split('\n').filter((l) => l.includes(' info ') || l.includes(' warn '))
-  const listening = lines.findIndex((l) => l.includes('listening on'))
-  assert.equal(listening, 1, out)
-  assert.match(lines[0], / info loaded the bundled sample: \d+ blocks in \d+ ms/)
-  assert.ok(lines[0].length < 200, `short: ${lines[0]}`)
-  assert.ok(!out.includes(' warn '), out)
+  // JSON log lines: the port opens first, then one line says what was loaded, then the listening line
+  const lines = out
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { level: string; msg: string })
+  const listening = lines.findIndex((l) => l.msg.includes('listening on'))
+  assert.ok(listening >= 1, out)
+  assert.match(lines[0].msg, /^accepting connections on http:/)
+  assert.equal(lines[listening - 1].level, 'info')
+  assert.match(lines[listening - 1].msg, /^loaded the bundled sample: \d+ blocks in \d+ ms/)
+  assert.ok(lines[listening - 1].msg.length < 200, `short: ${lines[listening - 1].msg}`)
+  assert.equal(listening, 2, out)
+  assert.ok(!lines.some((l) => l.level === 'warn'), out)
 })

@@ -31,7 +31,7 @@ import type { Block } from '../model.ts'
 import type { Chunk, HeadInfo } from './chunk.ts'
 import { readChunkBlocksAsync, writeChunkFile, writeEncodedChunk, type WriteOptions } from './cold/chunk-file.ts'
 import { DiskChunk, type ColumnCache } from './cold/disk-chunk.ts'
-import { ByteLru } from './cold/lru.ts'
+import { ByteLru, type CacheStats } from './cold/lru.ts'
 import { closeFds } from './cold/raw.ts'
 import {
   Catalogue,
@@ -255,6 +255,11 @@ export class DiskColdStore implements ColdStore {
 
   get cachedBytes(): number {
     return this.cache.bytes
+  }
+
+  /** the cache's size, budget and counters (metrics) */
+  cacheStats(): CacheStats {
+    return { bytes: this.cache.bytes, maxBytes: this.cache.maxBytes, entries: this.cache.size, ...this.cache.stats }
   }
 
   firstBlock(): number | null {

@@ -151,20 +151,23 @@ export class DiskChunk implements Chunk {
     // format 3: each filter read alone (a query touches one or two), else the whole section
     const key = `${kind}.${field}`
     const k = `${this.path}\0#bloom:${key}`
-    if (!this.cache.has(k)) {
+    // one get per call, so that the cache's hit and miss counts are those of the filter lookups
+    let bits = this.cache.get(k) as unknown as Uint8Array | undefined
+    if (bits === undefined) {
       const one = readBloom(this.path, null, this.footer, key)
       if (one !== undefined) {
-        this.cache.set(k, (one ?? NO_FILTER) as unknown as ArrayLike<unknown>, 64 + (one?.byteLength ?? 0))
+        bits = one ?? NO_FILTER
+        this.cache.set(k, bits as unknown as ArrayLike<unknown>, 64 + (one?.byteLength ?? 0))
       } else {
         const all = readPrune(this.path, this.footer)
         for (const name of Object.keys(this.footer.prune.f)) {
-          const bits = all.get(name) ?? NO_FILTER
-          this.cache.set(`${this.path}\0#bloom:${name}`, bits as unknown as ArrayLike<unknown>, 64 + bits.byteLength)
+          const b = all.get(name) ?? NO_FILTER
+          this.cache.set(`${this.path}\0#bloom:${name}`, b as unknown as ArrayLike<unknown>, 64 + b.byteLength)
         }
+        bits = all.get(key) ?? NO_FILTER
         if (!this.cache.has(k)) this.cache.set(k, NO_FILTER as unknown as ArrayLike<unknown>, 64)
       }
     }
-    const bits = this.cache.get(k) as unknown as Uint8Array
     return bloomMayContain(bits === NO_FILTER ? null : bits, values)
   }
 
