@@ -57,7 +57,12 @@ async function runAndKill(args: string[], watch: string, before: number, delay: 
 let leftovers = 0
 async function countLeftovers(dir: string): Promise<void> {
   try {
-    const listed = new Set((await Catalogue.open(dir, { readOnly: true }))?.snapshot().all().map((c) => c.file))
+    const listed = new Set(
+      (await Catalogue.open(dir, { readOnly: true }))
+        ?.snapshot()
+        .all()
+        .map((c) => c.file),
+    )
     leftovers += readdirSync(join(dir, 'tmp')).length
     leftovers += readdirSync(join(dir, 'chunks')).filter((f) => !listed.has(f)).length
   } catch {

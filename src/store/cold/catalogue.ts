@@ -447,7 +447,8 @@ export class Catalogue {
   /** files (logs, segments) no longer listed, for the store's garbage collection */
   readonly dropped: string[] = []
 
-  private constructor(
+  /** (use `Catalogue.open` or `writeCatalogue`) */
+  constructor(
     readonly dir: string,
     private readonly opts: CatalogueOptions,
     pointer: PointerBody,
@@ -651,7 +652,9 @@ export class Catalogue {
     while (sealed.length - k >= this.segmentEntries) {
       const part = sealed.slice(k, k + this.segmentEntries)
       const body = encodeSegment(part)
-      const file = `seg-${pad(infos.length)}.bin`
+      // named after the generation too: a name is never reused for other content (a backup's
+      // copy rewrites its catalogue from scratch while the previous pointer still names its files)
+      const file = `seg-${pad(infos.length)}-g${this.generation + 1}.bin`
       await this.writeNew(join(sub, file), body)
       infos.push({
         file,
@@ -753,6 +756,14 @@ export class Catalogue {
     })
   }
 
+  /** (writeCatalogue) write the catalogue of `entries` at generation `generation` + 1 */
+  async replaceWith(entries: readonly ChunkEntry[], generation: number): Promise<void> {
+    this.generation = generation
+    let s = 0
+    while (s < entries.length && entries[s].sealed) s++
+    await this.rewrite(entries.slice(0, s), entries.slice(s))
+  }
+
   /** close the segment files kept open */
   close(): void {
     for (const s of this.segments) s.close()
@@ -799,4 +810,23 @@ function readdirSafe(dir: string): string[] {
 export async function readCatalogue(dir: string): Promise<ChunkEntry[] | null> {
   const c = await Catalogue.open(dir, { readOnly: true })
   return c ? c.snapshot().all() : null
+}
+
+/**
+ * Write a catalogue listing exactly `entries` into `dir` (a backup's copy): new segment and log
+ * files, then the pointer; the files of a catalogue there before are removed after.
+ */
+export async function writeCatalogue(
+  dir: string,
+  entries: readonly ChunkEntry[],
+  generation: number,
+  fsync = true,
+): Promise<void> {
+  mkdirSync(join(dir, SUBDIR), { recursive: true })
+  const prev = readPointer(dir)
+  const c = new Catalogue(dir, { fsync }, { format: FORMAT, version: 1, generation: 0, log: '', segments: [] })
+  await c.replaceWith(entries, Math.max(generation, prev ? prev.generation : 0))
+  c.cleanLeftovers()
+  c.close()
+  await rm(join(dir, MANIFEST), { force: true })
 }
