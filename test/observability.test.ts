@@ -203,6 +203,34 @@ test('/metrics follows the ingest lag behind a fake node; cold cache and block c
     })
     assert.equal(sample(t, 'solportal_ingest_lag_seconds', ds), 0)
     assert.ok(sample(t, 'solportal_ingest_blocks_total', ds)! >= blocks0 + 5)
+
+    // the cold store's cache: a query over finalized blocks reads columns (misses), the same query
+    // again finds them (hits)
+    const fin = await until('finalized blocks in the cold store', async () => {
+      const h = JSON.parse((await request(`${s.url}/datasets/solana-mainnet/finalized-head`)).text) as {
+        number: number
+      } | null
+      return h ?? undefined
+    })
+    const coldQuery = {
+      type: 'solana',
+      fromBlock: (
+        JSON.parse((await request(`${s.url}/datasets/solana-mainnet/metadata`)).text) as { start_block: number }
+      ).start_block,
+      toBlock: fin.number,
+      fields: { block: { number: true }, instruction: { programId: true, data: true } },
+      instructions: [{}],
+    }
+    const count = async (what: string) => sample(await scrape(), `solportal_cold_cache_${what}_total`, ds)!
+    const hits0 = await count('hits')
+    assert.equal((await postJson(`${s.url}/datasets/solana-mainnet/finalized-stream`, coldQuery)).status, 200)
+    const misses1 = await count('misses')
+    const hits1 = await count('hits')
+    assert.ok(misses1 > 0, `misses ${misses1}`)
+    assert.equal((await postJson(`${s.url}/datasets/solana-mainnet/finalized-stream`, coldQuery)).status, 200)
+    assert.ok((await count('hits')) > hits1, 'the repeated query is answered from the cache')
+    assert.ok(hits1 >= hits0)
+    assert.ok(sample(await scrape(), 'solportal_cold_cache_bytes', ds)! > 0)
   } finally {
     await s.stop()
     await node.stop()

@@ -29,7 +29,13 @@ import { rename } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Block } from '../model.ts'
 import type { Chunk, HeadInfo } from './chunk.ts'
-import { readChunkBlocksAsync, writeChunkFile, writeEncodedChunk, type WriteOptions } from './cold/chunk-file.ts'
+import {
+  readChunkBlocksAsync,
+  writeChunkFile,
+  writeEncodedChunk,
+  type FormatVersion,
+  type WriteOptions,
+} from './cold/chunk-file.ts'
 import { DiskChunk, type ColumnCache } from './cold/disk-chunk.ts'
 import { ByteLru, type CacheStats } from './cold/lru.ts'
 import { closeFds } from './cold/raw.ts'
@@ -58,8 +64,10 @@ export interface DiskColdStoreOptions {
   cacheBytes?: number
   /** deflate column blobs when it saves >= 25% (default false: see the bench) */
   compress?: boolean
-  /** chunk file format version to write (default the current one, 2; 1 = without index parts, for tests) */
-  formatVersion?: 1 | 2 | 3
+  /** chunk file format version to write (default the current one, 4; older ones for compatibility tests) */
+  formatVersion?: FormatVersion
+  /** format 4 frame size (log2) of every part: tests only (small frames cover reads across frames) */
+  frameLog?: number
   /** open without writing anything (a server over a directory another process imports into) */
   readOnly?: boolean
   /** on open: 'size' (default) checks every listed file exists with its size; 'full' checks sha256 */
@@ -471,7 +479,8 @@ export class DiskColdStore implements ColdStore {
 
   /** how chunk files of this store are encoded (for `encodeChunk` elsewhere, e.g. import workers) */
   get encodeOptions(): WriteOptions {
-    return { compress: this.opts.compress, fsync: this.opts.fsync !== false, formatVersion: this.opts.formatVersion }
+    const { compress, formatVersion, frameLog } = this.opts
+    return { compress, fsync: this.opts.fsync !== false, formatVersion, frameLog }
   }
 
   /** The unsealed chunks at the end of the store (see `appendEncoded`), oldest first. */

@@ -29,6 +29,7 @@ import { Worker, type ResourceLimits } from 'node:worker_threads'
 import { listArchiveFiles, readTextLines, toArchiveLine } from '../../ingest/archive.ts'
 import { parseJsonExact } from '../../normalize/json.ts'
 import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold.ts'
+import type { FormatVersion } from '../../store/cold/chunk-file.ts'
 import { BatchBuilder, LineError, type BatchOptions, type LineResult } from './import-batch.ts'
 import type { FromWorker, ToWorker } from './import-worker.ts'
 import { intOption } from '../options.ts'
@@ -39,6 +40,8 @@ export interface ImportOptions {
   targetBlocks?: number
   targetBytes?: number
   compress?: boolean
+  /** chunk file format version (default the current one; older ones for benches comparing formats) */
+  formatVersion?: FormatVersion
   /** print progress (default: when stderr is a TTY, else a line every 10 s) */
   progress?: 'tty' | 'lines' | 'none'
   /** stop (after making the current batch durable) when this resolves / aborts */
@@ -303,6 +306,7 @@ export async function runImport(
     targetBlocks: opts.targetBlocks,
     targetBytes: opts.targetBytes,
     compress: opts.compress,
+    formatVersion: opts.formatVersion,
   })
   const res: ImportResult = {
     imported: 0,

@@ -19,6 +19,7 @@ import type { MatchOp } from '../chunk.ts'
 import type { Enc } from './encode.ts'
 import { codesOf, view32 } from './encode.ts'
 import { CorruptChunkError, CRC_PAGE } from './chunk-file.ts'
+import { inflateFrame, type Frames } from './frames.ts'
 import { align8, pageOf } from './offsets.ts'
 
 /**
@@ -141,6 +142,8 @@ export interface BlobSource {
   crcs: readonly number[] | null
   /** a flag per page: checked already (kept by the chunk across cache evictions; the file is immutable) */
   checked: Uint8Array | null
+  /** format 4: the blob is compressed frames; parts sit at `frames.voff` in a virtual blob */
+  frames?: Frames
 }
 
 /**
@@ -151,6 +154,11 @@ export interface BlobSource {
 const SCRATCH = new Map<number, Buffer>()
 const SCRATCH_PAGES = 512
 let nextPartsId = 1
+
+function scratchSet(key: number, pg: Buffer): void {
+  SCRATCH.set(key, pg)
+  if (SCRATCH.size > SCRATCH_PAGES) SCRATCH.delete(SCRATCH.keys().next().value as number)
+}
 
 /** pages of on-demand reads = the checksummed pages of format 3 (parts are 8-aligned in the blob: u16/u32 elements never straddle pages) */
 const PAGE = 16384
@@ -165,7 +173,7 @@ if (PAGE !== CRC_PAGE) throw new Error('raw.ts: PAGE must equal CRC_PAGE')
 export class Parts {
   private readonly full: (Uint8Array | undefined)[]
   private readonly v32: (Uint32Array | undefined)[] = []
-  /** blob offset of each part */
+  /** blob offset of each part (format 4: in the virtual blob of frames.ts) */
   private readonly offs: number[] = []
   private readonly pages = new Map<number, Buffer>()
   private held = 0
@@ -179,10 +187,13 @@ export class Parts {
     private readonly src: BlobSource | null = null,
   ) {
     this.full = full ? [...full] : new Array(lens.length)
-    let o = 0
-    for (const len of lens) {
-      this.offs.push(o)
-      o += align8(len)
+    if (src?.frames) this.offs = src.frames.voff
+    else {
+      let o = 0
+      for (const len of lens) {
+        this.offs.push(o)
+        o += align8(len)
+      }
     }
     if (full) for (const p of full) this.held += p.byteLength
   }
@@ -198,9 +209,51 @@ export class Parts {
     this.onGrow?.(delta)
   }
 
+  /**
+   * format 4: virtual pages k..e-1 (inside one part) from the frames holding them, decompressed
+   * (each frame's crc32 checked); the other pages of those frames go to the SCRATCH pool
+   */
+  private readFramed(k: number, e: number, keep: boolean): Buffer {
+    const src = this.src!
+    const f = src.frames!
+    const v0 = k * PAGE
+    let i = 0
+    while (i + 1 < this.offs.length && this.offs[i + 1] <= v0) i++
+    const p = f.parts[i]
+    const len = this.lens[i]
+    const rel0 = v0 - this.offs[i]
+    const rel1 = Math.min(len, e * PAGE - this.offs[i])
+    const size = 2 ** p.log
+    const j0 = Math.floor(rel0 / size)
+    const j1 = Math.floor((rel1 - 1) / size)
+    const a = p.at[j0]
+    const z = preadExact(src.path, src.start + a, p.at[j1] + Math.abs(p.len[j1]) - a)
+    const base = j0 * size
+    const out = Buffer.allocUnsafeSlow(Math.min(len, (j1 + 1) * size) - base)
+    const fail = (why: string) => new CorruptChunkError(`${src.path}: column at offset ${src.start}: ${why}`)
+    for (let j = j0; j <= j1; j++) {
+      const s = p.at[j] - a
+      const pos = j * size - base
+      inflateFrame(f, i, j, z.subarray(s, s + Math.abs(p.len[j])), Math.min(len - j * size, size), out, pos, fail)
+    }
+    // the frames' other pages: kept aside for neighbouring reads
+    const first = pageOf(this.offs[i] + base, PAGE)
+    for (let q = first, o = 0; o < out.length; q++, o += PAGE) {
+      if (q >= k && q < e) continue
+      const key = this.id * 1048576 + q
+      if (!SCRATCH.has(key) && !this.pages.has(q))
+        scratchSet(key, Buffer.from(out.subarray(o, Math.min(out.length, o + PAGE))))
+    }
+    const s = rel0 - base
+    const run = s === 0 && rel1 - rel0 === out.length ? out : Buffer.from(out.subarray(s, rel1 - base))
+    if (keep) this.account(run.byteLength)
+    return run
+  }
+
   /** blob pages k..e-1 read in one piece, each checked */
   private readPages(k: number, e: number, keep = true): Buffer {
     const src = this.src!
+    if (src.frames) return this.readFramed(k, e, keep)
     const a = k * PAGE
     const run = preadExact(src.path, src.start + a, Math.min(src.length, e * PAGE) - a)
     if (src.crcs !== null) {
@@ -261,8 +314,7 @@ export class Parts {
     let pg = SCRATCH.get(key)
     if (pg === undefined) {
       pg = this.readPages(k, k + 1, false)
-      SCRATCH.set(key, pg)
-      if (SCRATCH.size > SCRATCH_PAGES) SCRATCH.delete(SCRATCH.keys().next().value as number)
+      scratchSet(key, pg)
     }
     return pg
   }
@@ -272,6 +324,13 @@ export class Parts {
     const pg = this.pages.get(k)
     if (pg !== undefined) return pg
     if (this.transient) return this.transientPage(k)
+    const aside = SCRATCH.get(this.id * 1048576 + k)
+    if (aside !== undefined) {
+      // read already (a neighbour in the same frame): kept now
+      this.pages.set(k, aside)
+      this.account(aside.byteLength)
+      return aside
+    }
     let e = k + 1
     while (e <= last && !this.pages.has(e)) e++
     const run = this.readPages(k, e)
@@ -360,6 +419,8 @@ export class RawColumn {
     private readonly width: number | undefined,
     readonly x: boolean,
     readonly v: boolean,
+    /** format 4: the dictionary is in value order (no sorted codes part) */
+    private readonly sortedDict = false,
   ) {
     const ix =
       x && e === 'dict'
@@ -370,7 +431,8 @@ export class RawColumn {
             ? [0, -1, -1, 1, -1]
             : [-1, -1, -1, -1, -1]
     ;[this.pText, this.pCodes, this.pSorted, this.pToff, this.pOff] = ix
-    this.dictSize = this.pSorted >= 0 ? Math.floor(parts.lens[this.pSorted] / 4) : 0
+    // token offsets: one per dictionary value + the end
+    this.dictSize = this.pSorted >= 0 ? Math.floor(parts.lens[this.pToff] / 4) - 1 : 0
   }
 
   private get w(): number {
@@ -416,7 +478,7 @@ export class RawColumn {
     let hi = this.dictSize
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
-      const c = this.parts.u32(this.pSorted, mid)
+      const c = this.sortedDict ? mid : this.parts.u32(this.pSorted, mid)
       const s = this.dictValue(c) as string
       if (s === value) return c
       if (s < value) lo = mid + 1
@@ -657,11 +719,13 @@ export class RawColumn {
       const b = this.pair[1]
       if (b === a) continue
       const bytes = P.range(6, a * 4, b * 4)
-      const pos = at >= 0 ? P.range(7, a * 2, b * 2) : null
+      // positions of u16, or of u8 (format 4, short lists): the part's length tells
+      const pw = P.lens[7] === 2 * (P.lens[6] / 4) ? 2 : 1
+      const pos = at >= 0 ? P.range(7, a * pw, b * pw) : null
       const l = new Uint32Array(b - a)
       let m = 0
       for (let i = 0; i < l.length; i++) {
-        if (pos === null || pos.readUInt16LE(2 * i) === at) l[m++] = bytes.readUInt32LE(4 * i)
+        if (pos === null || (pw === 2 ? pos.readUInt16LE(2 * i) : pos[i]) === at) l[m++] = bytes.readUInt32LE(4 * i)
       }
       if (m === 0) continue
       lists.push(l.subarray(0, m))
