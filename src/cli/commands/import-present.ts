@@ -10,7 +10,7 @@
  */
 import { toArchiveLine } from '../../ingest/archive.ts'
 import { parseJsonExact } from '../../normalize/json.ts'
-import type { ChunkEntry, DiskColdStore } from '../../store/cold.ts'
+import type { DiskColdStore } from '../../store/cold.ts'
 import { lowerBound } from '../../util/search.ts'
 
 /** `"hash"` right after `"slot"` (what `formatArchiveLine` and the recorders write) */
@@ -26,23 +26,18 @@ export function archiveLineHash(text: string): string {
 export class PresentBlocks {
   private cur: { first: number; last: number; numbers: ArrayLike<number>; hashes: ArrayLike<string> } | null = null
 
-  private lastBlocks: { of: readonly ChunkEntry[]; at: number[] } | null = null
-
   constructor(private readonly store: DiskColdStore) {}
 
   /** the hash of the block at `slot`, or null when the dataset does not hold one */
   async hashAt(slot: number): Promise<string | null> {
     if (!this.cur || slot < this.cur.first || slot > this.cur.last) {
-      const entries = this.store.entries
-      if (this.lastBlocks?.of !== entries) this.lastBlocks = { of: entries, at: entries.map((e) => e.lastBlock) }
-      const e = entries[lowerBound(this.lastBlocks.at, slot)]
-      if (!e || e.firstBlock > slot) return null
       this.cur = null
-      for await (const c of this.store.chunks(e.firstBlock, e.lastBlock)) {
-        this.cur = { first: e.firstBlock, last: e.lastBlock, numbers: c.header('number'), hashes: c.header('hash') }
+      // the first chunk whose last block is >= slot, whole
+      for await (const c of this.store.chunks(slot, Number.MAX_SAFE_INTEGER)) {
+        this.cur = { first: c.firstBlock, last: c.lastBlock, numbers: c.header('number'), hashes: c.header('hash') }
         break
       }
-      if (!this.cur) return null
+      if (!this.cur || slot < this.cur.first) return null
     }
     const { numbers, hashes } = this.cur
     const i = lowerBound(numbers, slot)
