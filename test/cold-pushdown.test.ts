@@ -87,7 +87,7 @@ test('Table.match equals filtering column() for every string and list column; ro
             checkView(t.rowView!(d.name, 3))
           }
           const ops: MatchOp[] = []
-          if (d.type === 'base58' || d.type === 'string') {
+          if (d.type === 'safeAscii' || d.type === 'string') {
             const present = [...new Set(Array.from(col as ArrayLike<string | null>).filter((x) => x !== null))]
             const pick = () => present[Math.floor(rand() * present.length)]
             if (present.length) ops.push({ in: new Set([pick()]) }, { in: new Set([pick(), pick(), 'absent-value']) })
@@ -107,7 +107,7 @@ test('Table.match equals filtering column() for every string and list column; ro
               })
               ops.push({ prefix: [{ length: 6, values: new Set(['0xzzzz']) }] })
             }
-          } else if (d.type === 'base58List') {
+          } else if (d.type === 'safeAsciiList') {
             const lists = Array.from(col as ArrayLike<string[]>)
             const present = [...new Set(lists.flat())]
             // rows listing a value twice: one posting per occurrence in format 3
@@ -133,7 +133,7 @@ test('Table.match equals filtering column() for every string and list column; ro
                 `${kind}.${d.name} ${JSON.stringify(op, (_, v) => (v instanceof Set ? [...v] : v))}`,
               )
             }
-            if (d.type === 'base58List') {
+            if (d.type === 'safeAsciiList') {
               // index lookups over the whole table and over a sub-range
               for (const [lo, hi] of [
                 [0, n],
