@@ -29,7 +29,7 @@ import { fileURLToPath } from 'node:url'
 import { loadDataset } from './compare/load.ts'
 import { freePort, PG_SETTINGS, PgCluster, PsqlSession, resetPeak, statusKb } from './compare/pg.ts'
 import { INDEXES, querySql, schemaSql } from './compare/sql.ts'
-import { comparisonQueries, SWAP_D8, TOKEN, WHIRLPOOL, type ComparisonParams } from './support.ts'
+import { comparisonQueries, portablePaths, SWAP_D8, TOKEN, WHIRLPOOL, type ComparisonParams } from './support.ts'
 
 const BENCH = dirname(fileURLToPath(import.meta.url))
 const ROOT = join(BENCH, '..')
@@ -613,7 +613,7 @@ export async function run(): Promise<string> {
         : []),
       '',
       `Per block after normalization: ${perBlock('transactions')} transactions, ${perBlock('instructions')} instructions, ${perBlock('logs')} logs, ${perBlock('balances')} balances, ${perBlock('token_balances')} token balances, ${perBlock('rewards')} rewards. ` +
-        `This is smaller than the issue's ~1,000 tx / ~5,000 instructions per block: at the import rate measured below (${fmt(rowsTotal.instructions / data.importSeconds)} instructions/s), 10,000 blocks of 5,000 instructions would take ~${fmt((10_000 * 5_000) / (rowsTotal.instructions / data.importSeconds) / 60)} min to import alone, and the PostgreSQL load (${fmt(Object.values(rowsTotal).reduce((a, b) => a + b, 0) / loaded.seconds)} rows/s) ~${fmt((((10_000 * 5_000) / rowsTotal.instructions) * (loaded.seconds + indexS + analyzeS)) / 60)} min more: beyond the ~25 min budget of the whole bench on this 2-core box.`,
+        `This is smaller than mainnet's ~1,000 tx / ~5,000 instructions per block: at the import rate measured below (${fmt(rowsTotal.instructions / data.importSeconds)} instructions/s), 10,000 blocks of 5,000 instructions would take ~${fmt((10_000 * 5_000) / (rowsTotal.instructions / data.importSeconds) / 60)} min to import alone, and the PostgreSQL load (${fmt(Object.values(rowsTotal).reduce((a, b) => a + b, 0) / loaded.seconds)} rows/s) ~${fmt((((10_000 * 5_000) / rowsTotal.instructions) * (loaded.seconds + indexS + analyzeS)) / 60)} min more: beyond the ~25 min budget of the whole bench on this 2-core box.`,
       '',
       '| table | rows |',
       '|---|---|',
@@ -645,13 +645,13 @@ export async function run(): Promise<string> {
       '',
       `### The reference engine's queries on solportal (whole range: ${fmt(nBlocks)} blocks)`,
       '',
-      `Reference figures from /work/shared/bench/README.md: 48 blocks / (ms per chunk), single thread, on a mainnet chunk (mainnet-size blocks; here ${perBlock('transactions')} non-vote transactions per block); solportal's blocks/s = ${fmt(nBlocks)} blocks / wall time of one HTTP response (the server uses one thread). Different data and block sizes: the last column is not a like-for-like speed-up.`,
+      `Reference figures: the reference engine's published benchmark (subsquid/sqd-query-engine), 48 blocks / (ms per chunk), single thread, on a mainnet chunk (mainnet-size blocks; here ${perBlock('transactions')} non-vote transactions per block); solportal's blocks/s = ${fmt(nBlocks)} blocks / wall time of one HTTP response (the server uses one thread). Different data and block sizes: the last column is not a like-for-like speed-up.`,
       '',
       '| query | blocks out | rows out | JSON MB | wall ms | blocks/s | rows/s | JSON MB/s | peak RSS MiB | reference blocks/s/thread | solportal/reference |',
       '|---|---|---|---|---|---|---|---|---|---|---|',
       ...refRows,
       '',
-      '### Targets (from the issue)',
+      '### Targets',
       '',
       ...targets,
       `- Server RSS over the whole run: ${fmt(serverLifetimeKb / 1024)} MiB peak (after start ${fmt(serverStartKb / 1024)} MiB; target < 1 GiB): ${serverLifetimeKb < 1024 * 1024 ? 'met' : '**not met**'}.`,
@@ -676,11 +676,12 @@ export async function run(): Promise<string> {
       '',
       '</details>',
     ].join('\n')
+    const portable = portablePaths(md)
     mkdirSync(join(BENCH, 'results'), { recursive: true })
     // the default shape is the reference result; other shapes get their own file
     const out = N_BLOCKS === 10_000 && TXS === 200 ? 'compare.md' : `compare-b${N_BLOCKS}-t${TXS}.md`
-    writeFileSync(join(BENCH, 'results', out), md + '\n')
-    return md
+    writeFileSync(join(BENCH, 'results', out), portable + '\n')
+    return portable
   } finally {
     process.removeListener('SIGINT', onSignal)
     process.removeListener('SIGTERM', onSignal)

@@ -8,6 +8,7 @@ import { readdirSync, writeFileSync, mkdirSync } from 'node:fs'
 import os from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { portablePaths } from './support.ts'
 
 const dir = dirname(fileURLToPath(import.meta.url))
 const only = process.argv.slice(2)
@@ -30,5 +31,5 @@ for (const f of files) {
 }
 mkdirSync(join(dir, 'results'), { recursive: true })
 const name = only.length ? `latest-${only.join('-')}.md` : 'latest.md'
-writeFileSync(join(dir, 'results', name), sections.join('\n'))
+writeFileSync(join(dir, 'results', name), portablePaths(sections.join('\n')))
 console.error(`bench: results written to bench/results/${name}`)

@@ -1,4 +1,7 @@
 /** Helpers shared by the benches. Field lists come from the one field catalogue. */
+import { homedir, tmpdir } from 'node:os'
+import { dirname, resolve, sep } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { fieldsOf, SELECTOR_NAMES, type SelectorName } from '../src/catalogue.ts'
 
 /** a selector choosing every field of `selector` (first spelling of each) */
@@ -133,4 +136,21 @@ export function comparisonQueries(
       },
     },
   ]
+}
+
+/**
+ * Results text without machine-specific paths: the repository root becomes relative, the
+ * temporary directory `$TMPDIR` and the home directory `~`, so committed results stay portable.
+ */
+export function portablePaths(text: string): string {
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+  const swaps: [string, string][] = [
+    [root + sep, ''],
+    [root, '.'],
+    [tmpdir(), '$TMPDIR'],
+    [homedir(), '~'],
+  ]
+  let out = text
+  for (const [from, to] of swaps) if (from.length > 1) out = out.split(from).join(to)
+  return out
 }

@@ -2,7 +2,7 @@
  * The field catalogue: one declaration of every record kind's fields. Validation (which names a
  * `fields` selector accepts), storage (column types) and rendering (JSON writers) all read it.
  *
- * Order of the entries = order of the keys in the rendered JSON (semantics.md §3).
+ * Order of the entries = order of the keys in the rendered JSON (docs/query.md §3).
  */
 import type { RecordKind } from './model.ts'
 
@@ -150,7 +150,7 @@ export const SELECTOR_NAMES: readonly SelectorName[] = [
   'reward',
 ]
 
-/** The JSON member name of each kind's list in a rendered block, in output order (semantics.md §3). */
+/** The JSON member name of each kind's list in a rendered block, in output order (docs/query.md §3). */
 export const BLOCK_MEMBERS: readonly { kind: RecordKind; member: string }[] = [
   { kind: 'transaction', member: 'transactions' },
   { kind: 'instruction', member: 'instructions' },

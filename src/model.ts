@@ -1,5 +1,5 @@
 /**
- * Normalized Solana block records (semantics.md §1).
+ * Normalized Solana block records (docs/query.md §1).
  *
  * These are the in-memory shapes produced by `src/normalize` and consumed by the stores and the
  * query engine. u64 values are `bigint` (never a JS number above 2^53); slots, heights, indexes and
@@ -122,7 +122,7 @@ export interface Reward {
   commission: number | null
 }
 
-/** One normalized block; every list is sorted in the order of semantics.md §2. */
+/** One normalized block; every list is sorted in the order of docs/query.md §2. */
 export interface Block {
   header: BlockHeader
   transactions: Transaction[]

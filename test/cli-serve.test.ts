@@ -69,13 +69,17 @@ test('serve --demo: the head advances and a tail stream flows', async () => {
     assert.equal(JSON.parse((await request(`${base}/metadata`)).text).real_time, true)
     // the in-process node's history is ingested first: wait for a head
     let h1: { number: number } | null = null
-    for (let i = 0; i < 200 && !h1; i++) {
+    for (let i = 0; i < 900 && !h1; i++) {
       h1 = JSON.parse((await request(`${base}/head`)).text) as { number: number } | null
       if (!h1) await new Promise((r) => setTimeout(r, 100))
     }
     assert.ok(h1, 'the demo chain has a head')
-    await new Promise((r) => setTimeout(r, 1500))
-    const h2 = JSON.parse((await request(`${base}/head`)).text) as { number: number }
+    // the demo chain grows a block every 400 ms: wait for the head to move (generous bound)
+    let h2 = h1
+    for (const t0 = Date.now(); h2.number <= h1.number && Date.now() - t0 < 60_000;) {
+      await new Promise((r) => setTimeout(r, 100))
+      h2 = JSON.parse((await request(`${base}/head`)).text) as { number: number }
+    }
     assert.ok(h2.number > h1.number, `head advanced: ${h1.number} → ${h2.number}`)
     const r = await postJson(`${base}/stream`, {
       fromBlock: h2.number,

@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { runImport } from '../src/cli/commands/import.ts'
+import { readArchive } from '../src/ingest/archive.ts'
 import type { Block } from '../src/model.ts'
 import { DiskColdStore } from '../src/store/cold.ts'
 import { readChunkBlocks } from '../src/store/cold/chunk-file.ts'
@@ -110,6 +111,13 @@ test('import killed with SIGKILL mid-write, then resumed, equals a straight impo
   const got = await storeBlocks(coldDir(crashed))
   assert.equal(got.length, want.length, 'no missing or duplicated block')
   assert.deepEqual(got, want)
+  // every block of the source archives exactly once, in order, with its hashes
+  const source: [number, string][] = []
+  for await (const l of readArchive([a, b])) source.push([l.slot, l.hash ?? l.block.blockhash])
+  assert.deepEqual(
+    got.map((x) => [x.header.number, x.header.hash]),
+    source,
+  )
   t.diagnostic(`${kills} kills, ${leftovers} half-written files left behind and cleaned`)
 })
 

@@ -54,13 +54,18 @@ test('Table.match equals filtering column() for every string and list column; ro
   // format 2 (postings without positions) and 3 (every occurrence with its position); default
   // cache: parts read whole; a 1-byte cache: every use re-reads, after the first (crc checked) by
   // pages from the file
-  for (const [formatVersion, cacheBytes] of [
-    [2, undefined],
-    [3, undefined],
-    [3, 1],
+  for (const [formatVersion, cacheBytes, frameLog] of [
+    [2, undefined, undefined],
+    [3, undefined, undefined],
+    [3, 1, undefined],
+    [4, undefined, undefined],
+    [4, 1, undefined],
+    // frames of 2 KiB: reads span several frames, pages of a frame are shared
+    [4, undefined, 11],
+    [4, 1, 11],
   ] as const) {
     const dir = tempDir()
-    await writeStore(dir, blocks, { targetBlocks: 12, formatVersion })
+    await writeStore(dir, blocks, { targetBlocks: 12, formatVersion, frameLog })
     const s = await DiskColdStore.open(dir, { readOnly: true, cacheBytes })
     for (const c of await allChunks(s)) {
       for (const kind of RECORD_KINDS) {
@@ -157,9 +162,9 @@ test('Table.match equals filtering column() for every string and list column; ro
   )
 })
 
-test('format versions: 3 written; 1 read without push-down, 2 and 3 with; others refused', async () => {
+test('format versions: 4 written; 1 read without push-down, 2, 3 and 4 with; others refused', async () => {
   const blocks = generateBlocks({ seed: 12, count: 10 })
-  for (const v of [1, 2, 3] as const) {
+  for (const v of [1, 2, 3, 4] as const) {
     const dir = tempDir()
     await writeStore(dir, blocks, { targetBlocks: 100, formatVersion: v })
     const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
@@ -176,60 +181,65 @@ test('format versions: 3 written; 1 read without push-down, 2 and 3 with; others
   await writeStore(dir, blocks, { targetBlocks: 100 })
   const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
   assert.equal(readFooter(file).footer.v, FORMAT_VERSION)
-  // rewrite the footer as version 4 (valid checksum): refused, not misread
+  // rewrite the footer as version 5 (valid checksum, plain JSON footer): refused, not misread
   const b = readFileSync(file)
   const flen = b.readUInt32LE(b.length - 16)
-  const fj = JSON.parse(b.subarray(b.length - 16 - flen, b.length - 16).toString('utf8'))
-  fj.v = 4
+  const fj = readFooter(file).footer as unknown as Record<string, unknown>
+  fj.v = 5
   const nf = Buffer.from(JSON.stringify(fj), 'utf8')
   const tr = Buffer.from(b.subarray(b.length - 16))
   tr.writeUInt32LE(nf.length, 0)
   tr.writeUInt32LE(crc32(nf), 4)
+  tr.write('SPCOLDZZ', 8, 'latin1')
   writeFileSync(file, Buffer.concat([b.subarray(0, b.length - 16 - flen), nf, tr]))
   assert.throws(
     () => readFooter(file),
-    (e: unknown) => e instanceof CorruptChunkError && /version 4 is not supported/.test((e as Error).message),
+    (e: unknown) => e instanceof CorruptChunkError && /version 5 is not supported/.test((e as Error).message),
   )
 })
 
-test('format 3 page checksums: a damaged page fails the reads that touch it, and only those', async () => {
+test('format 3 page checksums and format 4 frames: damaged bytes fail the reads that touch them, and only those', async () => {
   const blocks = generateBlocks({ seed: 13, count: 60 })
-  const dir = tempDir()
-  await writeStore(dir, blocks, { targetBlocks: 100 })
-  const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
-  const m = readFooter(file).footer.kinds.instruction.cols.accounts
-  assert.ok(m.pc && m.pc.length >= 3, `accounts blob spans ${m.pc?.length} pages`)
-  // expected values, from the intact file
-  const s0 = await DiskColdStore.open(dir, { readOnly: true })
-  const t0 = (await allChunks(s0))[0].table('instruction')
-  const lists = Array.from(t0.column('accounts') as ArrayLike<string[]>)
-  await s0.close()
-  // flip a byte in the last page: the postings' positions (the blob's last part) live there
-  const b = readFileSync(file)
-  b[m.o + m.l - 3] ^= 0xff
-  writeFileSync(file, b)
-  const s = await DiskColdStore.open(dir, { readOnly: true })
-  const t = (await allChunks(s))[0].table('instruction')
-  // a row read on demand touches the first pages only (offsets, codes, dictionary): served intact
-  const view = t.rowView!('accounts', 1)!
-  assert.deepEqual(view[0], lists[0])
-  // an `a0` filter over every account reads all the positions: the damaged page is refused,
-  // never misread
-  const rows = Int32Array.from({ length: t.rowCount }, (_, i) => i)
-  assert.throws(
-    () => t.match!('accounts', { at: 0, values: new Set(lists.flat()) }, rows, rows.length),
-    (e: unknown) => e instanceof CorruptChunkError && /checksum mismatch/.test((e as Error).message),
-  )
-  // the whole column's decode checks the whole blob
-  assert.throws(() => t.column('accounts'), CorruptChunkError)
-  await s.close()
+  for (const formatVersion of [3, 4] as const) {
+    const dir = tempDir()
+    await writeStore(dir, blocks, { targetBlocks: 100, formatVersion })
+    const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
+    const m = readFooter(file).footer.kinds.instruction.cols.accounts
+    if (formatVersion === 3) assert.ok(m.pc && m.pc.length >= 3, `accounts blob spans ${m.pc?.length} pages`)
+    else assert.ok(m.t === 'base58List' && m.fc && m.fc.length >= 7, `accounts blob in ${m.fc?.length} frames`)
+    // expected values, from the intact file
+    const s0 = await DiskColdStore.open(dir, { readOnly: true })
+    const t0 = (await allChunks(s0))[0].table('instruction')
+    const lists = Array.from(t0.column('accounts') as ArrayLike<string[]>)
+    await s0.close()
+    // flip a byte in the last page / frame: the postings' positions (the blob's last part) live there
+    const b = readFileSync(file)
+    b[m.o + m.l - 3] ^= 0xff
+    writeFileSync(file, b)
+    const s = await DiskColdStore.open(dir, { readOnly: true })
+    const t = (await allChunks(s))[0].table('instruction')
+    // a row read on demand touches the offsets, codes and dictionary only: served intact
+    const view = t.rowView!('accounts', 1)!
+    assert.deepEqual(view[0], lists[0])
+    assert.deepEqual(view[lists.length - 1], lists[lists.length - 1])
+    // an `a0` filter over every account reads all the positions: the damaged page is refused,
+    // never misread
+    const rows = Int32Array.from({ length: t.rowCount }, (_, i) => i)
+    assert.throws(
+      () => t.match!('accounts', { at: 0, values: new Set(lists.flat()) }, rows, rows.length),
+      (e: unknown) => e instanceof CorruptChunkError && /checksum mismatch/.test((e as Error).message),
+    )
+    // the whole column's decode checks the whole blob
+    assert.throws(() => t.column('accounts'), CorruptChunkError)
+    await s.close()
+  }
 })
 
-test('format 3 Bloom filters are read one at a time, each checked with its own crc32', async () => {
+test('format 3 and 4 Bloom filters are read one at a time, each checked with its own crc32', async () => {
   const blocks = generateBlocks({ seed: 14, count: 20 })
   const payers = new Set(blocks.flatMap((b) => b.transactions.map((t) => t.feePayer)))
   const programs = new Set(blocks.flatMap((b) => b.instructions.map((i) => i.programId)))
-  for (const formatVersion of [2, 3] as const) {
+  for (const formatVersion of [2, 3, 4] as const) {
     const dir = tempDir()
     await writeStore(dir, blocks, { targetBlocks: 100, formatVersion })
     const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
@@ -242,7 +252,7 @@ test('format 3 Bloom filters are read one at a time, each checked with its own c
     writeFileSync(file, b)
     const s = await DiskColdStore.open(dir, { readOnly: true })
     const [c] = await allChunks(s)
-    if (formatVersion === 3) {
+    if (formatVersion >= 3) {
       // another filter is intact and answers; the damaged one is refused, never misread
       assert.equal(c.mayContain!('instruction', 'programId', programs), true)
       assert.equal(c.mayContain!('instruction', 'programId', new Set(['absent-value'])), false)

@@ -1,5 +1,5 @@
 /**
- * The log walk (semantics.md §1) on synthetic transactions: every rule and failure mode, with
+ * The log walk (docs/query.md §1) on synthetic transactions: every rule and failure mode, with
  * exact expected outputs.
  */
 import assert from 'node:assert/strict'
@@ -238,7 +238,7 @@ test('Log truncated mid-frame: open frames and everything unvisited flagged, no 
       invoke(PA, 1),
       invoke(PB, 2),
       log('b'),
-      // a consumed line before the truncation: the frame is still open, so semantics.md gives it
+      // a consumed line before the truncation: the frame is still open, so docs/query.md gives it
       // no CU (the reference normalizer would keep 55 here)
       consumed(PB, 55),
       'Log truncated',
@@ -406,7 +406,7 @@ test('one failed transaction does not disturb the others of the block', () => {
 // --- line classification -------------------------------------------------------------------
 
 const B58 = '[123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz]'
-/** The anchored patterns of semantics.md, tried in the reference's order. */
+/** The anchored patterns of docs/query.md §1, tried in the reference's order. */
 function classifyByRegex(line: string): [number, string, number, string] {
   let m = new RegExp(`^Program (${B58}+) invoke \\[(\\d+)]$`).exec(line)
   if (m) return [LINE_INVOKE, m[1], parseInt(m[2], 10), '']

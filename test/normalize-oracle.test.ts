@@ -3,7 +3,7 @@
  * `@subsquid/solana-normalization` (GPL; used here, in tests only, as an oracle).
  *
  * The reference output is mapped to solportal's model (names, nulls, vote handling); the few
- * places where semantics.md deliberately differs from the reference are listed in
+ * places where docs/query.md deliberately differs from the reference are listed in
  * KNOWN DIFFERENCES below and applied to the reference output, each documented. Everything else
  * must be equal.
  */
@@ -47,7 +47,7 @@ function runReference(line: ArchiveLine, includeVotes: boolean): RefRun {
   const kept: (RpcTransaction & { _index?: number })[] = []
   for (let i = 0; i < all.length; i++) {
     // Vote dropping happens before the reference's mapRpcBlock (in its RPC layer); `_index`
-    // carries the original position, as semantics.md wants (indexes with gaps).
+    // carries the original position, as docs/query.md wants (indexes with gaps).
     if (!includeVotes && isVoteTransaction(all[i])) continue
     all[i]._index = i
     kept.push(all[i])
@@ -68,7 +68,7 @@ function runReference(line: ArchiveLine, includeVotes: boolean): RefRun {
     transactionIndex: t.transactionIndex,
     // KNOWN DIFFERENCE 1: a transaction without `version` (responses to requests without
     // maxSupportedTransactionVersion, e.g. the chainstorage fixtures) is "legacy" in solportal
-    // (semantics.md: version is "legacy" or a number); the reference passes `undefined` through.
+    // (docs/query.md: version is "legacy" or a number); the reference passes `undefined` through.
     version: t.version === undefined ? 'legacy' : t.version,
     accountKeys: t.accountKeys,
     addressTableLookups: t.addressTableLookups.map((l: any) => ({
@@ -85,7 +85,7 @@ function runReference(line: ArchiveLine, includeVotes: boolean): RefRun {
     fee: t.fee,
     computeUnitsConsumed: t.computeUnitsConsumed,
     loadedAddresses: { writable: t.loadedAddresses.writable, readonly: t.loadedAddresses.readonly },
-    // the reference has no feePayer; semantics.md: accountKeys[0]
+    // the reference has no feePayer; docs/query.md: accountKeys[0]
     feePayer: t.accountKeys[0],
     hasDroppedLogMessages: t.hasDroppedLogMessages,
   }))
@@ -127,7 +127,7 @@ function runReference(line: ArchiveLine, includeVotes: boolean): RefRun {
     postAmount: nul(b.postAmount),
   }))
 
-  // KNOWN DIFFERENCE 2: the reference keeps rewards in RPC order; semantics.md §2 orders them
+  // KNOWN DIFFERENCE 2: the reference keeps rewards in RPC order; docs/query.md §2 orders them
   // by (pubkey, rewardType with null first). Sorted here with an independent comparator.
   const rewards = r.rewards
     .map((w: any) => ({
@@ -291,7 +291,7 @@ for (const [name, t] of SYNTH) {
 }
 
 test('oracle: KNOWN DIFFERENCE 3 — Log truncated inside a frame after its consumed line', () => {
-  // semantics.md: "the open instruction and all not yet visited get the flag, no error, no CU".
+  // docs/query.md: "the open instruction and all not yet visited get the flag, no error, no CU".
   // The reference keeps the CU of a `consumed` line read before the truncation (the frame is still
   // open). Everything else is equal.
   const line = synthBlock([
@@ -310,7 +310,7 @@ test('oracle: KNOWN DIFFERENCE 3 — Log truncated inside a frame after its cons
 })
 
 test('oracle: KNOWN DIFFERENCE 4 — input on which the reference throws instead of warning', () => {
-  // semantics.md: "A malformed block never fails the whole block". The reference throws (an
+  // docs/query.md: "A malformed block never fails the whole block". The reference throws (an
   // assertion, not its recoverable ParsingError) on these; solportal fails only the walk of the
   // transaction (fallback + warning) or resolves the bad index to "" with a warning.
   const cases: [string, SynthTx][] = [
@@ -323,7 +323,7 @@ test('oracle: KNOWN DIFFERENCE 4 — input on which the reference throws instead
       { top: [{ p: PA }], inner: { 0: [{ p: PB, sh: 4 }] }, logs: [invoke(PA, 1), success(PA)] },
     ],
     // the reference's fallback re-raises its ParsingError here (never-ran instructions may not
-    // have inner ones); solportal re-emits them unflagged (semantics.md: "those that never ran not")
+    // have inner ones); solportal re-emits them unflagged (docs/query.md: "those that never ran not")
     [
       'never ran with inner instructions',
       {
@@ -349,7 +349,7 @@ test('oracle: KNOWN DIFFERENCE 4 — input on which the reference throws instead
 })
 
 test('oracle: KNOWN DIFFERENCE 5 — left-over children of a parent that failed with an empty error text', () => {
-  // semantics.md: a left-over inner instruction without stackHeight "gets depth parent+1 if the
+  // docs/query.md: a left-over inner instruction without stackHeight "gets depth parent+1 if the
   // parent failed". The reference tests the error text for truthiness, so `failed: ` with nothing
   // after it counts as success there (depth 2: the children become siblings of the parent).
   const line = synthBlock([

@@ -29,7 +29,7 @@ test('fake-node CLI serves a growing chain', async () => {
   try {
     let err = ''
     const url = await new Promise<string>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`no url: ${err}`)), 20_000)
+      const t = setTimeout(() => reject(new Error(`no url: ${err}`)), 90_000)
       child.stderr!.on('data', (d: Buffer) => {
         err += d.toString()
         const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(err)
@@ -42,8 +42,12 @@ test('fake-node CLI serves a growing chain', async () => {
     })
     const c = new RpcClient({ url })
     const s1 = await c.getSlot('confirmed')
-    await new Promise((r) => setTimeout(r, 300))
-    const s2 = await c.getSlot('confirmed')
+    // the chain grows (a block every 20 ms): wait for it, with a generous bound
+    let s2 = s1
+    for (const t0 = Date.now(); s2 <= s1 && Date.now() - t0 < 60_000;) {
+      await new Promise((r) => setTimeout(r, 50))
+      s2 = await c.getSlot('confirmed')
+    }
     assert.ok(s2 > s1, `${s1} -> ${s2}`)
     const fin = await c.getSlot('finalized')
     const s3 = await c.getSlot('confirmed')

@@ -27,7 +27,7 @@ after(() => {
 })
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-async function until(what: string, cond: () => boolean, timeoutMs = 20_000): Promise<void> {
+async function until(what: string, cond: () => boolean, timeoutMs = 60_000): Promise<void> {
   const t0 = Date.now()
   while (!cond()) {
     if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`)

@@ -31,7 +31,7 @@ after(() => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-async function until(what: string, cond: () => boolean, timeoutMs = 15_000): Promise<void> {
+async function until(what: string, cond: () => boolean, timeoutMs = 60_000): Promise<void> {
   const t0 = Date.now()
   while (!cond()) {
     if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`)
@@ -332,7 +332,7 @@ describe('createDemoDataset', () => {
         () => demo.store.head()?.hash === demo.node.tip.hash && demo.store.finalizedHead() !== null,
       )
       const h = demo.store.head()!
-      assert.equal(await demo.store.waitFor(h.number + 1, false, 3000), true)
+      assert.equal(await demo.store.waitFor(h.number + 1, false, 60_000), true)
       let rows = 0
       for await (const c of demo.store.chunks(demo.node.firstSlot, h.number, false))
         rows += c.table('instruction').rowCount

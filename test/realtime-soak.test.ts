@@ -101,7 +101,7 @@ for (const seed of [101, 202]) {
       node.produce()
       const t0 = Date.now()
       while (!(ds.store.head()?.hash === node.tip.hash && ds.store.finalizedHead()?.number === node.finalizedSlot)) {
-        if (Date.now() - t0 > 20_000)
+        if (Date.now() - t0 > 90_000)
           throw new Error(`no convergence: store ${JSON.stringify(ds.store.head())}, node ${node.tip.slot}`)
         await sleep(5)
       }

@@ -129,7 +129,8 @@ describe('server: stream requests', () => {
   let base: string
   let server: PortalServer
   before(async () => {
-    ;({ url, server } = await startServer(sampleDatasets(), { headWaitMs: 300 }))
+    // a long head wait, so that "waited" and "answered at once" stay apart on a loaded machine
+    ;({ url, server } = await startServer(sampleDatasets(), { headWaitMs: 2000 }))
     base = `${url}/datasets/solana-mainnet-complete`
   })
   after(() => server.close())
@@ -237,7 +238,7 @@ describe('server: stream requests', () => {
     const t0 = Date.now()
     const r = await postJson(`${base}/stream`, { fromBlock: head.number + 1 })
     assert.equal(r.status, 204)
-    assert.ok(Date.now() - t0 >= 280, 'waited for the block')
+    assert.ok(Date.now() - t0 >= 1900, 'waited for the block')
     assert.equal(r.headers['x-sqd-head-number'], String(head.number))
     assert.equal(r.headers['x-sqd-finalized-head-number'], String(head.number))
     const f = await postJson(`${base}/finalized-stream`, { fromBlock: head.number + 5, toBlock: head.number + 9 })
@@ -265,7 +266,7 @@ describe('server: stream requests', () => {
     const t0 = Date.now()
     const c = await postJson(`${base}/stream`, { fromBlock: head.number + 1, parentBlockHash: 'other' })
     assert.equal(c.status, 409)
-    assert.ok(Date.now() - t0 < 250)
+    assert.ok(Date.now() - t0 < 1500, 'answered without the 2 s head wait')
     const prev = JSON.parse(c.text).previousBlocks
     assert.deepEqual(prev[prev.length - 1], head)
   })
@@ -375,11 +376,15 @@ describe('server: limits', () => {
   })
 
   test('503 with Retry-After above the concurrent stream limit', async () => {
-    const { url, server } = await startServer(sampleDatasets(), { maxConcurrentStreams: 1, headWaitMs: 1500 })
+    const { url, server } = await startServer(sampleDatasets(), { maxConcurrentStreams: 1, headWaitMs: 5000 })
     try {
       const head = store.head()!
       const waiting = postJson(`${url}/datasets/solana-mainnet/stream`, { fromBlock: head.number + 1 })
-      await new Promise((r) => setTimeout(r, 200))
+      // the waiting stream holds the only slot once the server counts it
+      for (let i = 0; server.activeStreamCount < 1; i++) {
+        assert.ok(i < 2000, 'the waiting stream was never counted')
+        await new Promise((r) => setTimeout(r, 5))
+      }
       const r = await postJson(`${url}/datasets/solana-mainnet/stream`, {
         fromBlock: STABLE_START,
         toBlock: STABLE_START,

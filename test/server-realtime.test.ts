@@ -23,7 +23,7 @@ interface Ref {
 
 const silent = { info() {}, warn() {}, error() {} }
 
-async function until(cond: () => boolean, ms = 10_000): Promise<void> {
+async function until(cond: () => boolean, ms = 60_000): Promise<void> {
   const t0 = Date.now()
   while (!cond()) {
     if (Date.now() - t0 > ms) throw new Error('condition not reached in time')
@@ -85,7 +85,9 @@ describe('real time over HTTP', () => {
     ds.start()
     server = new PortalServer({
       datasets: new DatasetRegistry([{ name: 'live', aliases: [], store: ds.store, realTime: true }]),
-      limits: { headWaitMs: 1_000, responseTimeMs: 2_000 },
+      // a response budget well above the bounds asserted below, so that "ended at once" and
+      // "ended at the budget" stay apart on a loaded machine
+      limits: { headWaitMs: 1_000, responseTimeMs: 8_000 },
       rateLimit: null,
       log: () => {},
     })
@@ -121,7 +123,7 @@ describe('real time over HTTP', () => {
     for (let i = 0; i < 5; i++) {
       const b = node.produce()
       produced.push({ number: b.slot, at: performance.now() })
-      await until(() => got.some((g) => g.number === b.slot), 5_000)
+      await until(() => got.some((g) => g.number === b.slot))
     }
     s.abort()
     assert.deepEqual(
@@ -129,8 +131,9 @@ describe('real time over HTTP', () => {
       [head.number, ...produced.map((p) => p.number)],
     )
     const latencies = produced.map((p) => got.find((g) => g.number === p.number)!.at - p.at)
-    // the ingester polls every 10 ms: each block reaches the client well within a second
-    for (const l of latencies) assert.ok(l < 1_000, `latency ${l} ms`)
+    // the ingester polls every 10 ms: each block reaches the client as it arrives (pushed, not
+    // at the end of a response or of a wait; the bound is generous for a loaded machine)
+    for (const l of latencies) assert.ok(l < 5_000, `latency ${l} ms`)
   })
 
   test('fromBlock = head + 1 waits and is served as soon as the block arrives', async () => {
@@ -151,10 +154,10 @@ describe('real time over HTTP', () => {
     assert.equal(got.length, 0)
     const t0 = Date.now()
     const b = node.produce()
-    await until(() => got.length > 0, 2_000)
+    await until(() => got.length > 0)
     s.abort()
     assert.equal(got[0].number, b.slot)
-    assert.ok(got[0].at - t0 < 1_000)
+    assert.ok(got[0].at - t0 < 5_000)
   })
 
   test('a bounded range ending in skipped slots below the head ends at once', async () => {
@@ -173,7 +176,7 @@ describe('real time over HTTP', () => {
     })
     assert.equal(r.status, 200)
     assert.equal(r.text, `{"header":{"number":${chain[i - 1].slot}}}\n`)
-    assert.ok(Date.now() - t0 < 1_000, 'did not wait for the response budget')
+    assert.ok(Date.now() - t0 < 4_000, 'did not wait for the 8 s response budget')
   })
 
   for (const depth of [1, 5, 40]) {
@@ -255,7 +258,7 @@ describe('real time over HTTP', () => {
     const t0 = Date.now()
     const { status } = await s.done
     assert.equal(status, 200)
-    assert.ok(Date.now() - t0 < 3_000, 'ended before the time budget')
+    assert.ok(Date.now() - t0 < 4_000, 'ended before the 8 s time budget')
     // everything it sent belongs to one chain: the old head only
     assert.deepEqual(got, [head])
   })

@@ -2,7 +2,7 @@
  * PostgreSQL side of the comparison bench: the schema (one table per record kind, derived from the
  * field catalogue so that it holds exactly the normalized rows solportal stores), the COPY text
  * encoding of those rows, and a translator from a Portal query (the same JSON body solportal gets)
- * to ONE SQL statement whose result rows are the JSON lines of the response (semantics.md §2-§3):
+ * to ONE SQL statement whose result rows are the JSON lines of the response (docs/query.md §2-§3):
  * member order, field selection and order, relations (one hop, deduplicated), row order inside a
  * block, u64 as decimal strings, lists present only when non-empty, the first and the last produced
  * block of the range always present.

@@ -1,19 +1,48 @@
 /**
  * solportal CLI. Every file in ./commands exports `register(program)` and adds its own subcommand,
  * so stages can grow their commands independently.
+ *
+ * Errors end the process with one line on stderr (`solportal: error: ...`, the stack only with
+ * SOLPORTAL_DEBUG=1): status 2 for a misused option (commander's own parse errors included), 1 for
+ * a failure while running. A closed stdout (EPIPE, e.g. `... | head -1`) ends the process quietly.
  */
-import { Command } from 'commander'
-import { readdirSync } from 'node:fs'
+import { Command, CommanderError } from 'commander'
+import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { UsageError } from './options.ts'
 
-const program = new Command('solportal').description('Self-hostable Solana block data query and streaming service')
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(0)
+  fail(e)
+})
 
-const dir = join(dirname(fileURLToPath(import.meta.url)), 'commands')
+function fail(e: unknown): never {
+  const err = e instanceof Error ? e : new Error(String(e))
+  const text = process.env.SOLPORTAL_DEBUG ? (err.stack ?? err.message) : err.message.split('\n')[0]
+  process.stderr.write(`solportal: error: ${text}\n`)
+  process.exit(err instanceof UsageError ? 2 : 1)
+}
+
+const here = dirname(fileURLToPath(import.meta.url))
+const { version } = JSON.parse(readFileSync(join(here, '..', '..', 'package.json'), 'utf8')) as { version: string }
+
+const program = new Command('solportal')
+  .description('Self-hostable Solana block data query and streaming service')
+  .version(version, '-V, --version', 'print the version and exit')
+program.exitOverride()
+
+const dir = join(here, 'commands')
 for (const name of readdirSync(dir).sort()) {
   if (!name.endsWith('.ts') || name.endsWith('.test.ts')) continue
   const mod = (await import(pathToFileURL(join(dir, name)).href)) as { register?: (p: Command) => void }
   mod.register?.(program)
 }
 
-await program.parseAsync(process.argv)
+try {
+  await program.parseAsync(process.argv)
+} catch (e) {
+  // commander has printed its own one-line message (or the help / version text)
+  if (e instanceof CommanderError) process.exit(e.exitCode === 0 ? 0 : 2)
+  fail(e)
+}

@@ -1,7 +1,7 @@
 /**
  * Block archives: JSON lines files (optionally gzip-compressed), one
  * `{"slot": N, "hash": "...", "height": N|null, "block": <getBlock result>}` object per line
- * (semantics.md §1). `slot` and `block` are required; `hash` and `height` default to
+ * (docs/query.md §1). `slot` and `block` are required; `hash` and `height` default to
  * `block.blockhash` and `block.blockHeight`.
  */
 import { createReadStream } from 'node:fs'

@@ -3,7 +3,7 @@
  * real blocks re-slotted into a longer chain.
  *
  * Templates are archive files (one `{"slot","hash","height","block"}` line per block, optionally
- * gzip; semantics.md §1). Each produced block takes a template (round robin), optionally a window
+ * gzip; docs/query.md §1). Each produced block takes a template (round robin), optionally a window
  * of `txPerBlock` of its transactions, and gets its own slot, parentSlot, blockhash,
  * previousBlockhash, blockHeight and blockTime; every transaction's signatures are rewritten so
  * that they are unique per use. Templates are kept as raw JSON text and spliced, so every number
@@ -12,7 +12,10 @@
  * The chain grows by one produced block every `intervalMs` (slots may be skipped at `skipRate`),
  * finalization lags the confirmed head by `finalityLag` slots, forks replace the newest confirmed
  * (never finalized) blocks by another branch, and faults (HTTP 429, dropped connections, transient
- * "not available yet" answers) are injected at configurable rates.
+ * "not available yet" answers) are injected at configurable rates. `injectBlockFault` damages the
+ * next full `getBlock` answers of one slot: junk transactions under a valid header, `transactions`
+ * not a list, transactions without `meta`, instructions that cannot be normalized, an oversize
+ * body, or a stall (headers and a few bytes, then nothing).
  *
  * Methods: getSlot, getBlocks, getBlocksWithLimit, getBlock, getBlockHeight, getBlockTime, getHealth,
  * getVersion, getFirstAvailableBlock, getGenesisHash, getLatestBlockhash, minimumLedgerSlot;
@@ -77,6 +80,23 @@ export interface FakeNodeOptions {
   /** seconds between slots in blockTime (default 0.4) */
   slotSeconds?: number
 }
+
+/** A damaged answer to a full getBlock request (see `injectBlockFault`). */
+export type BlockFault =
+  /** a valid header, every transaction replaced by `{"junk":i}` */
+  | { kind: 'junk-transactions' }
+  /** `"transactions"` an object instead of a list */
+  | { kind: 'transactions-not-list' }
+  /** every transaction without its `meta` member */
+  | { kind: 'no-meta' }
+  /** every transaction's `message.instructions` is `[null]` (well-formed shape, not normalizable) */
+  | { kind: 'null-instructions' }
+  /** the real answer padded (an extra member) to at least `bytes` bytes */
+  | { kind: 'oversize'; bytes: number }
+  /** headers and the first bytes of the answer, then nothing until the client gives up */
+  | { kind: 'stall' }
+
+class StallRequest extends Error {}
 
 /** A produced block of the fake chain. */
 export interface FakeBlockInfo {
@@ -256,7 +276,18 @@ export class FakeSolanaNode {
   private readonly textCache = new Map<string, string>()
   readonly firstSlot: number
   /** counters of what was served / injected */
-  readonly stats = { requests: 0, injected429: 0, dropped: 0, notYet: 0, getBlock: 0, forks: 0, orphaned: 0 }
+  readonly stats = {
+    requests: 0,
+    injected429: 0,
+    dropped: 0,
+    notYet: 0,
+    getBlock: 0,
+    forks: 0,
+    orphaned: 0,
+    blockFaults: 0,
+    stalls: 0,
+  }
+  private readonly blockFaults = new Map<number, { fault: BlockFault; left: number }[]>()
   /** every block that was ever part of the chain and then replaced by a fork */
   readonly orphans: FakeBlockInfo[] = []
   private listeners: ((b: FakeBlockInfo) => void)[] = []
@@ -464,6 +495,49 @@ export class FakeSolanaNode {
     if (f.notYetRate !== undefined) this.opts.notYetRate = f.notYetRate
   }
 
+  /**
+   * Damage the next `times` full getBlock answers for `slot` (Infinity: all of them); faults
+   * injected for one slot are used in order.
+   */
+  injectBlockFault(slot: number, fault: BlockFault, times = 1): void {
+    const list = this.blockFaults.get(slot) ?? []
+    list.push({ fault, left: times })
+    this.blockFaults.set(slot, list)
+  }
+
+  /** forget the faults still pending for `slot` (all slots when omitted) */
+  clearBlockFaults(slot?: number): void {
+    if (slot === undefined) this.blockFaults.clear()
+    else this.blockFaults.delete(slot)
+  }
+
+  private takeBlockFault(slot: number): BlockFault | null {
+    const list = this.blockFaults.get(slot)
+    if (!list?.length) return null
+    const f = list[0]
+    if (--f.left <= 0) list.shift()
+    if (!list.length) this.blockFaults.delete(slot)
+    this.stats.blockFaults++
+    return f.fault
+  }
+
+  /** the faulty text of a full answer */
+  private damaged(text: string, fault: BlockFault): string {
+    if (fault.kind === 'oversize') {
+      const pad = Math.max(0, fault.bytes - text.length)
+      return text.slice(0, -1) + `,"padding":"${'x'.repeat(pad)}"}`
+    }
+    const block = JSON.parse(text) as Record<string, unknown>
+    const txs = block.transactions as Record<string, unknown>[]
+    if (fault.kind === 'junk-transactions') block.transactions = txs.map((_t, i) => ({ junk: i }))
+    else if (fault.kind === 'transactions-not-list') block.transactions = { count: txs.length }
+    else if (fault.kind === 'no-meta') for (const t of txs) delete t.meta
+    else if (fault.kind === 'null-instructions') {
+      for (const t of txs) (t.transaction as { message: { instructions: unknown } }).message.instructions = [null]
+    }
+    return JSON.stringify(block)
+  }
+
   /** change the finality lag (e.g. to let finalization catch up at the end of a test) */
   setFinalityLag(lag: number): void {
     this.opts.finalityLag = lag
@@ -632,7 +706,11 @@ export class FakeSolanaNode {
           this.stats.notYet++
           throw new JsonRpcFault(-32014, `Block status not yet available for slot ${slot}`)
         }
-        return this.renderBlock(b, cfg)
+        const full = ((cfg.transactionDetails as string | undefined) ?? 'full') === 'full'
+        const fault = full ? this.takeBlockFault(slot) : null
+        if (fault?.kind === 'stall') throw new StallRequest()
+        const text = this.renderBlock(b, cfg)
+        return fault ? this.damaged(text, fault) : text
       }
       default:
         throw new JsonRpcFault(-32601, 'Method not found')
@@ -661,6 +739,7 @@ export class FakeSolanaNode {
       const result = this.dispatch(r.method, params)
       return `{"jsonrpc":"2.0","result":${result},"id":${idText}}`
     } catch (e) {
+      if (e instanceof StallRequest) throw e
       if (e instanceof JsonRpcFault) return err(e.code, e.message)
       return err(-32603, `Internal error: ${(e as Error).message}`)
     }
@@ -697,14 +776,23 @@ export class FakeSolanaNode {
       } catch {
         parsed = undefined
       }
-      if (parsed === undefined) {
-        body = '{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}'
-      } else if (Array.isArray(parsed)) {
-        if (parsed.length === 0)
-          body = '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request"},"id":null}'
-        else body = `[${parsed.map((p) => this.handleOne(p)).join(',')}]`
-      } else {
-        body = this.handleOne(parsed) ?? ''
+      try {
+        if (parsed === undefined) {
+          body = '{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}'
+        } else if (Array.isArray(parsed)) {
+          if (parsed.length === 0)
+            body = '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request"},"id":null}'
+          else body = `[${parsed.map((p) => this.handleOne(p)).join(',')}]`
+        } else {
+          body = this.handleOne(parsed) ?? ''
+        }
+      } catch (e) {
+        if (!(e instanceof StallRequest)) throw e
+        // the answer starts, then nothing: the connection stays open until the client gives up
+        this.stats.stalls++
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.write('{"jsonrpc":"2.0",')
+        return
       }
       if (drop) {
         this.stats.dropped++

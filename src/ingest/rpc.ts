@@ -2,8 +2,11 @@
  * Following a Solana node over HTTP JSON-RPC.
  *
  * `RpcClient` does single calls with transport-level retries (exponential backoff with full
- * jitter): dropped connections, timeouts, HTTP 429 (honouring `Retry-After`), HTTP 5xx and
- * "node unhealthy" (-32005). JSON-RPC errors are otherwise returned to the caller as `RpcError`.
+ * jitter): dropped connections, timeouts, stalls (no byte received for `stallTimeoutMs`), HTTP 429
+ * (honouring `Retry-After`), HTTP 5xx and "node unhealthy" (-32005). JSON-RPC errors are otherwise
+ * returned to the caller as `RpcError`. Answers are read as a stream and abandoned as soon as they
+ * exceed `maxResponseBytes` (`ResponseTooLargeError`, not retried by the client): an answer is
+ * never held whole in memory beyond the cap.
  *
  * `RpcSource` turns the node into a stream of produced blocks in slot order: it lists produced
  * slots with `getBlocks` (skipped slots are not blocks), fetches them with `getBlock` with a
@@ -15,11 +18,15 @@
  *                                            commitment → retry with backoff
  *   -32014 BLOCK_STATUS_NOT_AVAILABLE_YET    the slot's status is not known yet → retry with backoff
  *   -32001 BLOCK_CLEANED_UP                  below the node's first available block → error
- * A `null` result (older nodes, "not confirmed yet") is retried like -32004.
+ * A `null` result (older nodes, "not confirmed yet") is retried like -32004. An answer over the size
+ * cap is delivered as a `malformed` event (the ingester refetches it, then gives up).
+ * `checkBlockShape` is the structural check of a full `getBlock` answer that the ingester applies
+ * before normalizing (a damaged answer must be refetched, never stored with fewer transactions).
  *
  * Responses are parsed with `parseJsonExact`: u64 values above 2^53 arrive as decimal strings.
  */
 import { parseJsonExact } from '../normalize/json.ts'
+import { NodeHeadTracker } from './lag.ts'
 import type { RpcBlock } from '../normalize/rpc-types.ts'
 
 export type Commitment = 'processed' | 'confirmed' | 'finalized'
@@ -45,6 +52,17 @@ export class RpcError extends Error {
   }
 }
 
+/** An answer larger than the client's `maxResponseBytes`: abandoned while reading, not retried. */
+export class ResponseTooLargeError extends Error {
+  constructor(
+    readonly method: string,
+    readonly limit: number,
+  ) {
+    super(`${method}: answer larger than the ${Math.round(limit / 1024 / 1024)} MiB cap (abandoned while reading)`)
+    this.name = 'ResponseTooLargeError'
+  }
+}
+
 /** A transport failure that is worth retrying (connection, timeout, 429, 5xx). */
 export class TransientRpcError extends Error {
   constructor(
@@ -63,6 +81,10 @@ export interface RpcClientOptions {
   url: string
   /** per-request timeout, ms (default 30 000) */
   timeoutMs?: number
+  /** a request that receives no byte for this long is abandoned and retried, ms (default 10 000) */
+  stallTimeoutMs?: number
+  /** answers above this size are abandoned while reading (default 128 MiB) */
+  maxResponseBytes?: number
   /** retries of transient failures per call before giving up (default 8) */
   maxRetries?: number
   /** first backoff delay, ms (default 50); doubles per attempt, full jitter */
@@ -71,8 +93,18 @@ export interface RpcClientOptions {
   maxBackoffMs?: number
   /** extra HTTP headers */
   headers?: Record<string, string>
-  /** counts for tests and logs */
-  onRetry?: (method: string, err: Error, attempt: number, delayMs: number) => void
+  /** every retry, for logs and tests (`params` as sent: a getBlock's slot is `params[0]`) */
+  onRetry?: (method: string, err: Error, attempt: number, delayMs: number, params: unknown[]) => void
+}
+
+export const DEFAULT_MAX_RESPONSE_BYTES = 128 * 1024 * 1024
+export const DEFAULT_STALL_TIMEOUT_MS = 10_000
+
+/** what a call is about, for logs: `getBlock slot 123`, `getBlocks 10..20`, `getSlot` */
+export function describeCall(method: string, params: unknown[]): string {
+  if (method === 'getBlock' && typeof params[0] === 'number') return `getBlock slot ${params[0]}`
+  if (method === 'getBlocks' && typeof params[0] === 'number') return `getBlocks ${params[0]}..${params[1]}`
+  return method
 }
 
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -114,6 +146,8 @@ function parseRetryAfter(v: string | null): number | undefined {
 export class RpcClient {
   readonly url: string
   private readonly timeoutMs: number
+  private readonly stallTimeoutMs: number
+  readonly maxResponseBytes: number
   private readonly maxRetries: number
   private readonly minBackoffMs: number
   private readonly maxBackoffMs: number
@@ -121,11 +155,13 @@ export class RpcClient {
   private readonly onRetry?: RpcClientOptions['onRetry']
   private nextId = 1
   /** statistics: transient failures seen, by kind */
-  readonly stats = { calls: 0, retries: 0, http429: 0, dropped: 0, timeouts: 0 }
+  readonly stats = { calls: 0, retries: 0, http429: 0, dropped: 0, timeouts: 0, stalls: 0, tooLarge: 0 }
 
   constructor(opts: RpcClientOptions) {
     this.url = opts.url
     this.timeoutMs = opts.timeoutMs ?? 30_000
+    this.stallTimeoutMs = opts.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS
+    this.maxResponseBytes = opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
     this.maxRetries = opts.maxRetries ?? 8
     this.minBackoffMs = opts.minBackoffMs ?? 50
     this.maxBackoffMs = opts.maxBackoffMs ?? 5_000
@@ -153,7 +189,7 @@ export class RpcClient {
           delay = Math.min(this.maxBackoffMs, Math.max(delay, err.retryAfterMs))
         }
         this.stats.retries++
-        this.onRetry?.(method, err, attempt, delay)
+        this.onRetry?.(method, err, attempt, delay, params)
         await sleep(delay, signal)
       }
     }
@@ -164,15 +200,26 @@ export class RpcClient {
     const id = this.nextId++
     // one controller per attempt (AbortSignal.any on a long-lived signal accumulates dependants)
     const ctl = new AbortController()
-    let timedOut = false
+    let failure: 'timeout' | 'stall' | null = null
     const timer = setTimeout(() => {
-      timedOut = true
+      failure = 'timeout'
       ctl.abort(new Error('timeout'))
     }, this.timeoutMs)
+    // the stall timer is re-armed by every byte received
+    let stallTimer: NodeJS.Timeout | undefined
+    const armStall = () => {
+      clearTimeout(stallTimer)
+      stallTimer = setTimeout(() => {
+        failure ??= 'stall'
+        ctl.abort(new Error('stalled'))
+      }, this.stallTimeoutMs)
+    }
+    armStall()
     const onAbort = () => ctl.abort(signal!.reason)
     if (signal) {
       if (signal.aborted) {
         clearTimeout(timer)
+        clearTimeout(stallTimer)
         throw abortError(signal)
       }
       signal.addEventListener('abort', onAbort, { once: true })
@@ -187,25 +234,33 @@ export class RpcClient {
         body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
         signal: sig,
       })
+      armStall()
       status = res.status
       if (status === 429) {
         this.stats.http429++
         await res.body?.cancel().catch(() => {})
         throw new TransientRpcError(`${method}: HTTP 429`, parseRetryAfter(res.headers.get('retry-after')))
       }
-      text = await res.text()
+      text = await this.readBody(method, res, ctl, armStall)
     } catch (e) {
-      if (e instanceof TransientRpcError) throw e
+      if (e instanceof TransientRpcError || e instanceof ResponseTooLargeError) throw e
       if (signal?.aborted) throw abortError(signal)
-      if (timedOut) {
+      if (failure === 'timeout') {
         this.stats.timeouts++
         throw new TransientRpcError(`${method}: timeout after ${this.timeoutMs} ms`, undefined, { cause: e })
+      }
+      if (failure === 'stall') {
+        this.stats.stalls++
+        throw new TransientRpcError(`${method}: stalled (no data for ${this.stallTimeoutMs} ms)`, undefined, {
+          cause: e,
+        })
       }
       // dropped connection, refused, reset, truncated body
       this.stats.dropped++
       throw new TransientRpcError(`${method}: ${(e as Error).message}`, undefined, { cause: e })
     } finally {
       clearTimeout(timer)
+      clearTimeout(stallTimer)
       signal?.removeEventListener('abort', onAbort)
     }
     if (status >= 500 || status === 408) {
@@ -228,6 +283,37 @@ export class RpcClient {
       throw new TransientRpcError(`${method}: response without result`)
     }
     return body.result as T
+  }
+
+  /** the body as text, read chunk by chunk: abandoned (request aborted) past maxResponseBytes */
+  private async readBody(method: string, res: Response, ctl: AbortController, onData: () => void): Promise<string> {
+    const tooLarge = () => {
+      this.stats.tooLarge++
+      ctl.abort(new Error('answer too large'))
+      return new ResponseTooLargeError(method, this.maxResponseBytes)
+    }
+    const declared = Number(res.headers.get('content-length'))
+    if (Number.isFinite(declared) && declared > this.maxResponseBytes) {
+      await res.body?.cancel().catch(() => {})
+      throw tooLarge()
+    }
+    if (!res.body) return ''
+    const reader = res.body.getReader()
+    const parts: Uint8Array[] = []
+    let size = 0
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      onData()
+      size += value.byteLength
+      if (size > this.maxResponseBytes) {
+        parts.length = 0
+        await reader.cancel().catch(() => {})
+        throw tooLarge()
+      }
+      parts.push(value)
+    }
+    return Buffer.concat(parts, size).toString('utf8')
   }
 
   async getSlot(commitment: Commitment, signal?: AbortSignal): Promise<number> {
@@ -274,7 +360,7 @@ export class RpcClient {
   }
 }
 
-/** A fetched block: the archive line shape of semantics.md §1. */
+/** A fetched block: the archive line shape of docs/query.md §1. */
 export interface RpcBlockLine {
   slot: number
   block: RpcBlock
@@ -282,6 +368,8 @@ export interface RpcBlockLine {
 
 export type SourceEvent =
   | { kind: 'block'; slot: number; block: RpcBlock }
+  /** the node's answer for a listed slot failed the shape check or the size cap: refetch it */
+  | { kind: 'malformed'; slot: number; problem: string }
   /** the source has delivered everything up to the node's head at its commitment */
   | { kind: 'tip'; head: number }
 
@@ -301,9 +389,52 @@ export interface RpcSourceOptions {
    * before the session fails (default 30); backoff as the client's
    */
   notAvailableRetries?: number
+  /** retries of "not available yet" answers are reported here (with the slot) */
+  log?: (msg: string) => void
 }
 
-export type SlotOutcome = { kind: 'block'; block: RpcBlock } | { kind: 'skipped' }
+export type SlotOutcome =
+  { kind: 'block'; block: RpcBlock } | { kind: 'skipped' } | { kind: 'malformed'; problem: string }
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+/**
+ * The structural check of a full `getBlock` answer (json encoding, full transactions): the
+ * header members, `transactions` a list, and each transaction an object with
+ * `transaction.signatures` (a non-empty list), `transaction.message` with `accountKeys` and
+ * `instructions` lists, and a `meta` member (an object, or null as nodes answer without status
+ * metadata). Returns the first problem found, or null. The content of each transaction is left to
+ * the normalizer (whose skipped transactions the ingester also counts as damage).
+ */
+export function checkBlockShape(block: unknown): string | null {
+  if (!isObject(block)) return 'the answer is not an object'
+  if (typeof block.blockhash !== 'string' || block.blockhash === '') return 'no blockhash'
+  if (typeof block.previousBlockhash !== 'string') return 'no previousBlockhash'
+  if (typeof block.parentSlot !== 'number' || !Number.isSafeInteger(block.parentSlot) || block.parentSlot < 0) {
+    return 'no valid parentSlot'
+  }
+  const txs = block.transactions
+  if (!Array.isArray(txs)) return `transactions is ${txs === undefined ? 'missing' : 'not a list'}`
+  if (block.rewards != null && !Array.isArray(block.rewards)) return 'rewards is not a list'
+  for (let i = 0; i < txs.length; i++) {
+    const tx: unknown = txs[i]
+    const bad = (what: string) => `transaction ${i}: ${what}`
+    if (!isObject(tx)) return bad('not an object')
+    const t = tx.transaction
+    if (!isObject(t)) return bad('no transaction')
+    if (!Array.isArray(t.signatures) || t.signatures.length === 0 || typeof t.signatures[0] !== 'string') {
+      return bad('no transaction.signatures')
+    }
+    const m = t.message
+    if (!isObject(m)) return bad('no transaction.message')
+    if (!Array.isArray(m.accountKeys)) return bad('no transaction.message.accountKeys')
+    if (!Array.isArray(m.instructions)) return bad('no transaction.message.instructions')
+    if (!('meta' in tx) || (tx.meta !== null && !isObject(tx.meta))) return bad('no meta')
+  }
+  return null
+}
 
 export class RpcSource {
   readonly client: RpcClient
@@ -312,7 +443,10 @@ export class RpcSource {
   private readonly maxRange: number
   private readonly pollIntervalMs: number
   private readonly notAvailableRetries: number
-  readonly stats = { blocks: 0, skipped: 0, notAvailable: 0 }
+  private readonly log: (msg: string) => void
+  readonly stats = { blocks: 0, skipped: 0, notAvailable: 0, malformed: 0 }
+  /** the node's head slots as this source reads them (ingest lag) */
+  readonly nodeHead = new NodeHeadTracker()
 
   constructor(opts: RpcSourceOptions) {
     this.client = opts.client instanceof RpcClient ? opts.client : new RpcClient(opts.client)
@@ -321,15 +455,20 @@ export class RpcSource {
     this.maxRange = Math.max(1, opts.maxRange ?? 1000)
     this.pollIntervalMs = opts.pollIntervalMs ?? 250
     this.notAvailableRetries = opts.notAvailableRetries ?? 30
+    this.log = opts.log ?? (() => {})
   }
 
-  /** fetch one listed slot, classifying the node's answer */
+  /** fetch one listed slot, classifying the node's answer (shape-checked) */
   async fetchSlot(slot: number, signal?: AbortSignal, commitment = this.commitment): Promise<SlotOutcome> {
     for (let attempt = 0; ; attempt++) {
       let block: RpcBlock | null
       try {
         block = await this.client.getBlock(slot, commitment, signal)
       } catch (e) {
+        if (e instanceof ResponseTooLargeError) {
+          this.stats.malformed++
+          return { kind: 'malformed', problem: e.message }
+        }
         if (e instanceof RpcError) {
           if (e.code === RPC_SLOT_SKIPPED || e.code === RPC_LONG_TERM_STORAGE_SLOT_SKIPPED) {
             this.stats.skipped++
@@ -341,12 +480,21 @@ export class RpcSource {
           throw e
         }
       }
-      if (block) return { kind: 'block', block }
+      if (block) {
+        const problem = checkBlockShape(block)
+        if (problem === null) return { kind: 'block', block }
+        this.stats.malformed++
+        return { kind: 'malformed', problem }
+      }
       this.stats.notAvailable++
       if (attempt >= this.notAvailableRetries) {
         throw new Error(`getBlock(${slot}): block still not available after ${attempt + 1} attempts`)
       }
-      await sleep(this.client.backoff(Math.min(attempt, 6)), signal)
+      const delay = this.client.backoff(Math.min(attempt, 6))
+      this.log(
+        `getBlock slot ${slot}: not available yet; retry ${attempt + 1}/${this.notAvailableRetries} in ${Math.round(delay)} ms`,
+      )
+      await sleep(delay, signal)
     }
   }
 
@@ -397,6 +545,7 @@ export class RpcSource {
           if (listed.length === 0) {
             if (queue.length > 0) break
             head = await this.client.getSlot(this.commitment, sig)
+            this.nodeHead.observe(head)
             if (head < next) {
               yield { kind: 'tip', head }
               await sleep(this.pollIntervalMs, sig)
@@ -425,6 +574,8 @@ export class RpcSource {
         if (r.kind === 'block') {
           this.stats.blocks++
           yield { kind: 'block', slot, block: r.block }
+        } else if (r.kind === 'malformed') {
+          yield { kind: 'malformed', slot, problem: r.problem }
         }
       }
     } finally {

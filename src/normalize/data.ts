@@ -1,5 +1,5 @@
 /**
- * Instruction data prefixes: `d1/d2/d4/d8` and the internal `dataPrefix` (semantics.md §1).
+ * Instruction data prefixes: `d1/d2/d4/d8` and the internal `dataPrefix` (docs/query.md §1).
  *
  * Base58 is a big-endian base-58 number, so the leading bytes depend on every character: the whole
  * string has to be decoded (measured: there is no shortcut). Short strings are decoded on 32-bit

@@ -1,5 +1,5 @@
 /**
- * The log walk (semantics.md §1 "Logs and the log walk" and "Failed transactions"): places every
+ * The log walk (docs/query.md §1 "Logs and the log walk" and "Failed transactions"): places every
  * instruction of one transaction in the call tree, attributes `meta.logMessages` lines to the
  * instructions that produced them, and extracts per-instruction `error` and `computeUnitsConsumed`.
  */

@@ -1,5 +1,5 @@
 /**
- * RPC `getBlock` result → normalized records (semantics.md §1), sorted as in semantics.md §2.
+ * RPC `getBlock` result → normalized records (docs/query.md §1), sorted as in docs/query.md §2.
  */
 import type {
   Balance,
@@ -184,7 +184,7 @@ function mapReward(r: RpcReward): Reward | null {
   }
 }
 
-/** the order of rewards in a block (semantics.md §2): pubkey, then rewardType with null first */
+/** the order of rewards in a block (docs/query.md §2): pubkey, then rewardType with null first */
 export function compareRewards(a: Reward, b: Reward): number {
   if (a.pubkey !== b.pubkey) return a.pubkey < b.pubkey ? -1 : 1
   const x = a.rewardType

@@ -114,7 +114,7 @@ export interface RpcBlock {
   rewards?: RpcReward[] | null
 }
 
-/** One line of an archive file (semantics.md §1). */
+/** One line of an archive file (docs/query.md §1). */
 export interface ArchiveLine {
   slot: number
   /** defaults to block.blockhash */

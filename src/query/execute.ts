@@ -557,7 +557,7 @@ interface BoundKind {
 }
 
 /**
- * Stream the query's output blocks (semantics.md §4): ascending, produced blocks only, the first
+ * Stream the query's output blocks (docs/query.md §4): ascending, produced blocks only, the first
  * and the last produced block of the covered range always present.
  */
 export async function* executeQuery(

@@ -1,5 +1,5 @@
 /**
- * The query engine: validate → plan → execute → render (semantics.md §2–§4).
+ * The query engine: validate → plan → execute → render (docs/query.md §2–§4).
  *
  * - `spec.ts`     the Solana dataset as a declaration: item requests with their filters, and the
  *                 relation table {from kind, flag, to kind, join}; nothing else names a filter or
@@ -14,9 +14,9 @@
  * - `render.ts`   JSON writers compiled once per (kind, selection) with `new Function`, writing
  *                 text straight from the columns (no objects).
  *
- * Decisions where the spec is silent (see the report / semantics.md):
+ * Decisions where the spec is silent (docs/query.md §6):
  * - An absent `fields` selects nothing: every record, the header included, renders as `{}`
- *   (the reference's default field selection; interface.md's declared defaults are not applied).
+ *   (the reference's default field selection; the defaults some Portal documents declare are not applied).
  * - `null` is accepted as "absent" for the optional members the reference types as optional
  *   (`toBlock`, `parentBlockHash`, every filter list, `isCommitted`); elsewhere it is a type error.
  * - A request with an empty filter list matches nothing (its relations add nothing).

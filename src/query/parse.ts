@@ -1,5 +1,5 @@
 /**
- * Strict validation of a data query (semantics.md §2) into a plan-ready form. Generic over the
+ * Strict validation of a data query (docs/query.md §2) into a plan-ready form. Generic over the
  * declarations of `spec.ts` and the field catalogue.
  */
 import { fieldsOf, SELECTOR_INDEX, SELECTOR_NAMES, type FieldDef, type SelectorName } from '../catalogue.ts'

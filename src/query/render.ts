@@ -1,6 +1,6 @@
 /**
  * JSON writers compiled once per (kind, selection) from the catalogue: straight string building,
- * no intermediate objects (semantics.md §3).
+ * no intermediate objects (docs/query.md §3).
  */
 import type { FieldDef } from '../catalogue.ts'
 import type { SelectedField } from './parse.ts'

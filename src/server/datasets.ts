@@ -13,7 +13,7 @@ export interface DatasetConfig {
   /** true when a live source feeds the store */
   realTime: boolean
   displayName?: string
-  /** render u64 amounts as bare integers instead of decimal strings (semantics.md §3) */
+  /** render u64 amounts as bare integers instead of decimal strings (docs/query.md §3) */
   bigintsAsNumbers?: boolean
 }
 

@@ -1,32 +1,59 @@
 /**
- * The Portal HTTP interface (interface.md, semantics.md §4-§5) on node:http.
+ * The Portal HTTP interface (docs/query.md §4-§5) on node:http.
  *
  * Routes (per dataset, `{name}` being a dataset name or alias):
  *   POST /datasets/{name}/stream, /finalized-stream
  *   GET  /datasets, /datasets/{name}, /datasets/{name}/metadata, /head, /finalized-head,
  *        /datasets/{name}/timestamps/{seconds}/block
+ *   GET  /openapi.json, / (the query page; src/server/pages.ts)
  *
- * Responses are streamed block by block: every write waits for the socket (or gzip stream) to
- * drain, so a slow client slows the query down instead of filling memory.
+ * Responses are streamed block by block (`line-writer.ts`): every write waits for the socket (or
+ * gzip stream) to drain and for room in the global in-flight byte budget, so a slow client slows
+ * its query down instead of filling memory.
+ *
+ * Hostile and slow clients: stream requests, timestamp lookups and malformed requests count
+ * against the per-address rate limit; a stream
+ * request first counts against its address's concurrent stream cap (429), and takes one of the
+ * global stream slots (503) only once its body is read and valid; the body must arrive within
+ * `bodyTimeoutMs` (408); a response whose socket takes no byte for `writeTimeoutMs` is destroyed.
  */
 import { setMaxListeners } from 'node:events'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import zlib from 'node:zlib'
-import type { Writable } from 'node:stream'
 import { executeQuery, parseQuery, QueryError } from '../query/index.ts'
 import type { OutputBlock, ParsedQuery } from '../query/index.ts'
+import { defaultLogger } from '../log.ts'
 import type { HeadInfo } from '../store/chunk.ts'
+import { ByteBudget } from './budget.ts'
 import type { Dataset, DatasetRegistry } from './datasets.ts'
 import { metadataOf } from './datasets.ts'
+import { LogLimiter, PerClientCap, RateLimiter, type RateLimit } from './guards.ts'
+import { badRequest, HttpError, parseTarget } from './http-error.ts'
+import { LineWriter } from './line-writer.ts'
+import type { Observer } from './observe.ts'
+import { Pages } from './pages.ts'
+import { firstBlockAtOrAfter } from './timestamps.ts'
+
+export type { RateLimit } from './guards.ts'
 
 export interface ServerLimits {
   /** largest accepted request body, after gzip decoding (bytes) */
   maxBodyBytes: number
   maxItemRequests: number
   maxFilterValues: number
-  /** concurrent stream responses; above it: 503 with Retry-After */
+  /** concurrent stream responses (taken once the body is read and valid); above it: 503 with Retry-After */
   maxConcurrentStreams: number
+  /** concurrent stream requests of one client address (body upload included); above it: 429 with Retry-After */
+  maxStreamsPerClient: number
+  /** a request (headers and body) must arrive within this long, else 408 (ms) */
+  bodyTimeoutMs: number
+  /** a response whose socket takes no pending byte for this long is destroyed (ms; 0 = never) */
+  writeTimeoutMs: number
+  /** bytes of responses in flight (written, not yet taken by sockets) across all streams */
+  streamBufferBytes: number
+  /** on close(), open streams end on a complete line; after this long the remaining connections are cut (ms) */
+  shutdownGraceMs: number
   /** how long a stream request for a block above the head waits before 204 (ms) */
   headWaitMs: number
   /** a response ends (at a block boundary) after this long (ms) ... */
@@ -42,74 +69,41 @@ export const DEFAULT_LIMITS: ServerLimits = {
   maxItemRequests: 100,
   maxFilterValues: 100_000,
   maxConcurrentStreams: 1024,
+  maxStreamsPerClient: 64,
+  bodyTimeoutMs: 30_000,
+  writeTimeoutMs: 20_000,
+  streamBufferBytes: 128 * 1024 * 1024,
+  shutdownGraceMs: 5_000,
   headWaitMs: 5_000,
   responseTimeMs: 10_000,
   responseBytes: 20 * 1024 * 1024,
   gzipLevel: 1,
 }
 
-export interface RateLimit {
-  /** sustained stream requests per second per client address */
-  perSecond: number
-  /** bucket size */
-  burst: number
-}
-
 export interface ServerOptions {
-  datasets: DatasetRegistry
+  /** absent while the datasets load (see setDatasets): dataset routes answer 503 + Retry-After */
+  datasets?: DatasetRegistry | null
   limits?: Partial<ServerLimits>
-  /** per-client rate limit of stream requests; null disables it */
+  /** per-client rate limit of requests; null disables it */
   rateLimit?: RateLimit | null
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void
-}
-
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message)
-  }
-}
-
-const badRequest = (reason: string) => new HttpError(400, `Bad request: ${reason}`)
-
-/** Token buckets per client address. */
-class RateLimiter {
-  private readonly buckets = new Map<string, { tokens: number; at: number }>()
-  constructor(private readonly cfg: RateLimit) {}
-
-  /** 0 when allowed, else seconds to wait */
-  take(key: string): number {
-    const now = Date.now()
-    let b = this.buckets.get(key)
-    if (!b) {
-      b = { tokens: this.cfg.burst, at: now }
-      this.buckets.set(key, b)
-      if (this.buckets.size > 10_000) this.sweep(now)
-    }
-    b.tokens = Math.min(this.cfg.burst, b.tokens + ((now - b.at) / 1000) * this.cfg.perSecond)
-    b.at = now
-    if (b.tokens >= 1) {
-      b.tokens -= 1
-      return 0
-    }
-    return Math.max(1, Math.ceil((1 - b.tokens) / this.cfg.perSecond))
-  }
-
-  private sweep(now: number): void {
-    for (const [k, b] of this.buckets) if (now - b.at > 60_000) this.buckets.delete(k)
-  }
+  /** request ids, access log, metrics, /health, /ready and /metrics (src/server/observe.ts) */
+  observer?: Observer | null
 }
 
 export class PortalServer {
   readonly server: http.Server
   private readonly limits: ServerLimits
   private readonly limiter: RateLimiter | null
+  private readonly perClient: PerClientCap
+  private readonly budget: ByteBudget
   private readonly log: NonNullable<ServerOptions['log']>
+  /** failures that are not the client's fault, at most a few lines per window */
+  private readonly errorLog: LogLimiter
   private activeStreams = 0
-  /** aborted on close() so that waiting/tailing responses end promptly */
+  private readonly pages: Pages
+  private registry: DatasetRegistry | null
+  /** aborted on close(): waiting/tailing responses end promptly, on a complete line */
   private readonly closing = new AbortController()
 
   constructor(private readonly opts: ServerOptions) {
@@ -117,10 +111,48 @@ export class PortalServer {
     // every open stream listens on it
     setMaxListeners(0, this.closing.signal)
     this.limiter = opts.rateLimit ? new RateLimiter(opts.rateLimit) : null
-    this.log = opts.log ?? ((level, msg) => console.error(`[${level}] ${msg}`))
-    this.server = http.createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
-      this.handle(req, res).catch((err) => this.fail(res, err))
-    })
+    this.perClient = new PerClientCap(this.limits.maxStreamsPerClient)
+    this.budget = new ByteBudget(this.limits.streamBufferBytes)
+    const { maxItemRequests, maxFilterValues, maxBodyBytes } = this.limits
+    this.pages = new Pages({ limits: { maxItemRequests, maxFilterValues }, maxBodyBytes })
+    this.log = opts.log ?? ((level, msg) => defaultLogger()[level](msg))
+    this.registry = opts.datasets ?? null
+    const observer = opts.observer ?? null
+    observer?.attach(this)
+    this.errorLog = new LogLimiter((msg) => this.log('error', msg))
+    const bodyTimeout = this.limits.bodyTimeoutMs
+    this.server = http.createServer(
+      {
+        keepAliveTimeout: 30_000,
+        requestTimeout: bodyTimeout,
+        headersTimeout: bodyTimeout,
+        connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(bodyTimeout / 4))),
+      },
+      (req, res) => {
+        observer?.onRequest(req, res)
+        this.handle(req, res).catch((err) => this.fail(res, err))
+      },
+    )
+  }
+
+  /** the served datasets; null while they load */
+  get datasets(): DatasetRegistry | null {
+    return this.registry
+  }
+
+  /** start serving the datasets (the server may listen before they are loaded) */
+  setDatasets(registry: DatasetRegistry): void {
+    this.registry = registry
+  }
+
+  /** bytes of responses in flight across streams (see `streamBufferBytes`) */
+  get bufferedBytes(): number {
+    return this.budget.inFlight
+  }
+
+  /** open stream responses */
+  get activeStreamCount(): number {
+    return this.activeStreams
   }
 
   async listen(port: number, host: string): Promise<string> {
@@ -136,12 +168,22 @@ export class PortalServer {
     return `http://${h}:${a.port}`
   }
 
+  /**
+   * Stop accepting connections; open streams end on a complete line with a closed gzip stream;
+   * connections still open after `shutdownGraceMs` (clients that do not read) are cut.
+   */
   async close(): Promise<void> {
     this.closing.abort()
-    await new Promise<void>((resolve) => {
-      this.server.close(() => resolve())
-      this.server.closeIdleConnections()
-    })
+    const cut = setTimeout(() => this.server.closeAllConnections(), this.limits.shutdownGraceMs)
+    cut.unref()
+    try {
+      await new Promise<void>((resolve) => {
+        this.server.close(() => resolve())
+        this.server.closeIdleConnections()
+      })
+    } finally {
+      clearTimeout(cut)
+    }
   }
 
   private fail(res: http.ServerResponse, err: unknown): void {
@@ -152,32 +194,44 @@ export class PortalServer {
       } else res.end()
       return
     }
-    this.log('error', `request failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`)
+    this.errorLog.log(`request failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`)
     if (!res.headersSent) {
       res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' })
       res.end('Internal server error')
     } else {
-      res.end()
+      // the body may be incomplete: cut the connection rather than end it cleanly
+      res.destroy()
     }
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://localhost')
-    const parts = url.pathname
-      .split('/')
-      .filter((p) => p.length > 0)
-      .map(decodeURIComponent)
-    if (parts[0] !== 'datasets') throw new HttpError(404, 'Not found')
-    const expand = url.searchParams.getAll('expand[]').includes('metadata')
+    let target: ReturnType<typeof parseTarget>
+    try {
+      target = parseTarget(req.url)
+    } catch (e) {
+      this.rateLimit(req) // malformed requests count too
+      throw e
+    }
+    const { pathname, parts, search } = target
+    // /health, /ready, /metrics: never limited (probes)
+    if (this.opts.observer && (await this.opts.observer.route(req, res, pathname))) return
+    if (parts[0] !== 'datasets') {
+      // the OpenAPI document and the query page
+      if (this.pages.handle(req, res, pathname)) return
+      throw new HttpError(404, 'Not found')
+    }
+    const expand = search.getAll('expand[]').includes('metadata')
+    const datasets = this.registry
+    if (!datasets) throw new HttpError(503, 'Starting: the datasets are loading, retry later', { 'Retry-After': '1' })
 
     if (parts.length === 1) {
       this.allow(req, 'GET')
       return sendJson(
         res,
-        this.opts.datasets.all.map((d) => metadataOf(d, expand)),
+        datasets.all.map((d) => metadataOf(d, expand)),
       )
     }
-    const ds = this.opts.datasets.get(parts[1])
+    const ds = datasets.get(parts[1])
     if (!ds) throw new HttpError(404, `Dataset '${parts[1]}' not found`)
     const rest = parts.slice(2).join('/')
 
@@ -201,9 +255,17 @@ export class PortalServer {
     }
     if (parts.length === 5 && parts[2] === 'timestamps' && parts[4] === 'block') {
       this.allow(req, 'GET')
+      this.rateLimit(req)
       return this.timestampToBlock(res, ds, parts[3])
     }
     throw new HttpError(404, 'Not found')
+  }
+
+  /** stream requests, timestamp lookups and malformed requests of a client address take a token */
+  private rateLimit(req: http.IncomingMessage): void {
+    if (!this.limiter) return
+    const wait = this.limiter.take(req.socket.remoteAddress ?? '')
+    if (wait > 0) throw new HttpError(429, 'Too many requests', { 'Retry-After': String(wait) })
   }
 
   private allow(req: http.IncomingMessage, method: string): void {
@@ -217,35 +279,37 @@ export class PortalServer {
     const ts = Number(arg)
     const head = ds.store.head()
     if (head) {
-      for await (const chunk of ds.store.chunks(ds.start(), head.number, false)) {
-        const times = chunk.header('timestamp')
-        const numbers = chunk.header('number')
-        for (let i = 0; i < chunk.blockCount; i++) {
-          if (numbers[i] >= ds.start() && times[i] >= ts) return sendJson(res, { block_number: numbers[i] })
-        }
-      }
+      const n = await firstBlockAtOrAfter(ds.store, ds.start(), head.number, ts)
+      if (n != null) return sendJson(res, { block_number: n })
     }
     res.writeHead(404, { 'Content-Type': 'application/json' })
     res.end(JSON.stringify({ message: `no block with a timestamp at or after ${ts}` }))
   }
 
   private async stream(req: http.IncomingMessage, res: http.ServerResponse, ds: Dataset, finalizedOnly: boolean) {
-    if (this.limiter) {
-      const wait = this.limiter.take(req.socket.remoteAddress ?? '')
-      if (wait > 0) throw new HttpError(429, 'Too many requests', { 'Retry-After': String(wait) })
+    this.rateLimit(req)
+    const client = req.socket.remoteAddress ?? ''
+    if (!this.perClient.enter(client)) {
+      throw new HttpError(429, 'Too many concurrent streams from this address, retry later', { 'Retry-After': '1' })
     }
-    if (this.activeStreams >= this.limits.maxConcurrentStreams) {
-      throw new HttpError(503, 'Too many concurrent streams, retry later', { 'Retry-After': '1' })
-    }
-    this.activeStreams++
     try {
-      await this.streamInner(req, res, ds, finalizedOnly)
+      const q = await this.readQuery(req, ds)
+      // the slot is taken only now: a client uploading slowly holds none
+      if (this.activeStreams >= this.limits.maxConcurrentStreams) {
+        throw new HttpError(503, 'Too many concurrent streams, retry later', { 'Retry-After': '1' })
+      }
+      this.activeStreams++
+      try {
+        await this.streamQuery(req, res, ds, q, finalizedOnly)
+      } finally {
+        this.activeStreams--
+      }
     } finally {
-      this.activeStreams--
+      this.perClient.leave(client)
     }
   }
 
-  private async streamInner(req: http.IncomingMessage, res: http.ServerResponse, ds: Dataset, finalizedOnly: boolean) {
+  private async readQuery(req: http.IncomingMessage, ds: Dataset): Promise<ParsedQuery> {
     const contentType = req.headers['content-type'] ?? ''
     if (!/^application\/(.+\+)?json\b/i.test(contentType)) {
       throw badRequest(`Content-Type must be application/json, got '${contentType}'`)
@@ -269,17 +333,26 @@ export class PortalServer {
     }
     const start = ds.start()
     if (q.fromBlock < start) throw badRequest(`dataset starts from block ${start}`)
+    return q
+  }
 
-    // The request ends when the client goes away or the server closes.
-    const abort = new AbortController()
-    const onClose = () => abort.abort()
+  private async streamQuery(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    ds: Dataset,
+    q: ParsedQuery,
+    finalizedOnly: boolean,
+  ) {
+    // `gone`: the client went away (or its response was destroyed); `stop`: that, or the server
+    // is closing (waits end at once, the response ends cleanly on a complete line)
+    const gone = new AbortController()
+    const onClose = () => gone.abort()
     res.on('close', onClose)
-    this.closing.signal.addEventListener('abort', onClose)
+    const stop = AbortSignal.any([gone.signal, this.closing.signal])
     try {
-      await this.respond(req, res, ds, q, finalizedOnly, abort.signal)
+      await this.respond(req, res, ds, q, finalizedOnly, gone.signal, stop)
     } finally {
       res.off('close', onClose)
-      this.closing.signal.removeEventListener('abort', onClose)
     }
   }
 
@@ -311,7 +384,8 @@ export class PortalServer {
     ds: Dataset,
     q: ParsedQuery,
     finalizedOnly: boolean,
-    signal: AbortSignal,
+    gone: AbortSignal,
+    stop: AbortSignal,
   ): Promise<void> {
     const store = ds.store
     let head = this.headOf(ds, finalizedOnly)
@@ -320,8 +394,8 @@ export class PortalServer {
       if (head && q.fromBlock === head.number + 1 && q.parentBlockHash != null && q.parentBlockHash !== head.hash) {
         return this.conflict(res, ds, q.fromBlock)
       }
-      const arrived = await store.waitFor(q.fromBlock, finalizedOnly, this.limits.headWaitMs, signal)
-      if (signal.aborted) return void res.destroy()
+      const arrived = await store.waitFor(q.fromBlock, finalizedOnly, this.limits.headWaitMs, stop)
+      if (gone.aborted) return void res.destroy()
       head = this.headOf(ds, finalizedOnly)
       if (!arrived || !head || q.fromBlock > head.number) {
         res.writeHead(204, { 'Content-Type': 'text/plain; charset=utf-8', ...this.headHeaders(ds, finalizedOnly) })
@@ -341,16 +415,23 @@ export class PortalServer {
       ...this.headHeaders(ds, finalizedOnly),
     }
     if (gzip) headers['Content-Encoding'] = 'gzip'
-    res.writeHead(200, headers)
-    res.flushHeaders()
-
-    const out = new LineWriter(res, gzip ? this.limits.gzipLevel : null, signal)
+    // the 200 goes out with the first line: a failure before it is still a 5xx
+    const out = new LineWriter(
+      res,
+      {
+        headers,
+        gzipLevel: gzip ? this.limits.gzipLevel : null,
+        writeTimeoutMs: this.limits.writeTimeoutMs,
+        budget: this.budget,
+      },
+      gone,
+    )
     const deadline = Date.now() + this.limits.responseTimeMs
-    const shouldStop = () => signal.aborted || out.bytes >= this.limits.responseBytes || Date.now() >= deadline
+    const shouldStop = () => stop.aborted || out.bytes >= this.limits.responseBytes || Date.now() >= deadline
     const bigintsAsNumbers = ds.bigintsAsNumbers ?? false
 
     // Lines of blocks with nothing selected are held back: such a block is written only if it is
-    // the first of the response or turns out to be the last (semantics.md §4). The engine always
+    // the first of the response or turns out to be the last (docs/query.md §4). The engine always
     // yields the first and last block of each range it runs; a response that follows the head runs
     // several ranges, and only the very last range end may appear as an empty block.
     let pending: OutputBlock | null = null
@@ -362,7 +443,7 @@ export class PortalServer {
         const to = Math.min(q.toBlock ?? Number.MAX_SAFE_INTEGER, head!.number)
         const query: ParsedQuery = from === q.fromBlock ? q : { ...q, fromBlock: from }
         for await (const b of executeQuery(store, query, { to, finalizedOnly, bigintsAsNumbers, shouldStop })) {
-          if (signal.aborted) break
+          if (gone.aborted) break
           last = { number: b.number, hash: b.hash }
           if (b.empty && written > 0) {
             pending = b
@@ -372,7 +453,7 @@ export class PortalServer {
           written++
           await out.writeLine(b.line)
         }
-        if (signal.aborted || shouldStop() || last == null) break
+        if (gone.aborted || shouldStop() || last == null) break
         // the range is finished once a segment reached toBlock (blocks up to it may be skipped slots)
         if (q.toBlock != null && (last.number >= q.toBlock || to >= q.toBlock)) break
         // a dataset without a live source never grows: end at the head
@@ -381,8 +462,8 @@ export class PortalServer {
         await out.flush()
         const remaining = deadline - Date.now()
         if (remaining <= 0) break
-        const arrived = await store.waitFor(last.number + 1, finalizedOnly, remaining, signal)
-        if (!arrived || signal.aborted) break
+        const arrived = await store.waitFor(last.number + 1, finalizedOnly, remaining, stop)
+        if (!arrived || stop.aborted) break
         // A fork replaced the block we ended on: end here; the client resumes with
         // parentBlockHash and learns about the fork through a 409.
         const parent = (await store.chainBefore(last.number + 1, 1))[0]
@@ -391,15 +472,16 @@ export class PortalServer {
         if (!head || head.number <= last.number) break
         from = last.number + 1
       }
-      if (pending && !signal.aborted) await out.writeLine(pending.line)
+      if (pending && !gone.aborted) await out.writeLine(pending.line)
       await out.end()
     } catch (err) {
-      // Headers are out: end on a complete line so the client can resume from the last block.
-      this.log(
-        'error',
+      // Nothing sent yet: the caller answers 5xx. Lines sent: cut the connection (no clean end of
+      // the body), so the client sees a failure and never takes a short answer for a complete one.
+      if (!out.started) throw err
+      this.errorLog.log(
         `stream of ${ds.name} failed after block ${last?.number ?? '-'}: ${(err as Error).stack ?? err}`,
       )
-      await out.end().catch(() => res.destroy())
+      out.destroy()
     }
   }
 }
@@ -410,7 +492,7 @@ function sendJson(res: http.ServerResponse, value: unknown): void {
   res.end(body)
 }
 
-/** gzip unless the client refuses it or does not ask for it (semantics.md §4, §6). */
+/** gzip unless the client refuses it or does not ask for it (docs/query.md §4, §6). */
 export function acceptsGzip(header: string | string[] | undefined): boolean {
   if (!header) return false
   const v = Array.isArray(header) ? header.join(',') : header
@@ -460,79 +542,4 @@ async function readBody(req: http.IncomingMessage, maxBytes: number): Promise<st
     if (raw.length > maxBytes) throw badRequest(`request body is larger than the limit of ${maxBytes} bytes`)
   }
   return raw.toString('utf8')
-}
-
-/**
- * Writes JSON lines to the response, batching small lines into larger writes and waiting for
- * 'drain' whenever the socket (or the gzip stream in front of it) is full.
- */
-class LineWriter {
-  bytes = 0
-  private buf: string[] = []
-  private bufLen = 0
-  private readonly sink: Writable
-  private readonly gz: zlib.Gzip | null
-
-  constructor(
-    private readonly res: http.ServerResponse,
-    gzipLevel: number | null,
-    private readonly signal: AbortSignal,
-  ) {
-    if (gzipLevel != null) {
-      this.gz = zlib.createGzip({ level: gzipLevel })
-      this.gz.pipe(res)
-      this.sink = this.gz
-    } else {
-      this.gz = null
-      this.sink = res
-    }
-  }
-
-  async writeLine(line: string): Promise<void> {
-    this.buf.push(line, '\n')
-    this.bufLen += line.length + 1
-    this.bytes += line.length + 1
-    if (this.bufLen >= 64 * 1024) await this.push()
-  }
-
-  private async push(): Promise<void> {
-    if (this.bufLen === 0) return
-    const data = this.buf.join('')
-    this.buf = []
-    this.bufLen = 0
-    if (this.signal.aborted) return
-    if (!this.sink.write(data)) await drained(this.sink, this.signal)
-  }
-
-  /** push buffered lines through to the client now (before waiting for new blocks) */
-  async flush(): Promise<void> {
-    await this.push()
-    if (this.gz && !this.signal.aborted) {
-      await new Promise<void>((resolve) => this.gz!.flush(zlib.constants.Z_SYNC_FLUSH, () => resolve()))
-    }
-  }
-
-  async end(): Promise<void> {
-    await this.push()
-    await new Promise<void>((resolve) => {
-      if (this.signal.aborted) return resolve()
-      this.res.once('finish', () => resolve())
-      this.res.once('close', () => resolve())
-      this.sink.end()
-    })
-  }
-}
-
-function drained(w: Writable, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      w.off('drain', done)
-      w.off('close', done)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    w.on('drain', done)
-    w.on('close', done)
-    signal.addEventListener('abort', done)
-  })
 }

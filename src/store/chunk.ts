@@ -3,7 +3,7 @@
  *
  * A chunk is a contiguous range of produced blocks with all their rows in columnar form. Rows of
  * each kind are grouped by block (ascending block position) and, inside a block, sorted in the
- * order of semantics.md §2. Column values have the model's types (src/model.ts): bigint for u64,
+ * order of docs/query.md §2. Column values have the model's types (src/model.ts): bigint for u64,
  * null for absent values, arrays for list fields.
  */
 import type { BlockHeader, RecordKind } from '../model.ts'

@@ -24,14 +24,20 @@
  * (fanout - 1) * levels small files. Bulk imports append target-sized batches, written sealed at
  * once.
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { open, rename, rm } from 'node:fs/promises'
-import { join, resolve } from 'node:path'
+import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { rename } from 'node:fs/promises'
+import { join } from 'node:path'
 import type { Block } from '../model.ts'
 import type { Chunk, HeadInfo } from './chunk.ts'
-import { readChunkBlocksAsync, writeChunkFile, writeEncodedChunk, type WriteOptions } from './cold/chunk-file.ts'
+import {
+  readChunkBlocksAsync,
+  writeChunkFile,
+  writeEncodedChunk,
+  type FormatVersion,
+  type WriteOptions,
+} from './cold/chunk-file.ts'
 import { DiskChunk, type ColumnCache } from './cold/disk-chunk.ts'
-import { ByteLru } from './cold/lru.ts'
+import { ByteLru, type CacheStats } from './cold/lru.ts'
 import { closeFds } from './cold/raw.ts'
 import {
   FORMAT,
@@ -43,6 +49,7 @@ import {
   type ChunkEntry,
   type ManifestBody,
 } from './cold/manifest.ts'
+import { LockError, releaseLock, takeLock } from './lock.ts'
 import type { ColdStore } from './types.ts'
 
 export type { ChunkEntry } from './cold/manifest.ts'
@@ -58,8 +65,10 @@ export interface DiskColdStoreOptions {
   cacheBytes?: number
   /** deflate column blobs when it saves >= 25% (default false: see the bench) */
   compress?: boolean
-  /** chunk file format version to write (default the current one, 2; 1 = without index parts, for tests) */
-  formatVersion?: 1 | 2 | 3
+  /** chunk file format version to write (default the current one, 4; older ones for compatibility tests) */
+  formatVersion?: FormatVersion
+  /** format 4 frame size (log2) of every part: tests only (small frames cover reads across frames) */
+  frameLog?: number
   /** open without writing anything (a server over a directory another process imports into) */
   readOnly?: boolean
   /** on open: 'size' (default) checks every listed file exists with its size; 'full' checks sha256 */
@@ -76,6 +85,14 @@ export interface DiskColdStoreOptions {
 }
 
 export class ColdStoreError extends Error {}
+
+/**
+ * Bounds of a chunk's size targets. A chunk is encoded in memory and its parts hold u32 offsets,
+ * so a chunk must stay well below 4 GiB; the byte target is an estimate that real chunks may
+ * exceed by some margin.
+ */
+export const MAX_TARGET_BYTES = 1024 * 1024 * 1024
+export const MAX_TARGET_BLOCKS = 1_000_000
 
 /** What the manifest records of a chunk besides its file. */
 export interface PreparedChunkInfo {
@@ -113,10 +130,6 @@ export function estimateBlockBytes(b: Block): number {
 
 const pad = (n: number) => String(n).padStart(12, '0')
 
-function errno(e: unknown): string | undefined {
-  return (e as NodeJS.ErrnoException)?.code
-}
-
 export class DiskColdStore implements ColdStore {
   private manifest: ManifestBody
   private readonly cache: ColumnCache
@@ -141,6 +154,12 @@ export class DiskColdStore implements ColdStore {
     this.cache = new ByteLru(opts.cacheBytes ?? 192 * 1024 * 1024)
     this.targetBlocks = opts.targetBlocks ?? 10_000
     this.targetBytes = opts.targetBytes ?? 32 * 1024 * 1024
+    if (!Number.isInteger(this.targetBlocks) || this.targetBlocks < 1 || this.targetBlocks > MAX_TARGET_BLOCKS)
+      throw new ColdStoreError(
+        `targetBlocks must be an integer from 1 to ${MAX_TARGET_BLOCKS}, got ${this.targetBlocks}`,
+      )
+    if (!Number.isInteger(this.targetBytes) || this.targetBytes < 1 || this.targetBytes > MAX_TARGET_BYTES)
+      throw new ColdStoreError(`targetBytes must be an integer from 1 to ${MAX_TARGET_BYTES}, got ${this.targetBytes}`)
     this.fanout = Math.max(2, opts.fanout ?? 8)
     this.manifestStamp = this.stamp()
   }
@@ -156,7 +175,11 @@ export class DiskColdStore implements ColdStore {
       return s
     }
     mkdirSync(chunksDir, { recursive: true })
-    await takeLock(dir)
+    try {
+      await takeLock(join(dir, 'LOCK'), dir)
+    } catch (e) {
+      throw e instanceof LockError ? new ColdStoreError(e.message) : e
+    }
     try {
       let m = readManifest(dir)
       if (!m) {
@@ -173,7 +196,7 @@ export class DiskColdStore implements ColdStore {
       await s.check(opts.verify ?? 'size')
       return s
     } catch (e) {
-      await releaseLock(dir)
+      await releaseLock(join(dir, 'LOCK'))
       throw e
     }
   }
@@ -236,6 +259,11 @@ export class DiskColdStore implements ColdStore {
 
   get cachedBytes(): number {
     return this.cache.bytes
+  }
+
+  /** the cache's size, budget and counters (metrics) */
+  cacheStats(): CacheStats {
+    return { bytes: this.cache.bytes, maxBytes: this.cache.maxBytes, entries: this.cache.size, ...this.cache.stats }
   }
 
   firstBlock(): number | null {
@@ -466,7 +494,8 @@ export class DiskColdStore implements ColdStore {
 
   /** how chunk files of this store are encoded (for `encodeChunk` elsewhere, e.g. import workers) */
   get encodeOptions(): WriteOptions {
-    return { compress: this.opts.compress, fsync: this.opts.fsync !== false, formatVersion: this.opts.formatVersion }
+    const { compress, formatVersion, frameLog } = this.opts
+    return { compress, fsync: this.opts.fsync !== false, formatVersion, frameLog }
   }
 
   /** The unsealed chunks at the end of the store (see `appendEncoded`), oldest first. */
@@ -597,59 +626,6 @@ export class DiskColdStore implements ColdStore {
     this.cache.clear()
     this.chunkObjects.clear()
     closeFds(join(this.dir, 'chunks') + '/')
-    if (!this.opts.readOnly) await releaseLock(this.dir)
-  }
-}
-
-// ---- the single-writer lock -----------------------------------------------------------------
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return errno(e) === 'EPERM'
-  }
-}
-
-/** directories this process holds the writer lock of */
-const OPEN_WRITERS = new Set<string>()
-
-async function takeLock(dir: string): Promise<void> {
-  const p = join(dir, 'LOCK')
-  const key = resolve(dir)
-  if (OPEN_WRITERS.has(key)) throw new ColdStoreError(`${dir} is already open for writing in this process`)
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      const fh = await open(p, 'wx')
-      await fh.writeFile(String(process.pid))
-      await fh.close()
-      OPEN_WRITERS.add(key)
-      return
-    } catch (e) {
-      if (errno(e) !== 'EEXIST') throw e
-      let pid = NaN
-      try {
-        pid = Number(readFileSync(p, 'utf8').trim())
-      } catch {
-        /* vanished meanwhile */
-      }
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
-        throw new ColdStoreError(`${dir} is being written by process ${pid} (${p})`)
-      }
-      // stale lock of a crashed writer (or our own from an unclosed store): take it over
-      await rm(p, { force: true })
-    }
-  }
-  throw new ColdStoreError(`${dir}: cannot take the writer lock ${p}`)
-}
-
-async function releaseLock(dir: string): Promise<void> {
-  const p = join(dir, 'LOCK')
-  OPEN_WRITERS.delete(resolve(dir))
-  try {
-    if (Number(readFileSync(p, 'utf8').trim()) === process.pid) await rm(p, { force: true })
-  } catch {
-    /* not ours or gone */
+    if (!this.opts.readOnly) await releaseLock(join(this.dir, 'LOCK'))
   }
 }

@@ -8,10 +8,11 @@
  * Opened read-only by default, so a server can serve a directory while an import (another process)
  * keeps appending to it: `waitFor` and every `chunks()` call pick up a newer manifest.
  */
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Chunk, HeadInfo } from './chunk.ts'
 import { ColdStoreError, DiskColdStore, type DiskColdStoreOptions } from './cold.ts'
+import { writeFileAtomicSync } from './durable.ts'
 import type { BlockStore } from './types.ts'
 
 export interface DatasetMeta {
@@ -33,16 +34,22 @@ export function readDatasetMeta(dir: string): DatasetMeta | null {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null
     throw e
   }
-  const m = JSON.parse(text) as DatasetMeta
-  if (m.format !== 'solportal-dataset') throw new ColdStoreError(`${dir}/dataset.json: not a solportal dataset`)
+  let m: DatasetMeta
+  try {
+    m = JSON.parse(text) as DatasetMeta
+  } catch {
+    throw new ColdStoreError(
+      `${join(dir, 'dataset.json')}: damaged (${text.length ? 'not JSON' : 'empty'}); a dataset written without --include-votes holds {"format":"solportal-dataset","version":1,"includeVotes":false}`,
+    )
+  }
+  if (!m || m.format !== 'solportal-dataset') throw new ColdStoreError(`${dir}/dataset.json: not a solportal dataset`)
   return m
 }
 
-export function writeDatasetMeta(dir: string, meta: DatasetMeta): void {
+/** Write DIR/dataset.json atomically and durably (temp file, fsync, rename, fsync of DIR). */
+export function writeDatasetMeta(dir: string, meta: DatasetMeta, fsync = true): void {
   mkdirSync(dir, { recursive: true })
-  const tmp = join(dir, 'dataset.json.tmp')
-  writeFileSync(tmp, JSON.stringify(meta, null, 2) + '\n')
-  renameSync(tmp, join(dir, 'dataset.json'))
+  writeFileAtomicSync(join(dir, 'dataset.json'), JSON.stringify(meta, null, 2) + '\n', fsync)
 }
 
 export interface DatasetDirOptions extends Omit<DiskColdStoreOptions, 'readOnly'> {

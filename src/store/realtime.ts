@@ -19,9 +19,11 @@
  */
 import { EventEmitter } from 'node:events'
 import { join } from 'node:path'
+import { defaultLogger } from '../log.ts'
 import type { Block, NormalizationWarning } from '../model.ts'
+import { isVoteTransaction } from '../normalize/normalize.ts'
 import type { RpcBlock } from '../normalize/rpc-types.ts'
-import { RpcSource, sleep, type Commitment, type RpcClientOptions } from '../ingest/rpc.ts'
+import { describeCall, RpcSource, sleep, type Commitment, type RpcClientOptions } from '../ingest/rpc.ts'
 import type { Chunk, HeadInfo } from './chunk.ts'
 import { MemoryColdStore } from './cold-memory.ts'
 import { HotStore, type HotEntry } from './hot.ts'
@@ -191,10 +193,11 @@ export interface RealtimeLogger {
   error(msg: string): void
 }
 
+/** the default: JSON lines on stderr (src/log.ts), level LOG_LEVEL */
 export const consoleLogger: RealtimeLogger = {
-  info: (m) => console.error(`[realtime] ${m}`),
-  warn: (m) => console.error(`[realtime] warning: ${m}`),
-  error: (m) => console.error(`[realtime] error: ${m}`),
+  info: (m) => defaultLogger().info({ component: 'ingest' }, m),
+  warn: (m) => defaultLogger().warn({ component: 'ingest' }, m),
+  error: (m) => defaultLogger().error({ component: 'ingest' }, m),
 }
 
 export const silentLogger: RealtimeLogger = { info() {}, warn() {}, error() {} }
@@ -228,7 +231,25 @@ export interface RealtimeIngesterOptions {
    */
   finalizeMinBlocks?: number
   finalizeMaxDelayMs?: number
+  /**
+   * a block whose getBlock answer is damaged (fails the shape check, is over the size cap, or has
+   * transactions the normalizer skips) is fetched again up to this many times in all (default 5),
+   * `malformedBackoffMs` (default 1 000) doubling between attempts; then ingestion stops
+   * (`onFatal`) rather than store the block with fewer transactions
+   */
+  malformedAttempts?: number
+  malformedBackoffMs?: number
+  /** ingestion stopped for good (a block stayed damaged); the loop has ended when it is called */
+  onFatal?: (err: Error) => void
   logger?: RealtimeLogger
+}
+
+/** Ingestion cannot go on without storing a damaged block: it stops. */
+export class FatalIngestError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'FatalIngestError'
+  }
 }
 
 /** Why a session ended and where the next one starts. */
@@ -250,6 +271,11 @@ export class RealtimeIngester {
   private readonly orphanStrikes: number
   private readonly finalizeMinBlocks: number
   private readonly finalizeMaxDelayMs: number
+  private readonly malformedAttempts: number
+  private readonly malformedBackoffMs: number
+  private readonly onFatal?: (err: Error) => void
+  /** consecutive failed sessions (reset by every stored block and every caught-up tip) */
+  private failures = 0
   /** when finalized blocks were first seen waiting in the hot store (batching) */
   private finalWaitingSince: number | null = null
   private readonly tipCheckIntervalMs: number
@@ -262,9 +288,20 @@ export class RealtimeIngester {
   /** consecutive session restarts without a stored block */
   private idleRestarts = 0
   private restartFrom: number | null = null
-  readonly stats = { blocks: 0, forks: 0, replaced: 0, finalized: 0, warnings: 0, sessions: 0, failures: 0 }
+  readonly stats = {
+    blocks: 0,
+    forks: 0,
+    replaced: 0,
+    finalized: 0,
+    warnings: 0,
+    sessions: 0,
+    failures: 0,
+    refetches: 0,
+  }
   /** the last session error (for status reporting) */
   lastError: Error | null = null
+  /** set when ingestion stopped for good */
+  fatalError: FatalIngestError | null = null
 
   constructor(opts: RealtimeIngesterOptions) {
     this.source = opts.source
@@ -278,6 +315,9 @@ export class RealtimeIngester {
     this.tipCheckIntervalMs = opts.tipCheckIntervalMs ?? 1000
     this.finalizeMinBlocks = Math.max(1, opts.finalizeMinBlocks ?? 1)
     this.finalizeMaxDelayMs = opts.finalizeMaxDelayMs ?? 10_000
+    this.malformedAttempts = Math.max(1, opts.malformedAttempts ?? 5)
+    this.malformedBackoffMs = opts.malformedBackoffMs ?? 1000
+    this.onFatal = opts.onFatal
     this.log = opts.logger ?? consoleLogger
   }
 
@@ -303,15 +343,22 @@ export class RealtimeIngester {
   }
 
   private async run(signal: AbortSignal): Promise<void> {
-    let failures = 0
+    this.failures = 0
     while (!signal.aborted) {
       try {
         await this.session(signal)
-        failures = 0
+        this.failures = 0
       } catch (e) {
         if (signal.aborted) break
+        if (e instanceof FatalIngestError) {
+          this.fatalError = e
+          this.lastError = e
+          this.log.error(`ingestion stopped: ${e.message}`)
+          queueMicrotask(() => this.onFatal?.(e))
+          break
+        }
         if (e instanceof Restart) {
-          failures = 0
+          this.failures = 0
           this.restartFrom = e.from
           if (e.reason) this.log.info(`${e.reason}; resuming from slot ${e.from}`)
           // restarts that store nothing in between (a node whose answers keep moving) back off
@@ -324,12 +371,15 @@ export class RealtimeIngester {
           }
           continue
         }
-        failures++
+        this.failures++
         this.stats.failures++
         this.lastError = e as Error
-        this.log.warn(`ingest session failed (${failures} in a row): ${(e as Error).message}`)
+        const delay = Math.min(10_000, this.retryDelayMs * 2 ** Math.min(this.failures - 1, 16))
+        this.log.warn(
+          `ingest session failed (${this.failures} in a row): ${(e as Error).message}; retrying in ${delay} ms`,
+        )
         try {
-          await sleep(Math.min(10_000, this.retryDelayMs * 2 ** (failures - 1)), signal)
+          await sleep(delay, signal)
         } catch {
           break
         }
@@ -355,11 +405,12 @@ export class RealtimeIngester {
     for await (const ev of this.source.blocks(from, signal)) {
       if (signal.aborted) return
       if (ev.kind === 'tip') {
+        this.failures = 0
         if (Date.now() - this.lastFinalize >= this.finalizeIntervalMs) await this.finalizeStep(signal)
         await this.verifyTip(ev.head, signal)
         continue
       }
-      const { block, warnings } = this.normalize({ slot: ev.slot, block: ev.block })
+      const { block, warnings } = await this.intactBlock(ev, signal)
       for (const w of warnings) {
         this.stats.warnings++
         this.log.warn(
@@ -367,6 +418,7 @@ export class RealtimeIngester {
         )
       }
       const r = await this.hot.push(block)
+      if (r.status === 'extended' || r.status === 'replaced') this.failures = 0
       switch (r.status) {
         case 'extended':
           this.stats.blocks++
@@ -392,6 +444,50 @@ export class RealtimeIngester {
         }
       }
       if (Date.now() - this.lastFinalize >= this.finalizeIntervalMs) await this.finalizeStep(signal)
+    }
+  }
+
+  /**
+   * The normalized block of a delivered slot, only if the node's answer is intact: it passed the
+   * shape check and the size cap (else the source delivers `malformed`), normalizing did not throw,
+   * and every transaction of the answer is in the result (only vote transactions may be left out).
+   * A damaged answer is fetched again with backoff, each attempt logged with the slot; after
+   * `malformedAttempts` answers in all, ingestion stops (FatalIngestError): a block is never stored
+   * with fewer transactions than the node has, and a damaged header never reaches fork resolution.
+   */
+  private async intactBlock(
+    ev: { kind: 'block'; slot: number; block: RpcBlock } | { kind: 'malformed'; slot: number; problem: string },
+    signal: AbortSignal,
+  ): Promise<{ block: Block; warnings: NormalizationWarning[] }> {
+    const slot = ev.slot
+    let answer: RpcBlock | null = ev.kind === 'block' ? ev.block : null
+    let problem = ev.kind === 'malformed' ? ev.problem : ''
+    for (let attempt = 1; ; attempt++) {
+      if (answer) {
+        try {
+          const r = this.normalize({ slot, block: answer })
+          const missing = missingTransactions(answer, r.block)
+          if (missing === null) return r
+          problem = missing
+        } catch (e) {
+          problem = `normalization failed: ${(e as Error).message}`
+        }
+      }
+      if (attempt >= this.malformedAttempts) {
+        throw new FatalIngestError(
+          `slot ${slot}: the node's getBlock answer is still damaged after ${attempt} attempts (${problem}); the block was not stored`,
+        )
+      }
+      const delay = this.malformedBackoffMs * 2 ** (attempt - 1)
+      this.stats.refetches++
+      this.log.warn(
+        `slot ${slot}: damaged getBlock answer (${problem}); fetching it again in ${delay} ms (attempt ${attempt + 1}/${this.malformedAttempts})`,
+      )
+      await sleep(delay, signal)
+      const o = await this.source.fetchSlot(slot, signal)
+      if (o.kind === 'skipped') throw new Restart(slot, `slot ${slot} is no longer a block on the node`)
+      answer = o.kind === 'block' ? o.block : null
+      if (o.kind === 'malformed') problem = o.problem
     }
   }
 
@@ -494,6 +590,25 @@ export class RealtimeIngester {
   }
 }
 
+/**
+ * null when every transaction of the answer is in the normalized block (vote transactions may
+ * be left out), else what is missing. Transactions keep their position as `transactionIndex`.
+ */
+function missingTransactions(answer: RpcBlock, block: Block): string | null {
+  const txs = answer.transactions ?? []
+  const kept = new Set<number>()
+  for (const t of block.transactions) kept.add(t.transactionIndex)
+  let missing = 0
+  let first = -1
+  for (let i = 0; i < txs.length; i++) {
+    if (kept.has(i) || isVoteTransaction(txs[i])) continue
+    if (first < 0) first = i
+    missing++
+  }
+  if (missing === 0) return null
+  return `${missing} of ${txs.length} transactions could not be normalized (first: ${first})`
+}
+
 // --- wiring ------------------------------------------------------------------------------------
 
 export interface RealtimeDatasetOptions {
@@ -518,7 +633,10 @@ export interface RealtimeDatasetOptions {
   orphanStrikes?: number
   tipCheckIntervalMs?: number
   retryDelayMs?: number
-  /** RPC client tuning (timeouts, retries, backoff) */
+  malformedAttempts?: number
+  malformedBackoffMs?: number
+  onFatal?: (err: Error) => void
+  /** RPC client tuning (timeouts, stalls, size cap, retries, backoff); retries are logged */
   rpc?: Omit<RpcClientOptions, 'url'>
   /** normalizer (default: normalizeBlock of src/normalize/normalize.ts with `normalizeOptions`) */
   normalize?: NormalizeFn
@@ -557,11 +675,20 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
       `the cold store ends at ${hot.coldBehind.coldLast?.number ?? 'nothing'} but blocks up to ${hot.coldBehind.anchor.number} were finalized into it earlier (not durable?): the cold store has a gap`,
     )
   }
+  const userOnRetry = opts.rpc?.onRetry
   const source = new RpcSource({
-    client: { url: opts.rpcUrl, ...opts.rpc },
+    client: {
+      url: opts.rpcUrl,
+      ...opts.rpc,
+      onRetry: (method, err, attempt, delayMs, params) => {
+        log.warn(`${describeCall(method, params)}: ${err.message}; retry ${attempt + 1} in ${Math.round(delayMs)} ms`)
+        userOnRetry?.(method, err, attempt, delayMs, params)
+      },
+    },
     commitment: opts.commitment ?? 'confirmed',
     concurrency: opts.concurrency,
     pollIntervalMs: opts.pollIntervalMs,
+    log: (m) => log.info(m),
   })
   const store = new RealtimeStore({ hot, cold })
   const ingester = new RealtimeIngester({
@@ -576,6 +703,9 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
     orphanStrikes: opts.orphanStrikes,
     tipCheckIntervalMs: opts.tipCheckIntervalMs,
     retryDelayMs: opts.retryDelayMs,
+    malformedAttempts: opts.malformedAttempts,
+    malformedBackoffMs: opts.malformedBackoffMs,
+    onFatal: opts.onFatal,
     logger: opts.logger,
   })
   return {
@@ -605,6 +735,7 @@ export interface DemoDatasetOptions {
   node?: import('../ingest/fake-node.ts').FakeNodeOptions
   cold?: ColdStore
   logger?: RealtimeLogger
+  onFatal?: (err: Error) => void
 }
 
 export async function createDemoDataset(
@@ -633,6 +764,7 @@ export async function createDemoDataset(
     concurrency: 4,
     pollIntervalMs: 100,
     logger: opts.logger,
+    onFatal: opts.onFatal,
   })
   return {
     ...ds,

@@ -1,7 +1,7 @@
 /**
  * Backend-agnostic conformance suite of the query engine: random blocks, random queries, engine
  * output compared byte for byte with the naive evaluator, plus the range/stream rules of
- * semantics.md §4. Any BlockStore implementation can run it:
+ * docs/query.md §4. Any BlockStore implementation can run it:
  *
  *   runConformance('cold store', async (blocks) => openColdStoreWith(blocks))
  */
@@ -225,20 +225,13 @@ export async function assertSame(store: BlockStore, blocks: Block[], c: RunCase)
   }
 }
 
-/** the reference engine's benchmark queries (a copy in bench/queries, from ../shared/bench/queries) */
+/** the reference engine's benchmark queries (bench/queries) */
 export function benchQueries(): { name: string; body: Q }[] {
-  const candidates = [join(process.cwd(), 'bench', 'queries'), join(process.cwd(), '..', 'shared', 'bench', 'queries')]
-  for (const dir of candidates) {
-    try {
-      return readdirSync(dir)
-        .filter((f) => f.endsWith('.json'))
-        .sort()
-        .map((f) => ({ name: f.replace(/\.json$/, ''), body: JSON.parse(readFileSync(join(dir, f), 'utf8')) }))
-    } catch {
-      // try the next location
-    }
-  }
-  return []
+  const dir = join(import.meta.dirname, '..', '..', 'bench', 'queries')
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => ({ name: f.replace(/\.json$/, ''), body: JSON.parse(readFileSync(join(dir, f), 'utf8')) }))
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * An independent, deliberately naive evaluator of data queries (semantics.md §2–§4): row by row
+ * An independent, deliberately naive evaluator of data queries (docs/query.md §2–§4): row by row
  * over `Block` objects, plain objects rendered with JSON.stringify. Shares nothing with the engine
  * except the field catalogue. The query body must already be valid (parseQuery accepts it).
  */

@@ -5,6 +5,7 @@
  */
 import type { Command } from 'commander'
 import { FakeSolanaNode } from '../../ingest/fake-node.ts'
+import { existingPath, intOption, listenError, numberOption, portOption } from '../options.ts'
 
 interface FakeNodeCliOptions {
   port: string
@@ -27,11 +28,7 @@ interface FakeNodeCliOptions {
 }
 
 function num(name: string, v: string, opts: { int?: boolean; max?: number } = {}): number {
-  const n = Number(v)
-  if (!Number.isFinite(n) || n < 0 || (opts.int && !Number.isInteger(n)) || (opts.max !== undefined && n > opts.max)) {
-    throw new Error(`--${name}: invalid value '${v}'`)
-  }
-  return n
+  return opts.int ? intOption(name, v, 0, opts.max) : numberOption(name, v, 0, opts.max ?? Number.MAX_SAFE_INTEGER)
 }
 
 export function register(program: Command): void {
@@ -59,6 +56,8 @@ export function register(program: Command): void {
     .option('--seed <n>', 'PRNG seed', '1')
     .option('--quiet', 'do not log produced blocks')
     .action(async (o: FakeNodeCliOptions) => {
+      for (const t of o.template ?? []) existingPath('template', t)
+      const port = portOption('port', o.port)
       const node = new FakeSolanaNode({
         templates: o.template,
         txPerBlock: o.txPerBlock === undefined ? undefined : num('tx-per-block', o.txPerBlock, { int: true }),
@@ -75,7 +74,7 @@ export function register(program: Command): void {
         notYetRate: num('not-yet-rate', o.notYetRate, { max: 1 }),
         seed: num('seed', o.seed, { int: true }),
         host: o.host,
-        port: num('port', o.port, { int: true, max: 65535 }),
+        port,
       })
       let forks = 0
       node.onBlock((b) => {
@@ -85,7 +84,9 @@ export function register(program: Command): void {
         }
         if (!o.quiet) console.error(`slot ${b.slot} height ${b.height} ${b.hash} finalized ${node.finalizedSlot}`)
       })
-      await node.start()
+      await node.start().catch((e: unknown) => {
+        throw listenError(e, 'port', 'host', o.host, port)
+      })
       console.error(`fake Solana node listening on ${node.url} (first slot ${node.firstSlot})`)
       const stop = async () => {
         await node.stop()

@@ -5,13 +5,10 @@
  */
 import type { Command } from 'commander'
 import { loadTemplates, writeArchive } from '../../ingest/generate.ts'
+import { intOption, numberOption, outputPath } from '../options.ts'
 
-function int(name: string, value: string | undefined, def: number, min: number): number {
-  if (value === undefined) return def
-  if (!/^\d+$/.test(value) || Number(value) < min || !Number.isSafeInteger(Number(value))) {
-    throw new Error(`--${name} must be an integer >= ${min}, got ${value}`)
-  }
-  return Number(value)
+function int(name: string, value: string | undefined, def: number, min: number, max?: number): number {
+  return value === undefined ? def : intOption(name, value, min, max)
 }
 
 export function register(program: Command): void {
@@ -37,24 +34,22 @@ export function register(program: Command): void {
         gzipLevel?: string
         gzipThreads?: string
       }) => {
-        const voteShare = o.voteShare === undefined ? 0.7 : Number(o.voteShare)
-        if (!(voteShare >= 0 && voteShare <= 1)) throw new Error(`--vote-share must be in [0, 1], got ${o.voteShare}`)
-        const gzipLevel = int('gzip-level', o.gzipLevel, 1, 0)
-        if (gzipLevel > 9) throw new Error('--gzip-level must be 0..9')
-        const t0 = performance.now()
-        const templates = loadTemplates()
-        const t1 = performance.now()
-        const cpu0 = process.cpuUsage()
-        const stats = await writeArchive(o.out, {
+        // every option is checked before the (slow) template loading
+        const settings = {
           blocks: int('blocks', o.blocks, 0, 1),
           seed: int('seed', o.seed, 1, 0),
           fromSlot: int('from-slot', o.fromSlot, 310_000_000, 1),
           txsPerBlock: int('txs-per-block', o.txsPerBlock, 1500, 1),
-          voteShare,
-          gzipLevel,
-          gzipThreads: int('gzip-threads', o.gzipThreads, 1, 1),
-          templates,
-        })
+          voteShare: o.voteShare === undefined ? 0.7 : numberOption('vote-share', o.voteShare, 0, 1),
+          gzipLevel: int('gzip-level', o.gzipLevel, 1, 0, 9),
+          gzipThreads: int('gzip-threads', o.gzipThreads, 1, 1, 256),
+        }
+        outputPath('out', o.out)
+        const t0 = performance.now()
+        const templates = loadTemplates()
+        const t1 = performance.now()
+        const cpu0 = process.cpuUsage()
+        const stats = await writeArchive(o.out, { ...settings, templates })
         const s = (performance.now() - t1) / 1000
         const cpu = process.cpuUsage(cpu0)
         const cpuS = (cpu.user + cpu.system) / 1e6 // this process, gzip threads included

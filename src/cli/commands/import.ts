@@ -28,9 +28,11 @@ import { availableParallelism } from 'node:os'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
 import { listArchiveFiles, readTextLines, toArchiveLine } from '../../ingest/archive.ts'
 import { parseJsonExact } from '../../normalize/json.ts'
-import { DiskColdStore, type PreparedChunk } from '../../store/cold.ts'
+import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold.ts'
+import type { FormatVersion } from '../../store/cold/chunk-file.ts'
 import { BatchBuilder, LineError, type BatchOptions, type LineResult } from './import-batch.ts'
 import type { FromWorker, ToWorker } from './import-worker.ts'
+import { intOption } from '../options.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
 
 export interface ImportOptions {
@@ -38,6 +40,8 @@ export interface ImportOptions {
   targetBlocks?: number
   targetBytes?: number
   compress?: boolean
+  /** chunk file format version (default the current one; older ones for benches comparing formats) */
+  formatVersion?: FormatVersion
   /** print progress (default: when stderr is a TTY, else a line every 10 s) */
   progress?: 'tty' | 'lines' | 'none'
   /** stop (after making the current batch durable) when this resolves / aborts */
@@ -302,6 +306,7 @@ export async function runImport(
     targetBlocks: opts.targetBlocks,
     targetBytes: opts.targetBytes,
     compress: opts.compress,
+    formatVersion: opts.formatVersion,
   })
   const res: ImportResult = {
     imported: 0,
@@ -448,12 +453,6 @@ export async function runImport(
   return res
 }
 
-function positiveInt(name: string, v: string): number {
-  const n = Number(v)
-  if (!Number.isInteger(n) || n <= 0) throw new ImportError(`--${name} must be a positive integer, got '${v}'`)
-  return n
-}
-
 export function register(program: Command): void {
   program
     .command('import')
@@ -463,8 +462,8 @@ export function register(program: Command): void {
     .argument('<dir>', 'dataset directory (created when missing)')
     .argument('<archive...>', 'archive files or directories, in ascending block order')
     .option('--include-votes', 'keep vote transactions')
-    .option('--chunk-blocks <n>', 'blocks per chunk at most (default 10000)')
-    .option('--chunk-mb <n>', 'approximate chunk size in MB (default 32)')
+    .option('--chunk-blocks <n>', `blocks per chunk at most (default 10000, at most ${MAX_TARGET_BLOCKS})`)
+    .option('--chunk-mb <n>', `approximate chunk size in MB (default 32, at most ${MAX_TARGET_BYTES / (1024 * 1024)})`)
     .option('--compress', 'deflate column blobs where it saves >= 25%')
     .option('--no-progress', 'no progress output')
     .option(
@@ -484,6 +483,10 @@ export function register(program: Command): void {
           workers?: string
         },
       ) => {
+        // misused options: a UsageError, one line from main.ts, before anything is written
+        const targetBlocks = o.chunkBlocks ? intOption('chunk-blocks', o.chunkBlocks, 1, MAX_TARGET_BLOCKS) : undefined
+        const chunkMb = o.chunkMb ? intOption('chunk-mb', o.chunkMb, 1, MAX_TARGET_BYTES / (1024 * 1024)) : undefined
+        const workers = o.workers ? intOption('workers', o.workers, 1) : undefined
         const ac = new AbortController()
         const onSig = () => {
           if (ac.signal.aborted) process.exit(130)
@@ -495,12 +498,12 @@ export function register(program: Command): void {
         try {
           const r = await runImport(dir, archives, {
             includeVotes: o.includeVotes,
-            targetBlocks: o.chunkBlocks ? positiveInt('chunk-blocks', o.chunkBlocks) : undefined,
-            targetBytes: o.chunkMb ? positiveInt('chunk-mb', o.chunkMb) * 1024 * 1024 : undefined,
+            targetBlocks,
+            targetBytes: chunkMb !== undefined ? chunkMb * 1024 * 1024 : undefined,
             compress: o.compress,
             progress: o.progress === false ? 'none' : undefined,
             signal: ac.signal,
-            workers: o.workers ? positiveInt('workers', o.workers) : undefined,
+            workers,
           })
           process.stderr.write(
             `${r.interrupted ? 'interrupted after importing' : 'imported'} ${r.imported} blocks` +

@@ -5,12 +5,27 @@
  */
 import type { Command } from 'commander'
 import { readArchive } from '../../ingest/archive.ts'
+import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc.ts'
 import { sampleLines } from '../../ingest/sample.ts'
 import type { DatasetConfig } from '../../server/datasets.ts'
 import { DatasetRegistry } from '../../server/datasets.ts'
 import { DEFAULT_LIMITS, PortalServer } from '../../server/http.ts'
 import { loadStaticStore } from '../../server/load.ts'
+import { Metrics } from '../../server/metrics.ts'
+import { Observer } from '../../server/observe.ts'
+import { createLogger, levelFromEnv, messageLogger, type Logger } from '../../log.ts'
 import type { BlockStore } from '../../store/types.ts'
+import type { NodeHeadTracker } from '../../ingest/lag.ts'
+import {
+  choiceOption,
+  exclusive,
+  existingPath,
+  httpUrlOption,
+  intOption,
+  listenError,
+  portOption,
+  UsageError,
+} from '../options.ts'
 
 export interface ServeOptions {
   port: string
@@ -22,21 +37,82 @@ export interface ServeOptions {
   datasetDir?: string
   commitment: string
   rpcConcurrency: string
+  rpcMaxBodyMb?: string
+  rpcStallMs?: string
+  rpcDamagedAttempts?: string
   bigintsAsNumbers?: boolean
   includeVotes?: boolean
   responseTimeMs: string
   responseBytes: string
   headWaitMs: string
   maxStreams: string
+  maxStreamsPerClient?: string
+  bodyTimeoutMs?: string
+  writeTimeoutMs?: string
+  streamBufferMb?: string
   rateLimit: string
   cacheMb?: string
   quiet?: boolean
 }
 
-function int(name: string, v: string): number {
-  const n = Number(v)
-  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer, got '${v}'`)
-  return n
+/** the checked numbers and choices of the options (every misuse is refused before anything starts) */
+interface ServeSettings {
+  port: number
+  commitment: 'confirmed' | 'finalized'
+  rpcConcurrency: number
+  rpcMaxBodyBytes: number
+  rpcStallMs: number
+  rpcDamagedAttempts: number
+  responseTimeMs: number
+  responseBytes: number
+  headWaitMs: number
+  maxStreams: number
+  maxStreamsPerClient: number
+  bodyTimeoutMs: number
+  writeTimeoutMs: number
+  streamBufferBytes: number
+  rateLimit: number
+  cacheBytes: number
+}
+
+export function checkServeOptions(opts: ServeOptions): ServeSettings {
+  exclusive({ archive: !!opts.archive, 'dataset-dir': !!opts.datasetDir, rpc: !!opts.rpc, demo: !!opts.demo })
+  if (opts.rpc) {
+    httpUrlOption('rpc', opts.rpc)
+    if (!opts.dataDir) throw new UsageError('--rpc needs --data-dir DIR (hot and cold storage of the followed chain)')
+  } else if (opts.dataDir && !opts.demo) {
+    throw new UsageError('--data-dir applies only to --rpc or --demo')
+  }
+  for (const a of opts.archive ?? []) existingPath('archive', a)
+  if (opts.datasetDir) existingPath('dataset-dir', opts.datasetDir, 'dir')
+  return {
+    port: portOption('port', opts.port),
+    commitment: choiceOption('commitment', opts.commitment, ['confirmed', 'finalized'] as const),
+    rpcConcurrency: intOption('rpc-concurrency', opts.rpcConcurrency, 1, 256),
+    rpcMaxBodyBytes:
+      intOption('rpc-max-body-mb', opts.rpcMaxBodyMb ?? String(DEFAULT_MAX_RESPONSE_BYTES >> 20), 1, 1 << 16) *
+      1024 *
+      1024,
+    rpcStallMs: intOption('rpc-stall-ms', opts.rpcStallMs ?? String(DEFAULT_STALL_TIMEOUT_MS), 1),
+    rpcDamagedAttempts: intOption('rpc-damaged-attempts', opts.rpcDamagedAttempts ?? '5', 1, 1000),
+    responseTimeMs: intOption('response-time-ms', opts.responseTimeMs, 1),
+    responseBytes: intOption('response-bytes', opts.responseBytes, 1),
+    headWaitMs: intOption('head-wait-ms', opts.headWaitMs),
+    maxStreams: intOption('max-streams', opts.maxStreams, 1),
+    maxStreamsPerClient: intOption(
+      'max-streams-per-client',
+      opts.maxStreamsPerClient ?? String(DEFAULT_LIMITS.maxStreamsPerClient),
+      1,
+    ),
+    bodyTimeoutMs: intOption('body-timeout-ms', opts.bodyTimeoutMs ?? String(DEFAULT_LIMITS.bodyTimeoutMs), 100),
+    writeTimeoutMs: intOption('write-timeout-ms', opts.writeTimeoutMs ?? String(DEFAULT_LIMITS.writeTimeoutMs)),
+    streamBufferBytes:
+      intOption('stream-buffer-mb', opts.streamBufferMb ?? String(DEFAULT_LIMITS.streamBufferBytes >> 20), 1, 1 << 20) *
+      1024 *
+      1024,
+    rateLimit: intOption('rate-limit', opts.rateLimit),
+    cacheBytes: intOption('cache-mb', opts.cacheMb ?? '192', 1, 1 << 20) * 1024 * 1024,
+  }
 }
 
 export function register(program: Command): void {
@@ -54,6 +130,21 @@ export function register(program: Command): void {
     .option('--data-dir <dir>', 'storage of the followed chain (hot LMDB + cold chunks)')
     .option('--commitment <level>', 'commitment of the followed chain: confirmed or finalized', 'confirmed')
     .option('--rpc-concurrency <n>', 'getBlock requests in flight', '4')
+    .option(
+      '--rpc-max-body-mb <n>',
+      'largest node answer read, MiB (a bigger one is abandoned while reading and fetched again)',
+      String(DEFAULT_MAX_RESPONSE_BYTES / 1024 / 1024),
+    )
+    .option(
+      '--rpc-damaged-attempts <n>',
+      'answers fetched for a block whose answer is damaged before ingestion stops (exit status 1)',
+      '5',
+    )
+    .option(
+      '--rpc-stall-ms <ms>',
+      'a node request that receives nothing for this long is abandoned and retried',
+      String(DEFAULT_STALL_TIMEOUT_MS),
+    )
     .option('--dataset-dir <dir>', 'serve a dataset directory written by `solportal import`')
     .option('--bigints-as-numbers', 'render u64 amounts as bare JSON integers instead of decimal strings')
     .option('--include-votes', 'keep vote transactions')
@@ -65,7 +156,27 @@ export function register(program: Command): void {
       String(DEFAULT_LIMITS.headWaitMs),
     )
     .option('--max-streams <n>', 'concurrent stream responses before 503', String(DEFAULT_LIMITS.maxConcurrentStreams))
-    .option('--rate-limit <n>', 'stream requests per second per client address (0 = off)', '200')
+    .option(
+      '--max-streams-per-client <n>',
+      'concurrent stream requests of one client address before 429',
+      String(DEFAULT_LIMITS.maxStreamsPerClient),
+    )
+    .option(
+      '--body-timeout-ms <ms>',
+      'a request (headers and body) must arrive within this long, else 408',
+      String(DEFAULT_LIMITS.bodyTimeoutMs),
+    )
+    .option(
+      '--write-timeout-ms <ms>',
+      'cut a response whose client takes no bytes for this long (0 = never)',
+      String(DEFAULT_LIMITS.writeTimeoutMs),
+    )
+    .option(
+      '--stream-buffer-mb <n>',
+      'response bytes buffered across all streams before writers wait',
+      String(DEFAULT_LIMITS.streamBufferBytes / (1024 * 1024)),
+    )
+    .option('--rate-limit <n>', 'requests per second per client address (0 = off)', '200')
     .option(
       '--cache-mb <n>',
       'memory for cold-store columns, pages and filters read from disk (--dataset-dir, --rpc)',
@@ -73,47 +184,137 @@ export function register(program: Command): void {
     )
     .option('--quiet', 'log errors only')
     .action(async (opts: ServeOptions) => {
-      await serve(opts)
+      let s: Serving | undefined
+      let stopping = false
+      const shutdown = async (code: number) => {
+        if (stopping) return
+        stopping = true
+        await s?.stop()
+        process.exit(code)
+      }
+      // ingestion stopped for good (a block stayed damaged, logged): the process ends with status
+      // 1 so that a supervisor sees it, instead of serving a head that no longer moves
+      s = await serve(opts, { onFatal: () => void shutdown(1) })
+      process.once('SIGINT', () => void shutdown(0))
+      process.once('SIGTERM', () => void shutdown(0))
+      await s.ready
     })
 }
 
-function cacheBytes(opts: ServeOptions): number {
-  return int('cache-mb', opts.cacheMb ?? '192') * 1024 * 1024
+/** test and embedding hooks of `serve` */
+export interface ServeHooks {
+  /** the logger (default: JSON lines on stdout, level LOG_LEVEL, `--quiet` = errors only) */
+  logger?: Logger
+  /** awaited after the port opens and before the datasets load (tests: hold the loading) */
+  beforeLoad?: () => Promise<void>
+  /** `--rpc`/`--demo`: ingestion stopped for good (the ingester has logged why) */
+  onFatal?: (err: Error) => void
 }
 
-export async function serve(opts: ServeOptions): Promise<PortalServer> {
-  const log = (level: 'info' | 'warn' | 'error', msg: string) => {
-    if (opts.quiet && level !== 'error') return
-    console.error(`${new Date().toISOString()} ${level} ${msg}`)
+export interface Serving {
+  server: PortalServer
+  url: string
+  metrics: Metrics
+  /** resolves once the datasets are loaded and served; rejects (server closed) when loading fails */
+  ready: Promise<void>
+  /** close the server and the stores */
+  stop(): Promise<void>
+}
+
+/**
+ * Opens the port at once (/health answers, /ready and the dataset routes answer 503 with
+ * Retry-After), then loads the datasets and starts serving them.
+ */
+export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise<Serving> {
+  const cfg = checkServeOptions(opts)
+  const log = hooks.logger ?? createLogger({ destination: 'stdout', level: opts.quiet ? 'error' : levelFromEnv() })
+  // the address lines are printed even with --quiet: scripts wait for them
+  const announce = opts.quiet && log.level !== 'silent' ? log.child({}, { level: 'info' }) : log
+  const metrics = new Metrics()
+  const server = new PortalServer({
+    limits: {
+      responseTimeMs: cfg.responseTimeMs,
+      responseBytes: cfg.responseBytes,
+      headWaitMs: cfg.headWaitMs,
+      maxConcurrentStreams: cfg.maxStreams,
+      maxStreamsPerClient: cfg.maxStreamsPerClient,
+      bodyTimeoutMs: cfg.bodyTimeoutMs,
+      writeTimeoutMs: cfg.writeTimeoutMs,
+      streamBufferBytes: cfg.streamBufferBytes,
+    },
+    rateLimit: cfg.rateLimit > 0 ? { perSecond: cfg.rateLimit, burst: 2 * cfg.rateLimit } : null,
+    log: (level, msg) => log[level](msg),
+    observer: new Observer({ logger: log, metrics }),
+  })
+  let url: string
+  try {
+    url = await server.listen(cfg.port, opts.host)
+  } catch (e) {
+    throw listenError(e, 'port', 'host', opts.host, cfg.port)
   }
+  announce.info(`accepting connections on ${url} (/health, /ready, /metrics); loading the datasets`)
+
+  let onStop: (() => Promise<void>) | undefined
+  const stop = async () => {
+    log.info('shutting down')
+    await server.close()
+    await onStop?.()
+  }
+  const ready = (async () => {
+    try {
+      await hooks.beforeLoad?.()
+      const loaded = await loadDatasets(opts, cfg, log, metrics, hooks.onFatal)
+      onStop = loaded.stop
+      server.setDatasets(new DatasetRegistry(loaded.datasets))
+      announce.info(
+        `solportal listening on ${url}: ${loaded.datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
+      )
+    } catch (e) {
+      log.error(`loading the datasets failed: ${e instanceof Error ? e.message : String(e)}`)
+      await stop().catch(() => {})
+      throw e
+    }
+  })()
+  // the caller awaits it (the command does); an embedder that does not must not crash the process
+  ready.catch(() => {})
+  return { server, url, metrics, ready, stop }
+}
+
+async function loadDatasets(
+  opts: ServeOptions,
+  cfg: ServeSettings,
+  log: Logger,
+  metrics: Metrics,
+  onFatal?: (err: Error) => void,
+): Promise<{ datasets: DatasetConfig[]; stop?: () => Promise<void> }> {
   const datasets: DatasetConfig[] = []
   const common = { bigintsAsNumbers: !!opts.bigintsAsNumbers }
   let onStop: (() => Promise<void>) | undefined
 
-  const realtimeLogger = {
-    info: (m: string) => log('info', m),
-    warn: (m: string) => log('warn', m),
-    error: (m: string) => log('error', m),
-  }
   if (opts.demo || opts.rpc) {
     const rt = await import('../../store/realtime.ts')
+    const ingestLog = messageLogger(log.child({ component: 'ingest' }))
     let ds: Awaited<ReturnType<typeof rt.createRealtimeDataset>>
     if (opts.demo) {
-      ds = await rt.createDemoDataset({ logger: realtimeLogger, dataDir: opts.dataDir })
-      log('info', `demo: fake Solana node at ${(ds as Awaited<ReturnType<typeof rt.createDemoDataset>>).node.url}`)
+      ds = await rt.createDemoDataset({ logger: ingestLog, dataDir: opts.dataDir, onFatal })
+      log.info(`demo: fake Solana node at ${(ds as Awaited<ReturnType<typeof rt.createDemoDataset>>).node.url}`)
     } else {
-      if (!opts.dataDir) throw new Error('--rpc needs --data-dir DIR (hot and cold storage)')
       const { DiskColdStore } = await import('../../store/cold.ts')
       const { coldDir } = await import('../../store/dataset-dir.ts')
-      const cold = await DiskColdStore.open(coldDir(opts.dataDir), { cacheBytes: cacheBytes(opts) })
+      const dataDir = opts.dataDir! // checked: --rpc needs --data-dir
+      const cold = await DiskColdStore.open(coldDir(dataDir), { cacheBytes: cfg.cacheBytes })
+      metrics.addColdCache('solana-mainnet', () => cold.cacheStats())
       ds = await rt.createRealtimeDataset({
         rpcUrl: opts.rpc!,
-        dataDir: opts.dataDir,
+        dataDir,
         cold,
-        commitment: opts.commitment === 'finalized' ? 'finalized' : 'confirmed',
-        concurrency: int('rpc-concurrency', opts.rpcConcurrency),
+        commitment: cfg.commitment,
+        concurrency: cfg.rpcConcurrency,
         normalizeOptions: { includeVotes: opts.includeVotes },
-        logger: realtimeLogger,
+        rpc: { maxResponseBytes: cfg.rpcMaxBodyBytes, stallTimeoutMs: cfg.rpcStallMs },
+        malformedAttempts: cfg.rpcDamagedAttempts,
+        onFatal,
+        logger: ingestLog,
       })
       const stopDs = ds.stop
       ds.stop = async () => {
@@ -121,15 +322,28 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
         await cold.close()
       }
     }
+    metrics.addIngester({
+      dataset: 'solana-mainnet',
+      store: ds.store,
+      nodeHead: ds.ingester.source.nodeHead,
+      stats: ds.ingester.stats,
+    })
     ds.start()
-    onStop = ds.stop
+    const progress = progressLog(ds, log.child({ component: 'ingest' }))
+    onStop = async () => {
+      clearInterval(progress)
+      await ds.stop()
+    }
     datasets.push(
       { name: 'solana-mainnet', aliases: ['solana-beta'], store: ds.store, realTime: true, ...common },
       { name: 'solana-mainnet-complete', aliases: ['solana-complete'], store: ds.store, realTime: true, ...common },
     )
   } else if (opts.datasetDir) {
     const { openDatasetDir } = await import('../../store/dataset-dir.ts')
-    const store = await openDatasetDir(opts.datasetDir, { cacheBytes: cacheBytes(opts) })
+    const store = await openDatasetDir(opts.datasetDir, { cacheBytes: cfg.cacheBytes }).catch((e: Error) => {
+      throw new UsageError(`--dataset-dir ${opts.datasetDir}: ${e.message}`)
+    })
+    metrics.addColdCache('solana-mainnet', () => store.cold.cacheStats())
     onStop = () => store.close()
     datasets.push(
       { name: 'solana-mainnet', aliases: ['solana-beta'], store, realTime: false, ...common },
@@ -141,11 +355,21 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
     let warned = 0
     const { store, blocks, warnings } = await loadStaticStore(source, {
       includeVotes: opts.includeVotes,
+      // the bundled sample's warnings are known (one trimmed mainnet fixture lacks the invoke log
+      // lines of its v0 transaction): counted in one line below instead of printed in full
       onWarning: (m) => {
-        if (warned++ < 20) log('warn', m)
+        if (opts.archive && warned++ < 20) log.warn(m)
       },
     })
-    log('info', `loaded ${blocks} blocks (${warnings} normalization warnings) in ${Date.now() - t0} ms`)
+    const ms = Date.now() - t0
+    if (opts.archive) log.info(`loaded ${blocks} blocks (${warnings} normalization warnings) in ${ms} ms`)
+    else
+      log.info(
+        `loaded the bundled sample: ${blocks} blocks in ${ms} ms` +
+          (warnings
+            ? ` (${warnings} expected normalization warning(s): a trimmed mainnet fixture lacks invoke log lines)`
+            : ''),
+      )
     const first = store.firstBlock() ?? 0
     // The stable dataset starts at the whole mainnet block of the sample (2024); the complete one
     // at the earliest sample block (2021). An archive is served from its first block by both.
@@ -170,33 +394,34 @@ export async function serve(opts: ServeOptions): Promise<PortalServer> {
       },
     )
   }
+  return { datasets, stop: onStop }
+}
 
-  const server = new PortalServer({
-    datasets: new DatasetRegistry(datasets),
-    limits: {
-      responseTimeMs: int('response-time-ms', opts.responseTimeMs),
-      responseBytes: int('response-bytes', opts.responseBytes),
-      headWaitMs: int('head-wait-ms', opts.headWaitMs),
-      maxConcurrentStreams: int('max-streams', opts.maxStreams),
-    },
-    rateLimit:
-      int('rate-limit', opts.rateLimit) > 0
-        ? { perSecond: int('rate-limit', opts.rateLimit), burst: 2 * int('rate-limit', opts.rateLimit) }
-        : null,
-    log,
-  })
-  const url = await server.listen(int('port', opts.port), opts.host)
-  // printed even with --quiet: scripts wait for this line
-  console.error(
-    `${new Date().toISOString()} info solportal listening on ${url}: ${datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
-  )
-  const shutdown = async () => {
-    log('info', 'shutting down')
-    await server.close()
-    await onStop?.()
-    process.exit(0)
-  }
-  process.once('SIGINT', shutdown)
-  process.once('SIGTERM', shutdown)
-  return server
+/** every 30 s: where the follower stands (heads, the node's head, lag, blocks/s since the last line) */
+function progressLog(
+  ds: { store: BlockStore; ingester: { source: { nodeHead: NodeHeadTracker }; stats: { blocks: number } } },
+  log: Logger,
+  everyMs = 30_000,
+): NodeJS.Timeout {
+  let last = { blocks: ds.ingester.stats.blocks, at: Date.now() }
+  const t = setInterval(() => {
+    const now = Date.now()
+    const head = ds.store.head()?.number ?? null
+    const lag = ds.ingester.source.nodeHead.lag(head, now)
+    const blocks = ds.ingester.stats.blocks
+    log.info(
+      {
+        head,
+        finalized: ds.store.finalizedHead()?.number ?? null,
+        nodeHead: ds.ingester.source.nodeHead.slot,
+        lagSlots: lag?.slots ?? null,
+        lagSeconds: lag ? Math.round(lag.seconds * 10) / 10 : null,
+        blocksPerSecond: Math.round(((blocks - last.blocks) / ((now - last.at) / 1000)) * 10) / 10,
+      },
+      'ingest progress',
+    )
+    last = { blocks, at: now }
+  }, everyMs)
+  t.unref()
+  return t
 }

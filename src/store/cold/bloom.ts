@@ -6,8 +6,13 @@
  * positives; never a false negative.
  */
 
-/** identifies the hashing below; stored with the filters so a change never yields false negatives */
-export const BLOOM_SCHEME = 1
+/**
+ * identifies the hashing below; stored with the filters so a change never yields false negatives.
+ * 1: m a power of two (10-20 bits per value), probe = h & (m - 1); 2 (chunk format 4): m = 10 bits
+ * per value rounded up to a byte, probe = h mod m (the same false positives in ~30% fewer bytes)
+ */
+export const BLOOM_SCHEME = 2
+export const BLOOM_SCHEMES: readonly number[] = [1, 2]
 export const BITS_PER_KEY = 10
 export const PROBES = 7
 
@@ -28,34 +33,39 @@ function hash2(h: number): number {
   return (h | 1) >>> 0
 }
 
-export function bloomBits(n: number): number {
+export function bloomBits(n: number, scheme = BLOOM_SCHEME): number {
+  if (scheme === 2) return Math.max(64, Math.ceil((n * BITS_PER_KEY) / 8) * 8)
   let m = 64
   while (m < n * BITS_PER_KEY) m *= 2
   return m
 }
 
+/** bit i of the probe sequence of (a, b) in a filter of m bits */
+function probe(a: number, b: number, i: number, m: number, scheme: number): number {
+  return scheme === 2 ? ((a + Math.imul(i, b)) >>> 0) % m : (a + Math.imul(i, b)) & (m - 1)
+}
+
 /** Build a filter holding every value; returns the bit array (m/8 bytes). */
-export function buildBloom(values: Iterable<string>, n: number): Uint8Array {
-  const m = bloomBits(n)
+export function buildBloom(values: Iterable<string>, n: number, scheme = BLOOM_SCHEME): Uint8Array {
+  const m = bloomBits(n, scheme)
   const bits = new Uint8Array(m >>> 3)
-  const mask = m - 1
   for (const v of values) {
     const a = hash1(v)
     const b = hash2(a)
     for (let i = 0; i < PROBES; i++) {
-      const bit = (a + Math.imul(i, b)) & mask
+      const bit = probe(a, b, i, m, scheme)
       bits[bit >>> 3] |= 1 << (bit & 7)
     }
   }
   return bits
 }
 
-export function bloomHas(bits: Uint8Array, v: string): boolean {
-  const mask = bits.length * 8 - 1
+export function bloomHas(bits: Uint8Array, v: string, scheme = BLOOM_SCHEME): boolean {
+  const m = bits.length * 8
   const a = hash1(v)
   const b = hash2(a)
   for (let i = 0; i < PROBES; i++) {
-    const bit = (a + Math.imul(i, b)) & mask
+    const bit = probe(a, b, i, m, scheme)
     if ((bits[bit >>> 3] & (1 << (bit & 7))) === 0) return false
   }
   return true

@@ -8,6 +8,7 @@
  *     prune section                       Bloom filters per (kind, field), see PRUNE_FIELDS
  *     footer                              UTF-8 JSON (`Footer`)
  *     u32 footer length, u32 crc32(footer), "SPCOLDZZ"   16-byte trailer
+ *                                         (format 4: "SPCOLDZB", the footer brotli-compressed)
  *
  * Every blob carries its crc32 in the footer and is verified when read; a column is read only when
  * a query asks for it (one positioned read), so a query touching 3 columns reads 3 blobs.
@@ -16,15 +17,19 @@
 import { createHash } from 'node:crypto'
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
 import { open } from 'node:fs/promises'
-import { crc32, deflateRawSync, inflateRawSync } from 'node:zlib'
-import { HEADER_FIELDS, columnsOf, type FieldDef } from '../../catalogue.ts'
+import { brotliCompressSync, brotliDecompressSync, constants, crc32, deflateRawSync, inflateRawSync } from 'node:zlib'
+import { HEADER_FIELDS, columnsOf, type FieldDef, type FieldType } from '../../catalogue.ts'
 import type { Block, BlockHeader, RecordKind } from '../../model.ts'
 import { RECORD_KINDS } from '../../model.ts'
-import { BLOOM_SCHEME, bloomHas, buildBloom } from './bloom.ts'
+import { BLOOM_SCHEMES, bloomHas, buildBloom } from './bloom.ts'
+import { align8 } from './offsets.ts'
 import { decodeColumn, encodeColumn, type Decoded, type Enc, type Encoded } from './encode.ts'
+import { compressFrames, unframe } from './frames.ts'
 
 export const MAGIC = Buffer.from('SPCOLD01', 'latin1')
 export const END_MAGIC = Buffer.from('SPCOLDZZ', 'latin1')
+/** format 4: the footer is brotli-compressed JSON (its crc32 is that of the stored bytes) */
+export const END_MAGIC_BROTLI = Buffer.from('SPCOLDZB', 'latin1')
 const TRAILER = 16
 
 export const LISTS: { readonly [K in RecordKind]: keyof Block } = {
@@ -59,11 +64,22 @@ export interface ColMeta {
   v?: 1
   /** index parts present (format 2; see encode.ts `Encoded.x`) */
   x?: 1
+  /** format 4: dictionary in value order (`Encoded.s`) */
+  s?: 1
   /**
    * format 3, uncompressed blobs: crc32 of each CRC_PAGE bytes of the blob (the last page may be
    * shorter), so that a few bytes can be read and checked without reading the whole blob
    */
   pc?: number[]
+  /** format 4: the column's type (catalogue `FieldType`), checked against the reader's */
+  t?: FieldType
+  /**
+   * format 4: the blob is compressed frames (frames.ts): per part [log2 frame size, filter,
+   * stored length of each frame (negative: stored raw)], frames in order
+   */
+  fr?: number[][]
+  /** format 4: crc32 of each stored frame, in order */
+  fc?: number[]
 }
 
 /** the page of `ColMeta.pc` checksums (format 3) */
@@ -86,21 +102,23 @@ export interface TableMeta {
  * Chunk file format versions read: 1 (original), 2 (adds index parts to string dictionary, plain
  * string and list columns: `x: 1` in their column entries; version 1 readers would ignore them),
  * 3 (list postings list every occurrence with its position: 8 parts instead of 7; page checksums
- * `pc` of uncompressed blobs).
+ * `pc` of uncompressed blobs), 4 (every blob in compressed frames, `fr`/`fc`; every column entry
+ * declares its type `t`; a column the reader knows but a chunk lacks reads as null).
  * Written: FORMAT_VERSION. A file of any other version is refused.
  */
-export const FORMAT_VERSION = 3
-export const READABLE_VERSIONS: readonly number[] = [1, 2, 3]
+export const FORMAT_VERSION = 4
+export const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4]
+export type FormatVersion = 1 | 2 | 3 | 4
 
 export interface Footer {
-  v: 1 | 2 | 3
+  v: FormatVersion
   firstBlock: number
   lastBlock: number
   blockCount: number
   header: TableMeta
   kinds: Record<RecordKind, TableMeta>
   /**
-   * prune section: offset, length, crc, hash scheme (BLOOM_SCHEME; filters of another scheme are
+   * prune section: offset, length, crc, hash scheme (BLOOM_SCHEMES; filters of another scheme are
    * ignored, never trusted); per "kind.field": [offset in section, byte length]
    */
   /** f: per filter key, [offset in the section, length] (+ its crc32 in format 3) */
@@ -110,8 +128,10 @@ export interface Footer {
 export interface WriteOptions {
   compress?: boolean
   /** format version to write: FORMAT_VERSION (default), or 1 (no index parts; for compatibility tests) */
-  formatVersion?: 1 | 2 | 3
+  formatVersion?: FormatVersion
   fsync?: boolean
+  /** format 4: log2 of the frame size of every part (default by part, frames.ts; tests use small frames) */
+  frameLog?: number
 }
 
 export interface WrittenChunk {
@@ -120,7 +140,12 @@ export interface WrittenChunk {
   footer: Footer
 }
 
-const pad8 = (n: number) => (n + 7) & ~7
+/** crc32 of byte arrays back to back */
+function crc32Of(bufs: readonly Uint8Array[]): number {
+  let c = 0
+  for (const b of bufs) c = crc32(b, c)
+  return c
+}
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve))
 const ZERO = new Uint8Array(8)
 
@@ -190,17 +215,40 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
   const bufs: Uint8Array[] = [MAGIC]
   let pos = MAGIC.length
 
-  const emit = (enc: Encoded): ColMeta => {
+  /** append a blob's stored bytes, then pad the file to 8 bytes */
+  const store = (blob: readonly Uint8Array[]) => {
+    for (const b of blob) {
+      bufs.push(b)
+      pos += b.byteLength
+    }
+    const padding = align8(pos) - pos
+    if (padding) {
+      bufs.push(ZERO.subarray(0, padding))
+      pos += padding
+    }
+  }
+
+  const emit = (enc: Encoded, t: FieldType): ColMeta => {
     const p = enc.parts.map((x) => x.byteLength)
+    if (version >= 4) {
+      const f = compressFrames(enc.e, enc.parts, opts.frameLog)
+      const meta: ColMeta = { e: enc.e, t, o: pos, l: f.bytes, p, c: crc32Of(f.stored), fr: f.fr, fc: f.fc }
+      if (enc.w) meta.w = enc.w
+      if (enc.v) meta.v = enc.v
+      if (enc.x) meta.x = enc.x
+      if (enc.s) meta.s = enc.s
+      store(f.stored)
+      return meta
+    }
     let raw: Uint8Array
     if (enc.parts.length === 1 && enc.parts[0].byteLength % 8 === 0) raw = enc.parts[0]
     else {
-      const total = enc.parts.reduce((s, x) => s + pad8(x.byteLength), 0)
+      const total = enc.parts.reduce((s, x) => s + align8(x.byteLength), 0)
       const b = new Uint8Array(total)
       let k = 0
       for (const x of enc.parts) {
         b.set(x, k)
-        k += pad8(x.byteLength)
+        k += align8(x.byteLength)
       }
       raw = b
     }
@@ -219,17 +267,13 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
     if (enc.v) meta.v = enc.v
     if (enc.x) meta.x = enc.x
     if (version >= 3 && !z) meta.pc = pageCrcs(stored)
-    bufs.push(stored)
-    pos += stored.byteLength
-    const padding = pad8(pos) - pos
-    if (padding) {
-      bufs.push(ZERO.subarray(0, padding))
-      pos += padding
-    }
+    store([stored])
     return meta
   }
 
   const blooms: { key: string; bits: Uint8Array }[] = []
+  // format 4: filters of exactly 10 bits per value (scheme 2); older formats as they were written
+  const bloomScheme = version >= 4 ? 2 : 1
 
   const encodeTable = async (
     defs: readonly FieldDef[],
@@ -243,8 +287,8 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
       const values = new Array<unknown>(rows.length)
       for (let i = 0; i < rows.length; i++) values[i] = get(rows[i]) ?? null
       if (rows.length > 10_000) await tick() // let the event loop breathe between big columns
-      const enc = encodeColumn(d.name, d.type, values, version >= 2, version >= 3)
-      cols[d.name] = emit(enc)
+      const enc = encodeColumn(d.name, d.type, values, version >= 2, version >= 3, version >= 4)
+      cols[d.name] = emit(enc, d.type)
       if (prune.includes(d.name)) {
         let distinct: Iterable<string>
         let n: number
@@ -262,7 +306,7 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
           distinct = s
           n = s.size
         }
-        blooms.push({ key: `${kind}.${d.name}`, bits: buildBloom(distinct, n) })
+        blooms.push({ key: `${kind}.${d.name}`, bits: buildBloom(distinct, n, bloomScheme) })
       }
     }
     return cols
@@ -279,7 +323,7 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
       for (const r of blocks[b][LISTS[kind]] as unknown as Record<string, unknown>[]) rows.push(r)
     }
     offsets[blocks.length] = rows.length
-    const off = emit({ e: 'u32', parts: [new Uint8Array(offsets.buffer)] })
+    const off = emit({ e: 'u32', parts: [new Uint8Array(offsets.buffer)] }, 'u32')
     kinds[kind] = { rows: rows.length, off, cols: await encodeTable(columnsOf(kind), rows, kind) }
   }
 
@@ -289,7 +333,7 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
   for (const b of blooms) {
     // format 3: each filter's own crc32, so one filter is read and checked without the others
     f[b.key] = version >= 3 ? [k, b.bits.byteLength, crc32(b.bits)] : [k, b.bits.byteLength]
-    k += pad8(b.bits.byteLength)
+    k += align8(b.bits.byteLength)
   }
   const section = new Uint8Array(k)
   for (const b of blooms) section.set(b.bits, f[b.key][0])
@@ -304,13 +348,15 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
     blockCount: blocks.length,
     header,
     kinds,
-    prune: { o: pruneOff, l: section.byteLength, c: crc32(section), h: BLOOM_SCHEME, f },
+    prune: { o: pruneOff, l: section.byteLength, c: crc32(section), h: bloomScheme, f },
   }
-  const fj = Buffer.from(JSON.stringify(footer), 'utf8')
+  const json = Buffer.from(JSON.stringify(footer), 'utf8')
+  // format 4: compressed (frame lengths and checksums make it a few kilobytes per chunk)
+  const fj = version >= 4 ? brotliCompressSync(json, { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } }) : json
   const trailer = Buffer.alloc(TRAILER)
   trailer.writeUInt32LE(fj.byteLength, 0)
   trailer.writeUInt32LE(crc32(fj), 4)
-  END_MAGIC.copy(trailer, 8)
+  ;(version >= 4 ? END_MAGIC_BROTLI : END_MAGIC).copy(trailer, 8)
   bufs.push(fj, trailer)
   pos += fj.byteLength + TRAILER
 
@@ -331,7 +377,8 @@ export function readFooter(path: string): { footer: Footer; size: number } {
     const tail = Buffer.allocUnsafe(tailLen)
     readExact(fd, tail, 0, tailLen, size - tailLen, path)
     const tr = tail.subarray(tailLen - TRAILER)
-    if (!tr.subarray(8).equals(END_MAGIC)) throw new CorruptChunkError(`${path}: bad trailer`)
+    const brotli = tr.subarray(8).equals(END_MAGIC_BROTLI)
+    if (!brotli && !tr.subarray(8).equals(END_MAGIC)) throw new CorruptChunkError(`${path}: bad trailer`)
     const flen = tr.readUInt32LE(0)
     const fcrc = tr.readUInt32LE(4)
     if (flen + TRAILER + MAGIC.length > size) throw new CorruptChunkError(`${path}: bad footer length`)
@@ -342,6 +389,7 @@ export function readFooter(path: string): { footer: Footer; size: number } {
       readExact(fd, fj, 0, flen, size - TRAILER - flen, path)
     }
     if (crc32(fj) !== fcrc) throw new CorruptChunkError(`${path}: footer checksum mismatch`)
+    if (brotli) fj = brotliDecompressSync(fj)
     const footer = JSON.parse(fj.toString('utf8')) as Footer
     if (!READABLE_VERSIONS.includes(footer.v)) {
       throw new CorruptChunkError(
@@ -381,6 +429,7 @@ export function readBlob(path: string, fd: number | null, m: ColMeta, verified =
     if (own) closeSync(h)
   }
   if (!verified && crc32(buf) !== m.c) throw new CorruptChunkError(`${path}: column checksum mismatch at offset ${m.o}`)
+  if (m.fr) return unframe(buf, m, (why) => new CorruptChunkError(`${path}: column at offset ${m.o}: ${why}`))
   if (m.z) {
     const raw = inflateRawSync(buf)
     buf = raw.byteOffset % 8 === 0 ? raw : new Uint8Array(raw)
@@ -389,7 +438,7 @@ export function readBlob(path: string, fd: number | null, m: ColMeta, verified =
   let k = 0
   for (const len of m.p) {
     parts.push(new Uint8Array(buf.buffer, buf.byteOffset + k, len))
-    k += pad8(len)
+    k += align8(len)
   }
   return parts
 }
@@ -409,7 +458,7 @@ export function readPrune(path: string, footer: Footer): Map<string, Uint8Array>
   }
   if (crc32(buf) !== c) throw new CorruptChunkError(`${path}: prune section checksum mismatch`)
   const out = new Map<string, Uint8Array>()
-  if (footer.prune.h !== BLOOM_SCHEME) return out // unknown hashing: no filter, every answer "maybe"
+  if (!BLOOM_SCHEMES.includes(footer.prune.h ?? 0)) return out // unknown hashing: no filter, every answer "maybe"
   for (const [key, [off, len]] of Object.entries(f)) out.set(key, buf.subarray(off, off + len))
   return out
 }
@@ -423,7 +472,7 @@ export function readBloom(path: string, fd: number | null, footer: Footer, key: 
   const { o, f, h } = footer.prune
   const e = f[key]
   if (e !== undefined && e.length !== 3) return undefined
-  if (e === undefined || h !== BLOOM_SCHEME) return null
+  if (e === undefined || !BLOOM_SCHEMES.includes(h ?? 0)) return null
   const [off, len, c] = e
   const buf = new Uint8Array(new ArrayBuffer(len))
   const own = fd === null
@@ -437,28 +486,73 @@ export function readBloom(path: string, fd: number | null, footer: Footer, key: 
   return buf
 }
 
-export function bloomMayContain(bits: Uint8Array | null | undefined, values: ReadonlySet<string>): boolean {
+export function bloomMayContain(
+  bits: Uint8Array | null | undefined,
+  values: ReadonlySet<string>,
+  scheme: number | undefined,
+): boolean {
   if (!bits) return true
-  for (const v of values) if (bloomHas(bits, v)) return true
+  for (const v of values) if (bloomHas(bits, v, scheme ?? 1)) return true
   return false
 }
 
 /** Every blob of a chunk with its row count (header columns, block offsets, record columns). */
 function blobsOf(ft: Footer): { m: ColMeta; n: number }[] {
   const out: { m: ColMeta; n: number }[] = []
-  for (const d of HEADER_FIELDS) out.push({ m: ft.header.cols[d.name], n: ft.blockCount })
+  for (const d of HEADER_FIELDS) if (ft.header.cols[d.name]) out.push({ m: ft.header.cols[d.name], n: ft.blockCount })
   for (const kind of RECORD_KINDS) {
     const t = ft.kinds[kind]
     out.push({ m: t.off!, n: ft.blockCount + 1 })
-    for (const d of columnsOf(kind)) out.push({ m: t.cols[d.name], n: t.rows })
+    for (const d of columnsOf(kind)) if (t.cols[d.name]) out.push({ m: t.cols[d.name], n: t.rows })
   }
   return out
 }
 
+/** encodings that hold each catalogue type (format 1-3 entries carry no type) */
+const ENC_OF: { readonly [T in FieldType]: readonly Enc[] } = {
+  u32: ['u32'],
+  u64: ['u64'],
+  i64: ['i64'],
+  bool: ['bool'],
+  version: ['ver'],
+  base58: ['dict', 'plain'],
+  string: ['dict', 'plain'],
+  json: ['jdict', 'jplain'],
+  address: ['addr'],
+  base58List: ['list'],
+}
+
+/**
+ * The entry of column `name` of a table as the reader's field definition `def` expects it: null
+ * when the chunk has no such column (written before the field existed: it reads as null), an
+ * error when the chunk stores it with another type.
+ */
+export function columnEntry(path: string, table: string, t: TableMeta, def: FieldDef): ColMeta | null {
+  const m = t.cols[def.name]
+  if (m === undefined) return null
+  if (m.t !== undefined ? m.t !== def.type : !ENC_OF[def.type].includes(m.e)) {
+    throw new SchemaMismatchError(
+      `${path}: column ${table}.${def.name} is stored as ${m.t ?? `encoding ${m.e}`}, but the catalogue declares it ${def.type}`,
+    )
+  }
+  return m
+}
+
+export class SchemaMismatchError extends Error {}
+
+/** n nulls: a column a chunk does not have */
+export function nullColumn(n: number): null[] {
+  return new Array<null>(n).fill(null)
+}
+
 /** Rebuild blocks from decoded columns (`get` returns the values of a blob). */
-function assemble(ft: Footer, get: (m: ColMeta, n: number) => ArrayLike<unknown>): Block[] {
+function assemble(path: string, ft: Footer, get: (m: ColMeta, n: number) => ArrayLike<unknown>): Block[] {
   const n = ft.blockCount
-  const hcols = HEADER_FIELDS.map((d) => get(ft.header.cols[d.name], n))
+  const col = (table: string, t: TableMeta, d: FieldDef, rows: number) => {
+    const m = columnEntry(path, table, t, d)
+    return m ? get(m, rows) : nullColumn(rows)
+  }
+  const hcols = HEADER_FIELDS.map((d) => col('header', ft.header, d, n))
   const blocks: Block[] = []
   for (let b = 0; b < n; b++) {
     const header = {} as Record<string, unknown>
@@ -477,7 +571,7 @@ function assemble(ft: Footer, get: (m: ColMeta, n: number) => ArrayLike<unknown>
     const t = ft.kinds[kind]
     const offsets = get(t.off!, n + 1) as Uint32Array
     const defs = columnsOf(kind)
-    const cols = defs.map((d) => get(t.cols[d.name], t.rows))
+    const cols = defs.map((d) => col(kind, t, d, t.rows))
     for (let b = 0; b < n; b++) {
       const list = blocks[b][LISTS[kind]] as unknown as Record<string, unknown>[]
       for (let r = offsets[b]; r < offsets[b + 1]; r++) {
@@ -495,7 +589,7 @@ export function readChunkBlocks(path: string, footer?: Footer): Block[] {
   const ft = footer ?? readFooter(path).footer
   const fd = openSync(path, 'r')
   try {
-    return assemble(ft, (m, n) => decodeBlob(path, fd, m, n).values)
+    return assemble(path, ft, (m, n) => decodeBlob(path, fd, m, n).values)
   } finally {
     closeSync(fd)
   }
@@ -514,5 +608,5 @@ export async function readChunkBlocksAsync(path: string, footer?: Footer): Promi
   } finally {
     closeSync(fd)
   }
-  return assemble(ft, (m) => decoded.get(m.o)!)
+  return assemble(path, ft, (m) => decoded.get(m.o)!)
 }

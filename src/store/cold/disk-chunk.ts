@@ -4,12 +4,14 @@
  * `header()` call (one synchronous positioned read, crc-checked), decoded once and kept in the
  * store-wide byte-bounded LRU.
  */
-import { HEADER_FIELDS, columnsOf } from '../../catalogue.ts'
-import type { BlockHeader, RecordKind } from '../../model.ts'
+import { HEADER_FIELDS, columnsOf, type FieldDef } from '../../catalogue.ts'
+import { RECORD_KINDS, type BlockHeader, type RecordKind } from '../../model.ts'
 import type { Chunk, MatchOp, Table } from '../chunk.ts'
 import {
   bloomMayContain,
+  columnEntry,
   decodeBlob,
+  nullColumn,
   readBloom,
   readBlob,
   readFooter,
@@ -17,16 +19,24 @@ import {
   type ColMeta,
   type Footer,
 } from './chunk-file.ts'
+import { framesOf } from './frames.ts'
 import type { ByteLru } from './lru.ts'
 import { Parts, RawColumn } from './raw.ts'
 
-const KNOWN: Map<RecordKind, Set<string>> = new Map()
-function known(kind: RecordKind): Set<string> {
-  let s = KNOWN.get(kind)
-  if (!s) KNOWN.set(kind, (s = new Set(columnsOf(kind).map((d) => d.name))))
+/** the columns a reader expects of each kind (default: the catalogue's) */
+export type ColumnsOf = (kind: RecordKind) => readonly FieldDef[]
+
+const SCHEMAS = new WeakMap<ColumnsOf, Map<RecordKind, Map<string, FieldDef>>>()
+/** the reader's field definitions of a kind, by name */
+function known(columns: ColumnsOf, kind: RecordKind): Map<string, FieldDef> {
+  let byKind = SCHEMAS.get(columns)
+  if (!byKind) SCHEMAS.set(columns, (byKind = new Map()))
+  let s = byKind.get(kind)
+  if (!s) byKind.set(kind, (s = new Map(columns(kind).map((d) => [d.name, d]))))
   return s
 }
-const HEADER_NAMES = new Set(HEADER_FIELDS.map((d) => d.name))
+const HEADER_DEFS = new Map(HEADER_FIELDS.map((d) => [d.name, d]))
+const RECORD_KIND_SET = new Set<string>(RECORD_KINDS)
 /** cached answer "this chunk has no filter for that field" */
 const NO_FILTER = new Uint8Array(0)
 
@@ -47,6 +57,8 @@ export class DiskChunk implements Chunk {
     readonly path: string,
     meta: { firstBlock: number; lastBlock: number; blockCount: number },
     readonly cache: ColumnCache,
+    /** the columns this reader knows (a column a chunk lacks reads as null; another type is an error) */
+    readonly columns: ColumnsOf = columnsOf,
   ) {
     this.firstBlock = meta.firstBlock
     this.lastBlock = meta.lastBlock
@@ -97,7 +109,17 @@ export class DiskChunk implements Chunk {
     let v = this.cache.get(k) as unknown as RawColumn | undefined
     if (v === undefined) {
       let parts: Parts
-      if (m.z) {
+      if (m.fr) {
+        // format 4: frames read and decompressed on demand, each checked with its own crc32
+        parts = new Parts(m.p, null, {
+          path: this.path,
+          start: m.o,
+          length: m.l,
+          crcs: null,
+          checked: null,
+          frames: framesOf(m),
+        })
+      } else if (m.z) {
         // compressed: read (and inflate) whole
         const read = readBlob(this.path, null, m, this.verified.has(m.o))
         this.verified.add(m.o)
@@ -119,7 +141,7 @@ export class DiskChunk implements Chunk {
         }
         parts = new Parts(m.p, null, { path: this.path, start: m.o, length: m.l, crcs: m.pc ?? null, checked })
       }
-      v = new RawColumn(m.e, n, parts, m.w, m.x === 1, m.v === 1)
+      v = new RawColumn(m.e, n, parts, m.w, m.x === 1, m.v === 1, m.s === 1)
       // accounted for the bytes it holds (whole parts, pages read on demand, parsed values), which
       // grow as queries read it
       this.cache.set(k, v as unknown as ArrayLike<unknown>, 256 + parts.bytes)
@@ -129,16 +151,18 @@ export class DiskChunk implements Chunk {
   }
 
   header<K extends keyof BlockHeader>(field: K): ArrayLike<BlockHeader[K]> {
-    if (!HEADER_NAMES.has(field)) throw new Error(`unknown header field ${field}`)
-    return this.load(`header.${field}`, () =>
-      this.decode(this.footer.header.cols[field], this.blockCount),
-    ) as ArrayLike<BlockHeader[K]>
+    const def = HEADER_DEFS.get(field)
+    if (!def) throw new Error(`unknown header field ${field}`)
+    return this.load(`header.${field}`, () => {
+      const m = columnEntry(this.path, 'header', this.footer.header, def)
+      return m ? this.decode(m, this.blockCount) : { values: nullColumn(this.blockCount), bytes: 8 * this.blockCount }
+    }) as ArrayLike<BlockHeader[K]>
   }
 
   table(kind: RecordKind): Table {
     let t = this.tables.get(kind)
     if (!t) {
-      if (!known(kind)) throw new Error(`unknown kind ${kind}`)
+      if (!RECORD_KIND_SET.has(kind)) throw new Error(`unknown kind ${kind}`)
       t = new DiskTable(this, kind)
       this.tables.set(kind, t)
     }
@@ -151,21 +175,24 @@ export class DiskChunk implements Chunk {
     // format 3: each filter read alone (a query touches one or two), else the whole section
     const key = `${kind}.${field}`
     const k = `${this.path}\0#bloom:${key}`
-    if (!this.cache.has(k)) {
+    // one get per call, so that the cache's hit and miss counts are those of the filter lookups
+    let bits = this.cache.get(k) as unknown as Uint8Array | undefined
+    if (bits === undefined) {
       const one = readBloom(this.path, null, this.footer, key)
       if (one !== undefined) {
-        this.cache.set(k, (one ?? NO_FILTER) as unknown as ArrayLike<unknown>, 64 + (one?.byteLength ?? 0))
+        bits = one ?? NO_FILTER
+        this.cache.set(k, bits as unknown as ArrayLike<unknown>, 64 + (one?.byteLength ?? 0))
       } else {
         const all = readPrune(this.path, this.footer)
         for (const name of Object.keys(this.footer.prune.f)) {
-          const bits = all.get(name) ?? NO_FILTER
-          this.cache.set(`${this.path}\0#bloom:${name}`, bits as unknown as ArrayLike<unknown>, 64 + bits.byteLength)
+          const b = all.get(name) ?? NO_FILTER
+          this.cache.set(`${this.path}\0#bloom:${name}`, b as unknown as ArrayLike<unknown>, 64 + b.byteLength)
         }
+        bits = all.get(key) ?? NO_FILTER
         if (!this.cache.has(k)) this.cache.set(k, NO_FILTER as unknown as ArrayLike<unknown>, 64)
       }
     }
-    const bits = this.cache.get(k) as unknown as Uint8Array
-    return bloomMayContain(bits === NO_FILTER ? null : bits, values)
+    return bloomMayContain(bits === NO_FILTER ? null : bits, values, this.footer.prune.h)
   }
 
   /** The blocks of positions [0, end) as a chunk (for ranges ending inside this chunk). */
@@ -195,39 +222,44 @@ class DiskTable implements Table {
     return this.offsets
   }
 
+  /**
+   * the stored entry of a column the reader knows (unknown names throw), null when this chunk
+   * predates it (it reads as null); a type other than the reader's is an error
+   */
+  private entry(field: string): ColMeta | null {
+    const def = known(this.chunk.columns, this.kind).get(field)
+    if (!def) throw new Error(`unknown column ${this.kind}.${field}`)
+    return columnEntry(this.chunk.path, this.kind, this.chunk.footer.kinds[this.kind], def)
+  }
+
   column(field: string): ArrayLike<unknown> {
-    if (!known(this.kind).has(field)) throw new Error(`unknown column ${this.kind}.${field}`)
     const c = this.chunk
+    const m = this.entry(field)
     return c.load(`${this.kind}.${field}`, () => {
-      const t = c.footer.kinds[this.kind]
-      return c.decode(t.cols[field], t.rows)
+      const rows = c.footer.kinds[this.kind].rows
+      return m ? c.decode(m, rows) : { values: nullColumn(rows), bytes: 8 * rows }
     })
   }
 
   /** filters on the stored form: string dictionaries, plain strings and lists of format 2 */
   match(field: string, op: MatchOp, rows: Int32Array, n: number): number {
-    if (!known(this.kind).has(field)) throw new Error(`unknown column ${this.kind}.${field}`)
-    const t = this.chunk.footer.kinds[this.kind]
-    const m = t.cols[field]
-    if (m.x !== 1 && m.e !== 'bool') return -1
-    return this.chunk.raw(m, t.rows).match(op, rows, n)
+    const m = this.entry(field)
+    if (m === null || (m.x !== 1 && m.e !== 'bool')) return -1
+    return this.chunk.raw(m, this.rowCount).match(op, rows, n)
   }
 
   candidates(field: string, op: MatchOp, lo: number, hi: number): Int32Array | null {
-    if (!known(this.kind).has(field)) throw new Error(`unknown column ${this.kind}.${field}`)
-    const t = this.chunk.footer.kinds[this.kind]
-    const m = t.cols[field]
-    if (m.x !== 1) return null
-    return this.chunk.raw(m, t.rows).candidates(op, lo, hi)
+    const m = this.entry(field)
+    if (m === null || m.x !== 1) return null
+    return this.chunk.raw(m, this.rowCount).candidates(op, lo, hi)
   }
 
   rowView(field: string, reads: number): ArrayLike<unknown> | null {
-    if (!known(this.kind).has(field)) throw new Error(`unknown column ${this.kind}.${field}`)
+    const m = this.entry(field)
     const c = this.chunk
     // already decoded: nothing cheaper
-    if (c.cache.has(`${c.path}\0${this.kind}.${field}`)) return null
+    if (m === null || c.cache.has(`${c.path}\0${this.kind}.${field}`)) return null
     const t = c.footer.kinds[this.kind]
-    const m = t.cols[field]
     const simple = m.e === 'addr' || m.e === 'bool' || m.e === 'ver' || m.v === 1
     if (m.x !== 1 && !simple) return null
     return c.raw(m, t.rows).rowView(reads)

@@ -15,7 +15,7 @@
  * | jdict   | json               | JSON array of distinct values, codes                    |
  * | jplain  | json               | JSON array of all values                                |
  * | addr    | address            | Uint32 offsets (n + 1), element values (w = 1/2/4 bytes) |
- * | list    | base58List         | Uint32 offsets (n + 1), JSON dictionary, codes (w); [x] sorted codes, token offsets, postings (u32 offsets per code, u32 rows; format 3: one entry per occurrence + u16 positions) |
+ * | list    | base58List         | Uint32 offsets (n + 1), JSON dictionary, codes (w); [x] sorted codes, token offsets, postings (u32 offsets per code, u32 rows; format 3: one entry per occurrence + u16 positions; format 4: u8 positions when every list has at most 256 elements) |
  *
  * [x] = index parts (format 2, `x: 1` in the column's footer entry): they let a filter or a row
  * read work on the encoded bytes (see `RawColumn`) instead of decoding the whole column.
@@ -39,6 +39,8 @@ export interface Encoded {
    * byte offsets (u32); plain + row token byte offsets (u32)
    */
   x?: 1
+  /** format 4: the dictionary is in value order (code order = value order; the sorted codes part is empty) */
+  s?: 1
   /** the distinct values (dict, jdict: texts; list: elements) — reused for pruning filters */
   distinct?: string[]
 }
@@ -86,7 +88,13 @@ function fail(name: string, i: number, what: string, value: unknown): never {
  * Strings: a dictionary when it is smaller than the plain list (values repeat: program ids,
  * accounts, mints, owners), else the plain list (high-cardinality: data, signatures, messages).
  */
-function encodeStrings(name: string, values: ArrayLike<unknown>, json: boolean, withIndex: boolean): Encoded {
+function encodeStrings(
+  name: string,
+  values: ArrayLike<unknown>,
+  json: boolean,
+  withIndex: boolean,
+  sortDicts: boolean,
+): Encoded {
   const n = values.length
   const index = new Map<string, number>()
   const dict: string[] = []
@@ -138,8 +146,46 @@ function encodeStrings(name: string, values: ArrayLike<unknown>, json: boolean, 
   }
   if (json) return { e: 'jdict', parts: [utf8(`[${dict.join(',')}]`), packCodes(codes, w)], w, distinct: dict }
   if (!withIndex) return { e: 'dict', parts: [utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
+  if (sortDicts) {
+    // format 4: the dictionary in value order, so code order is value order (no sorted codes part)
+    const sorted = sortDict(dict, codes)
+    const [dictText, , toff] = indexedDict(sorted)
+    return {
+      e: 'dict',
+      parts: [dictText, packCodes(codes, w), EMPTY, u8(toff)],
+      w,
+      x: 1,
+      s: 1,
+      distinct: sorted,
+    }
+  }
   const [dictText, sorted, toff] = indexedDict(dict)
   return { e: 'dict', parts: [dictText, packCodes(codes, w), u8(sorted), u8(toff)], w, x: 1, distinct: dict }
+}
+
+const EMPTY = new Uint8Array(0)
+
+/** JS string order (UTF-16 code units), the order of `RawColumn`'s binary search */
+function byValue(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0
+}
+
+/**
+ * The dictionary in value order; `codes` (indexes into `dict`, values >= dict.length untouched:
+ * null) are rewritten in place to index the returned one.
+ */
+function sortDict(dict: readonly string[], codes: Uint32Array): string[] {
+  const order = new Uint32Array(dict.length)
+  for (let i = 0; i < order.length; i++) order[i] = i
+  order.sort((a, b) => byValue(dict[a], dict[b]))
+  const rank = new Uint32Array(dict.length)
+  const out = new Array<string>(dict.length)
+  for (let r = 0; r < order.length; r++) {
+    rank[order[r]] = r
+    out[r] = dict[order[r]]
+  }
+  for (let i = 0; i < codes.length; i++) if (codes[i] < dict.length) codes[i] = rank[codes[i]]
+  return out
 }
 
 /**
@@ -166,7 +212,7 @@ function indexedDict(dict: readonly string[]): [Uint8Array, Uint32Array, Uint32A
   const toks = dict.map((d) => JSON.stringify(d))
   const sorted = new Uint32Array(dict.length)
   for (let i = 0; i < sorted.length; i++) sorted[i] = i
-  sorted.sort((a, b) => (dict[a] < dict[b] ? -1 : dict[a] > dict[b] ? 1 : 0))
+  sorted.sort((a, b) => byValue(dict[a], dict[b]))
   return [utf8(`[${toks.join(',')}]`), sorted, tokenOffsets(toks)]
 }
 
@@ -180,6 +226,7 @@ export function encodeColumn(
   values: ArrayLike<unknown>,
   withIndex = true,
   positions = withIndex,
+  sortDicts = false,
 ): Encoded {
   const n = values.length
   switch (type) {
@@ -229,9 +276,9 @@ export function encodeColumn(
     }
     case 'safeAscii':
     case 'string':
-      return encodeStrings(name, values, false, withIndex)
+      return encodeStrings(name, values, false, withIndex, sortDicts)
     case 'json':
-      return encodeStrings(name, values, true, false)
+      return encodeStrings(name, values, true, false, false)
     case 'address': {
       const offsets = new Uint32Array(n + 1)
       let total = 0
@@ -283,17 +330,18 @@ export function encodeColumn(
       const w = widthFor(dict.length)
       if (!withIndex)
         return { e: 'list', parts: [u8(offsets), utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
-      const [dictText, sorted, toff] = indexedDict(dict)
-      const parts = [u8(offsets), dictText, packCodes(codes, w), u8(sorted), u8(toff)]
-      if (positions && longestList(offsets) <= 0xffff) parts.push(...occurrences(offsets, codes, dict.length).map(u8))
-      else parts.push(...postings(offsets, codes, dict.length).map(u8))
-      return {
-        e: 'list',
-        parts,
-        w,
-        x: 1,
-        distinct: dict,
-      }
+      const values2 = sortDicts ? sortDict(dict, codes) : dict
+      const [dictText, sorted, toff] = indexedDict(values2)
+      const parts = [u8(offsets), dictText, packCodes(codes, w), sortDicts ? EMPTY : u8(sorted), u8(toff)]
+      const longest = longestList(offsets)
+      if (positions && longest <= 0xffff) {
+        const [postOff, postRows, postPos] = occurrences(offsets, codes, values2.length)
+        // format 4: one byte per position when every list is short (accounts: at most a few dozen)
+        parts.push(u8(postOff), u8(postRows), sortDicts && longest <= 0xff ? Uint8Array.from(postPos) : u8(postPos))
+      } else parts.push(...postings(offsets, codes, dict.length).map(u8))
+      const enc: Encoded = { e: 'list', parts, w, x: 1, distinct: values2 }
+      if (sortDicts) enc.s = 1
+      return enc
     }
   }
 }

@@ -2,11 +2,23 @@
  * A byte-bounded LRU cache (Map insertion order = recency). Used for decoded columns of on-disk
  * chunks: a query touching many chunks never holds more than `maxBytes` of decoded columns.
  */
+/** a cache's size, budget and counters */
+export interface CacheStats {
+  bytes: number
+  maxBytes: number
+  entries: number
+  hits: number
+  misses: number
+  evictions: number
+}
+
 export class ByteLru<K, V> {
   private readonly map = new Map<K, { value: V; bytes: number }>()
   private total = 0
+  /** lookups (get) that found / did not find their key, and entries evicted (for metrics) */
+  readonly stats = { hits: 0, misses: 0, evictions: 0 }
 
-  constructor(private readonly maxBytes: number) {}
+  constructor(readonly maxBytes: number) {}
 
   get bytes(): number {
     return this.total
@@ -18,7 +30,11 @@ export class ByteLru<K, V> {
 
   get(key: K): V | undefined {
     const e = this.map.get(key)
-    if (!e) return undefined
+    if (!e) {
+      this.stats.misses++
+      return undefined
+    }
+    this.stats.hits++
     this.map.delete(key)
     this.map.set(key, e)
     return e.value
@@ -54,6 +70,7 @@ export class ByteLru<K, V> {
       const first = this.map.keys().next().value as K
       this.total -= this.map.get(first)!.bytes
       this.map.delete(first)
+      this.stats.evictions++
     }
   }
 

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto'
 import { createReadStream, readFileSync } from 'node:fs'
 import { open, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
+import { fsyncDir } from '../durable.ts'
 
 export const MANIFEST = 'MANIFEST.json'
 export const FORMAT = 'solportal-cold'
@@ -63,14 +64,7 @@ export function readManifest(dir: string): ManifestBody | null {
   return parsed.body
 }
 
-export async function fsyncDir(dir: string): Promise<void> {
-  const fh = await open(dir, 'r')
-  try {
-    await fh.sync()
-  } finally {
-    await fh.close()
-  }
-}
+export { fsyncDir }
 
 export async function writeManifest(dir: string, body: ManifestBody, fsync = true): Promise<void> {
   const tmp = join(dir, `${MANIFEST}.tmp`)

@@ -19,6 +19,8 @@ import type { MatchOp } from '../chunk.ts'
 import type { Enc } from './encode.ts'
 import { codesOf, view32 } from './encode.ts'
 import { CorruptChunkError, CRC_PAGE } from './chunk-file.ts'
+import { inflateFrame, type Frames } from './frames.ts'
+import { align8, pageOf } from './offsets.ts'
 
 /**
  * n rows read by index (`view[i]`, `length`), each built by `make(i)` on its first read and kept
@@ -140,6 +142,8 @@ export interface BlobSource {
   crcs: readonly number[] | null
   /** a flag per page: checked already (kept by the chunk across cache evictions; the file is immutable) */
   checked: Uint8Array | null
+  /** format 4: the blob is compressed frames; parts sit at `frames.voff` in a virtual blob */
+  frames?: Frames
 }
 
 /**
@@ -151,10 +155,13 @@ const SCRATCH = new Map<number, Buffer>()
 const SCRATCH_PAGES = 512
 let nextPartsId = 1
 
+function scratchSet(key: number, pg: Buffer): void {
+  SCRATCH.set(key, pg)
+  if (SCRATCH.size > SCRATCH_PAGES) SCRATCH.delete(SCRATCH.keys().next().value as number)
+}
+
 /** pages of on-demand reads = the checksummed pages of format 3 (parts are 8-aligned in the blob: u16/u32 elements never straddle pages) */
-const PAGE_SHIFT = 14
-const PAGE = 1 << PAGE_SHIFT
-const PAGE_MASK = PAGE - 1
+const PAGE = 16384
 if (PAGE !== CRC_PAGE) throw new Error('raw.ts: PAGE must equal CRC_PAGE')
 
 /**
@@ -166,7 +173,7 @@ if (PAGE !== CRC_PAGE) throw new Error('raw.ts: PAGE must equal CRC_PAGE')
 export class Parts {
   private readonly full: (Uint8Array | undefined)[]
   private readonly v32: (Uint32Array | undefined)[] = []
-  /** blob offset of each part */
+  /** blob offset of each part (format 4: in the virtual blob of frames.ts) */
   private readonly offs: number[] = []
   private readonly pages = new Map<number, Buffer>()
   private held = 0
@@ -180,10 +187,13 @@ export class Parts {
     private readonly src: BlobSource | null = null,
   ) {
     this.full = full ? [...full] : new Array(lens.length)
-    let o = 0
-    for (const len of lens) {
-      this.offs.push(o)
-      o += (len + 7) & ~7
+    if (src?.frames) this.offs = src.frames.voff
+    else {
+      let o = 0
+      for (const len of lens) {
+        this.offs.push(o)
+        o += align8(len)
+      }
     }
     if (full) for (const p of full) this.held += p.byteLength
   }
@@ -199,20 +209,60 @@ export class Parts {
     this.onGrow?.(delta)
   }
 
+  /**
+   * format 4: virtual pages k..e-1 (inside one part) from the frames holding them, decompressed
+   * (each frame's crc32 checked); the other pages of those frames go to the SCRATCH pool
+   */
+  private readFramed(k: number, e: number, keep: boolean): Buffer {
+    const src = this.src!
+    const f = src.frames!
+    const v0 = k * PAGE
+    let i = 0
+    while (i + 1 < this.offs.length && this.offs[i + 1] <= v0) i++
+    const p = f.parts[i]
+    const len = this.lens[i]
+    const rel0 = v0 - this.offs[i]
+    const rel1 = Math.min(len, e * PAGE - this.offs[i])
+    const size = 2 ** p.log
+    const j0 = Math.floor(rel0 / size)
+    const j1 = Math.floor((rel1 - 1) / size)
+    const a = p.at[j0]
+    const z = preadExact(src.path, src.start + a, p.at[j1] + Math.abs(p.len[j1]) - a)
+    const base = j0 * size
+    const out = Buffer.allocUnsafeSlow(Math.min(len, (j1 + 1) * size) - base)
+    const fail = (why: string) => new CorruptChunkError(`${src.path}: column at offset ${src.start}: ${why}`)
+    for (let j = j0; j <= j1; j++) {
+      const s = p.at[j] - a
+      const pos = j * size - base
+      inflateFrame(f, i, j, z.subarray(s, s + Math.abs(p.len[j])), Math.min(len - j * size, size), out, pos, fail)
+    }
+    // the frames' other pages: kept aside for neighbouring reads
+    const first = pageOf(this.offs[i] + base, PAGE)
+    for (let q = first, o = 0; o < out.length; q++, o += PAGE) {
+      if (q >= k && q < e) continue
+      const key = this.id * 1048576 + q
+      if (!SCRATCH.has(key) && !this.pages.has(q))
+        scratchSet(key, Buffer.from(out.subarray(o, Math.min(out.length, o + PAGE))))
+    }
+    const s = rel0 - base
+    const run = s === 0 && rel1 - rel0 === out.length ? out : Buffer.from(out.subarray(s, rel1 - base))
+    if (keep) this.account(run.byteLength)
+    return run
+  }
+
   /** blob pages k..e-1 read in one piece, each checked */
   private readPages(k: number, e: number, keep = true): Buffer {
     const src = this.src!
-    const a = k << PAGE_SHIFT
-    const run = preadExact(src.path, src.start + a, Math.min(src.length, e << PAGE_SHIFT) - a)
+    if (src.frames) return this.readFramed(k, e, keep)
+    const a = k * PAGE
+    const run = preadExact(src.path, src.start + a, Math.min(src.length, e * PAGE) - a)
     if (src.crcs !== null) {
       const checked = src.checked
       for (let q = k; q < e; q++) {
         if (checked !== null && checked[q] === 1) continue
-        const o = (q - k) << PAGE_SHIFT
+        const o = (q - k) * PAGE
         if (crc32(run.subarray(o, Math.min(run.length, o + PAGE))) !== src.crcs[q])
-          throw new CorruptChunkError(
-            `${src.path}: column checksum mismatch at offset ${src.start + (q << PAGE_SHIFT)}`,
-          )
+          throw new CorruptChunkError(`${src.path}: column checksum mismatch at offset ${src.start + q * PAGE}`)
         if (checked !== null) checked[q] = 1
       }
     }
@@ -226,17 +276,17 @@ export class Parts {
       const o = this.offs[i]
       const len = this.lens[i]
       if (len === 0) return (this.full[i] = new Uint8Array(0))
-      const k0 = o >>> PAGE_SHIFT
-      const k1 = (o + len - 1) >>> PAGE_SHIFT
+      const k0 = pageOf(o, PAGE)
+      const k1 = pageOf(o + len - 1, PAGE)
       const run = this.readPages(k0, k1 + 1)
       for (let q = k0; q <= k1; q++) {
         if (!this.pages.has(q)) {
-          const a = (q - k0) << PAGE_SHIFT
+          const a = (q - k0) * PAGE
           this.pages.set(q, run.subarray(a, Math.min(run.length, a + PAGE)))
         }
       }
       // a fresh buffer at offset 0 and 8-aligned parts: aligned typed-array views
-      p = this.full[i] = new Uint8Array(run.buffer, run.byteOffset + o - (k0 << PAGE_SHIFT), len)
+      p = this.full[i] = new Uint8Array(run.buffer, run.byteOffset + o - k0 * PAGE, len)
     }
     return p
   }
@@ -264,8 +314,7 @@ export class Parts {
     let pg = SCRATCH.get(key)
     if (pg === undefined) {
       pg = this.readPages(k, k + 1, false)
-      SCRATCH.set(key, pg)
-      if (SCRATCH.size > SCRATCH_PAGES) SCRATCH.delete(SCRATCH.keys().next().value as number)
+      scratchSet(key, pg)
     }
     return pg
   }
@@ -275,11 +324,18 @@ export class Parts {
     const pg = this.pages.get(k)
     if (pg !== undefined) return pg
     if (this.transient) return this.transientPage(k)
+    const aside = SCRATCH.get(this.id * 1048576 + k)
+    if (aside !== undefined) {
+      // read already (a neighbour in the same frame): kept now
+      this.pages.set(k, aside)
+      this.account(aside.byteLength)
+      return aside
+    }
     let e = k + 1
     while (e <= last && !this.pages.has(e)) e++
     const run = this.readPages(k, e)
     for (let q = k; q < e; q++) {
-      const o = (q - k) << PAGE_SHIFT
+      const o = (q - k) * PAGE
       this.pages.set(q, run.subarray(o, Math.min(run.length, o + PAGE)))
     }
     return this.pages.get(k)!
@@ -291,15 +347,15 @@ export class Parts {
     if (p !== undefined) return Buffer.from(p.buffer, p.byteOffset + a, b - a)
     if (b <= a) return Buffer.alloc(0)
     const o = this.offs[i]
-    const k0 = (o + a) >>> PAGE_SHIFT
-    const k1 = (o + b - 1) >>> PAGE_SHIFT
-    if (k0 === k1) return this.page(k0).subarray((o + a) & PAGE_MASK, ((o + b - 1) & PAGE_MASK) + 1)
+    const k0 = pageOf(o + a, PAGE)
+    const k1 = pageOf(o + b - 1, PAGE)
+    if (k0 === k1) return this.page(k0).subarray((o + a) % PAGE, ((o + b - 1) % PAGE) + 1)
     const out = Buffer.allocUnsafe(b - a)
     let w = 0
     for (let k = k0; k <= k1; k++) {
       const pg = this.page(k, k1)
-      const s = k === k0 ? (o + a) & PAGE_MASK : 0
-      const e = k === k1 ? ((o + b - 1) & PAGE_MASK) + 1 : pg.length
+      const s = k === k0 ? (o + a) % PAGE : 0
+      const e = k === k1 ? ((o + b - 1) % PAGE) + 1 : pg.length
       pg.copy(out, w, s, e)
       w += e - s
     }
@@ -311,8 +367,8 @@ export class Parts {
     if (v === undefined) {
       const p = this.full[i]
       if (p === undefined) {
-        const pos = this.offs[i] + (k << 2)
-        return this.page(pos >>> PAGE_SHIFT).readUInt32LE(pos & PAGE_MASK)
+        const pos = this.offs[i] + k * 4
+        return this.page(pageOf(pos, PAGE)).readUInt32LE(pos % PAGE)
       }
       v = this.v32[i] = view32(p)
     }
@@ -334,8 +390,8 @@ export class Parts {
       return this.u32(i, k)
     }
     const pos = this.offs[i] + k * w
-    const pg = this.page(pos >>> PAGE_SHIFT)
-    const o = pos & PAGE_MASK
+    const pg = this.page(pageOf(pos, PAGE))
+    const o = pos % PAGE
     return w === 1 ? pg[o] : w === 2 ? pg.readUInt16LE(o) : pg.readUInt32LE(o)
   }
 }
@@ -363,6 +419,8 @@ export class RawColumn {
     private readonly width: number | undefined,
     readonly x: boolean,
     readonly v: boolean,
+    /** format 4: the dictionary is in value order (no sorted codes part) */
+    private readonly sortedDict = false,
   ) {
     const ix =
       x && e === 'dict'
@@ -373,7 +431,8 @@ export class RawColumn {
             ? [0, -1, -1, 1, -1]
             : [-1, -1, -1, -1, -1]
     ;[this.pText, this.pCodes, this.pSorted, this.pToff, this.pOff] = ix
-    this.dictSize = this.pSorted >= 0 ? parts.lens[this.pSorted] >>> 2 : 0
+    // token offsets: one per dictionary value + the end
+    this.dictSize = this.pSorted >= 0 ? Math.floor(parts.lens[this.pToff] / 4) - 1 : 0
   }
 
   private get w(): number {
@@ -419,7 +478,7 @@ export class RawColumn {
     let hi = this.dictSize
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
-      const c = this.parts.u32(this.pSorted, mid)
+      const c = this.sortedDict ? mid : this.parts.u32(this.pSorted, mid)
       const s = this.dictValue(c) as string
       if (s === value) return c
       if (s < value) lo = mid + 1
@@ -660,11 +719,13 @@ export class RawColumn {
       const b = this.pair[1]
       if (b === a) continue
       const bytes = P.range(6, a * 4, b * 4)
-      const pos = at >= 0 ? P.range(7, a * 2, b * 2) : null
+      // positions of u16, or of u8 (format 4, short lists): the part's length tells
+      const pw = P.lens[7] === 2 * (P.lens[6] / 4) ? 2 : 1
+      const pos = at >= 0 ? P.range(7, a * pw, b * pw) : null
       const l = new Uint32Array(b - a)
       let m = 0
       for (let i = 0; i < l.length; i++) {
-        if (pos === null || pos.readUInt16LE(2 * i) === at) l[m++] = bytes.readUInt32LE(4 * i)
+        if (pos === null || (pw === 2 ? pos.readUInt16LE(2 * i) : pos[i]) === at) l[m++] = bytes.readUInt32LE(4 * i)
       }
       if (m === 0) continue
       lists.push(l.subarray(0, m))

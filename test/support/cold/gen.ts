@@ -1,6 +1,6 @@
 /**
  * Seeded random normalized blocks for the cold store's tests and bench (no dependency on the
- * normalizer). Shapes follow src/model.ts and the orders of semantics.md §2; values exercise every
+ * normalizer). Shapes follow src/model.ts and the orders of docs/query.md §2; values exercise every
  * column type: u64 above 2^53, i64 negatives and extremes, nulls in every nullable column, empty
  * lists, unicode (incl. astral and lone surrogates) messages, skipped slots, null heights.
  */

@@ -1,0 +1,29 @@
+/**
+ * `solportal backup DIR DEST`: a consistent copy of a dataset directory (or of a follower's data
+ * directory, without its unfinalized blocks) while its writer keeps running; incremental when DEST
+ * holds an older backup. See src/store/backup.ts and docs/operations.md §4.
+ */
+import type { Command } from 'commander'
+import { backupDataset } from '../../store/backup.ts'
+import { intOption } from '../options.ts'
+
+export function register(program: Command): void {
+  program
+    .command('backup')
+    .description('copy a dataset directory consistently while it is being written (incremental)')
+    .argument('<dir>', 'dataset directory (solportal import) or data directory (serve --rpc)')
+    .argument('<dest>', 'backup directory (created when missing; an older backup there is updated)')
+    .option('--attempts <n>', 'manifests tried when the writer replaces files under the backup', '5')
+    .action(async (dir: string, dest: string, opts: { attempts: string }) => {
+      const attempts = intOption('attempts', opts.attempts, 1, 1000)
+      const t0 = Date.now()
+      const r = await backupDataset(dir, dest, { attempts })
+      const range = r.firstBlock === null ? 'no blocks' : `blocks ${r.firstBlock}..${r.lastBlock}`
+      process.stderr.write(
+        `backed up ${r.chunks} chunk files (${range}): ${r.copied} copied (${(r.bytesCopied / 1e6).toFixed(1)} MB), ` +
+          `${r.chunks - r.copied} already there, ${r.removed} old ones removed, in ${((Date.now() - t0) / 1000).toFixed(1)} s` +
+          (r.attempts > 1 ? ` (${r.attempts} manifests: the writer replaced files meanwhile)` : '') +
+          '\n',
+      )
+    })
+}

@@ -1,0 +1,197 @@
+/**
+ * Writes a stream response's JSON lines: small lines batched into larger writes, each write
+ * waiting for the socket (or the gzip stream in front of it) to drain, so a slow client slows its
+ * query down instead of filling memory.
+ *
+ * - The 200 and its headers go out with the first write: until then a failure can still be
+ *   answered with a 5xx (`started` says whether that is still possible).
+ * - Bytes are counted as UTF-8 bytes of the lines (before compression).
+ * - Every write first takes its bytes from the shared `ByteBudget` (released once the socket or
+ *   the gzip stream took them), so the total buffered across streams is bounded.
+ * - A watchdog ends the response (destroys the socket) when the socket has bytes pending and
+ *   takes none of them for `writeTimeoutMs`: a client that stops reading frees its slot.
+ * - When the response closes before finishing (client gone, timed out, destroyed), the gzip
+ *   stream is destroyed with it.
+ */
+import type http from 'node:http'
+import zlib from 'node:zlib'
+import type { Writable } from 'node:stream'
+import type { ByteBudget } from './budget.ts'
+
+export interface LineWriterOptions {
+  /** headers of the 200, sent with the first write */
+  headers: Record<string, string>
+  /** gzip level, or null for identity encoding */
+  gzipLevel: number | null
+  /** destroy the response when its socket takes no pending byte for this long (ms); 0 = never */
+  writeTimeoutMs: number
+  budget: ByteBudget | null
+  /** lines are gathered into writes of about this many bytes */
+  batchBytes?: number
+}
+
+export class LineWriter {
+  /** UTF-8 bytes of the lines written so far (newlines included, before compression) */
+  bytes = 0
+  private buf: string[] = []
+  private bufLen = 0
+  private sink: Writable
+  private gz: zlib.Gzip | null = null
+  private started_ = false
+  private closed = false
+  /** bytes taken from the budget and not yet released */
+  private held = 0
+  private watchdog: NodeJS.Timeout | null = null
+  private readonly batchBytes: number
+
+  constructor(
+    private readonly res: http.ServerResponse,
+    private readonly opts: LineWriterOptions,
+    private readonly signal: AbortSignal,
+  ) {
+    this.sink = res
+    this.batchBytes = opts.batchBytes ?? 64 * 1024
+    res.once('close', () => this.onClose())
+  }
+
+  /** true once the 200 is out */
+  get started(): boolean {
+    return this.started_
+  }
+
+  private get gone(): boolean {
+    return this.closed || this.signal.aborted
+  }
+
+  private start(): void {
+    if (this.started_) return
+    this.started_ = true
+    this.res.writeHead(200, this.opts.headers)
+    if (this.opts.gzipLevel != null) {
+      const gz = zlib.createGzip({ level: this.opts.gzipLevel })
+      gz.on('error', () => this.destroy())
+      gz.pipe(this.res)
+      this.gz = gz
+      this.sink = gz
+    }
+    if (this.opts.writeTimeoutMs > 0) this.startWatchdog(this.opts.writeTimeoutMs)
+  }
+
+  private startWatchdog(timeoutMs: number): void {
+    const sock = this.res.socket
+    if (!sock) return
+    let last = -1
+    let lastProgress = Date.now()
+    this.watchdog = setInterval(
+      () => {
+        const pending = sock.writableLength
+        const taken = sock.bytesWritten - pending
+        const now = Date.now()
+        if (pending === 0 || taken !== last) {
+          last = taken
+          lastProgress = now
+        } else if (now - lastProgress >= timeoutMs) {
+          this.destroy()
+        }
+      },
+      Math.max(10, Math.floor(timeoutMs / 4)),
+    )
+    this.watchdog.unref()
+  }
+
+  private onClose(): void {
+    this.closed = true
+    if (this.watchdog) clearInterval(this.watchdog)
+    this.watchdog = null
+    if (this.gz && !this.gz.destroyed && !this.res.writableFinished) this.gz.destroy()
+    if (this.held > 0) this.opts.budget?.release(this.held)
+    this.held = 0
+  }
+
+  /** cut the response: the client sees the connection end without a clean end of the body */
+  destroy(): void {
+    this.gz?.destroy()
+    this.res.destroy()
+  }
+
+  async writeLine(line: string): Promise<void> {
+    const n = Buffer.byteLength(line) + 1
+    this.buf.push(line, '\n')
+    this.bufLen += n
+    this.bytes += n
+    if (this.bufLen >= this.batchBytes) await this.push()
+  }
+
+  private async push(): Promise<void> {
+    const n = this.bufLen
+    if (n === 0) return
+    const data = this.buf.join('')
+    this.buf = []
+    this.bufLen = 0
+    if (this.gone) return
+    this.start()
+    const budget = this.opts.budget
+    if (budget) {
+      try {
+        await budget.acquire(n, this.signal)
+      } catch {
+        return // client gone while waiting
+      }
+      if (this.closed) return budget.release(n)
+      this.held += n
+    }
+    const ok = this.sink.write(data, () => {
+      if (this.closed || !budget) return
+      this.held -= n
+      budget.release(n)
+    })
+    if (!ok) await drained(this.sink, this.signal)
+  }
+
+  /** push buffered lines through to the client now (before waiting for new blocks) */
+  async flush(): Promise<void> {
+    await this.push()
+    if (this.gz && !this.gone) {
+      const gz = this.gz
+      await this.untilClosedOr((done) => gz.flush(zlib.constants.Z_SYNC_FLUSH, done))
+    }
+  }
+
+  /** the remaining lines, then a clean end of the body (and of the gzip stream) */
+  async end(): Promise<void> {
+    await this.push()
+    if (this.gone) return
+    this.start()
+    await this.untilClosedOr((done) => {
+      this.res.once('finish', done)
+      this.sink.end()
+    })
+  }
+
+  /** resolves when `start`'s callback is called or the response closes, whichever comes first */
+  private untilClosedOr(start: (done: () => void) => void): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.res.off('close', done)
+        this.res.off('finish', done)
+        resolve()
+      }
+      this.res.on('close', done)
+      start(done)
+    })
+  }
+}
+
+function drained(w: Writable, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      w.off('drain', done)
+      w.off('close', done)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    w.on('drain', done)
+    w.on('close', done)
+    signal.addEventListener('abort', done)
+  })
+}

@@ -1,0 +1,476 @@
+/**
+ * The published description of the interface: an OpenAPI 3.1 document whose request schema (the
+ * data query) and response schema (one block line) are generated from the same declarations the
+ * server runs on, the field catalogue (`src/catalogue.ts`) and the request / relation tables
+ * (`src/query/spec.ts`), so the schema cannot drift from the validator (`src/query/parse.ts`).
+ *
+ * What JSON Schema cannot say and only the validator checks: `toBlock` >= `fromBlock`, the total
+ * number of item requests over all lists (each list alone is bounded), and `fromBlock` >= the
+ * dataset's start block (a 400 from the server).
+ */
+import { readFileSync } from 'node:fs'
+import { BLOCK_MEMBERS, fieldsOf, HEADER_FIELDS, RECORD_FIELDS, SELECTOR_NAMES, type FieldDef } from '../catalogue.ts'
+import type { RecordKind } from '../model.ts'
+import { DEFAULT_LIMITS as QUERY_LIMITS, type QueryLimits } from '../query/parse.ts'
+import { RELATIONS, REQUESTS, type FilterDecl, type JoinKind, type RequestDecl } from '../query/spec.ts'
+
+export type JsonSchema = { [key: string]: unknown }
+
+export const JSON_SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema'
+
+const MAX_BLOCK = Number.MAX_SAFE_INTEGER
+
+/** Adds `null` to the accepted types of a schema that has a `type`. */
+function orNull(s: JsonSchema): JsonSchema {
+  const t = s.type
+  return { ...s, type: Array.isArray(t) ? [...t, 'null'] : [t, 'null'] }
+}
+
+// --- the request ---------------------------------------------------------------------------------
+
+function hexPattern(d: Extract<FilterDecl, { op: 'prefix' }>): string {
+  return d.bytes > 0 ? `^0x[0-9a-fA-F]{${2 * d.bytes}}$` : `^0x([0-9a-fA-F]{2}){0,${d.maxBytes}}$`
+}
+
+function filterDescription(kind: RecordKind, d: FilterDecl): string {
+  switch (d.op) {
+    case 'in':
+      return `${kind}s whose ${d.column} is one of the values`
+    case 'bool':
+      return `${kind}s whose ${d.column} equals the value`
+    case 'at':
+      return `${kind}s whose ${d.column}[${d.index}] is one of the values`
+    case 'any':
+      return `${kind}s whose ${d.sources.map((s) => (s.sub ? `${s.column}.${s.sub}` : s.column)).join(' or ')} contain one of the values`
+    case 'prefix':
+      return d.bytes > 0
+        ? `${kind}s whose data starts with one of these ${d.bytes}-byte prefixes (0x + hex)`
+        : `${kind}s whose data starts with one of these prefixes of up to ${d.maxBytes} bytes (0x + even number of hex digits)`
+  }
+}
+
+/** JSON Schema of one filter member of an item request. */
+function filterSchema(kind: RecordKind, d: FilterDecl, limits: QueryLimits): JsonSchema {
+  const description = filterDescription(kind, d)
+  // null = absent, for every filter (the reference types them as optional)
+  if (d.op === 'bool') return { type: ['boolean', 'null'], description }
+  let value: JsonSchema
+  if (d.op === 'prefix') value = { type: 'string', pattern: hexPattern(d) }
+  else if (d.op === 'in' && d.allowed) value = { type: 'string', enum: [...d.allowed] }
+  else value = { type: 'string' }
+  return {
+    type: ['array', 'null'],
+    items: value,
+    maxItems: limits.maxFilterValues,
+    description: `${description}; an empty list matches nothing`,
+  }
+}
+
+const JOINS: { readonly [J in JoinKind]: string } = {
+  tx: 'of the same transaction',
+  subtree: 'called by it (its inner instructions, at any depth)',
+  parents: 'that called it (its parent instructions)',
+  address: 'produced by the same instruction',
+}
+
+/** JSON Schema of one item request (filters AND-ed, relation flags). */
+export function itemRequestSchema(decl: RequestDecl, limits: QueryLimits = QUERY_LIMITS): JsonSchema {
+  const properties: JsonSchema = {}
+  for (const f of decl.filters) properties[f.member] = filterSchema(decl.kind, f, limits)
+  for (const r of RELATIONS) {
+    if (r.from !== decl.kind) continue
+    properties[r.flag] = { type: 'boolean', description: `also select the ${r.to} rows ${JOINS[r.join]}` }
+  }
+  const schema: JsonSchema = {
+    type: 'object',
+    description: `selects the ${decl.kind}s matching every filter given (none: all ${decl.kind}s)`,
+    properties,
+    additionalProperties: false,
+  }
+  // at most one prefix member (non-null) per request
+  const prefixes = decl.filters.filter((f) => f.op === 'prefix').map((f) => f.member)
+  if (prefixes.length > 1) {
+    schema.allOf = prefixes.map((m) => ({
+      if: { properties: { [m]: { type: 'array' } }, required: [m] },
+      then: { properties: Object.fromEntries(prefixes.filter((o) => o !== m).map((o) => [o, { type: 'null' }])) },
+    }))
+  }
+  return schema
+}
+
+function fieldsSchema(): JsonSchema {
+  const properties: JsonSchema = {}
+  for (const sel of SELECTOR_NAMES) {
+    const fields: JsonSchema = {}
+    for (const def of fieldsOf(sel)) {
+      for (const s of def.selectors) {
+        fields[s] = {
+          type: 'boolean',
+          description: s === def.name ? `select ${def.name}` : `select ${def.name}, rendered as ${s}`,
+        }
+      }
+    }
+    properties[sel] = { type: 'object', properties: fields, additionalProperties: false }
+  }
+  return {
+    type: 'object',
+    description: 'output fields per record kind (block = the header); nothing selected renders {}',
+    properties,
+    additionalProperties: false,
+  }
+}
+
+/**
+ * The data query as a standalone JSON Schema (draft 2020-12, no references), for the given
+ * validator limits.
+ */
+export function queryJsonSchema(limits: Partial<QueryLimits> = {}): JsonSchema {
+  const lim: QueryLimits = { ...QUERY_LIMITS, ...limits }
+  const block = { type: 'integer', minimum: 0, maximum: MAX_BLOCK }
+  const properties: JsonSchema = {
+    type: { const: 'solana', description: 'dataset type; optional' },
+    fromBlock: { ...block, description: 'first slot of the range (at least the dataset start_block)' },
+    toBlock: orNull({
+      ...block,
+      description: 'last slot of the range (inclusive; at least fromBlock); absent: follow the head',
+    }),
+    parentBlockHash: orNull({
+      type: 'string',
+      description: 'expected hash of the block before fromBlock; a mismatch answers 409',
+    }),
+    includeAllBlocks: { type: 'boolean', description: 'output every block of the range, even without selected rows' },
+    fields: fieldsSchema(),
+  }
+  for (const decl of REQUESTS) {
+    properties[decl.member] = {
+      type: 'array',
+      description: `${decl.kind} requests (OR-ed); at most ${lim.maxItemRequests} item requests over all lists`,
+      items: itemRequestSchema(decl, lim),
+      maxItems: lim.maxItemRequests,
+    }
+  }
+  return {
+    $schema: JSON_SCHEMA_DIALECT,
+    title: 'DataQuery',
+    type: 'object',
+    properties,
+    required: ['fromBlock'],
+    additionalProperties: false,
+  }
+}
+
+// --- the response --------------------------------------------------------------------------------
+
+function valueSchema(def: FieldDef): JsonSchema {
+  let s: JsonSchema
+  switch (def.type) {
+    case 'u32':
+      s = { type: 'integer', minimum: 0 }
+      break
+    case 'u64':
+      s = { type: ['string', 'integer'], pattern: '^[0-9]+$', minimum: 0 }
+      break
+    case 'i64':
+      s = { type: ['string', 'integer'], pattern: '^-?[0-9]+$' }
+      break
+    case 'bool':
+      s = { type: 'boolean' }
+      break
+    case 'json':
+      return def.nullable ? {} : { type: ['object', 'array', 'string', 'number', 'boolean'] }
+    case 'address':
+      s = { type: 'array', items: { type: 'integer', minimum: 0 } }
+      break
+    case 'version': {
+      const anyOf: JsonSchema[] = [{ const: 'legacy' }, { type: 'integer', minimum: 0 }]
+      return { anyOf: def.nullable ? [...anyOf, { type: 'null' }] : anyOf }
+    }
+    default:
+      // the text types (how a text is stored and escaped does not change its JSON type): a string,
+      // or a list of strings for the list types
+      s = String(def.type).endsWith('List') ? { type: 'array', items: { type: 'string' } } : { type: 'string' }
+  }
+  return def.nullable ? orNull(s) : s
+}
+
+function recordSchema(defs: readonly FieldDef[]): JsonSchema {
+  const properties: JsonSchema = {}
+  for (const def of defs) for (const sel of def.selectors) properties[sel] = valueSchema(def)
+  return { type: 'object', properties, additionalProperties: false }
+}
+
+/** One line of a stream response: a block with the selected fields of its selected rows. */
+export function blockJsonSchema(): JsonSchema {
+  const properties: JsonSchema = { header: recordSchema(HEADER_FIELDS) }
+  for (const { kind, member } of BLOCK_MEMBERS) {
+    properties[member] = { type: 'array', items: recordSchema(RECORD_FIELDS[kind]), minItems: 1 }
+  }
+  return {
+    title: 'Block',
+    description:
+      'one JSON line per block; a list appears only when non-empty; every record holds exactly the selected fields (64-bit amounts are decimal strings, or integers with bigintsAsNumbers)',
+    type: 'object',
+    properties,
+    required: ['header'],
+    additionalProperties: false,
+  }
+}
+
+// --- the document --------------------------------------------------------------------------------
+
+export interface OpenApiOptions {
+  limits?: Partial<QueryLimits>
+  /** largest accepted request body (bytes), for the description */
+  maxBodyBytes?: number
+  version?: string
+}
+
+const text = (description: string, headers?: JsonSchema): JsonSchema => ({
+  description,
+  content: { 'text/plain': { schema: { type: 'string' } } },
+  ...(headers ? { headers } : {}),
+})
+
+const json = (description: string, schema: JsonSchema): JsonSchema => ({
+  description,
+  content: { 'application/json': { schema } },
+})
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+  return pkg.version
+}
+
+const status = (value: string): JsonSchema => ({
+  type: 'object',
+  properties: { status: { const: value } },
+  required: ['status'],
+})
+
+const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` })
+
+/** The OpenAPI 3.1 document of the whole interface. */
+export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
+  const query = queryJsonSchema(opts.limits)
+  delete query.$schema // the document declares the dialect once
+  const headHeaders: JsonSchema = {
+    'X-Sqd-Head-Number': {
+      description: 'the head of the endpoint (the finalized head for /finalized-stream)',
+      schema: { type: 'integer' },
+    },
+    'X-Sqd-Finalized-Head-Number': { description: 'the latest finalized slot', schema: { type: 'integer' } },
+    'X-Sqd-Finalized-Head-Hash': { description: 'hash of that block', schema: { type: 'string' } },
+  }
+  const retryAfter: JsonSchema = { 'Retry-After': { description: 'seconds', schema: { type: 'integer' } } }
+  const datasetParam = {
+    name: 'dataset',
+    in: 'path',
+    required: true,
+    description: 'dataset name or alias (GET /datasets lists them)',
+    schema: { type: 'string' },
+  }
+  const notFound = text('unknown dataset')
+  const loading = text('the datasets are still loading', retryAfter)
+
+  const stream = (finalized: boolean): JsonSchema => ({
+    operationId: finalized ? 'finalizedStream' : 'stream',
+    summary: finalized ? 'stream finalized blocks (never above the finalized head)' : 'stream blocks',
+    description:
+      'Blocks of [fromBlock, toBlock] as JSON lines, ascending. The response may end early (time or byte budget) on a complete line: resume with fromBlock = last + 1 and parentBlockHash = its hash. Without toBlock, the response follows the head. Request bodies may be gzip (Content-Encoding: gzip)' +
+      (opts.maxBodyBytes ? `, at most ${opts.maxBodyBytes} bytes decoded.` : '.'),
+    parameters: [datasetParam],
+    requestBody: { required: true, content: { 'application/json': { schema: ref('Query') } } },
+    responses: {
+      '200': {
+        description: 'JSON lines, one Block per line (gzip when Accept-Encoding allows it)',
+        headers: headHeaders,
+        content: { 'application/jsonl': { schema: ref('Block') } },
+      },
+      '204': text('fromBlock is above the head (after waiting up to 5 s)', headHeaders),
+      '400': text('Bad request: <reason naming the member>'),
+      '404': notFound,
+      '409': json('parentBlockHash is not the parent of fromBlock on the current chain', ref('Conflict')),
+      '429': text('above the per-client rate limit or the per-client concurrent streams', retryAfter),
+      '503': text('above the concurrent stream limit, or the datasets are still loading', retryAfter),
+    },
+  })
+
+  const get = (operationId: string, summary: string, ok: JsonSchema, extra: JsonSchema = {}): JsonSchema => ({
+    get: {
+      operationId,
+      summary,
+      parameters: [datasetParam],
+      responses: { '200': ok, '404': notFound, '503': loading },
+      ...extra,
+    },
+  })
+
+  return {
+    openapi: '3.1.0',
+    jsonSchemaDialect: JSON_SCHEMA_DIALECT,
+    info: {
+      title: 'solportal',
+      version: opts.version ?? packageVersion(),
+      description:
+        'Solana block data query and streaming service (the Portal interface). The Query schema is generated from the same declarations as the server-side validator; only toBlock >= fromBlock, the total number of item requests and the dataset start block are checked by the server alone. Every response carries an X-Request-Id.',
+    },
+    paths: {
+      '/datasets': {
+        get: {
+          operationId: 'datasets',
+          summary: 'the served datasets',
+          responses: {
+            '200': json('metadata of every dataset', { type: 'array', items: ref('DatasetMetadata') }),
+            '503': loading,
+          },
+        },
+      },
+      '/datasets/{dataset}/stream': { post: stream(false) },
+      '/datasets/{dataset}/finalized-stream': { post: stream(true) },
+      '/datasets/{dataset}/metadata': get('metadata', 'dataset metadata', json('metadata', ref('DatasetMetadata')), {
+        parameters: [
+          datasetParam,
+          {
+            name: 'expand[]',
+            in: 'query',
+            required: false,
+            description: '`metadata` adds the metadata member',
+            schema: { type: 'string', enum: ['metadata'] },
+          },
+        ],
+      }),
+      '/datasets/{dataset}/head': get('head', 'the highest available block', json('head', ref('Head'))),
+      '/datasets/{dataset}/finalized-head': get(
+        'finalizedHead',
+        'the highest finalized block',
+        json('finalized head', ref('Head')),
+      ),
+      '/datasets/{dataset}/timestamps/{seconds}/block': {
+        get: {
+          operationId: 'timestampToBlock',
+          summary: 'the first block whose timestamp is at or after a time',
+          parameters: [
+            datasetParam,
+            {
+              name: 'seconds',
+              in: 'path',
+              required: true,
+              description: 'unix seconds',
+              schema: { type: 'integer', minimum: 0 },
+            },
+          ],
+          responses: {
+            '200': json('the block', {
+              type: 'object',
+              properties: { block_number: { type: 'integer' } },
+              required: ['block_number'],
+            }),
+            '400': text('the timestamp is not a non-negative integer'),
+            '429': text('above the per-client rate limit', retryAfter),
+            '503': loading,
+            '404': {
+              description: 'unknown dataset (text), or no block at or after that time (JSON)',
+              content: {
+                'application/json': {
+                  schema: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] },
+                },
+                'text/plain': { schema: { type: 'string' } },
+              },
+            },
+          },
+        },
+      },
+      '/health': {
+        get: {
+          operationId: 'health',
+          summary: 'liveness',
+          responses: { '200': json('the process runs', status('ok')) },
+        },
+      },
+      '/ready': {
+        get: {
+          operationId: 'ready',
+          summary: 'readiness: the datasets are loaded and each has a head',
+          responses: {
+            '200': json('ready', status('ready')),
+            '503': {
+              ...json('starting', {
+                ...status('starting'),
+                properties: { status: { const: 'starting' }, reason: { type: 'string' } },
+                required: ['status', 'reason'],
+              }),
+              headers: retryAfter,
+            },
+          },
+        },
+      },
+      '/metrics': {
+        get: {
+          operationId: 'metrics',
+          summary: 'Prometheus metrics (when the server records them)',
+          responses: {
+            '200': {
+              description: 'Prometheus text exposition format',
+              content: { 'text/plain': { schema: { type: 'string' } } },
+            },
+            '404': text('metrics are off'),
+          },
+        },
+      },
+      '/openapi.json': {
+        get: {
+          operationId: 'openapi',
+          summary: 'this document',
+          responses: { '200': json('OpenAPI 3.1', { type: 'object' }) },
+        },
+      },
+      '/': {
+        get: {
+          operationId: 'queryPage',
+          summary: 'the query page (HTML)',
+          responses: { '200': { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } },
+        },
+      },
+    },
+    components: {
+      schemas: {
+        Query: query,
+        Block: blockJsonSchema(),
+        Head: {
+          type: ['object', 'null'],
+          properties: { number: { type: 'integer' }, hash: { type: 'string' } },
+          required: ['number', 'hash'],
+        },
+        Conflict: {
+          type: 'object',
+          description: 'blocks of the current chain, ascending, ending with the expected parent (up to 100)',
+          properties: {
+            previousBlocks: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: { number: { type: 'integer' }, hash: { type: 'string' } },
+                required: ['number', 'hash'],
+              },
+            },
+          },
+          required: ['previousBlocks'],
+        },
+        DatasetMetadata: {
+          type: 'object',
+          properties: {
+            dataset: { type: 'string' },
+            aliases: { type: 'array', items: { type: 'string' } },
+            real_time: { type: 'boolean' },
+            start_block: { type: 'integer' },
+            metadata: {
+              type: 'object',
+              properties: { kind: { type: 'string' }, display_name: { type: 'string' }, type: { type: 'string' } },
+            },
+          },
+          required: ['dataset', 'aliases', 'real_time', 'start_block'],
+        },
+      },
+    },
+  }
+}
