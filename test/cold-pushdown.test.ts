@@ -206,7 +206,7 @@ test('format 3 page checksums and format 4 frames: damaged bytes fail the reads 
     const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
     const m = readFooter(file).footer.kinds.instruction.cols.accounts
     if (formatVersion === 3) assert.ok(m.pc && m.pc.length >= 3, `accounts blob spans ${m.pc?.length} pages`)
-    else assert.ok(m.t === 'base58List' && m.fc && m.fc.length >= 7, `accounts blob in ${m.fc?.length} frames`)
+    else assert.ok(m.t === 'safeAsciiList' && m.fc && m.fc.length >= 7, `accounts blob in ${m.fc?.length} frames`)
     // expected values, from the intact file
     const s0 = await DiskColdStore.open(dir, { readOnly: true })
     const t0 = (await allChunks(s0))[0].table('instruction')
