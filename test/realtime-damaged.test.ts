@@ -8,11 +8,13 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
 import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
-import { RpcClient } from '../src/ingest/rpc.ts'
+import { ResponseTooLargeError, RpcClient } from '../src/ingest/rpc.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
@@ -262,6 +264,37 @@ test('serve --rpc as a real process: a block that stays damaged ends it with sta
     assert.equal(node.stats.blockFaults, 2)
   } finally {
     await node.stop()
+  }
+})
+
+test('an endless answer without Content-Length is abandoned at the size cap, not read whole', async () => {
+  // a node that streams a JSON answer forever (chunked): the client must stop at its cap
+  let sent = 0
+  let closed!: () => void
+  const connectionClosed = new Promise<void>((r) => (closed = r))
+  const server = createServer((req, res) => {
+    req.resume()
+    res.writeHead(200, { 'content-type': 'application/json' })
+    const chunk = Buffer.alloc(64 * 1024, 0x20)
+    res.write('{"jsonrpc":"2.0","id":1,"result":')
+    const pump = () => {
+      while (!res.destroyed && res.write(chunk)) sent += chunk.length
+      if (!res.destroyed) res.once('drain', pump)
+    }
+    res.on('close', () => closed())
+    pump()
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    const c = new RpcClient({ url, maxRetries: 0, maxResponseBytes: 4 << 20 })
+    await assert.rejects(c.getBlock(1, 'confirmed'), (e: Error) => e instanceof ResponseTooLargeError)
+    assert.equal(c.stats.tooLarge, 1)
+    await connectionClosed // the client gave up the connection: the node stops sending
+    assert.ok(sent < 64 << 20, `${sent} bytes sent before the client hung up`)
+  } finally {
+    server.closeAllConnections()
+    server.close()
   }
 })
 
