@@ -161,6 +161,9 @@ const INJECTION = 'Evil"},"injected":true,"x":"'
 const hostile = fc.oneof(
   fc.constantFrom(
     INJECTION,
+    '  ',
+    ' 12 ',
+    '0x10',
     'a"b',
     'back\\slash',
     '\\',

@@ -41,9 +41,17 @@ export function isVoteTransaction(tx: RpcTransaction): boolean {
   return ins != null && msg.accountKeys?.[ins.programIdIndex] === VOTE_PROGRAM
 }
 
+const DECIMAL = /^-?\d+$/
+
+/**
+ * An exact integer: an integral number, a decimal string (what parseJsonExact makes of a big
+ * integer) or a bigint; throws otherwise. Stricter than BigInt(), which reads "", " " as 0 and
+ * " 12 ", "0x10" as numbers.
+ */
 function u64(v: unknown): bigint {
-  // accepts numbers, decimal strings (from parseJsonExact) and bigints
-  return BigInt(v as number | string | bigint)
+  if (typeof v === 'bigint') return v
+  if ((typeof v === 'number' && Number.isInteger(v)) || (typeof v === 'string' && DECIMAL.test(v))) return BigInt(v)
+  throw new Error(`not an integer: ${safeJson(v)}`)
 }
 
 /**
@@ -437,7 +445,7 @@ class TxNormalizer implements WalkInput {
   /** A u64 field; 0 with a warning when it is not an integer. */
   private safeU64(v: unknown, what: string): bigint {
     try {
-      if (typeof v === 'number' || typeof v === 'string' || typeof v === 'bigint') return BigInt(v)
+      return u64(v)
     } catch {
       // not an integer
     }
@@ -454,7 +462,7 @@ class TxNormalizer implements WalkInput {
       typeof tb.uiTokenAmount.decimals === 'number'
     if (ok) {
       try {
-        BigInt(amount as string)
+        u64(amount)
       } catch {
         ok = false
       }
