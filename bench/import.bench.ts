@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runImport } from '../src/cli/commands/import.ts'
 import { writeArchive, type GenStats } from '../src/ingest/generate.ts'
-import { readManifest } from '../src/store/cold/manifest.ts'
+import { readCatalogue } from '../src/store/cold/catalogue.ts'
 import { coldDir } from '../src/store/dataset-dir.ts'
 
 const WORK = join(fileURLToPath(new URL('.', import.meta.url)), 'tmp', 'import')
@@ -53,7 +53,7 @@ export async function run(): Promise<string> {
       const r = await runImport(dir, [archive], { progress: 'none', workers })
       const cu = process.cpuUsage(c)
       const cpu = (cu.user + cu.system) / 1e6
-      const files = JSON.stringify(readManifest(coldDir(dir))!.chunks.map((e) => [e.file, e.sha256]))
+      const files = JSON.stringify((await readCatalogue(coldDir(dir)))!.map((e) => [e.file, e.sha256]))
       if (reference === null) reference = files
       else if (files !== reference) throw new Error(`import bench: --workers ${workers} wrote other chunk files`)
       log(`round ${round + 1}, ${workers} worker(s): ${r.seconds.toFixed(1)} s, CPU ${cpu.toFixed(1)} s`)

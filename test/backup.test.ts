@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { backupDataset, BackupError } from '../src/store/backup.ts'
-import { readManifest, sha256File } from '../src/store/cold/manifest.ts'
+import { readCatalogue } from '../src/store/cold/catalogue.ts'
+import { sha256File } from '../src/store/cold/manifest.ts'
 import { coldDir, openDatasetDir } from '../src/store/dataset-dir.ts'
 
 const ROOT = join(import.meta.dirname, '..')
@@ -24,20 +25,20 @@ function cli(args: string[]): string {
   return r.stderr
 }
 
-/** the backup at `dest` is exactly the state its manifest describes, and opens as a dataset */
+/** the backup at `dest` is exactly the state its catalogue describes, and opens as a dataset */
 async function assertConsistent(dest: string): Promise<number> {
-  const m = readManifest(coldDir(dest))
-  assert.ok(m, 'manifest present')
-  for (const c of m.chunks) assert.equal(await sha256File(join(coldDir(dest), 'chunks', c.file)), c.sha256, c.file)
-  for (let i = 1; i < m.chunks.length; i++) assert.ok(m.chunks[i].firstBlock > m.chunks[i - 1].lastBlock)
+  const chunks = await readCatalogue(coldDir(dest))
+  assert.ok(chunks, 'catalogue present')
+  for (const c of chunks) assert.equal(await sha256File(join(coldDir(dest), 'chunks', c.file)), c.sha256, c.file)
+  for (let i = 1; i < chunks.length; i++) assert.ok(chunks[i].firstBlock > chunks[i - 1].lastBlock)
   const store = await openDatasetDir(dest)
   try {
-    assert.equal(store.head()?.number, m.chunks.at(-1)!.lastBlock)
-    assert.equal(store.firstBlock(), m.chunks[0].firstBlock)
+    assert.equal(store.head()?.number, chunks.at(-1)!.lastBlock)
+    assert.equal(store.firstBlock(), chunks[0].firstBlock)
   } finally {
     await store.close()
   }
-  return m.chunks.length
+  return chunks.length
 }
 
 before(() => {
@@ -53,7 +54,7 @@ test('a backup taken while an import appends is consistent, and the next one cop
   assert.ok(first.chunks >= 6, `${first.chunks} chunks`)
   assert.equal(await assertConsistent(dest), first.chunks)
 
-  // a writer appends small chunks (many manifests) while backups run
+  // a writer appends small chunks (many catalogue batches) while backups run
   const writer = spawn(process.execPath, [BIN, 'import', '--no-progress', '--chunk-blocks', '3', SRC, MORE], {
     cwd: ROOT,
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -74,12 +75,13 @@ test('a backup taken while an import appends is consistent, and the next one cop
   assert.ok(rounds >= 1)
 
   // after the writer: the backup catches up to the source's final state, copying only new files
-  const before = readManifest(coldDir(dest))!
+  const before = (await readCatalogue(coldDir(dest)))!
   const last = await backupDataset(SRC, dest, { fsync: false })
-  const known = new Set(before.chunks.map((c) => c.file))
-  assert.equal(last.copied, readManifest(coldDir(SRC))!.chunks.filter((c) => !known.has(c.file)).length)
-  assert.deepEqual(readManifest(coldDir(dest)), readManifest(coldDir(SRC)))
-  assert.equal(last.lastBlock, readManifest(coldDir(SRC))!.chunks.at(-1)!.lastBlock)
+  const known = new Set(before.map((c) => c.file))
+  const source = (await readCatalogue(coldDir(SRC)))!
+  assert.equal(last.copied, source.filter((c) => !known.has(c.file)).length)
+  assert.deepEqual(await readCatalogue(coldDir(dest)), source)
+  assert.equal(last.lastBlock, source.at(-1)!.lastBlock)
   assert.ok(last.lastBlock! >= 300001000, 'the appended blocks are in the backup')
   await assertConsistent(dest)
   assert.ok(existsSync(join(dest, 'dataset.json')))
@@ -98,8 +100,7 @@ test('files of an older backup that the state no longer lists are removed', asyn
 test('a listed file missing from the source fails the backup after the given attempts, naming it', async () => {
   const broken = join(work, 'broken')
   cli(['backup', SRC, broken]) // a copy of the source to break
-  const m = readManifest(coldDir(broken))!
-  const victim = m.chunks[2].file
+  const victim = (await readCatalogue(coldDir(broken)))![2].file
   unlinkSync(join(coldDir(broken), 'chunks', victim))
   await assert.rejects(backupDataset(broken, join(work, 'never'), { attempts: 2, fsync: false }), (e: unknown) => {
     assert.ok(e instanceof BackupError)

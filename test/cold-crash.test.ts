@@ -11,7 +11,7 @@ import { readArchive } from '../src/ingest/archive.ts'
 import type { Block } from '../src/model.ts'
 import { DiskColdStore } from '../src/store/cold.ts'
 import { readChunkBlocks } from '../src/store/cold/chunk-file.ts'
-import { readManifest } from '../src/store/cold/manifest.ts'
+import { Catalogue } from '../src/store/cold/catalogue.ts'
 import { coldDir } from '../src/store/dataset-dir.ts'
 import { writeArchive } from './support/cold/archive-gen.ts'
 import { generateBlocks, rng } from './support/cold/gen.ts'
@@ -19,10 +19,9 @@ import { tempDir } from './support/cold/util.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
-function lastOf(dir: string): number {
+async function lastOf(dir: string): Promise<number> {
   try {
-    const m = readManifest(dir)
-    return m && m.chunks.length ? m.chunks[m.chunks.length - 1].lastBlock : -1
+    return (await Catalogue.open(dir, { readOnly: true }))?.snapshot().last()?.lastBlock ?? -1
   } catch {
     return -1
   }
@@ -44,7 +43,7 @@ async function runAndKill(args: string[], watch: string, before: number, delay: 
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)))
   let done = false
   exited.then(() => (done = true))
-  while (!done && lastOf(watch) <= before) await sleep(20)
+  while (!done && (await lastOf(watch)) <= before) await sleep(20)
   if (!done) {
     await sleep(delay)
     if (!done) child.kill('SIGKILL')
@@ -56,9 +55,14 @@ async function runAndKill(args: string[], watch: string, before: number, delay: 
 
 /** leftovers of interrupted writes found (before a writer open cleans them), for the diagnostics */
 let leftovers = 0
-function countLeftovers(dir: string): void {
+async function countLeftovers(dir: string): Promise<void> {
   try {
-    const listed = new Set(readManifest(dir)?.chunks.map((c) => c.file))
+    const listed = new Set(
+      (await Catalogue.open(dir, { readOnly: true }))
+        ?.snapshot()
+        .all()
+        .map((c) => c.file),
+    )
     leftovers += readdirSync(join(dir, 'tmp')).length
     leftovers += readdirSync(join(dir, 'chunks')).filter((f) => !listed.has(f)).length
   } catch {
@@ -67,7 +71,7 @@ function countLeftovers(dir: string): void {
 }
 
 async function storeBlocks(dir: string): Promise<Block[]> {
-  countLeftovers(dir)
+  await countLeftovers(dir)
   const s = await DiskColdStore.open(dir, { verify: 'full' }) // a writer open: cleans leftovers, checks every sha256
   const files = readdirSync(join(dir, 'chunks')).sort()
   assert.deepEqual(files, s.entries.map((e) => e.file).sort(), 'only listed chunk files remain')
@@ -93,19 +97,19 @@ test('import killed with SIGKILL mid-write, then resumed, equals a straight impo
   const r = rng(42)
   let kills = 0
   for (let run = 0; run < 5; run++) {
-    const before = lastOf(coldDir(crashed))
+    const before = await lastOf(coldDir(crashed))
     const killed = await runAndKill(
       ['src/cli/main.ts', 'import', crashed, a, b, '--chunk-blocks', '8', '--no-progress'],
       coldDir(crashed),
       before,
       Math.floor(r() * 250),
     )
-    countLeftovers(coldDir(crashed))
+    await countLeftovers(coldDir(crashed))
     if (!killed) break
     kills++
   }
   assert.ok(kills >= 3, `only ${kills} runs were killed mid-import`)
-  const partial = lastOf(coldDir(crashed))
+  const partial = await lastOf(coldDir(crashed))
   assert.ok(partial < want[want.length - 1].header.number, 'the kills left work to do')
   await runImport(crashed, [a, b], { targetBlocks: 8, progress: 'none' })
   const got = await storeBlocks(coldDir(crashed))
@@ -129,7 +133,7 @@ test('small appends with merges killed with SIGKILL: always an exact prefix, com
   const r = rng(7)
   let kills = 0
   for (let run = 0; run < 6; run++) {
-    const before = lastOf(dir)
+    const before = await lastOf(dir)
     const killed = await runAndKill(
       ['test/support/cold/append-child.ts', dir, '77', String(count)],
       dir,

@@ -15,6 +15,7 @@ import { readArchive } from '../src/ingest/archive.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { DiskColdStore } from '../src/store/cold.ts'
+import { readCatalogue } from '../src/store/cold/catalogue.ts'
 import { readChunkBlocks } from '../src/store/cold/chunk-file.ts'
 import { coldDir, openDatasetDir } from '../src/store/dataset-dir.ts'
 import { writeArchive } from './support/cold/archive-gen.ts'
@@ -145,15 +146,15 @@ test('a reader of a dataset directory sees blocks another writer appends', async
   await reader.close()
 })
 
-/** every file of the cold store with its sha256 (the manifest included) */
-function files(dir: string): Record<string, string> {
+/** every file of the cold store with its sha256 (the catalogue's entries included) */
+async function files(dir: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {}
   const cold = coldDir(dir)
   for (const f of readdirSync(join(cold, 'chunks')).sort())
     out[f] = createHash('sha256')
       .update(readFileSync(join(cold, 'chunks', f)))
       .digest('hex')
-  out['MANIFEST.json'] = readFileSync(join(cold, 'MANIFEST.json'), 'utf8')
+  out.catalogue = JSON.stringify(await readCatalogue(cold))
   return out
 }
 
@@ -174,11 +175,11 @@ test('import with worker threads writes the same files as in-process; resumes on
   const r3 = await runImport(par, [a, b], { ...base, workers: 3 })
   assert.equal(r3.workers, 3)
   assert.deepEqual([r3.imported, r3.firstBlock, r3.lastBlock], [r1.imported, r1.firstBlock, r1.lastBlock])
-  const seqFiles = files(seq)
+  const seqFiles = await files(seq)
   assert.ok(Object.keys(seqFiles).length > 8, 'several chunks')
-  assert.deepEqual(files(par), seqFiles)
+  assert.deepEqual(await files(par), seqFiles)
   assert.deepEqual(await imported(par), want)
-  const m = JSON.parse(seqFiles['MANIFEST.json']).body.chunks as { sealed: boolean; blockCount: number }[]
+  const m = JSON.parse(seqFiles.catalogue) as { sealed: boolean; blockCount: number }[]
   assert.ok(m.some((c) => c.blockCount < 9) && m.some((c) => c.blockCount === 9), 'byte and count limits both met')
   assert.ok(
     m.slice(0, -1).every((c) => c.sealed),
@@ -190,16 +191,16 @@ test('import with worker threads writes the same files as in-process; resumes on
   const parThenSeq = join(work, 'par-seq')
   await runImport(seqThenPar, [a], { ...base, workers: 1 })
   await runImport(parThenSeq, [a], { ...base, workers: 2 })
-  assert.deepEqual(files(seqThenPar), files(parThenSeq))
-  const tail = JSON.parse(files(seqThenPar)['MANIFEST.json']).body.chunks.at(-1)
+  assert.deepEqual(await files(seqThenPar), await files(parThenSeq))
+  const tail = JSON.parse((await files(seqThenPar)).catalogue).at(-1)
   assert.equal(tail.sealed, false, 'the first run ends with an unsealed chunk')
   const ra = await runImport(seqThenPar, [a, b], { ...base, workers: 2 })
   const rb = await runImport(parThenSeq, [a, b], { ...base, workers: 1 })
   assert.deepEqual([ra.skipped, ra.imported], [45, 25])
   assert.deepEqual([rb.skipped, rb.imported], [45, 25])
-  assert.deepEqual(files(parThenSeq), files(seqThenPar))
+  assert.deepEqual(await files(parThenSeq), await files(seqThenPar))
   assert.deepEqual(await imported(seqThenPar), want)
-  const chunks = JSON.parse(files(seqThenPar)['MANIFEST.json']).body.chunks as { file: string }[]
+  const chunks = JSON.parse((await files(seqThenPar)).catalogue) as { file: string }[]
   assert.ok(!chunks.some((c) => c.file === tail.file), 'the tail was rewritten')
 })
 

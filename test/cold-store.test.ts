@@ -94,7 +94,7 @@ test('encodings: edge values, empty columns, all-null columns, dictionary vs pla
       [null, { InstructionError: [0, { Custom: 1 }] }, 'BlockhashNotFound', { writable: [], readonly: [] }, [1, 'a']],
     ],
     ['address', 'address', [[0], [0, 0], [], [70000, 3]]],
-    ['list', 'base58List', [[], ['a', 'b', 'a'], [], ['c']]],
+    ['list', 'safeAsciiList', [[], ['a', 'b', 'a'], [], ['c']]],
   ]
   for (const [name, type, values] of cases) {
     const enc = encodeColumn(name, type, values)
@@ -116,11 +116,11 @@ test('encodings: edge values, empty columns, all-null columns, dictionary vs pla
   assert.equal(JSON.stringify(lazy), '[["r0"],["r1"],["r2"],["r3"]]')
   assert.deepEqual([...lazy].length, 4)
   const rep = Array.from({ length: 100 }, (_, i) => `prog${i % 3}`)
-  assert.equal(encodeColumn('p', 'base58', rep).e, 'dict')
+  assert.equal(encodeColumn('p', 'safeAscii', rep).e, 'dict')
   assert.equal(
     encodeColumn(
       'p',
-      'base58',
+      'safeAscii',
       rep.map((x, i) => x + i),
     ).e,
     'plain',
@@ -130,7 +130,7 @@ test('encodings: edge values, empty columns, all-null columns, dictionary vs pla
   assert.equal(
     encodeColumn(
       'a',
-      'base58',
+      'safeAscii',
       Array.from({ length: 100 }, (_, i) => addrs[i % 60]),
     ).e,
     'dict',
@@ -301,14 +301,14 @@ test('crash leftovers are cleaned, corruption is detected, never served', async 
     join(dir, 'chunks', '000000009999-000000009999-g99-0.spc'),
     readFileSync(join(dir, 'chunks', listed[0])),
   )
-  writeFileSync(join(dir, 'MANIFEST.json.tmp'), '{"half')
+  writeFileSync(join(dir, 'catalogue', 'seg-000000000099.bin.tmp'), 'half')
   const ro = await DiskColdStore.open(dir, { readOnly: true })
   assert.equal((await allChunks(ro)).length, 3, 'a reader serves only what the manifest lists')
   await ro.close()
   const s = await DiskColdStore.open(dir, { fsync: false })
   assert.deepEqual(readdirSync(join(dir, 'chunks')).sort(), listed)
   assert.deepEqual(readdirSync(join(dir, 'tmp')), [])
-  assert.ok(!existsSync(join(dir, 'MANIFEST.json.tmp')))
+  assert.ok(!existsSync(join(dir, 'catalogue', 'seg-000000000099.bin.tmp')))
   await s.close()
 
   // a flipped byte inside a column blob: the column read fails its crc, full verify fails
@@ -326,12 +326,12 @@ test('crash leftovers are cleaned, corruption is detected, never served', async 
   await r.close()
   // a truncated file: open refuses (size mismatch)
   writeFileSync(victim, buf.subarray(0, buf.length - 10))
-  await assert.rejects(DiskColdStore.open(dir, { readOnly: true }), /bytes, the manifest says/)
-  // a damaged manifest: refused, not silently treated as empty
-  const m = readFileSync(join(dir, 'MANIFEST.json'), 'utf8')
-  writeFileSync(join(dir, 'MANIFEST.json'), m.replace('"blockCount":10', '"blockCount":11'))
+  await assert.rejects(DiskColdStore.open(dir, { readOnly: true }), /bytes, the catalogue says/)
+  // a damaged catalogue pointer: refused, not silently treated as empty
+  const m = readFileSync(join(dir, 'CATALOGUE.json'), 'utf8')
+  writeFileSync(join(dir, 'CATALOGUE.json'), m.replace('"generation":', '"generation":1'))
   await assert.rejects(DiskColdStore.open(dir, { readOnly: true }), /checksum mismatch/)
-  assert.ok(statSync(join(dir, 'MANIFEST.json')).size > 0)
+  assert.ok(statSync(join(dir, 'CATALOGUE.json')).size > 0)
 })
 
 test('decoded columns stay within the cache budget', async () => {

@@ -6,12 +6,15 @@
  * clear error; it is never stored with fewer transactions and never taken for a fork.
  */
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
 import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
-import { RpcClient } from '../src/ingest/rpc.ts'
+import { ResponseTooLargeError, RpcClient } from '../src/ingest/rpc.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
@@ -206,6 +209,92 @@ test('the count of failed sessions in a row starts again after a success', async
   } finally {
     await ds.stop()
     await node.stop()
+  }
+})
+
+test('serve --rpc as a real process: a block that stays damaged ends it with status 1 and says why', async () => {
+  const node = await FakeSolanaNode.start({
+    txPerBlock: 3,
+    intervalMs: 0,
+    initialBlocks: 12,
+    skipRate: 0,
+    finalityLag: 8,
+  })
+  // the server starts at the node's finalized block; the second block above it stays damaged
+  const bad = node.finalizedSlot + 2
+  node.injectBlockFault(bad, { kind: 'junk-transactions' }, Infinity)
+  const dataDir = mkdtempSync(join(tmpdir(), 'solportal-damaged-serve-'))
+  dirs.push(dataDir)
+  try {
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli/main.ts',
+        'serve',
+        '--rpc',
+        node.url,
+        '--data-dir',
+        dataDir,
+        '--rpc-damaged-attempts',
+        '2',
+      ],
+      {
+        cwd: join(import.meta.dirname, '..'),
+        env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    )
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => (out += d))
+    child.stderr.on('data', (d: Buffer) => (out += d))
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000)
+    const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)))
+    clearTimeout(timer)
+    assert.equal(code, 1, out)
+    assert.match(
+      out,
+      new RegExp(`slot ${bad}: damaged getBlock answer \\(transaction 0: no transaction\\); fetching it again`),
+    )
+    assert.match(
+      out,
+      new RegExp(`ingestion stopped: slot ${bad}: the node's getBlock answer is still damaged after 2 attempts`),
+    )
+    assert.equal(node.stats.blockFaults, 2)
+  } finally {
+    await node.stop()
+  }
+})
+
+test('an endless answer without Content-Length is abandoned at the size cap, not read whole', async () => {
+  // a node that streams a JSON answer forever (chunked): the client must stop at its cap
+  let sent = 0
+  let closed!: () => void
+  const connectionClosed = new Promise<void>((r) => (closed = r))
+  const server = createServer((req, res) => {
+    req.resume()
+    res.writeHead(200, { 'content-type': 'application/json' })
+    const chunk = Buffer.alloc(64 * 1024, 0x20)
+    res.write('{"jsonrpc":"2.0","id":1,"result":')
+    const pump = () => {
+      while (!res.destroyed && res.write(chunk)) sent += chunk.length
+      if (!res.destroyed) res.once('drain', pump)
+    }
+    res.on('close', () => closed())
+    pump()
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    const c = new RpcClient({ url, maxRetries: 0, maxResponseBytes: 4 << 20 })
+    await assert.rejects(c.getBlock(1, 'confirmed'), (e: Error) => e instanceof ResponseTooLargeError)
+    assert.equal(c.stats.tooLarge, 1)
+    await connectionClosed // the client gave up the connection: the node stops sending
+    assert.ok(sent < 64 << 20, `${sent} bytes sent before the client hung up`)
+  } finally {
+    server.closeAllConnections()
+    server.close()
   }
 })
 

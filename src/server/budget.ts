@@ -1,13 +1,21 @@
 /**
- * A global budget of response bytes in flight (handed to a socket or gzip stream, not yet taken
- * by the kernel), shared by every open stream. A stream waits for room before writing, so its
- * query does not render the next block meanwhile: memory under many slow clients stays bounded
- * by the budget plus one pending batch per stream. Waiters are served in arrival order; a write
- * larger than the whole budget goes through when nothing else is in flight.
+ * Memory and CPU of stream responses under load.
+ *
+ * `ByteBudget` counts the response bytes in flight across all streams: handed to a socket or gzip
+ * stream and not yet taken by the kernel (or compressed). Writes never wait on it; rendering does.
+ *
+ * `RenderScheduler` hands out the right to render the next block: at most `permits` streams render
+ * at once (rendering is synchronous work on the one event loop: more at once only delays every
+ * response), none while the budget is full, and waiting streams are served smallest response first
+ * (bytes sent so far, then the fewest blocks asked for), so a small query gets its turn within a
+ * few block renders whatever the load.
+ * A response still under `smallBytes` renders even when the budget is full, up to twice the budget:
+ * so small queries do not wait on big ones, and the bytes in flight stay below twice the budget
+ * plus one block per rendering stream.
  */
 export class ByteBudget {
   private used = 0
-  private readonly waiters: { n: number; grant: () => void }[] = []
+  private readonly listeners: (() => void)[] = []
 
   constructor(readonly capacity: number) {}
 
@@ -15,44 +23,106 @@ export class ByteBudget {
     return this.used
   }
 
-  private fits(n: number): boolean {
-    return this.used === 0 || this.used + n <= this.capacity
+  get full(): boolean {
+    return this.used >= this.capacity
   }
 
-  /** resolves once `n` bytes are taken; rejects (nothing taken) when `signal` aborts first */
-  acquire(n: number, signal: AbortSignal): Promise<void> {
-    if (this.waiters.length === 0 && this.fits(n)) {
-      this.used += n
-      return Promise.resolve()
-    }
-    return new Promise((resolve, reject) => {
-      const w = {
-        n,
-        grant: () => {
-          signal.removeEventListener('abort', onAbort)
-          resolve()
-        },
-      }
-      const onAbort = () => {
-        const i = this.waiters.indexOf(w)
-        if (i >= 0) this.waiters.splice(i, 1)
-        reject(signal.reason ?? new Error('aborted'))
-        this.wake()
-      }
-      signal.addEventListener('abort', onAbort, { once: true })
-      this.waiters.push(w)
-    })
+  /** over twice the capacity: not even small responses render */
+  get overfull(): boolean {
+    return this.used >= 2 * this.capacity
+  }
+
+  take(n: number): void {
+    this.used += n
   }
 
   release(n: number): void {
+    const was = this.full ? (this.overfull ? 2 : 1) : 0
     this.used -= n
-    this.wake()
+    const now = this.full ? (this.overfull ? 2 : 1) : 0
+    if (now < was) for (const l of this.listeners) l()
   }
 
-  private wake(): void {
-    while (this.waiters.length > 0 && this.fits(this.waiters[0].n)) {
-      const w = this.waiters.shift()!
-      this.used += w.n
+  /** `listener` runs whenever the budget stops being full or overfull */
+  onRoom(listener: () => void): void {
+    this.listeners.push(listener)
+  }
+}
+
+interface Waiter {
+  served: number
+  span: number
+  seq: number
+  grant: () => void
+}
+
+export class RenderScheduler {
+  private running = 0
+  private seq = 0
+  private readonly waiting: Waiter[] = []
+
+  constructor(
+    private readonly permits: number,
+    private readonly budget: ByteBudget,
+    private readonly smallBytes: number,
+  ) {
+    budget.onRoom(() => this.pump())
+  }
+
+  /** streams waiting for their turn */
+  get queued(): number {
+    return this.waiting.length
+  }
+
+  /**
+   * Wait for a turn to render (`served`: bytes this response sent so far; `span`: blocks its range
+   * covers); resolves to the release function, or to null when `signal` aborts first.
+   */
+  acquire(served: number, span: number, signal: AbortSignal): Promise<(() => void) | null> {
+    if (signal.aborted) return Promise.resolve(null)
+    return new Promise((resolve) => {
+      const w: Waiter = {
+        served,
+        span,
+        seq: this.seq++,
+        grant: () => {
+          signal.removeEventListener('abort', onAbort)
+          let released = false
+          resolve(() => {
+            if (released) return
+            released = true
+            this.running--
+            this.pump()
+          })
+        },
+      }
+      const onAbort = () => {
+        const i = this.waiting.indexOf(w)
+        if (i >= 0) this.waiting.splice(i, 1)
+        resolve(null)
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+      this.waiting.push(w)
+      this.pump()
+    })
+  }
+
+  private pump(): void {
+    while (this.running < this.permits && this.waiting.length > 0) {
+      let best = -1
+      for (let i = 0; i < this.waiting.length; i++) {
+        const w = this.waiting[i]
+        if (this.budget.overfull || (this.budget.full && w.served >= this.smallBytes)) continue
+        if (best < 0) best = i
+        else {
+          const b = this.waiting[best]
+          if (w.served !== b.served ? w.served < b.served : w.span !== b.span ? w.span < b.span : w.seq < b.seq)
+            best = i
+        }
+      }
+      if (best < 0) return
+      const [w] = this.waiting.splice(best, 1)
+      this.running++
       w.grant()
     }
   }

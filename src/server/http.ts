@@ -25,7 +25,7 @@ import { executeQuery, parseQuery, QueryError } from '../query/index.ts'
 import type { OutputBlock, ParsedQuery } from '../query/index.ts'
 import { defaultLogger } from '../log.ts'
 import type { HeadInfo } from '../store/chunk.ts'
-import { ByteBudget } from './budget.ts'
+import { ByteBudget, RenderScheduler } from './budget.ts'
 import type { Dataset, DatasetRegistry } from './datasets.ts'
 import { metadataOf } from './datasets.ts'
 import { LogLimiter, PerClientCap, RateLimiter, type RateLimit } from './guards.ts'
@@ -52,6 +52,10 @@ export interface ServerLimits {
   writeTimeoutMs: number
   /** bytes of responses in flight (written, not yet taken by sockets) across all streams */
   streamBufferBytes: number
+  /** streams rendering a block at once (the others wait, smallest response first) */
+  renderConcurrency: number
+  /** a response that sent less than this renders even when the stream buffer budget is full */
+  smallResponseBytes: number
   /** on close(), open streams end on a complete line; after this long the remaining connections are cut (ms) */
   shutdownGraceMs: number
   /** how long a stream request for a block above the head waits before 204 (ms) */
@@ -72,8 +76,10 @@ export const DEFAULT_LIMITS: ServerLimits = {
   maxStreamsPerClient: 64,
   bodyTimeoutMs: 30_000,
   writeTimeoutMs: 20_000,
-  streamBufferBytes: 128 * 1024 * 1024,
+  streamBufferBytes: 64 * 1024 * 1024,
   shutdownGraceMs: 5_000,
+  renderConcurrency: 2,
+  smallResponseBytes: 256 * 1024,
   headWaitMs: 5_000,
   responseTimeMs: 10_000,
   responseBytes: 20 * 1024 * 1024,
@@ -97,6 +103,7 @@ export class PortalServer {
   private readonly limiter: RateLimiter | null
   private readonly perClient: PerClientCap
   private readonly budget: ByteBudget
+  private readonly scheduler: RenderScheduler
   private readonly log: NonNullable<ServerOptions['log']>
   /** failures that are not the client's fault, at most a few lines per window */
   private readonly errorLog: LogLimiter
@@ -113,6 +120,7 @@ export class PortalServer {
     this.limiter = opts.rateLimit ? new RateLimiter(opts.rateLimit) : null
     this.perClient = new PerClientCap(this.limits.maxStreamsPerClient)
     this.budget = new ByteBudget(this.limits.streamBufferBytes)
+    this.scheduler = new RenderScheduler(this.limits.renderConcurrency, this.budget, this.limits.smallResponseBytes)
     const { maxItemRequests, maxFilterValues, maxBodyBytes } = this.limits
     this.pages = new Pages({ limits: { maxItemRequests, maxFilterValues }, maxBodyBytes })
     this.log = opts.log ?? ((level, msg) => defaultLogger()[level](msg))
@@ -153,6 +161,11 @@ export class PortalServer {
   /** open stream responses */
   get activeStreamCount(): number {
     return this.activeStreams
+  }
+
+  /** stream requests (uploading or answered) open from one client address */
+  streamsOf(address: string): number {
+    return this.perClient.count(address)
   }
 
   async listen(port: number, host: string): Promise<string> {
@@ -427,6 +440,8 @@ export class PortalServer {
       gone,
     )
     const deadline = Date.now() + this.limits.responseTimeMs
+    // blocks the request asks for (an open range: the whole dataset to its head, and more)
+    const span = q.toBlock != null ? q.toBlock - q.fromBlock : Number.MAX_SAFE_INTEGER
     const shouldStop = () => stop.aborted || out.bytes >= this.limits.responseBytes || Date.now() >= deadline
     const bigintsAsNumbers = ds.bigintsAsNumbers ?? false
 
@@ -442,16 +457,42 @@ export class PortalServer {
       for (;;) {
         const to = Math.min(q.toBlock ?? Number.MAX_SAFE_INTEGER, head!.number)
         const query: ParsedQuery = from === q.fromBlock ? q : { ...q, fromBlock: from }
-        for await (const b of executeQuery(store, query, { to, finalizedOnly, bigintsAsNumbers, shouldStop })) {
-          if (gone.aborted) break
-          last = { number: b.number, hash: b.hash }
-          if (b.empty && written > 0) {
-            pending = b
-            continue
+        const blocks = executeQuery(store, query, { to, finalizedOnly, bigintsAsNumbers, shouldStop })[
+          Symbol.asyncIterator
+        ]()
+        let done = false
+        try {
+          for (;;) {
+            // one block rendered and handed to the socket per turn (see RenderScheduler)
+            const release = await this.scheduler.acquire(out.bytes, span, gone)
+            if (!release) break
+            let next: IteratorResult<OutputBlock>
+            let room = true
+            try {
+              next = await blocks.next()
+              if (!next.done && !gone.aborted) {
+                const b = next.value
+                last = { number: b.number, hash: b.hash }
+                if (b.empty && written > 0) {
+                  pending = b
+                } else {
+                  pending = null
+                  written++
+                  room = out.addLine(b.line)
+                }
+              }
+            } finally {
+              release()
+            }
+            if (next.done) {
+              done = true
+              break
+            }
+            if (!room) await out.drained()
           }
-          pending = null
-          written++
-          await out.writeLine(b.line)
+        } finally {
+          // an early exit ends the engine's iteration (its stores' readers finish)
+          if (!done) await blocks.return?.(undefined)
         }
         if (gone.aborted || shouldStop() || last == null) break
         // the range is finished once a segment reached toBlock (blocks up to it may be skipped slots)

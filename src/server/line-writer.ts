@@ -6,8 +6,8 @@
  * - The 200 and its headers go out with the first write: until then a failure can still be
  *   answered with a 5xx (`started` says whether that is still possible).
  * - Bytes are counted as UTF-8 bytes of the lines (before compression).
- * - Every write first takes its bytes from the shared `ByteBudget` (released once the socket or
- *   the gzip stream took them), so the total buffered across streams is bounded.
+ * - Every write counts its bytes in the shared `ByteBudget` until the socket or the gzip stream
+ *   took them (the scheduler renders no block for big responses while the budget is full).
  * - A watchdog ends the response (destroys the socket) when the socket has bytes pending and
  *   takes none of them for `writeTimeoutMs`: a client that stops reading frees its slot.
  * - When the response closes before finishing (client gone, timed out, destroyed), the gzip
@@ -115,37 +115,50 @@ export class LineWriter {
   }
 
   async writeLine(line: string): Promise<void> {
+    if (!this.addLine(line)) await this.drained()
+  }
+
+  /**
+   * The synchronous part of `writeLine` (batching, encoding, handing to the socket); false when
+   * the caller must then wait for `drained()` before writing more.
+   */
+  addLine(line: string): boolean {
     const n = Buffer.byteLength(line) + 1
     this.buf.push(line, '\n')
     this.bufLen += n
     this.bytes += n
-    if (this.bufLen >= this.batchBytes) await this.push()
+    return this.bufLen >= this.batchBytes ? this.pushNow() : true
+  }
+
+  /** resolves when the socket (or gzip stream) can take more, or the response is gone */
+  drained(): Promise<void> {
+    return drained(this.sink, this.signal)
   }
 
   private async push(): Promise<void> {
+    if (!this.pushNow()) await this.drained()
+  }
+
+  /** hand the batched lines to the sink; false when it is full */
+  private pushNow(): boolean {
     const n = this.bufLen
-    if (n === 0) return
-    const data = this.buf.join('')
+    if (n === 0) return true
+    // a Buffer: the socket keeps one copy of the bytes (not the string and its encoded copy)
+    const data = Buffer.from(this.buf.join(''))
     this.buf = []
     this.bufLen = 0
-    if (this.gone) return
+    if (this.gone) return true
     this.start()
     const budget = this.opts.budget
     if (budget) {
-      try {
-        await budget.acquire(n, this.signal)
-      } catch {
-        return // client gone while waiting
-      }
-      if (this.closed) return budget.release(n)
+      budget.take(n)
       this.held += n
     }
-    const ok = this.sink.write(data, () => {
+    return this.sink.write(data, () => {
       if (this.closed || !budget) return
       this.held -= n
       budget.release(n)
     })
-    if (!ok) await drained(this.sink, this.signal)
   }
 
   /** push buffered lines through to the client now (before waiting for new blocks) */

@@ -305,6 +305,20 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
     },
   })
 
+  const metadata = (operationId: string): JsonSchema =>
+    get(operationId, 'dataset metadata', json('metadata', ref('DatasetMetadata')), {
+      parameters: [
+        datasetParam,
+        {
+          name: 'expand[]',
+          in: 'query',
+          required: false,
+          description: '`metadata` adds the metadata member',
+          schema: { type: 'string', enum: ['metadata'] },
+        },
+      ],
+    })
+
   return {
     openapi: '3.1.0',
     jsonSchemaDialect: JSON_SCHEMA_DIALECT,
@@ -327,18 +341,8 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
       },
       '/datasets/{dataset}/stream': { post: stream(false) },
       '/datasets/{dataset}/finalized-stream': { post: stream(true) },
-      '/datasets/{dataset}/metadata': get('metadata', 'dataset metadata', json('metadata', ref('DatasetMetadata')), {
-        parameters: [
-          datasetParam,
-          {
-            name: 'expand[]',
-            in: 'query',
-            required: false,
-            description: '`metadata` adds the metadata member',
-            schema: { type: 'string', enum: ['metadata'] },
-          },
-        ],
-      }),
+      '/datasets/{dataset}/metadata': metadata('metadata'),
+      '/datasets/{dataset}': metadata('dataset'),
       '/datasets/{dataset}/head': get('head', 'the highest available block', json('head', ref('Head'))),
       '/datasets/{dataset}/finalized-head': get(
         'finalizedHead',

@@ -2,22 +2,23 @@
  * A consistent copy of a dataset directory (or of a follower's data directory) while its writer
  * keeps running.
  *
- * The cold store's state is its manifest: chunk files are immutable and a writer publishes a new
- * state by replacing MANIFEST.json atomically, deleting the files it dropped some time later. So a
- * backup reads one manifest, copies every file it lists (checking each against the manifest's
- * sha256), then writes that manifest last: the copy is exactly the state that manifest described.
- * If a listed file is gone meanwhile (a newer manifest dropped it long enough ago), the backup
- * starts again from the newer manifest; files already copied are kept, so a retry, like a later
- * incremental backup, copies only what is new. The hot store (unfinalized blocks) is not copied:
+ * The cold store's state is its catalogue (src/store/cold/catalogue.ts): chunk files are immutable
+ * and a writer publishes a new state by appending to the catalogue, deleting the files it dropped
+ * some time later. So a backup reads the catalogue once, copies every chunk file it lists
+ * (checking each against the catalogue's sha256), then writes a catalogue of that list last: the
+ * copy is exactly the state that was read. If a listed file is gone meanwhile (a newer state
+ * dropped it long enough ago), the backup starts again from the newer state; files already copied
+ * are kept, so a retry, like a later incremental backup, copies only what is new. The hot store (unfinalized blocks) is not copied:
  * a follower refetches those from its node.
  */
 import { copyFile, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { coldDir } from './dataset-dir.ts'
-import { readManifest, sha256File, writeManifest, fsyncDir } from './cold/manifest.ts'
+import { Catalogue, writeCatalogue } from './cold/catalogue.ts'
+import { sha256File, fsyncDir } from './cold/manifest.ts'
 
 export interface BackupOptions {
-  /** manifests tried before giving up when the source keeps dropping listed files (default 5) */
+  /** states read before giving up when the source keeps dropping listed files (default 5) */
   attempts?: number
   /** fsync the copies (default true) */
   fsync?: boolean
@@ -33,7 +34,7 @@ export interface BackupResult {
   removed: number
   firstBlock: number | null
   lastBlock: number | null
-  /** manifests read (1 unless the writer replaced files under the backup) */
+  /** states read (1 unless the writer replaced files under the backup) */
   attempts: number
 }
 
@@ -96,17 +97,20 @@ export async function backupDataset(src: string, dest: string, opts: BackupOptio
   let copied = 0
   let bytesCopied = 0
   for (let attempt = 1; attempt <= attempts; attempt++) {
-    const m = readManifest(srcCold)
-    if (!m) throw new BackupError(`${src}: no dataset here (${join('cold', 'MANIFEST.json')} missing)`)
+    const cat = await Catalogue.open(srcCold, { readOnly: true })
+    if (!cat) throw new BackupError(`${src}: no dataset here (no chunk catalogue in ${join(src, 'cold')})`)
+    const snap = cat.snapshot()
+    const chunks = snap.all()
+    cat.close()
     let vanished: string | null = null
-    for (const c of m.chunks) {
+    for (const c of chunks) {
       const to = join(destChunks, c.file)
       // chunk files are immutable and only ever renamed into place after their check: a file of
       // the same name and size is the same file
       if ((await sizeOf(to)) === c.bytes) continue
       const ok = await copyVia(join(srcCold, 'chunks', c.file), to, fsync, async (tmp) => {
         const sum = await sha256File(tmp)
-        if (sum !== c.sha256) throw new BackupError(`${src}: chunk ${c.file} does not match its manifest checksum`)
+        if (sum !== c.sha256) throw new BackupError(`${src}: chunk ${c.file} does not match its catalogue checksum`)
       })
       if (!ok) {
         vanished = c.file
@@ -118,14 +122,14 @@ export async function backupDataset(src: string, dest: string, opts: BackupOptio
     if (vanished) {
       if (attempt === attempts)
         throw new BackupError(
-          `${src}: chunk ${vanished} listed by the manifest is gone, and the source kept changing over ${attempts} attempts`,
+          `${src}: chunk ${vanished} listed by the catalogue is gone, and the source kept changing over ${attempts} attempts`,
         )
       continue
     }
     await copyVia(join(src, DATASET_META), join(dest, DATASET_META), fsync)
     if (fsync) await fsyncDir(destChunks)
-    await writeManifest(destCold, m, fsync)
-    const listed = new Set(m.chunks.map((c) => c.file))
+    await writeCatalogue(destCold, chunks, snap.generation, fsync)
+    const listed = new Set(chunks.map((c) => c.file))
     let removed = 0
     for (const f of await readdir(destChunks)) {
       if (listed.has(f)) continue
@@ -133,12 +137,12 @@ export async function backupDataset(src: string, dest: string, opts: BackupOptio
       if (f.endsWith('.spc')) removed++
     }
     return {
-      chunks: m.chunks.length,
+      chunks: chunks.length,
       copied,
       bytesCopied,
       removed,
-      firstBlock: m.chunks[0]?.firstBlock ?? null,
-      lastBlock: m.chunks.at(-1)?.lastBlock ?? null,
+      firstBlock: chunks[0]?.firstBlock ?? null,
+      lastBlock: chunks.at(-1)?.lastBlock ?? null,
       attempts: attempt,
     }
   }

@@ -3,28 +3,28 @@
  *
  * Directory layout:
  *
- *     MANIFEST.json   the list of chunk files (atomically replaced; sha256 per file + its own)
+ *     CATALOGUE.json  the catalogue's pointer; catalogue/ its segments and log (src/store/cold/catalogue.ts)
  *     chunks/         <first>-<last>-g<generation>-<i>.spc chunk files (src/store/cold/chunk-file.ts)
  *     tmp/            files being written; emptied on open
- *     LOCK            pid of the one writer
+ *     LOCK            the one writer (src/store/lock.ts)
  *
  * Write protocol (crash-safe at every step): encode the chunk into tmp/, fsync, rename into
- * chunks/, fsync the directory; then write the new manifest (tmp, fsync, rename, fsync dir); only
- * then delete files the new manifest dropped. A file under chunks/ that the manifest does not list
- * is a leftover of a crash and is deleted when a writer opens the store; nothing unlisted is ever
- * served. Every read is checked: footer and column crc32 on use, sizes on open, sha256 of every
- * file with `verify()` / `{ verify: 'full' }`.
+ * chunks/, fsync the directory; then append the catalogue batch listing it (fsync); only then
+ * delete files the new state dropped. A file under chunks/ that the catalogue does not list is a
+ * leftover of a crash and is deleted when a writer opens the store; nothing unlisted is ever
+ * served. Every read is checked: footer and column crc32 on use, sizes of the recent files on
+ * open, sha256 of every file with `verify()` / `{ verify: 'full' }`.
  *
  * Small appends (the real-time pipeline appends a few finalized blocks at a time) are written as
  * small "unsealed" chunks right away, so they are durable and queryable with one file + one
- * manifest write each. They are compacted like an LSM tail: `fanout` unsealed chunks of the same
+ * catalogue batch each. They are compacted like an LSM tail: `fanout` unsealed chunks of the same
  * level merge into one of the next level, and once the unsealed tail holds a chunk's worth of
  * blocks (targetBlocks or targetBytes) it is rewritten as sealed full-size chunks. Each block is
  * so rewritten about log_fanout(target / batch) times, and the tail never holds more than
  * (fanout - 1) * levels small files. Bulk imports append target-sized batches, written sealed at
  * once.
  */
-import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { mkdirSync, opendirSync, rmSync, statSync } from 'node:fs'
 import { rename } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Block } from '../model.ts'
@@ -40,19 +40,18 @@ import { DiskChunk, type ColumnCache } from './cold/disk-chunk.ts'
 import { ByteLru, type CacheStats } from './cold/lru.ts'
 import { closeFds } from './cold/raw.ts'
 import {
-  FORMAT,
-  MANIFEST,
-  fsyncDir,
-  readManifest,
-  sha256File,
-  writeManifest,
+  Catalogue,
+  CatalogueError,
+  chunkFileName,
+  parseChunkFileName,
   type ChunkEntry,
-  type ManifestBody,
-} from './cold/manifest.ts'
+  type Snapshot,
+} from './cold/catalogue.ts'
+import { fsyncDir, sha256File } from './cold/manifest.ts'
 import { LockError, releaseLock, takeLock } from './lock.ts'
 import type { ColdStore } from './types.ts'
 
-export type { ChunkEntry } from './cold/manifest.ts'
+export type { ChunkEntry } from './cold/catalogue.ts'
 
 export interface DiskColdStoreOptions {
   /** a chunk holds at most this many blocks (default 10,000) */
@@ -73,13 +72,15 @@ export interface DiskColdStoreOptions {
   readOnly?: boolean
   /** on open: 'size' (default) checks every listed file exists with its size; 'full' checks sha256 */
   verify?: 'size' | 'full'
+  /** sizes of the catalogue's files (src/store/cold/catalogue.ts; tests make them small) */
+  catalogue?: { segmentEntries?: number; logBytes?: number }
   /** fsync files and directories (default true; only tests and benches turn it off) */
   fsync?: boolean
   /**
    * Files dropped by a merge are deleted this long after (default 30 s), so readers in other
    * processes (a server over a directory being imported) can finish reading the chunks of the
-   * manifest they loaded, and only when no `chunks()` iteration of this process that started on
-   * an older manifest is still running.
+   * catalogue state they loaded, and only when no `chunks()` iteration of this process that
+   * started on an older state is still running.
    */
   graceMs?: number
 }
@@ -94,7 +95,7 @@ export class ColdStoreError extends Error {}
 export const MAX_TARGET_BYTES = 1024 * 1024 * 1024
 export const MAX_TARGET_BLOCKS = 1_000_000
 
-/** What the manifest records of a chunk besides its file. */
+/** What the catalogue records of a chunk besides its file. */
 export interface PreparedChunkInfo {
   firstBlock: number
   lastBlock: number
@@ -128,19 +129,16 @@ export function estimateBlockBytes(b: Block): number {
   return n
 }
 
-const pad = (n: number) => String(n).padStart(12, '0')
-
 export class DiskColdStore implements ColdStore {
-  private manifest: ManifestBody
+  private readonly cat: Catalogue
   private readonly cache: ColumnCache
   private readonly chunkObjects = new Map<string, DiskChunk>()
   private queue: Promise<unknown> = Promise.resolve()
-  /** running chunks() iterations per manifest generation they started on */
+  /** running chunks() iterations per catalogue generation they started on */
   private readonly active = new Map<number, number>()
-  /** files dropped by the manifest of generation `gen` at time `at`, not deleted yet */
+  /** files dropped by the catalogue generation `gen` at time `at`, not deleted yet */
   private garbage: { file: string; at: number; gen: number }[] = []
   private closed = false
-  private manifestStamp = ''
   readonly targetBlocks: number
   readonly targetBytes: number
   readonly fanout: number
@@ -148,9 +146,9 @@ export class DiskColdStore implements ColdStore {
   private constructor(
     readonly dir: string,
     private readonly opts: DiskColdStoreOptions,
-    manifest: ManifestBody,
+    cat: Catalogue,
   ) {
-    this.manifest = manifest
+    this.cat = cat
     this.cache = new ByteLru(opts.cacheBytes ?? 192 * 1024 * 1024)
     this.targetBlocks = opts.targetBlocks ?? 10_000
     this.targetBytes = opts.targetBytes ?? 32 * 1024 * 1024
@@ -161,16 +159,16 @@ export class DiskColdStore implements ColdStore {
     if (!Number.isInteger(this.targetBytes) || this.targetBytes < 1 || this.targetBytes > MAX_TARGET_BYTES)
       throw new ColdStoreError(`targetBytes must be an integer from 1 to ${MAX_TARGET_BYTES}, got ${this.targetBytes}`)
     this.fanout = Math.max(2, opts.fanout ?? 8)
-    this.manifestStamp = this.stamp()
   }
 
   /** Open (a writer creates it when missing) the store in `dir`. */
   static async open(dir: string, opts: DiskColdStoreOptions = {}): Promise<DiskColdStore> {
     const chunksDir = join(dir, 'chunks')
+    const catOpts = { ...opts.catalogue, readOnly: opts.readOnly, fsync: opts.fsync }
     if (opts.readOnly) {
-      const m = readManifest(dir)
-      if (!m) throw new ColdStoreError(`${dir}: no cold store here (${MANIFEST} missing)`)
-      const s = new DiskColdStore(dir, opts, m)
+      const cat = await wrap(() => Catalogue.open(dir, catOpts))
+      if (!cat) throw new ColdStoreError(`${dir}: no cold store here (no catalogue)`)
+      const s = new DiskColdStore(dir, opts, cat)
       await s.check(opts.verify ?? 'size')
       return s
     }
@@ -181,18 +179,21 @@ export class DiskColdStore implements ColdStore {
       throw e instanceof LockError ? new ColdStoreError(e.message) : e
     }
     try {
-      let m = readManifest(dir)
-      if (!m) {
-        m = { format: FORMAT, version: 1, generation: 0, chunks: [] }
-        await writeManifest(dir, m, opts.fsync !== false)
-      }
-      // crash leftovers: anything in tmp/, any chunk file the manifest does not list
+      const cat = (await wrap(() => Catalogue.open(dir, catOpts)))!
+      // crash leftovers: anything in tmp/, catalogue files the pointer does not name, chunk files
+      // the catalogue does not list (written but not published, or dropped but not deleted yet)
       rmSync(join(dir, 'tmp'), { recursive: true, force: true })
-      rmSync(join(dir, `${MANIFEST}.tmp`), { force: true })
-      const listed = new Set(m.chunks.map((c) => c.file))
-      for (const f of readdirSync(chunksDir)) if (!listed.has(f)) rmSync(join(chunksDir, f), { force: true })
+      cat.cleanLeftovers()
+      const snap = cat.snapshot()
+      const dirents = opendirSync(chunksDir)
+      try {
+        for (let d = dirents.readSync(); d !== null; d = dirents.readSync())
+          if (!listedIn(snap, d.name)) rmSync(join(chunksDir, d.name), { force: true })
+      } finally {
+        dirents.closeSync()
+      }
       mkdirSync(join(dir, 'tmp'), { recursive: true })
-      const s = new DiskColdStore(dir, opts, m)
+      const s = new DiskColdStore(dir, opts, cat)
       await s.check(opts.verify ?? 'size')
       return s
     } catch (e) {
@@ -201,60 +202,63 @@ export class DiskColdStore implements ColdStore {
     }
   }
 
+  /**
+   * 'size': the chunks a crash could have touched (the tail and the last sealed ones) exist with
+   * their sizes (the others are checked when used: footer and blob checksums); 'full': the sha256
+   * of every chunk file and catalogue segment.
+   */
   private async check(level: 'size' | 'full'): Promise<void> {
+    const snap = this.cat.snapshot()
+    const from = level === 'full' ? 0 : Math.max(0, snap.count - snap.tail.length - 8)
     let prev: ChunkEntry | null = null
-    for (const c of this.manifest.chunks) {
+    for (let i = from; i < snap.count; i++) {
+      const c = snap.entry(i)
       if (prev && c.firstBlock <= prev.lastBlock)
-        throw new ColdStoreError(`${this.dir}: manifest chunks overlap at ${c.file}`)
+        throw new ColdStoreError(`${this.dir}: catalogue chunks overlap at ${c.file}`)
       prev = c
       const p = join(this.dir, 'chunks', c.file)
       let size: number
       try {
         size = statSync(p).size
       } catch {
-        throw new ColdStoreError(`${this.dir}: chunk file ${c.file} listed in the manifest is missing`)
+        throw new ColdStoreError(`${this.dir}: chunk file ${c.file} listed in the catalogue is missing`)
       }
       if (size !== c.bytes)
-        throw new ColdStoreError(`${this.dir}: chunk file ${c.file} has ${size} bytes, the manifest says ${c.bytes}`)
+        throw new ColdStoreError(`${this.dir}: chunk file ${c.file} has ${size} bytes, the catalogue says ${c.bytes}`)
       if (level === 'full' && (await sha256File(p)) !== c.sha256) {
         throw new ColdStoreError(`${this.dir}: chunk file ${c.file} fails its sha256 check`)
       }
     }
+    if (level === 'full')
+      for (const seg of this.cat.segmentInfos())
+        if ((await sha256File(this.cat.segmentPath(seg))) !== seg.sha256)
+          throw new ColdStoreError(`${this.dir}: catalogue segment ${seg.file} fails its sha256 check`)
   }
 
-  /** Check the sha256 of every chunk file against the manifest (throws on the first mismatch). */
+  /** Check the sha256 of every chunk file against the catalogue (throws on the first mismatch). */
   verify(): Promise<void> {
     return this.check('full')
   }
 
-  private stamp(): string {
-    try {
-      const s = statSync(join(this.dir, MANIFEST))
-      return `${s.mtimeMs}:${s.size}:${s.ino}`
-    } catch {
-      return ''
-    }
-  }
-
   /**
-   * Read-only stores: pick up a manifest another process wrote since (cheap stat when unchanged).
-   * Returns true when the chunk list changed.
+   * Read-only stores: pick up what another process published since (a stat when nothing
+   * changed, else the new log records). Returns true when the chunk list changed.
    */
   refresh(): boolean {
-    const st = this.stamp()
-    if (st === this.manifestStamp) return false
-    const m = readManifest(this.dir)
-    if (!m) return false
-    this.manifestStamp = st
-    const changed = m.generation !== this.manifest.generation
-    this.manifest = m
-    const live = new Set(m.chunks.map((c) => c.file))
-    for (const f of [...this.chunkObjects.keys()]) if (!live.has(f)) this.forget(f)
-    return changed
+    const dropped = this.cat.refresh()
+    if (dropped === null) return false
+    for (const e of dropped) this.forget(e.file)
+    return true
   }
 
+  /** every entry, in order (reads the whole catalogue: for tools and tests) */
   get entries(): readonly ChunkEntry[] {
-    return this.manifest.chunks
+    return this.cat.snapshot().all()
+  }
+
+  /** the number of chunks listed */
+  get chunkCount(): number {
+    return this.cat.snapshot().count
   }
 
   get cachedBytes(): number {
@@ -267,15 +271,13 @@ export class DiskColdStore implements ColdStore {
   }
 
   firstBlock(): number | null {
-    const c = this.manifest.chunks
-    return c.length ? c[0].firstBlock : null
+    const snap = this.cat.snapshot()
+    return snap.count ? snap.firstBlockOf(0) : null
   }
 
   lastBlock(): HeadInfo | null {
-    const c = this.manifest.chunks
-    if (!c.length) return null
-    const last = c[c.length - 1]
-    return { number: last.lastBlock, hash: last.lastHash }
+    const last = this.cat.snapshot().last()
+    return last ? { number: last.lastBlock, hash: last.lastHash } : null
   }
 
   private chunkOf(e: ChunkEntry): DiskChunk {
@@ -297,28 +299,16 @@ export class DiskColdStore implements ColdStore {
     this.cache.deleteWhere((k) => k.startsWith(prefix))
   }
 
-  /** index of the first entry whose lastBlock >= n */
-  private entryAtOrAfter(n: number): number {
-    const c = this.manifest.chunks
-    let lo = 0
-    let hi = c.length
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1
-      if (c[mid].lastBlock < n) lo = mid + 1
-      else hi = mid
-    }
-    return lo
-  }
-
   async *chunks(from: number, to: number): AsyncIterable<Chunk> {
     if (to < from) return
-    const entries = this.manifest.chunks // a snapshot: manifests are replaced, never mutated
-    const gen = this.manifest.generation
+    const snap = this.cat.snapshot() // immutable: later appends do not change it
+    const gen = snap.generation
     this.active.set(gen, (this.active.get(gen) ?? 0) + 1)
     try {
-      for (let i = this.entryAtOrAfter(from); i < entries.length && entries[i].firstBlock <= to; i++) {
-        const chunk = this.chunkOf(entries[i])
-        if (entries[i].lastBlock <= to) {
+      for (let i = snap.atOrAfter(from); i < snap.count && snap.firstBlockOf(i) <= to; i++) {
+        const e = snap.entry(i)
+        const chunk = this.chunkOf(e)
+        if (e.lastBlock <= to) {
           yield chunk
           continue
         }
@@ -341,13 +331,13 @@ export class DiskColdStore implements ColdStore {
   }
 
   async chainBefore(n: number, limit: number): Promise<HeadInfo[]> {
-    const entries = this.manifest.chunks
+    const snap = this.cat.snapshot()
     const out: HeadInfo[][] = []
     let need = limit
-    let i = this.entryAtOrAfter(n) // first entry that may hold a block >= n
-    if (i < entries.length && entries[i].firstBlock < n) i++ // it also holds blocks below n
+    let i = snap.atOrAfter(n) // first entry that may hold a block >= n
+    if (i < snap.count && snap.firstBlockOf(i) < n) i++ // it also holds blocks below n
     for (i = i - 1; i >= 0 && need > 0; i--) {
-      const c = this.chunkOf(entries[i])
+      const c = this.chunkOf(snap.entry(i))
       const nums = c.header('number')
       const hashes = c.header('hash')
       const part: HeadInfo[] = []
@@ -380,10 +370,7 @@ export class DiskColdStore implements ColdStore {
   }
 
   private tail(): ChunkEntry[] {
-    const c = this.manifest.chunks
-    let i = c.length
-    while (i > 0 && !c[i - 1].sealed) i--
-    return c.slice(i)
+    return [...this.cat.snapshot().tail]
   }
 
   private async doAppend(blocks: Block[]): Promise<void> {
@@ -415,15 +402,13 @@ export class DiskColdStore implements ColdStore {
     const all = absorb ? [...(await this.readEntries(tail)), ...blocks] : blocks
     const groups = this.split(all)
     const written: ChunkEntry[] = []
-    const gen = this.manifest.generation + 1
+    const gen = this.cat.currentGeneration + 1
     for (let i = 0; i < groups.length; i++) {
       const full = i < groups.length - 1 || this.isFull(groups[i])
       written.push(await this.writeChunk(groups[i], gen, i, full, 0))
     }
-    const keep = absorb
-      ? this.manifest.chunks.slice(0, this.manifest.chunks.length - tail.length)
-      : this.manifest.chunks
-    await this.publish([...keep, ...written], absorb ? tail.map((e) => e.file) : [])
+    const count = this.cat.snapshot().count
+    await this.publish(absorb ? count - tail.length : count, written)
     await this.maybeMerge()
   }
 
@@ -474,7 +459,7 @@ export class DiskColdStore implements ColdStore {
     )
   }
 
-  /** write a chunk file with `write` into tmp/, move it into chunks/ (durably): its manifest entry */
+  /** write a chunk file with `write` into tmp/, move it into chunks/ (durably): its catalogue entry */
   private async placeChunk(
     c: PreparedChunkInfo,
     gen: number,
@@ -483,7 +468,7 @@ export class DiskColdStore implements ColdStore {
     level: number,
     write: (tmp: string) => Promise<{ bytes: number; sha256: string }>,
   ): Promise<ChunkEntry> {
-    const file = `${pad(c.firstBlock)}-${pad(c.lastBlock)}-g${gen}-${i}.spc`
+    const file = chunkFileName(c.firstBlock, c.lastBlock, gen, i)
     const tmp = join(this.dir, 'tmp', file)
     const w = await write(tmp)
     await rename(tmp, join(this.dir, 'chunks', file))
@@ -521,41 +506,42 @@ export class DiskColdStore implements ColdStore {
       const tail = opts.replacesTail ? this.unsealedTail() : []
       if (!opts.replacesTail && this.unsealedTail().length)
         throw new ColdStoreError('appendEncoded: the store has an unsealed tail that the chunk does not replace')
-      const keep = this.manifest.chunks.slice(0, this.manifest.chunks.length - tail.length)
-      const below = keep.length ? keep[keep.length - 1].lastBlock : -1
+      const snap = this.cat.snapshot()
+      const keep = snap.count - tail.length
+      const below = keep > 0 ? snap.lastBlockOf(keep - 1) : -1
       if (
         tail.length
           ? c.firstBlock !== tail[0].firstBlock || c.lastBlock <= tail[tail.length - 1].lastBlock
           : c.firstBlock <= below
       )
         throw new ColdStoreError(`appendEncoded: blocks ${c.firstBlock}..${c.lastBlock} do not continue the store`)
-      const gen = this.manifest.generation + 1
+      const gen = this.cat.currentGeneration + 1
       const e = await this.placeChunk(c, gen, 0, opts.sealed, 0, async (tmp) => {
         await writeEncodedChunk(tmp, c.parts, this.opts.fsync !== false)
         return c
       })
-      await this.publish(
-        [...keep, e],
-        tail.map((t) => t.file),
-      )
+      await this.publish(keep, [e])
     })
     this.queue = run.catch(() => undefined)
     return run
   }
 
-  private async publish(chunks: ChunkEntry[], dropped: string[]): Promise<void> {
-    const body: ManifestBody = { format: FORMAT, version: 1, generation: this.manifest.generation + 1, chunks }
-    await writeManifest(this.dir, body, this.opts.fsync !== false)
-    this.manifest = body
-    this.manifestStamp = this.stamp()
+  /** publish: the first `keep` entries stay, `written` follow; files of the entries dropped go later */
+  private async publish(keep: number, written: ChunkEntry[]): Promise<void> {
+    const droppedEntries = await wrap(() => this.cat.publish(keep, written))
+    const gen = this.cat.currentGeneration
+    // an entry published again (a tail chunk now sealed) keeps its file
+    const still = new Set(written.map((e) => e.file))
+    const dropped = droppedEntries.map((e) => e.file).filter((f) => !still.has(f))
     for (const f of dropped) this.forget(f)
     const now = Date.now()
-    for (const file of dropped) this.garbage.push({ file, at: now, gen: body.generation })
+    for (const file of dropped) this.garbage.push({ file, at: now, gen })
+    for (const file of this.cat.dropped.splice(0)) this.garbage.push({ file: join('..', file), at: now, gen })
     this.collect()
-    if (dropped.length) setTimeout(() => this.collect(), (this.opts.graceMs ?? 30_000) + 10).unref()
+    if (this.garbage.length) setTimeout(() => this.collect(), (this.opts.graceMs ?? 30_000) + 10).unref()
   }
 
-  /** delete dropped files once no reader may still be iterating an older manifest */
+  /** delete dropped files once no reader may still be iterating an older catalogue state */
   private collect(all = false): void {
     if (this.garbage.length === 0 || this.closed) return
     let oldestReader = Infinity
@@ -563,7 +549,7 @@ export class DiskColdStore implements ColdStore {
     const limit = all ? Infinity : Date.now() - (this.opts.graceMs ?? 30_000)
     const keep: { file: string; at: number; gen: number }[] = []
     for (const g of this.garbage) {
-      // readers that started on a manifest older than g.gen may still read the file
+      // readers that started on a catalogue state older than g.gen may still read the file
       if (g.at <= limit && oldestReader >= g.gen) {
         closeFds(join(this.dir, 'chunks', g.file))
         rmSync(join(this.dir, 'chunks', g.file), { force: true })
@@ -584,8 +570,7 @@ export class DiskColdStore implements ColdStore {
       }
       if (blocks >= this.targetBlocks || bytes >= this.targetBytes) {
         if (tail.length === 1) {
-          const c = this.manifest.chunks
-          await this.publish([...c.slice(0, -1), { ...tail[0], sealed: true, level: 0 }], [])
+          await this.publish(this.cat.snapshot().count - 1, [{ ...tail[0], sealed: true, level: 0 }])
         } else await this.merge(tail, true)
         continue
       }
@@ -600,10 +585,10 @@ export class DiskColdStore implements ColdStore {
     }
   }
 
-  /** Replace consecutive entries `group` (a suffix of the manifest) with merged chunk(s). */
+  /** Replace consecutive entries `group` (a suffix of the catalogue) with merged chunk(s). */
   private async merge(group: ChunkEntry[], force: boolean): Promise<void> {
     const blocks = await this.readEntries(group)
-    const gen = this.manifest.generation + 1
+    const gen = this.cat.currentGeneration + 1
     const groups = this.split(blocks)
     const level = Math.max(...group.map((e) => e.level)) + 1
     const written: ChunkEntry[] = []
@@ -611,11 +596,7 @@ export class DiskColdStore implements ColdStore {
       const full = force || i < groups.length - 1 || this.isFull(groups[i])
       written.push(await this.writeChunk(groups[i], gen, i, full, full ? 0 : level))
     }
-    const keep = this.manifest.chunks.slice(0, this.manifest.chunks.length - group.length)
-    await this.publish(
-      [...keep, ...written],
-      group.map((e) => e.file),
-    )
+    await this.publish(this.cat.snapshot().count - group.length, written)
   }
 
   async close(): Promise<void> {
@@ -623,9 +604,27 @@ export class DiskColdStore implements ColdStore {
     await this.queue
     if (!this.opts.readOnly) this.collect(true)
     this.closed = true
+    this.cat.close()
     this.cache.clear()
     this.chunkObjects.clear()
     closeFds(join(this.dir, 'chunks') + '/')
     if (!this.opts.readOnly) await releaseLock(join(this.dir, 'LOCK'))
   }
+}
+
+/** catalogue errors surface as ColdStoreError */
+async function wrap<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f()
+  } catch (e) {
+    throw e instanceof CatalogueError ? new ColdStoreError(e.message) : e
+  }
+}
+
+/** whether chunk file `name` is listed in `snap` (a binary search by its first block) */
+function listedIn(snap: Snapshot, name: string): boolean {
+  const n = parseChunkFileName(name)
+  if (!n) return false
+  const i = snap.atOrAfter(n.first)
+  return i < snap.count && snap.firstBlockOf(i) === n.first && snap.entry(i).file === name
 }

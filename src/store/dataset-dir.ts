@@ -6,7 +6,7 @@
  *     DIR/cold/          the DiskColdStore (src/store/cold.ts)
  *
  * Opened read-only by default, so a server can serve a directory while an import (another process)
- * keeps appending to it: `waitFor` and every `chunks()` call pick up a newer manifest.
+ * keeps appending to it: `waitFor` and every `chunks()` call pick up what the writer published since.
  */
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'

@@ -13,7 +13,7 @@ export function register(program: Command): void {
     .description('copy a dataset directory consistently while it is being written (incremental)')
     .argument('<dir>', 'dataset directory (solportal import) or data directory (serve --rpc)')
     .argument('<dest>', 'backup directory (created when missing; an older backup there is updated)')
-    .option('--attempts <n>', 'manifests tried when the writer replaces files under the backup', '5')
+    .option('--attempts <n>', 'catalogue states tried when the writer replaces files under the backup', '5')
     .action(async (dir: string, dest: string, opts: { attempts: string }) => {
       const attempts = intOption('attempts', opts.attempts, 1, 1000)
       const t0 = Date.now()
@@ -22,7 +22,7 @@ export function register(program: Command): void {
       process.stderr.write(
         `backed up ${r.chunks} chunk files (${range}): ${r.copied} copied (${(r.bytesCopied / 1e6).toFixed(1)} MB), ` +
           `${r.chunks - r.copied} already there, ${r.removed} old ones removed, in ${((Date.now() - t0) / 1000).toFixed(1)} s` +
-          (r.attempts > 1 ? ` (${r.attempts} manifests: the writer replaced files meanwhile)` : '') +
+          (r.attempts > 1 ? ` (${r.attempts} states read: the writer replaced files meanwhile)` : '') +
           '\n',
       )
     })

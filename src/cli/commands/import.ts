@@ -13,9 +13,12 @@
  *   writes the chunks and manifests in order. Batch ends depend only on the blocks, so the files
  *   are byte for byte those of `--workers 1` (everything in this thread). At most `workers + 1`
  *   batches are in hand at a time: the input is not read further ahead.
- * - Resumable: blocks at or below the store's last block are skipped (cheaply: the slot is read
- *   from the line's start before any parsing), so re-running the same command after an
- *   interruption (Ctrl-C, kill -9, power loss) continues where the durable state ends.
+ * - Resumable: blocks at or below the store's last block that it holds with the same hash are
+ *   skipped (cheaply: slot and hash are read from the line's start before any parsing), so
+ *   re-running the same command after an interruption (Ctrl-C, kill -9, power loss) continues
+ *   where the durable state ends. Chunks are append-only: an archive block at or below the last
+ *   block that the dataset does not hold (older blocks, a gap) refuses the import before anything
+ *   is written, and one held with another hash is an error (import-present.ts).
  * - Input must ascend across all files in command-line order: a block at or below the previous
  *   one is an error naming file:line.
  * - Progress on stderr: blocks, blocks/s, percentage and ETA from the input size (gzip files by
@@ -32,6 +35,7 @@ import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk 
 import type { FormatVersion } from '../../store/cold/chunk-file.ts'
 import { BatchBuilder, LineError, type BatchOptions, type LineResult } from './import-batch.ts'
 import type { FromWorker, ToWorker } from './import-worker.ts'
+import { archiveLineHash, MissingBlocks, PresentBlocks } from './import-present.ts'
 import { intOption } from '../options.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
 
@@ -339,6 +343,8 @@ export async function runImport(
       log(`resuming: the dataset already holds blocks up to ${resumeAfter}\n`)
     // the unsealed tail of a previous run is rewritten with the first batch (so it ends up sealed)
     const tail = store.unsealedTail().map((e) => store.chunkPath(e))
+    const present = new PresentBlocks(store)
+    const missing = new MissingBlocks()
     let prev = -1
     let prevWhere = ''
     let chars = 0
@@ -416,10 +422,25 @@ export async function runImport(
         prev = slot
         prevWhere = where
         if (slot <= resumeAfter) {
+          const have = await present.hashAt(slot)
+          if (have === null) missing.add(slot, where)
+          if (missing.count) continue // refused below, once the archive's blocks concerned are known
+          let hash: string
+          try {
+            hash = archiveLineHash(text)
+          } catch (e) {
+            throw new ImportError(`${where}: ${e instanceof Error ? e.message : String(e)}`)
+          }
+          if (hash !== have) {
+            throw new ImportError(
+              `${where}: block ${slot} has hash ${hash}, but the dataset holds block ${slot} with hash ${have}`,
+            )
+          }
           res.skipped++
           progress.update(chars, normalized, res.skipped)
           continue
         }
+        if (missing.count) break outer
         await settle()
         if (!open) {
           while (writes.length > workers) await writes.shift()
@@ -432,6 +453,7 @@ export async function runImport(
         progress.update(chars, normalized, res.skipped)
       }
     }
+    if (missing.count) throw new ImportError(missing.message(store.firstBlock()!, resumeAfter))
     await settle()
     if (open) {
       backend.end(open.id)
@@ -508,7 +530,7 @@ export function register(program: Command): void {
           process.stderr.write(
             `${r.interrupted ? 'interrupted after importing' : 'imported'} ${r.imported} blocks` +
               (r.imported ? ` (${r.firstBlock}..${r.lastBlock})` : '') +
-              `${r.skipped ? `, skipped ${r.skipped} already present` : ''}, ${r.warnings} warnings, ${r.seconds.toFixed(1)} s` +
+              `${r.skipped ? `, skipped ${r.skipped} already present (same hash)` : ''}, ${r.warnings} warnings, ${r.seconds.toFixed(1)} s` +
               `${r.workers > 1 ? ` (${r.workers} workers)` : ''}\n`,
           )
           if (r.interrupted) process.exitCode = 130

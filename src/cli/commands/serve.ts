@@ -39,6 +39,7 @@ export interface ServeOptions {
   rpcConcurrency: string
   rpcMaxBodyMb?: string
   rpcStallMs?: string
+  rpcDamagedAttempts?: string
   bigintsAsNumbers?: boolean
   includeVotes?: boolean
   responseTimeMs: string
@@ -61,6 +62,7 @@ interface ServeSettings {
   rpcConcurrency: number
   rpcMaxBodyBytes: number
   rpcStallMs: number
+  rpcDamagedAttempts: number
   responseTimeMs: number
   responseBytes: number
   headWaitMs: number
@@ -92,6 +94,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
       1024 *
       1024,
     rpcStallMs: intOption('rpc-stall-ms', opts.rpcStallMs ?? String(DEFAULT_STALL_TIMEOUT_MS), 1),
+    rpcDamagedAttempts: intOption('rpc-damaged-attempts', opts.rpcDamagedAttempts ?? '5', 1, 1000),
     responseTimeMs: intOption('response-time-ms', opts.responseTimeMs, 1),
     responseBytes: intOption('response-bytes', opts.responseBytes, 1),
     headWaitMs: intOption('head-wait-ms', opts.headWaitMs),
@@ -131,6 +134,11 @@ export function register(program: Command): void {
       '--rpc-max-body-mb <n>',
       'largest node answer read, MiB (a bigger one is abandoned while reading and fetched again)',
       String(DEFAULT_MAX_RESPONSE_BYTES / 1024 / 1024),
+    )
+    .option(
+      '--rpc-damaged-attempts <n>',
+      'answers fetched for a block whose answer is damaged before ingestion stops (exit status 1)',
+      '5',
     )
     .option(
       '--rpc-stall-ms <ms>',
@@ -304,6 +312,7 @@ async function loadDatasets(
         concurrency: cfg.rpcConcurrency,
         normalizeOptions: { includeVotes: opts.includeVotes },
         rpc: { maxResponseBytes: cfg.rpcMaxBodyBytes, stallTimeoutMs: cfg.rpcStallMs },
+        malformedAttempts: cfg.rpcDamagedAttempts,
         onFatal,
         logger: ingestLog,
       })

@@ -1,5 +1,6 @@
 /**
- * The manifest: the one file saying which chunk files make up the store. Replaced atomically
+ * The manifest of earlier versions (now read only to open or convert their stores: the catalogue,
+ * catalogue.ts, replaced it): the one file saying which chunk files make up the store. Replaced atomically
  * (write MANIFEST.json.tmp, fsync, rename over MANIFEST.json, fsync the directory), so after a
  * crash it is either the old or the new list. It carries a sha256 per chunk file and a sha256 of
  * its own content.
@@ -9,24 +10,10 @@ import { createReadStream, readFileSync } from 'node:fs'
 import { open, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fsyncDir } from '../durable.ts'
+import type { ChunkEntry } from './catalogue.ts'
 
 export const MANIFEST = 'MANIFEST.json'
 export const FORMAT = 'solportal-cold'
-
-export interface ChunkEntry {
-  /** file name under chunks/ */
-  file: string
-  firstBlock: number
-  lastBlock: number
-  blockCount: number
-  lastHash: string
-  bytes: number
-  sha256: string
-  /** reached the size target when written; unsealed (small) chunks at the tail get merged */
-  sealed: boolean
-  /** merge level of an unsealed chunk: 0 = written by one append, L+1 = merged from `fanout` chunks of level L */
-  level: number
-}
 
 export interface ManifestBody {
   format: typeof FORMAT

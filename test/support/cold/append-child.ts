@@ -9,7 +9,13 @@ import { generateBlocks } from './gen.ts'
 
 const [dir, seed, count] = process.argv.slice(2)
 const blocks = generateBlocks({ seed: Number(seed), count: Number(count), txPerBlock: 4 })
-const store = await DiskColdStore.open(dir, { targetBlocks: 12, fanout: 3, graceMs: 0 })
+// tiny catalogue files, so that kills also land in segment cuts and log rewrites
+const store = await DiskColdStore.open(dir, {
+  targetBlocks: 12,
+  fanout: 3,
+  graceMs: 0,
+  catalogue: { segmentEntries: 2, logBytes: 2000 },
+})
 const last = store.lastBlock()?.number ?? -1
 let i = blocks.findIndex((b) => b.header.number > last)
 if (i < 0) i = blocks.length

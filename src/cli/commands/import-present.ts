@@ -1,0 +1,73 @@
+/**
+ * What `solportal import` does with an archive block at or below the dataset's last block: the
+ * dataset's chunks are append-only, so such a block can only be one the dataset already holds.
+ *
+ * - present with the same hash: skipped (a re-run resuming an interrupted import), counted;
+ * - present with another hash: an error (the archive and the dataset disagree);
+ * - absent (below the dataset's first block, or in its range but not held): the import is refused
+ *   with one line naming the dataset's range and the archive's blocks concerned, before anything
+ *   is written (input ascends, so these blocks come before any block that would be appended).
+ */
+import { toArchiveLine } from '../../ingest/archive.ts'
+import { parseJsonExact } from '../../normalize/json.ts'
+import type { DiskColdStore } from '../../store/cold.ts'
+import { lowerBound } from '../../util/search.ts'
+
+/** `"hash"` right after `"slot"` (what `formatArchiveLine` and the recorders write) */
+const SLOT_HASH_PREFIX = /^\s*\{\s*"slot"\s*:\s*\d{1,15}\s*,\s*"hash"\s*:\s*"([^"\\]*)"/
+
+/** The block hash of an archive line: read from the line's start, else by parsing the line. */
+export function archiveLineHash(text: string): string {
+  const m = SLOT_HASH_PREFIX.exec(text)
+  return m ? m[1] : toArchiveLine(parseJsonExact(text)).hash! // toArchiveLine fills it in
+}
+
+/** Looks up the hash of a held block, reading one chunk's header columns at a time. */
+export class PresentBlocks {
+  private cur: { first: number; last: number; numbers: ArrayLike<number>; hashes: ArrayLike<string> } | null = null
+
+  constructor(private readonly store: DiskColdStore) {}
+
+  /** the hash of the block at `slot`, or null when the dataset does not hold one */
+  async hashAt(slot: number): Promise<string | null> {
+    if (!this.cur || slot < this.cur.first || slot > this.cur.last) {
+      this.cur = null
+      // the first chunk whose last block is >= slot, whole
+      for await (const c of this.store.chunks(slot, Number.MAX_SAFE_INTEGER)) {
+        this.cur = { first: c.firstBlock, last: c.lastBlock, numbers: c.header('number'), hashes: c.header('hash') }
+        break
+      }
+      if (!this.cur || slot < this.cur.first) return null
+    }
+    const { numbers, hashes } = this.cur
+    const i = lowerBound(numbers, slot)
+    return i < numbers.length && numbers[i] === slot ? hashes[i] : null
+  }
+}
+
+/** Archive blocks at or below the dataset's last block that the dataset does not hold. */
+export class MissingBlocks {
+  first = -1
+  last = -1
+  count = 0
+  where = ''
+
+  add(slot: number, where: string): void {
+    if (this.count++ === 0) {
+      this.first = slot
+      this.where = where
+    }
+    this.last = slot
+  }
+
+  /** the refusal, naming the dataset's range [first, last] and the archive's blocks concerned */
+  message(first: number, last: number): string {
+    const range = this.first === this.last ? `block ${this.first}` : `blocks ${this.first}..${this.last}`
+    const place = this.last < first ? 'below it' : this.first < first ? 'below it and inside it' : 'inside its range'
+    const n = this.count === 1 ? '1 block' : `${this.count} blocks`
+    return (
+      `${this.where}: the dataset holds blocks ${first}..${last}; the archive's ${range} (${n} not in the dataset) are ${place}: ` +
+      `blocks can only be appended above ${last} (import older blocks into a new dataset directory, in ascending order)`
+    )
+  }
+}

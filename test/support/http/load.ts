@@ -1,0 +1,191 @@
+/**
+ * A mixed load of hostile and ordinary clients against a real `solportal serve` process: fast
+ * readers, gzip readers, readers throttled to 100 KB/s, clients that never read, clients that
+ * disconnect mid-response; meanwhile a small query is timed and the server's RSS sampled.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import http from 'node:http'
+import { everything, neverReader, postFrom } from './hostile.ts'
+
+export interface Serving {
+  child: ChildProcess
+  url: string
+  port: number
+  output: () => string
+  /** SIGTERM, then the exit code */
+  stop: () => Promise<number | null>
+}
+
+/** `solportal serve ARGS` on a free loopback port; resolves once it serves its datasets */
+export function startServe(args: string[]): Promise<Serving> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--port', '0', '--host', '127.0.0.1', ...args],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
+  let out = ''
+  return new Promise((resolve, reject) => {
+    const onData = (c: Buffer) => {
+      out += c.toString()
+      if (out.length > 1 << 20) out = out.slice(-(1 << 19))
+      const m = /listening on (http:\/\/[\d.]+:\d+)/.exec(out)
+      if (m) {
+        child.stdout!.off('data', onData)
+        child.stderr!.off('data', onData)
+        child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-(1 << 19))))
+        child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-(1 << 19))))
+        resolve({
+          child,
+          url: m[1],
+          port: Number(new URL(m[1]).port),
+          output: () => out,
+          stop: async () => {
+            if (child.exitCode != null) return child.exitCode
+            const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
+            child.kill('SIGTERM')
+            return exited
+          },
+        })
+      }
+    }
+    child.stdout!.on('data', onData)
+    child.stderr!.on('data', onData)
+    child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${out}`)))
+  })
+}
+
+/** resident set size of a process (bytes), from /proc */
+export function rssOf(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  return m ? Number(m[1]) * 1024 : 0
+}
+
+export interface MixedLoadOptions {
+  url: string
+  port: number
+  pid: number
+  /** dataset path, e.g. /datasets/solana-mainnet-complete */
+  dataset: string
+  fromBlock: number
+  /** a block number for the small query */
+  probeBlock: number
+  clients: { fast: number; gzip: number; slow: number; never: number; disconnect: number }
+  durationMs: number
+  /** loopback addresses the clients are spread over (one client address holds few streams) */
+  addresses: string[]
+}
+
+export interface MixedLoadResult {
+  peakRss: number
+  /** small-query latencies (ms) */
+  probes: number[]
+  statuses: Map<number, number>
+  /** responses read to their end */
+  completed: number
+  /** bytes received by the clients that read */
+  received: number
+}
+
+/** requests still open; `mixedLoad` cuts them when its time is up */
+const open = new Set<http.ClientRequest>()
+let received = 0
+
+function readStream(
+  url: string,
+  body: unknown,
+  localAddress: string,
+  opts: { gzip?: boolean; bytesPerSecond?: number; dropAfterFirst?: boolean },
+): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.request(
+      url,
+      {
+        method: 'POST',
+        agent: false,
+        localAddress,
+        headers: { 'Content-Type': 'application/json', ...(opts.gzip ? { 'Accept-Encoding': 'gzip' } : {}) },
+      },
+      (res) => {
+        const status = res.statusCode ?? 0
+        res.on('data', (c: Buffer) => {
+          received += c.length
+          if (opts.dropAfterFirst) return void req.destroy()
+          if (opts.bytesPerSecond) {
+            res.pause()
+            setTimeout(() => res.resume(), (c.length / opts.bytesPerSecond) * 1000)
+          }
+        })
+        res.on('error', () => undefined)
+        res.on('close', () => resolve(status))
+      },
+    )
+    open.add(req)
+    req.on('close', () => open.delete(req))
+    req.on('error', () => resolve(0))
+    req.end(JSON.stringify(body))
+  })
+}
+
+export async function mixedLoad(o: MixedLoadOptions): Promise<MixedLoadResult> {
+  const streamUrl = `${o.url}${o.dataset}/stream`
+  const body = everything(o.fromBlock)
+  const end = Date.now() + o.durationMs
+  received = 0
+  const statuses = new Map<number, number>()
+  let completed = 0
+  const count = (s: number) => statuses.set(s, (statuses.get(s) ?? 0) + 1)
+  let peakRss = rssOf(o.pid)
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssOf(o.pid))), 100)
+  let next = 0
+  const addr = () => o.addresses[next++ % o.addresses.length]
+  const loops: Promise<void>[] = []
+  const loop = (opts: Parameters<typeof readStream>[3]) => {
+    const a = addr()
+    loops.push(
+      (async () => {
+        while (Date.now() < end) {
+          const s = await readStream(streamUrl, body, a, opts)
+          if (Date.now() >= end) break // cut at the end
+          count(s)
+          if (s === 200 && !opts.dropAfterFirst) completed++
+          if (s !== 200) await new Promise((r) => setTimeout(r, 200))
+        }
+      })(),
+    )
+  }
+  for (let i = 0; i < o.clients.fast; i++) loop({})
+  for (let i = 0; i < o.clients.gzip; i++) loop({ gzip: true })
+  for (let i = 0; i < o.clients.slow; i++) loop({ bytesPerSecond: 100 * 1024 })
+  for (let i = 0; i < o.clients.disconnect; i++) loop({ dropAfterFirst: true })
+  const stalled = Array.from({ length: o.clients.never }, () => neverReader(o.port, `${o.dataset}/stream`, body, false))
+  // the small query, timed, from an address of its own
+  const probes: number[] = []
+  const probe = (async () => {
+    await new Promise((r) => setTimeout(r, Math.min(2_000, o.durationMs / 4)))
+    while (Date.now() < end) {
+      const t0 = performance.now()
+      const r = await postFrom(
+        streamUrl,
+        { fromBlock: o.probeBlock, toBlock: o.probeBlock, fields: { block: { number: true } } },
+        { localAddress: '127.0.0.254' },
+      )
+      if (r.status !== 200) throw new Error(`small query: status ${r.status}`)
+      probes.push(performance.now() - t0)
+      await new Promise((r) => setTimeout(r, 250))
+    }
+  })()
+  const cut = setTimeout(() => {
+    for (const r of open) r.destroy()
+  }, o.durationMs)
+  try {
+    await Promise.all([...loops, probe])
+  } finally {
+    clearTimeout(cut)
+    clearInterval(sampler)
+    for (const s of stalled) s.close()
+  }
+  return { peakRss, probes, statuses, completed, received }
+}
