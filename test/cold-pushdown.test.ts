@@ -92,7 +92,7 @@ test('Table.match equals filtering column() for every string and list column; ro
             checkView(t.rowView!(d.name, 3))
           }
           const ops: MatchOp[] = []
-          if (d.type === 'base58' || d.type === 'string') {
+          if (d.type === 'safeAscii' || d.type === 'string') {
             const present = [...new Set(Array.from(col as ArrayLike<string | null>).filter((x) => x !== null))]
             const pick = () => present[Math.floor(rand() * present.length)]
             if (present.length) ops.push({ in: new Set([pick()]) }, { in: new Set([pick(), pick(), 'absent-value']) })
@@ -112,7 +112,7 @@ test('Table.match equals filtering column() for every string and list column; ro
               })
               ops.push({ prefix: [{ length: 6, values: new Set(['0xzzzz']) }] })
             }
-          } else if (d.type === 'base58List') {
+          } else if (d.type === 'safeAsciiList') {
             const lists = Array.from(col as ArrayLike<string[]>)
             const present = [...new Set(lists.flat())]
             // rows listing a value twice: one posting per occurrence in format 3
@@ -138,7 +138,7 @@ test('Table.match equals filtering column() for every string and list column; ro
                 `${kind}.${d.name} ${JSON.stringify(op, (_, v) => (v instanceof Set ? [...v] : v))}`,
               )
             }
-            if (d.type === 'base58List') {
+            if (d.type === 'safeAsciiList') {
               // index lookups over the whole table and over a sub-range
               for (const [lo, hi] of [
                 [0, n],
@@ -206,7 +206,7 @@ test('format 3 page checksums and format 4 frames: damaged bytes fail the reads 
     const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
     const m = readFooter(file).footer.kinds.instruction.cols.accounts
     if (formatVersion === 3) assert.ok(m.pc && m.pc.length >= 3, `accounts blob spans ${m.pc?.length} pages`)
-    else assert.ok(m.t === 'base58List' && m.fc && m.fc.length >= 7, `accounts blob in ${m.fc?.length} frames`)
+    else assert.ok(m.t === 'safeAsciiList' && m.fc && m.fc.length >= 7, `accounts blob in ${m.fc?.length} frames`)
     // expected values, from the intact file
     const s0 = await DiskColdStore.open(dir, { readOnly: true })
     const t0 = (await allChunks(s0))[0].table('instruction')
@@ -237,28 +237,32 @@ test('format 3 page checksums and format 4 frames: damaged bytes fail the reads 
 
 test('format 3 and 4 Bloom filters are read one at a time, each checked with its own crc32', async () => {
   const blocks = generateBlocks({ seed: 14, count: 20 })
-  const payers = new Set(blocks.flatMap((b) => b.transactions.map((t) => t.feePayer)))
+  const loaded = new Set(blocks.flatMap((b) => b.transactions.flatMap((t) => t.loadedAddresses.writable)))
   const programs = new Set(blocks.flatMap((b) => b.instructions.map((i) => i.programId)))
+  assert.ok(loaded.size > 0)
   for (const formatVersion of [2, 3, 4] as const) {
     const dir = tempDir()
     await writeStore(dir, blocks, { targetBlocks: 100, formatVersion })
     const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
     const { footer } = readFooter(file)
-    const [off, len, crc] = footer.prune.f['transaction.feePayer']
+    // format 4 keeps Bloom filters only where no value-ordered dictionary answers (json columns)
+    assert.equal('instruction.programId' in footer.prune.f, formatVersion < 4)
+    const [off, len, crc] = footer.prune.f['transaction.loadedAddresses']
     assert.equal(crc === undefined, formatVersion === 2)
-    // damage the fee payer filter only
+    // damage the loaded addresses filter only
     const b = readFileSync(file)
     b[footer.prune.o + off + Math.floor(len / 2)] ^= 0xff
     writeFileSync(file, b)
     const s = await DiskColdStore.open(dir, { readOnly: true })
     const [c] = await allChunks(s)
     if (formatVersion >= 3) {
-      // another filter is intact and answers; the damaged one is refused, never misread
+      // another filter (format 4: the dictionary) is intact and answers; the damaged one is
+      // refused, never misread
       assert.equal(c.mayContain!('instruction', 'programId', programs), true)
       assert.equal(c.mayContain!('instruction', 'programId', new Set(['absent-value'])), false)
       assert.throws(
-        () => c.mayContain!('transaction', 'feePayer', payers),
-        /Bloom filter transaction.feePayer checksum/,
+        () => c.mayContain!('transaction', 'loadedAddresses', loaded),
+        /Bloom filter transaction.loadedAddresses checksum/,
       )
     } else {
       // one crc for the whole section: any filter read fails
