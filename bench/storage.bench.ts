@@ -41,13 +41,13 @@ const SQL_TYPE: Record<FieldType, string> = {
   i64: 'BIGINT',
   bool: 'BOOLEAN',
   version: 'INTEGER',
-  base58: 'VARCHAR',
+  safeAscii: 'VARCHAR',
   string: 'VARCHAR',
   json: 'VARCHAR',
   address: 'UINTEGER[]',
-  base58List: 'VARCHAR[]',
+  safeAsciiList: 'VARCHAR[]',
 }
-const LIST_TYPE: Partial<Record<FieldType, DuckDBListType>> = { address: LIST(UINTEGER), base58List: LIST(VARCHAR) }
+const LIST_TYPE: Partial<Record<FieldType, DuckDBListType>> = { address: LIST(UINTEGER), safeAsciiList: LIST(VARCHAR) }
 
 function append(app: DuckDBAppender, type: FieldType, x: unknown): void {
   if (x === null || x === undefined) return app.appendNull()
@@ -62,13 +62,13 @@ function append(app: DuckDBAppender, type: FieldType, x: unknown): void {
       return app.appendBoolean(x as boolean)
     case 'version':
       return app.appendInteger(x === 'legacy' ? -1 : (x as number))
-    case 'base58':
+    case 'safeAscii':
     case 'string':
       return app.appendVarchar(x as string)
     case 'json':
       return app.appendVarchar(JSON.stringify(x))
     case 'address':
-    case 'base58List':
+    case 'safeAsciiList':
       return app.appendList(x as readonly unknown[] as never, LIST_TYPE[type]!)
   }
 }

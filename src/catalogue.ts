@@ -10,16 +10,20 @@ import type { RecordKind } from './model.ts'
  * Value types:
  * - u32: small non-negative integer (JS number)
  * - u64 / i64: bigint; rendered as a decimal string (or a bare integer with `bigintsAsNumbers`)
- * - base58: string that needs no JSON escaping (addresses, hashes, signatures, base58 data, hex)
+ * - safeAscii: text proven at ingest to need no JSON escaping, rendered between quotes as is:
+ *   base58 checked by `normalizeBlock` (addresses and hashes: 32 bytes, signatures: 64 bytes,
+ *   instruction data: the alphabet), `0x` hex computed from checked data (d1..d8, dataPrefix), or
+ *   a word the normalizer writes itself (log `kind`). A value that fails its check never gets
+ *   here: its transaction is skipped with a warning (src/normalize/README.md).
  * - string: arbitrary text (JSON-escaped)
  * - bool
  * - json: arbitrary JSON value (rendered with JSON.stringify)
  * - address: number[] (instruction address)
- * - base58List: string[] of base58
+ * - safeAsciiList: string[] of safeAscii values
  * - version: 'legacy' | number
  */
 export type FieldType =
-  'u32' | 'u64' | 'i64' | 'base58' | 'string' | 'bool' | 'json' | 'address' | 'base58List' | 'version'
+  'u32' | 'u64' | 'i64' | 'safeAscii' | 'string' | 'bool' | 'json' | 'address' | 'safeAsciiList' | 'version'
 
 export interface FieldDef {
   /** property name in the model record (src/model.ts) */
@@ -38,9 +42,9 @@ function f(name: string, type: FieldType, nullable = false, selectors: readonly 
 
 export const HEADER_FIELDS: readonly FieldDef[] = [
   f('number', 'u32'),
-  f('hash', 'base58'),
+  f('hash', 'safeAscii'),
   f('parentNumber', 'u32', false, ['parentNumber', 'parentSlot']),
-  f('parentHash', 'base58'),
+  f('parentHash', 'safeAscii'),
   f('height', 'u32', true),
   f('timestamp', 'u32'),
 ]
@@ -49,30 +53,30 @@ export const RECORD_FIELDS: { readonly [K in RecordKind]: readonly FieldDef[] } 
   transaction: [
     f('transactionIndex', 'u32'),
     f('version', 'version'),
-    f('accountKeys', 'base58List'),
+    f('accountKeys', 'safeAsciiList'),
     f('addressTableLookups', 'json'),
     f('numReadonlySignedAccounts', 'u32'),
     f('numReadonlyUnsignedAccounts', 'u32'),
     f('numRequiredSignatures', 'u32'),
-    f('recentBlockhash', 'base58'),
-    f('signatures', 'base58List'),
+    f('recentBlockhash', 'safeAscii'),
+    f('signatures', 'safeAsciiList'),
     f('err', 'json', true),
     f('fee', 'u64'),
     f('computeUnitsConsumed', 'u64'),
     f('loadedAddresses', 'json'),
-    f('feePayer', 'base58'),
+    f('feePayer', 'safeAscii'),
     f('hasDroppedLogMessages', 'bool'),
   ],
   instruction: [
     f('transactionIndex', 'u32'),
     f('instructionAddress', 'address'),
-    f('programId', 'base58'),
-    f('accounts', 'base58List'),
-    f('data', 'base58'),
-    f('d1', 'base58', true),
-    f('d2', 'base58', true),
-    f('d4', 'base58', true),
-    f('d8', 'base58', true),
+    f('programId', 'safeAscii'),
+    f('accounts', 'safeAsciiList'),
+    f('data', 'safeAscii'),
+    f('d1', 'safeAscii', true),
+    f('d2', 'safeAscii', true),
+    f('d4', 'safeAscii', true),
+    f('d8', 'safeAscii', true),
     f('error', 'string', true),
     f('computeUnitsConsumed', 'u64', true),
     f('isCommitted', 'bool'),
@@ -82,27 +86,27 @@ export const RECORD_FIELDS: { readonly [K in RecordKind]: readonly FieldDef[] } 
     f('transactionIndex', 'u32'),
     f('logIndex', 'u32'),
     f('instructionAddress', 'address'),
-    f('programId', 'base58'),
-    f('kind', 'base58'),
+    f('programId', 'safeAscii'),
+    f('kind', 'safeAscii'),
     f('message', 'string'),
   ],
-  balance: [f('transactionIndex', 'u32'), f('account', 'base58'), f('pre', 'u64'), f('post', 'u64')],
+  balance: [f('transactionIndex', 'u32'), f('account', 'safeAscii'), f('pre', 'u64'), f('post', 'u64')],
   tokenBalance: [
     f('transactionIndex', 'u32'),
-    f('account', 'base58'),
-    f('preMint', 'base58', true),
-    f('postMint', 'base58', true),
+    f('account', 'safeAscii'),
+    f('preMint', 'safeAscii', true),
+    f('postMint', 'safeAscii', true),
     f('preDecimals', 'u32', true),
     f('postDecimals', 'u32', true),
-    f('preProgramId', 'base58', true),
-    f('postProgramId', 'base58', true),
-    f('preOwner', 'base58', true),
-    f('postOwner', 'base58', true),
+    f('preProgramId', 'safeAscii', true),
+    f('postProgramId', 'safeAscii', true),
+    f('preOwner', 'safeAscii', true),
+    f('postOwner', 'safeAscii', true),
     f('preAmount', 'u64', true),
     f('postAmount', 'u64', true),
   ],
   reward: [
-    f('pubkey', 'base58', false, ['pubkey', 'pubKey']),
+    f('pubkey', 'safeAscii', false, ['pubkey', 'pubKey']),
     f('lamports', 'i64'),
     f('postBalance', 'u64'),
     f('rewardType', 'string', true),
@@ -112,7 +116,7 @@ export const RECORD_FIELDS: { readonly [K in RecordKind]: readonly FieldDef[] } 
 
 /** Internal, stored but never selectable, fields (filters use them). */
 export const INTERNAL_FIELDS: { readonly [K in RecordKind]?: readonly FieldDef[] } = {
-  instruction: [f('dataPrefix', 'base58', false, [])],
+  instruction: [f('dataPrefix', 'safeAscii', false, [])],
 }
 
 export function fieldsOf(selector: SelectorName): readonly FieldDef[] {

@@ -92,7 +92,7 @@ test('Table.match equals filtering column() for every string and list column; ro
             checkView(t.rowView!(d.name, 3))
           }
           const ops: MatchOp[] = []
-          if (d.type === 'base58' || d.type === 'string') {
+          if (d.type === 'safeAscii' || d.type === 'string') {
             const present = [...new Set(Array.from(col as ArrayLike<string | null>).filter((x) => x !== null))]
             const pick = () => present[Math.floor(rand() * present.length)]
             if (present.length) ops.push({ in: new Set([pick()]) }, { in: new Set([pick(), pick(), 'absent-value']) })
@@ -112,7 +112,7 @@ test('Table.match equals filtering column() for every string and list column; ro
               })
               ops.push({ prefix: [{ length: 6, values: new Set(['0xzzzz']) }] })
             }
-          } else if (d.type === 'base58List') {
+          } else if (d.type === 'safeAsciiList') {
             const lists = Array.from(col as ArrayLike<string[]>)
             const present = [...new Set(lists.flat())]
             // rows listing a value twice: one posting per occurrence in format 3
@@ -138,7 +138,7 @@ test('Table.match equals filtering column() for every string and list column; ro
                 `${kind}.${d.name} ${JSON.stringify(op, (_, v) => (v instanceof Set ? [...v] : v))}`,
               )
             }
-            if (d.type === 'base58List') {
+            if (d.type === 'safeAsciiList') {
               // index lookups over the whole table and over a sub-range
               for (const [lo, hi] of [
                 [0, n],
@@ -206,7 +206,7 @@ test('format 3 page checksums and format 4 frames: damaged bytes fail the reads 
     const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
     const m = readFooter(file).footer.kinds.instruction.cols.accounts
     if (formatVersion === 3) assert.ok(m.pc && m.pc.length >= 3, `accounts blob spans ${m.pc?.length} pages`)
-    else assert.ok(m.t === 'base58List' && m.fc && m.fc.length >= 7, `accounts blob in ${m.fc?.length} frames`)
+    else assert.ok(m.t === 'safeAsciiList' && m.fc && m.fc.length >= 7, `accounts blob in ${m.fc?.length} frames`)
     // expected values, from the intact file
     const s0 = await DiskColdStore.open(dir, { readOnly: true })
     const t0 = (await allChunks(s0))[0].table('instruction')

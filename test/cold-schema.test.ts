@@ -22,8 +22,8 @@ const ADDED: { readonly [K in RecordKind]: FieldDef } = {
   transaction: { name: 'priorityFee', type: 'u64', nullable: true, selectors: ['priorityFee'] },
   instruction: { name: 'stackHeight', type: 'u32', nullable: true, selectors: ['stackHeight'] },
   log: { name: 'decoded', type: 'json', nullable: true, selectors: ['decoded'] },
-  balance: { name: 'owner', type: 'base58', nullable: true, selectors: ['owner'] },
-  tokenBalance: { name: 'extensions', type: 'base58List', nullable: true, selectors: ['extensions'] },
+  balance: { name: 'owner', type: 'safeAscii', nullable: true, selectors: ['owner'] },
+  tokenBalance: { name: 'extensions', type: 'safeAsciiList', nullable: true, selectors: ['extensions'] },
   reward: { name: 'note', type: 'string', nullable: true, selectors: ['note'] },
 }
 const extended: ColumnsOf = (kind) => [...columnsOf(kind), ADDED[kind]]
@@ -107,13 +107,13 @@ test('format 4 chunks declare every column with its type; added fields read as n
   const t = c.table('transaction')
   assert.deepEqual(Array.from(t.column('priorityFee')), new Array(t.rowCount).fill(null))
   assert.deepEqual(Array.from(t.column('fee')), Array.from(new MemoryChunk(blocks).table('transaction').column('fee')))
-  // same encoding, other declared type (string vs base58 share the dictionary encoding): the
+  // same encoding, other declared type (string vs safeAscii share the dictionary encoding): the
   // declared type decides
   const retyped: ColumnsOf = (kind) =>
-    columnsOf(kind).map((d) => (kind === 'log' && d.name === 'message' ? { ...d, type: 'base58' } : d))
+    columnsOf(kind).map((d) => (kind === 'log' && d.name === 'message' ? { ...d, type: 'safeAscii' } : d))
   assert.throws(
     () => open(file, retyped).table('log').column('message'),
-    /stored as string, but the catalogue declares it base58/,
+    /stored as string, but the catalogue declares it safeAscii/,
   )
   // the store serves such chunks as before
   const s = await DiskColdStore.open(dir, { readOnly: true })

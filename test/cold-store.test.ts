@@ -94,7 +94,7 @@ test('encodings: edge values, empty columns, all-null columns, dictionary vs pla
       [null, { InstructionError: [0, { Custom: 1 }] }, 'BlockhashNotFound', { writable: [], readonly: [] }, [1, 'a']],
     ],
     ['address', 'address', [[0], [0, 0], [], [70000, 3]]],
-    ['list', 'base58List', [[], ['a', 'b', 'a'], [], ['c']]],
+    ['list', 'safeAsciiList', [[], ['a', 'b', 'a'], [], ['c']]],
   ]
   for (const [name, type, values] of cases) {
     const enc = encodeColumn(name, type, values)
@@ -116,11 +116,11 @@ test('encodings: edge values, empty columns, all-null columns, dictionary vs pla
   assert.equal(JSON.stringify(lazy), '[["r0"],["r1"],["r2"],["r3"]]')
   assert.deepEqual([...lazy].length, 4)
   const rep = Array.from({ length: 100 }, (_, i) => `prog${i % 3}`)
-  assert.equal(encodeColumn('p', 'base58', rep).e, 'dict')
+  assert.equal(encodeColumn('p', 'safeAscii', rep).e, 'dict')
   assert.equal(
     encodeColumn(
       'p',
-      'base58',
+      'safeAscii',
       rep.map((x, i) => x + i),
     ).e,
     'plain',
@@ -130,7 +130,7 @@ test('encodings: edge values, empty columns, all-null columns, dictionary vs pla
   assert.equal(
     encodeColumn(
       'a',
-      'base58',
+      'safeAscii',
       Array.from({ length: 100 }, (_, i) => addrs[i % 60]),
     ).e,
     'dict',

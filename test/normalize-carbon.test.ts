@@ -14,6 +14,7 @@ import { parseJsonExact } from '../src/normalize/json.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import type { RpcTransactionMeta } from '../src/normalize/rpc-types.ts'
 import { DATA } from './fixtures/normalize/blocks.ts'
+import { addressOf, sigOf } from './fixtures/normalize/synth.ts'
 
 const CB = 'ComputeBudget111111111111111111111111111111'
 const SYS = '11111111111111111111111111111111'
@@ -35,22 +36,22 @@ function around(
   top: number[],
   version: 'legacy' | 0,
 ): Block {
-  const keys = Array.from({ length: staticKeys }, (_, i) => slots[i] ?? `Placeholder${i}`)
+  const keys = Array.from({ length: staticKeys }, (_, i) => slots[i] ?? addressOf(`Placeholder${i}`))
   const r = normalizeBlock({
     slot: 1,
     block: {
-      blockhash: 'h',
-      previousBlockhash: 'p',
+      blockhash: addressOf('h'),
+      previousBlockhash: addressOf('p'),
       parentSlot: 0,
       blockTime: null,
       transactions: [
         {
           transaction: {
-            signatures: ['carbon'],
+            signatures: [sigOf('carbon')],
             message: {
               accountKeys: keys,
               header: { numRequiredSignatures: 1, numReadonlySignedAccounts: 0, numReadonlyUnsignedAccounts: 0 },
-              recentBlockhash: 'r',
+              recentBlockhash: addressOf('r'),
               instructions: top.map((p) => ({ programIdIndex: p, accounts: [], data: '' })),
             },
           },

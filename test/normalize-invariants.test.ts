@@ -11,7 +11,7 @@ import { parseJsonExact } from '../src/normalize/json.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import type { ArchiveLine, RpcTransaction } from '../src/normalize/rpc-types.ts'
 import { realBlocks } from './fixtures/normalize/blocks.ts'
-import { PA, PB, invoke, log, success, synthBlock } from './fixtures/normalize/synth.ts'
+import { PA, PB, addressOf, invoke, log, success, synthBlock } from './fixtures/normalize/synth.ts'
 
 function cmpAddr(a: number[], b: number[]): number {
   const n = Math.min(a.length, b.length)
@@ -171,8 +171,12 @@ test('u64 values above 2^53 survive archive text → parseJsonExact → normaliz
   meta.computeUnitsConsumed = big2
   meta.preBalances = [big, 1n, 1, 1, 1]
   meta.postBalances = [big2, 1, 1, 1, 1]
-  meta.preTokenBalances = [{ accountIndex: 1, mint: 'M', uiTokenAmount: { amount: big.toString(), decimals: 0 } }]
-  meta.postTokenBalances = [{ accountIndex: 1, mint: 'M', uiTokenAmount: { amount: big2.toString(), decimals: 0 } }]
+  meta.preTokenBalances = [
+    { accountIndex: 1, mint: addressOf('M'), uiTokenAmount: { amount: big.toString(), decimals: 0 } },
+  ]
+  meta.postTokenBalances = [
+    { accountIndex: 1, mint: addressOf('M'), uiTokenAmount: { amount: big2.toString(), decimals: 0 } },
+  ]
   meta.logMessages = [
     invoke(PA, 1),
     `Program ${PA} consumed ${big} of ${big} compute units`,
@@ -181,7 +185,7 @@ test('u64 values above 2^53 survive archive text → parseJsonExact → normaliz
     success(PB),
   ]
   line.block.rewards = [
-    { pubkey: 'R', lamports: -9223372036854775808n, postBalance: big, rewardType: '', commission: 5 },
+    { pubkey: addressOf('R'), lamports: -9223372036854775808n, postBalance: big, rewardType: '', commission: 5 },
   ]
   const text = formatArchiveLine(line)
   assert.ok(text.includes('"fee":18446744073709551615'))
@@ -197,7 +201,7 @@ test('u64 values above 2^53 survive archive text → parseJsonExact → normaliz
   assert.deepStrictEqual([block.tokenBalances[0].preAmount, block.tokenBalances[0].postAmount], [big, big2])
   assert.equal(block.instructions[0].computeUnitsConsumed, big)
   assert.deepStrictEqual(block.rewards, [
-    { pubkey: 'R', lamports: -9223372036854775808n, postBalance: big, rewardType: null, commission: 5 },
+    { pubkey: addressOf('R'), lamports: -9223372036854775808n, postBalance: big, rewardType: null, commission: 5 },
   ])
 })
 

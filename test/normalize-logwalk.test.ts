@@ -29,6 +29,7 @@ import {
   failed,
   invoke,
   log,
+  sigOf,
   success,
   synthBlock,
   type SynthTx,
@@ -122,7 +123,7 @@ test('depth mismatch fails the walk: logs dropped, instructions re-emitted flagg
   assert.equal(block.transactions[0].hasDroppedLogMessages, true)
   assert.equal(warnings.length, 1)
   assert.equal(warnings[0].slot, 1000)
-  assert.equal(warnings[0].signature, 'SigDepth')
+  assert.equal(warnings[0].signature, sigOf('SigDepth'))
   assert.equal(warnings[0].transactionIndex, 0)
   assert.match(warnings[0].message, /log walk failed: line 2: invoke \[3\]/)
 })
@@ -371,9 +372,9 @@ for (const [name, t, reason] of [
   ],
 ] as [string, SynthTx, RegExp][]) {
   test(`walk failure: ${name}`, () => {
-    const { block, warnings } = run({ ...t, sig: 'SigFail' })
+    const { block, warnings } = run({ ...t, sig: 'SigErr' })
     assert.equal(warnings.length, 1)
-    assert.equal(warnings[0].signature, 'SigFail')
+    assert.equal(warnings[0].signature, sigOf('SigErr'))
     assert.match(warnings[0].message, reason)
     assert.deepStrictEqual(block.logs, [])
     assert.equal(block.transactions[0].hasDroppedLogMessages, true)

@@ -76,8 +76,8 @@ test('chunks proven empty are skipped without touching their tables', async () =
     fromBlock: 0,
     fields: { instruction: { programId: true } },
     instructions: [{ programId: ['NoSuchProgram111111111111111111111111111111'], transaction: true, logs: true }],
-    transactions: [{ feePayer: ['NoSuchPayer1111111111111111111111111111111'], instructions: true }],
-    tokenBalances: [{ account: [P.accounts[0]], preMint: ['NoSuchMint11111111111111111111111111111111'] }],
+    transactions: [{ feePayer: ['NoSuchPayer11111111111111111111111111111111'], instructions: true }],
+    tokenBalances: [{ account: [P.accounts[0]], preMint: ['NoSuchMint111111111111111111111111111111111'] }],
   })
   const out = []
   for await (const b of executeQuery(store, q, { to: last, finalizedOnly: true })) out.push(b)

@@ -20,7 +20,7 @@ function block(): Block {
       {
         transactionIndex: 3,
         version: 'legacy',
-        accountKeys: ['A1', 'A2'],
+        accountKeys: ['A111111111111111111111111111111111111111111', 'A211111111111111111111111111111111111111111'],
         addressTableLookups: [],
         numReadonlySignedAccounts: 0,
         numReadonlyUnsignedAccounts: 1,
@@ -31,7 +31,7 @@ function block(): Block {
         fee: 5000n,
         computeUnitsConsumed: 2n ** 63n + 7n,
         loadedAddresses: { writable: [], readonly: [] },
-        feePayer: 'A1',
+        feePayer: 'A111111111111111111111111111111111111111111',
         hasDroppedLogMessages: false,
       },
       {
@@ -47,7 +47,7 @@ function block(): Block {
         err: null,
         fee: 10000n,
         computeUnitsConsumed: 0n,
-        loadedAddresses: { writable: ['W1'], readonly: [] },
+        loadedAddresses: { writable: ['W111111111111111111111111111111111111111111'], readonly: [] },
         feePayer: 'A3',
         hasDroppedLogMessages: true,
       },
@@ -57,7 +57,7 @@ function block(): Block {
         transactionIndex: 3,
         instructionAddress: [0],
         programId: PROG,
-        accounts: ['A1', 'A2'],
+        accounts: ['A111111111111111111111111111111111111111111', 'A211111111111111111111111111111111111111111'],
         data: 'DATA',
         d1: '0xf8',
         d2: '0xf8c6',
@@ -72,7 +72,7 @@ function block(): Block {
       {
         transactionIndex: 3,
         instructionAddress: [0, 0],
-        programId: 'Tok',
+        programId: 'Tok1111111111111111111111111111111111111111',
         accounts: [],
         data: '',
         d1: null,
@@ -95,9 +95,23 @@ function block(): Block {
         kind: 'log',
         message: 'tab\there ✓ \u0001',
       },
-      { transactionIndex: 3, logIndex: 4, instructionAddress: [0, 0], programId: 'Tok', kind: 'other', message: 'x' },
+      {
+        transactionIndex: 3,
+        logIndex: 4,
+        instructionAddress: [0, 0],
+        programId: 'Tok1111111111111111111111111111111111111111',
+        kind: 'other',
+        message: 'x',
+      },
     ],
-    balances: [{ transactionIndex: 3, account: 'A1', pre: 100n, post: 18446744073709551615n }],
+    balances: [
+      {
+        transactionIndex: 3,
+        account: 'A111111111111111111111111111111111111111111',
+        pre: 100n,
+        post: 18446744073709551615n,
+      },
+    ],
     tokenBalances: [
       {
         transactionIndex: 3,
@@ -114,7 +128,15 @@ function block(): Block {
         postAmount: 12345678901234567890n,
       },
     ],
-    rewards: [{ pubkey: 'V1', lamports: -5n, postBalance: 10n, rewardType: null, commission: null }],
+    rewards: [
+      {
+        pubkey: 'V111111111111111111111111111111111111111111',
+        lamports: -5n,
+        postBalance: 10n,
+        rewardType: null,
+        commission: null,
+      },
+    ],
   }
 }
 
@@ -165,14 +187,14 @@ test('every kind, exact text: selected fields only, catalogue order, u64 as stri
     '{"header":{"number":100,"hash":"HASH100","parentSlot":98,"height":null,"timestamp":1700000000},' +
       '"transactions":[' +
       '{"version":"legacy","addressTableLookups":[],"signatures":["SIG1"],"err":{"InstructionError":[0,{"Custom":6001}]},"fee":"5000","computeUnitsConsumed":"9223372036854775815","loadedAddresses":{"writable":[],"readonly":[]}},' +
-      '{"version":0,"addressTableLookups":[{"accountKey":"LUT","writableIndexes":[1],"readonlyIndexes":[]}],"signatures":["SIG2","SIG3"],"err":null,"fee":"10000","computeUnitsConsumed":"0","loadedAddresses":{"writable":["W1"],"readonly":[]}}],' +
+      '{"version":0,"addressTableLookups":[{"accountKey":"LUT","writableIndexes":[1],"readonlyIndexes":[]}],"signatures":["SIG2","SIG3"],"err":null,"fee":"10000","computeUnitsConsumed":"0","loadedAddresses":{"writable":["W111111111111111111111111111111111111111111"],"readonly":[]}}],' +
       '"instructions":[' +
-      '{"instructionAddress":[0],"accounts":["A1","A2"],"d1":"0xf8","d8":"0xf8c69e91e17587c8","error":"custom \\"quoted\\"\\nerror","computeUnitsConsumed":"9007199254740993","isCommitted":false},' +
+      '{"instructionAddress":[0],"accounts":["A111111111111111111111111111111111111111111","A211111111111111111111111111111111111111111"],"d1":"0xf8","d8":"0xf8c69e91e17587c8","error":"custom \\"quoted\\"\\nerror","computeUnitsConsumed":"9007199254740993","isCommitted":false},' +
       '{"instructionAddress":[0,0],"accounts":[],"d1":null,"d8":null,"error":null,"computeUnitsConsumed":null,"isCommitted":false}],' +
       '"logs":[{"logIndex":1,"kind":"log","message":"tab\\there ✓ \\u0001"},{"logIndex":4,"kind":"other","message":"x"}],' +
       '"balances":[{"pre":"100","post":"18446744073709551615"}],' +
       '"tokenBalances":[{"preMint":null,"postMint":"M","postDecimals":6,"preAmount":null,"postAmount":"12345678901234567890"}],' +
-      '"rewards":[{"pubKey":"V1","lamports":"-5","rewardType":null,"commission":null}]}',
+      '"rewards":[{"pubKey":"V111111111111111111111111111111111111111111","lamports":"-5","rewardType":null,"commission":null}]}',
   ])
 })
 
@@ -186,7 +208,7 @@ test('bigintsAsNumbers renders exact bare integers', async () => {
         reward: { lamports: true },
         tokenBalance: { preAmount: true },
       },
-      transactions: [{ feePayer: ['A1'] }],
+      transactions: [{ feePayer: ['A111111111111111111111111111111111111111111'] }],
       balances: [{}],
       rewards: [{}],
       tokenBalances: [{}],
@@ -202,11 +224,11 @@ test('both spellings selected: both keys; no fields selected: {} records; unsele
   const out = await lines({
     fromBlock: 100,
     fields: { block: { parentNumber: true, parentSlot: true }, reward: { pubkey: true, pubKey: true } },
-    rewards: [{ pubkey: ['V1'] }],
+    rewards: [{ pubkey: ['V111111111111111111111111111111111111111111'] }],
     instructions: [{ programId: [PROG], innerInstructions: true }],
   })
   assert.deepEqual(out, [
-    '{"header":{"parentNumber":98,"parentSlot":98},"instructions":[{},{}],"rewards":[{"pubkey":"V1","pubKey":"V1"}]}',
+    '{"header":{"parentNumber":98,"parentSlot":98},"instructions":[{},{}],"rewards":[{"pubkey":"V111111111111111111111111111111111111111111","pubKey":"V111111111111111111111111111111111111111111"}]}',
   ])
 })
 
@@ -234,13 +256,13 @@ test('relations: d8 + innerInstructions + transaction + logs; log → instructio
   const out3 = await lines({
     fromBlock: 100,
     fields: { instruction: { instructionAddress: true } },
-    instructions: [{ programId: ['Tok'], parentInstructions: true }],
+    instructions: [{ programId: ['Tok1111111111111111111111111111111111111111'], parentInstructions: true }],
   })
   assert.deepEqual(out3, ['{"header":{},"instructions":[{"instructionAddress":[0]},{"instructionAddress":[0,0]}]}'])
   const out4 = await lines({
     fromBlock: 100,
     fields: { transaction: { transactionIndex: true } },
-    transactions: [{ mentionsAccount: ['W1'] }],
+    transactions: [{ mentionsAccount: ['W111111111111111111111111111111111111111111'] }],
   })
   assert.deepEqual(out4, ['{"header":{},"transactions":[{"transactionIndex":5}]}'])
 })

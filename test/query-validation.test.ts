@@ -203,6 +203,46 @@ test('log kind values', () => {
   )
 })
 
+test('address filter values: base58 alphabet and 32 decoded bytes, else 400 naming the value', () => {
+  const whirl = 'whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc'
+  ok({ fromBlock: 0, instructions: [{ programId: [whirl, '11111111111111111111111111111111'] }] })
+  assert.equal(
+    reason({ fromBlock: 0, instructions: [{ programId: ['whirl0000'] }] }),
+    '.instructions[0].programId[0]: expected a base58 address, got "whirl0000" (characters outside the base58 alphabet)',
+  )
+  // base58 text of the wrong decoded length: too short, one byte too many
+  assert.equal(
+    reason({ fromBlock: 0, instructions: [{ programId: [whirl, 'whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyC'] }] }),
+    '.instructions[0].programId[1]: expected a base58 address of 32 bytes, got "whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyC" (31 bytes)',
+  )
+  assert.equal(
+    reason({ fromBlock: 0, transactions: [{ feePayer: ['z'.repeat(44)] }] }),
+    `.transactions[0].feePayer[0]: expected a base58 address of 32 bytes, got "${'z'.repeat(44)}" (33 bytes)`,
+  )
+  // every address filter, positional and list ones included; the value is shown escaped
+  for (const [member, item] of [
+    ['instructions', 'a0'],
+    ['instructions', 'a15'],
+    ['instructions', 'mentionsAccount'],
+    ['transactions', 'mentionsAccount'],
+    ['logs', 'programId'],
+    ['balances', 'account'],
+    ['tokenBalances', 'postOwner'],
+    ['rewards', 'pubkey'],
+  ]) {
+    assert.equal(
+      reason({ fromBlock: 0, [member]: [{ [item]: ['a"b\n'] }] }),
+      `.${member}[0].${item}[0]: expected a base58 address, got "a\\"b\\n" (characters outside the base58 alphabet)`,
+    )
+  }
+  assert.equal(reason({ fromBlock: 0, balances: [{ account: [''] }] }).startsWith('.balances[0].account[0]: '), true)
+})
+
+test('unknown member names from the request are quoted unless plain identifiers', () => {
+  assert.equal(reason({ fromBlock: 0, 'a\nb': 1 }), '["a\\nb"]: unknown member')
+  assert.equal(reason({ fromBlock: 0, instructions: [{ 'x"': [] }] }), '.instructions[0]["x\\""]: unknown member')
+})
+
 test('relation flags of every kind, with the reference extensions', () => {
   const q = ok({
     fromBlock: 0,
@@ -223,7 +263,7 @@ test('relation flags of every kind, with the reference extensions', () => {
       { transaction: true, transactionInstructions: true, transactionBalances: true, transactionTokenBalances: true },
     ],
     logs: [{ instruction: true, transaction: true }],
-    rewards: [{ pubkey: ['x'] }],
+    rewards: [{ pubkey: ['x111111111111111111111111111111111111111111'] }],
   })
   assert.deepEqual(
     q.requests.map((r) => [r.kind, r.relations.map((x) => x.flag)]),
@@ -249,7 +289,13 @@ test('relation flags of every kind, with the reference extensions', () => {
 })
 
 test('a request with an empty filter list matches nothing and is dropped', () => {
-  const q = ok({ fromBlock: 0, instructions: [{ programId: [], transaction: true }, { programId: ['p'] }] })
+  const q = ok({
+    fromBlock: 0,
+    instructions: [
+      { programId: [], transaction: true },
+      { programId: ['p111111111111111111111111111111111111111111'] },
+    ],
+  })
   assert.deepEqual(
     q.requests.map((r) => r.path),
     ['.instructions[1]'],
@@ -270,7 +316,8 @@ test('limit: number of item requests', () => {
 })
 
 test('limit: values per filter list', () => {
-  const list = (n: number) => Array.from({ length: n }, (_, i) => `acc${i}`)
+  // distinct valid addresses: `Acc<i>` (0 written z) padded with `1`s to 43 characters
+  const list = (n: number) => Array.from({ length: n }, (_, i) => `Acc${i}`.replace(/0/g, 'z').padEnd(43, '1'))
   ok({ fromBlock: 0, transactions: [{ mentionsAccount: list(100_000) }] })
   assert.equal(
     reason({ fromBlock: 0, transactions: [{ mentionsAccount: list(100_001) }] }),

@@ -202,12 +202,13 @@ test('slow uploads hold no stream slot and end with 408; per-address stream cap 
   const { url, port, server } = await start(new StaticStore(SMALL), {
     maxConcurrentStreams: 1,
     maxStreamsPerClient: 3,
-    bodyTimeoutMs: 1_500,
+    // generous: the uploads must still be open when the 4th request comes, on a loaded machine too
+    bodyTimeoutMs: 8_000,
     headWaitMs: 1_500,
   })
   try {
     const slow = [1, 2, 3].map(() => slowUpload(port, 100, '127.0.0.2'))
-    await new Promise((r) => setTimeout(r, 300))
+    await until(() => server.streamsOf('127.0.0.2') === 3, 7_000, 'the three uploads to be counted')
     // the slot is free: the uploads have not sent their bodies
     const r = await postJson(`${url}/datasets/d/stream`, { fromBlock: FIRST, toBlock: FIRST })
     assert.equal(r.status, 200)

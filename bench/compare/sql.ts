@@ -44,7 +44,7 @@ function sqlType(t: FieldType): string {
     case 'u64':
     case 'i64':
       return 'numeric' // exact, u64 does not fit bigint
-    case 'base58':
+    case 'safeAscii':
     case 'string':
       return 'text'
     case 'bool':
@@ -54,7 +54,7 @@ function sqlType(t: FieldType): string {
       return 'json' // json (not jsonb): the text is kept as written, key order included
     case 'address':
       return 'int[]'
-    case 'base58List':
+    case 'safeAsciiList':
       return 'text[]'
   }
 }
@@ -67,7 +67,7 @@ function renderExpr(def: FieldDef, alias: string): string {
     case 'i64':
       return `${c}::text` // "5000"; NULL stays null
     case 'address':
-    case 'base58List':
+    case 'safeAsciiList':
       return `to_json(${c})`
     default:
       return c
@@ -132,7 +132,7 @@ export function encoder(t: FieldType): (v: unknown) => string {
     case 'u64':
     case 'i64':
       return (v) => (v === null || v === undefined ? '\\N' : String(v))
-    case 'base58':
+    case 'safeAscii':
       return (v) => (v === null || v === undefined ? '\\N' : (v as string))
     case 'string':
       return (v) => (v === null || v === undefined ? '\\N' : copyText(v as string))
@@ -143,7 +143,7 @@ export function encoder(t: FieldType): (v: unknown) => string {
       return (v) => (v === null || v === undefined ? '\\N' : copyText(jsonText(v)))
     case 'address':
       return (v) => '{' + (v as number[]).join(',') + '}'
-    case 'base58List':
+    case 'safeAsciiList':
       return (v) => copyText(arrayLiteral(v as string[]))
   }
 }

@@ -13,6 +13,7 @@ import type {
   Transaction,
 } from '../model.ts'
 import { dataPrefixOf } from './data.ts'
+import { isAddress, isBase58Text, isSignature } from '../util/base58.ts'
 import { walkTransaction, type WalkInput } from './logwalk.ts'
 import type { ArchiveLine, RpcBlock, RpcInstruction, RpcReward, RpcTokenBalance, RpcTransaction } from './rpc-types.ts'
 
@@ -40,9 +41,17 @@ export function isVoteTransaction(tx: RpcTransaction): boolean {
   return ins != null && msg.accountKeys?.[ins.programIdIndex] === VOTE_PROGRAM
 }
 
+const DECIMAL = /^-?\d+$/
+
+/**
+ * An exact integer: an integral number, a decimal string (what parseJsonExact makes of a big
+ * integer) or a bigint; throws otherwise. Stricter than BigInt(), which reads "", " " as 0 and
+ * " 12 ", "0x10" as numbers.
+ */
 function u64(v: unknown): bigint {
-  // accepts numbers, decimal strings (from parseJsonExact) and bigints
-  return BigInt(v as number | string | bigint)
+  if (typeof v === 'bigint') return v
+  if ((typeof v === 'number' && Number.isInteger(v)) || (typeof v === 'string' && DECIMAL.test(v))) return BigInt(v)
+  throw new Error(`not an integer: ${safeJson(v)}`)
 }
 
 /**
@@ -64,16 +73,20 @@ export function normalizeBlock(line: ArchiveLine, opts?: NormalizeOptions): Norm
 
   const hash = line.hash ?? src.blockhash
   if (typeof hash !== 'string') warn('block has no blockhash')
-  if (typeof src.parentSlot !== 'number') warn('block has no parentSlot')
+  else if (!isAddress(hash)) warn(`blockhash ${safeJson(hash)} is not a 32-byte base58 hash: "" used`)
+  if (!isSlotNumber(src.parentSlot)) warn(`block has no parentSlot (${safeJson(src.parentSlot)}): 0 used`)
   if (typeof src.previousBlockhash !== 'string') warn('block has no previousBlockhash')
+  else if (!isAddress(src.previousBlockhash)) {
+    warn(`previousBlockhash ${safeJson(src.previousBlockhash)} is not a 32-byte base58 hash: "" used`)
+  }
   const height = line.height !== undefined ? line.height : src.blockHeight
   const header: BlockHeader = {
     number: slot,
-    hash: typeof hash === 'string' ? hash : '',
-    parentNumber: typeof src.parentSlot === 'number' ? src.parentSlot : 0,
-    parentHash: typeof src.previousBlockhash === 'string' ? src.previousBlockhash : '',
-    height: typeof height === 'number' ? height : null,
-    timestamp: typeof src.blockTime === 'number' ? src.blockTime : 0,
+    hash: isAddress(hash) ? hash : '',
+    parentNumber: isSlotNumber(src.parentSlot) ? src.parentSlot : 0,
+    parentHash: isAddress(src.previousBlockhash) ? src.previousBlockhash : '',
+    height: isSlotNumber(height) ? height : null,
+    timestamp: Number.isSafeInteger(src.blockTime) ? (src.blockTime as number) : 0,
   }
 
   const block: Block = {
@@ -111,6 +124,45 @@ export function normalizeBlock(line: ArchiveLine, opts?: NormalizeOptions): Norm
   return { block, warnings }
 }
 
+/** a non-negative safe integer (a slot, a height) */
+function isSlotNumber(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
+}
+
+/** An integer 0..255 (header counts, lookup-table indexes, decimals, commission). */
+function isU8(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 255
+}
+
+/**
+ * The format checks of the values that are rendered without JSON escaping (src/catalogue.ts type
+ * `safeAscii`). A failed check throws: the transaction is skipped with a warning naming the value.
+ */
+function checkAddress(v: unknown, what: string): void {
+  if (!isAddress(v)) throw new Error(`${what} is not a 32-byte base58 address: ${safeJson(v)}`)
+}
+
+function checkAddresses(list: readonly unknown[], what: string): void {
+  for (let i = 0; i < list.length; i++) if (!isAddress(list[i])) checkAddress(list[i], `${what}[${i}]`)
+}
+
+/** instruction data must be base58 text (it is rendered as is) */
+function checkData(list: readonly RpcInstruction[], what: string): void {
+  for (let i = 0; i < list.length; i++) {
+    const data = list[i]?.data
+    if (typeof data === 'string' && !isBase58Text(data)) {
+      throw new Error(`${what}[${i}].data is not base58: ${safeJson(data)}`)
+    }
+  }
+}
+
+function checkU8s(list: unknown, what: string): void {
+  if (!Array.isArray(list)) throw new Error(`${what} is not a list: ${safeJson(list)}`)
+  for (let i = 0; i < list.length; i++) {
+    if (!isU8(list[i])) throw new Error(`${what}[${i}] is not an integer 0..255: ${safeJson(list[i])}`)
+  }
+}
+
 function safeJson(v: unknown): string {
   try {
     const s = JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? x.toString() : x))
@@ -121,7 +173,8 @@ function safeJson(v: unknown): string {
 }
 
 function mapReward(r: RpcReward): Reward | null {
-  if (r == null || typeof r.pubkey !== 'string') return null
+  if (r == null || !isAddress(r.pubkey)) return null
+  if (r.commission != null && !isU8(r.commission)) return null
   let lamports: bigint
   let postBalance: bigint
   try {
@@ -167,7 +220,6 @@ class TxNormalizer implements WalkInput {
   private isCommitted = true
   private signature: string | undefined
   private badAccountIndex = false
-  private badData = 0
   private walkWarnings: string[] = []
 
   constructor(
@@ -211,22 +263,56 @@ class TxNormalizer implements WalkInput {
     const message = tx?.transaction?.message
     if (message == null || typeof message !== 'object') throw new Error('no transaction.message')
     const signatures = tx.transaction.signatures
-    this.signature = Array.isArray(signatures) && typeof signatures[0] === 'string' ? signatures[0] : undefined
+    // a signature that is not one is left out of the warning's signature (the message quotes it)
+    this.signature = Array.isArray(signatures) && isSignature(signatures[0]) ? signatures[0] : undefined
     const accountKeys = message.accountKeys
     if (!Array.isArray(accountKeys)) throw new Error('no message.accountKeys')
     const instructions = message.instructions
     if (!Array.isArray(instructions)) throw new Error('no message.instructions')
+    if (Array.isArray(signatures)) {
+      for (let i = 0; i < signatures.length; i++) {
+        if (!isSignature(signatures[i])) {
+          throw new Error(`signatures[${i}] is not a 64-byte base58 signature: ${safeJson(signatures[i])}`)
+        }
+      }
+    }
+    checkAddresses(accountKeys, 'message.accountKeys')
+    if (!isAddress(message.recentBlockhash)) {
+      throw new Error(`message.recentBlockhash is not a 32-byte base58 hash: ${safeJson(message.recentBlockhash)}`)
+    }
+    const txVersion = tx.version
+    if (txVersion != null && txVersion !== 'legacy' && !isU8(txVersion)) {
+      throw new Error(`version is neither "legacy" nor an integer 0..255: ${safeJson(txVersion)}`)
+    }
+    const hdr = message.header
+    if (hdr != null) {
+      for (const k of ['numRequiredSignatures', 'numReadonlySignedAccounts', 'numReadonlyUnsignedAccounts'] as const) {
+        if (hdr[k] != null && !isU8(hdr[k]))
+          throw new Error(`message.header.${k} is not an integer 0..255: ${safeJson(hdr[k])}`)
+      }
+    }
+    const lookups = message.addressTableLookups
+    if (Array.isArray(lookups)) {
+      for (let i = 0; i < lookups.length; i++) {
+        const l = lookups[i]
+        checkAddress(l?.accountKey, `message.addressTableLookups[${i}].accountKey`)
+        checkU8s(l.writableIndexes, `message.addressTableLookups[${i}].writableIndexes`)
+        checkU8s(l.readonlyIndexes, `message.addressTableLookups[${i}].readonlyIndexes`)
+      }
+    }
 
     let meta = tx.meta
     if (meta == null) {
       this.warn('transaction has no meta: treated as successful, without logs or balances')
       meta = { err: null, fee: 0, preBalances: [], postBalances: [] }
     }
-    const version: 'legacy' | number = tx.version === undefined || tx.version === null ? 'legacy' : tx.version
+    const version: 'legacy' | number = txVersion === undefined || txVersion === null ? 'legacy' : txVersion
 
     const la = meta.loadedAddresses
     const writable: string[] = la != null && Array.isArray(la.writable) ? la.writable : []
     const readonly: string[] = la != null && Array.isArray(la.readonly) ? la.readonly : []
+    checkAddresses(writable, 'meta.loadedAddresses.writable')
+    checkAddresses(readonly, 'meta.loadedAddresses.readonly')
     this.accounts =
       version === 'legacy' || (writable.length === 0 && readonly.length === 0)
         ? accountKeys
@@ -241,7 +327,6 @@ class TxNormalizer implements WalkInput {
     this.instructions = instructions
     this.logMessages = meta.logMessages
     this.badAccountIndex = false
-    this.badData = 0
 
     // inner instructions by top-level index
     const innerSrc = meta.innerInstructions
@@ -268,12 +353,17 @@ class TxNormalizer implements WalkInput {
       if (inner.length < instructions.length) inner.length = instructions.length
     }
 
+    checkData(instructions, 'message.instructions')
+    for (let k = 0; k < inner.length; k++) {
+      const list = inner[k]
+      if (list !== undefined) checkData(list, `meta.innerInstructions of instruction ${k}`)
+    }
+
     // instructions and logs
     const walkWarnings = this.walkWarnings
     walkWarnings.length = 0
     const walk = walkTransaction(this, { instructions: block.instructions, logs: block.logs, warnings: walkWarnings })
     for (const w of walkWarnings) this.warn(w)
-    if (this.badData > 0) this.warn(`${this.badData} instruction(s) with data that is not base58: d1..d8 null`)
 
     // transaction
     const atl = message.addressTableLookups
@@ -355,7 +445,7 @@ class TxNormalizer implements WalkInput {
   /** A u64 field; 0 with a warning when it is not an integer. */
   private safeU64(v: unknown, what: string): bigint {
     try {
-      if (typeof v === 'number' || typeof v === 'string' || typeof v === 'bigint') return BigInt(v)
+      return u64(v)
     } catch {
       // not an integer
     }
@@ -372,13 +462,24 @@ class TxNormalizer implements WalkInput {
       typeof tb.uiTokenAmount.decimals === 'number'
     if (ok) {
       try {
-        BigInt(amount as string)
+        u64(amount)
       } catch {
         ok = false
       }
     }
-    if (!ok) this.warn(`malformed ${list} entry ${safeJson(tb)} ignored`)
-    return ok
+    if (!ok) {
+      this.warn(`malformed ${list} entry ${safeJson(tb)} ignored`)
+      return false
+    }
+    checkAddress(tb.mint, `meta.${list}.mint`)
+    if (tb.owner != null) checkAddress(tb.owner, `meta.${list}.owner`)
+    if (tb.programId != null) checkAddress(tb.programId, `meta.${list}.programId`)
+    if (!isU8(tb.uiTokenAmount.decimals)) {
+      throw new Error(
+        `meta.${list}.uiTokenAmount.decimals is not an integer 0..255: ${safeJson(tb.uiTokenAmount.decimals)}`,
+      )
+    }
+    return true
   }
 
   private account(i: number): string {
@@ -408,9 +509,8 @@ class TxNormalizer implements WalkInput {
     let d4: string | null = null
     let d8: string | null = null
     let dataPrefix = '0x'
-    if (p === null) {
-      this.badData++
-    } else {
+    if (p !== null) {
+      // data was checked to be base58 (checkData)
       dataPrefix = p.prefix
       const len = p.length
       if (len >= 1) d1 = dataPrefix.slice(0, 4)

@@ -4,6 +4,7 @@
  */
 import { fieldsOf, SELECTOR_INDEX, SELECTOR_NAMES, type FieldDef, type SelectorName } from '../catalogue.ts'
 import type { RecordKind } from '../model.ts'
+import { base58Decode, isAddress, isBase58Text } from '../util/base58.ts'
 import { QueryError } from './errors.ts'
 import { RELATIONS, REQUESTS, type FilterDecl, type RelationDecl } from './spec.ts'
 
@@ -97,7 +98,11 @@ function expectBlockNumber(v: unknown, path: string): number {
 }
 
 function unknownMember(path: string, name: string): never {
-  fail(`${path}.${name}`, 'unknown member')
+  // a name from the request is quoted unless it is a plain identifier (no control characters echoed)
+  fail(
+    /^[A-Za-z_$][\w$]{0,63}$/.test(name) ? `${path}.${name}` : `${path}[${JSON.stringify(name.slice(0, 64))}]`,
+    'unknown member',
+  )
 }
 
 const HEX = /^0x[0-9a-fA-F]*$/
@@ -116,6 +121,15 @@ function parseStringList(v: unknown, path: string, limits: QueryLimits): string[
   return v as string[]
 }
 
+/** A filter value for an address column: a 32-byte base58 address, else a 400 naming the member. */
+function checkAddressValue(s: string, path: string): void {
+  const v: string = s
+  if (isAddress(v)) return
+  const shown = JSON.stringify(s.length > 64 ? s.slice(0, 64) + '…' : s)
+  if (!isBase58Text(s)) fail(path, `expected a base58 address, got ${shown} (characters outside the base58 alphabet)`)
+  fail(path, `expected a base58 address of 32 bytes, got ${shown} (${base58Decode(s).length} bytes)`)
+}
+
 /** returns null when the filter matches nothing (empty list) */
 function compileFilter(d: FilterDecl, v: unknown, path: string, limits: QueryLimits): CompiledFilter | null {
   if (d.op === 'bool') return { op: 'bool', column: d.column, value: expectBool(v, path) }
@@ -128,11 +142,13 @@ function compileFilter(d: FilterDecl, v: unknown, path: string, limits: QueryLim
             fail(`${path}[${i}]`, `expected one of ${d.allowed.map((a) => JSON.stringify(a)).join(', ')}`)
           }
         }
-      }
+      } else for (let i = 0; i < list.length; i++) checkAddressValue(list[i], `${path}[${i}]`)
       return list.length ? { op: 'in', column: d.column, values: new Set(list) } : null
     case 'at':
+      for (let i = 0; i < list.length; i++) checkAddressValue(list[i], `${path}[${i}]`)
       return list.length ? { op: 'at', column: d.column, index: d.index, values: new Set(list) } : null
     case 'any':
+      for (let i = 0; i < list.length; i++) checkAddressValue(list[i], `${path}[${i}]`)
       return list.length ? { op: 'any', sources: d.sources, values: new Set(list) } : null
     case 'prefix': {
       const byLength = new Map<number, Set<string>>()

@@ -18,7 +18,7 @@ const helpers = {
   json(v: unknown): string {
     return v === undefined || v === null ? 'null' : JSON.stringify(v)
   },
-  /** `loadedAddresses` (model LoadedAddresses: base58 lists), key order of src/model.ts */
+  /** `loadedAddresses` (model LoadedAddresses: checked address lists), key order of src/model.ts */
   loadedAddresses(v: { writable: readonly string[]; readonly: readonly string[] }): string {
     if (!Array.isArray(v.writable) || !Array.isArray(v.readonly)) return JSON.stringify(v)
     return '{"writable":' + list(v.writable) + ',"readonly":' + list(v.readonly) + '}'
@@ -56,8 +56,8 @@ const helpers = {
 }
 
 /**
- * `json` fields whose structure the model fixes (src/model.ts) get a structural writer (base58
- * strings and integers only: no escaping, no JSON.stringify); other values fall back to it.
+ * `json` fields whose structure the model fixes (src/model.ts) get a structural writer (addresses
+ * and integers checked by the normalizer: no escaping, no JSON.stringify); other values fall back to it.
  */
 const SHAPED_JSON = new Set(['loadedAddresses', 'addressTableLookups'])
 
@@ -71,7 +71,7 @@ function valueExpr(def: FieldDef, v: string, bigintsAsNumbers: boolean): string 
     case 'u64':
     case 'i64':
       return bigintsAsNumbers ? `('' + ${v})` : `('"' + ${v} + '"')`
-    case 'base58':
+    case 'safeAscii':
       return `('"' + ${v} + '"')`
     case 'string':
       return `h.str(${v})`
@@ -81,10 +81,11 @@ function valueExpr(def: FieldDef, v: string, bigintsAsNumbers: boolean): string 
       return `h.json(${v})`
     case 'address':
       return `h.addr(${v})`
-    case 'base58List':
+    case 'safeAsciiList':
       return `h.list(${v})`
     case 'version':
-      return `(typeof ${v} === 'number' ? '' + ${v} : '"' + ${v} + '"')`
+      // 'legacy' or a number; anything else is escaped
+      return `(typeof ${v} === 'number' ? '' + ${v} : ${v} === 'legacy' ? '"legacy"' : h.str(${v}))`
   }
 }
 
@@ -126,7 +127,7 @@ export function compileWriter(fields: readonly SelectedField[], bigintsAsNumbers
     const type = f.def.type
     const nullable = f.def.nullable || type === 'json'
     // non-null values that render as `"<value>"` or `<value>` (string conversion of the value itself)
-    if (!nullable && (type === 'base58' || ((type === 'u64' || type === 'i64') && !bigintsAsNumbers))) {
+    if (!nullable && (type === 'safeAscii' || ((type === 'u64' || type === 'i64') && !bigintsAsNumbers))) {
       text('"')
       parts.push({ expr: v })
       text('"')

@@ -6,7 +6,10 @@ import type { RecordKind } from '../model.ts'
 
 /** How a filter member is validated and evaluated. */
 export type FilterDecl =
-  /** scalar column value in a list of strings (null never matches) */
+  /**
+   * scalar column value in a list of strings (null never matches): the `allowed` words, or else
+   * base58 addresses (32 bytes; anything else is a 400, as for `at` and `any`)
+   */
   | { member: string; op: 'in'; column: string; allowed?: readonly string[] }
   /** boolean column equals the given boolean */
   | { member: string; op: 'bool'; column: string }

@@ -163,6 +163,11 @@ export class PortalServer {
     return this.activeStreams
   }
 
+  /** stream requests (uploading or answered) open from one client address */
+  streamsOf(address: string): number {
+    return this.perClient.count(address)
+  }
+
   async listen(port: number, host: string): Promise<string> {
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject)

@@ -64,3 +64,66 @@ export function hexPrefix(bytes: Uint8Array, n: number): string {
   for (let i = 0; i < m; i++) s += HEX[bytes[i]]
   return s
 }
+
+/** Base58 text: only characters of the alphabet (the empty string included). */
+const BASE58_TEXT = /^[1-9A-HJ-NP-Za-km-z]*$/
+
+/** Is `s` a string of base58 characters only (any length, `""` included)? */
+export function isBase58Text(s: unknown): boolean {
+  return typeof s === 'string' && BASE58_TEXT.test(s)
+}
+
+/**
+ * POW_TEXT[k] = the base58 text of 256^k. The alphabet is in ASCII order, so two base58 numbers
+ * without leading `1`s compare as (length, then text): a decoded length is found by comparing
+ * with these, without decoding.
+ */
+const POW_TEXT: string[] = []
+for (let k = 0; k <= 64; k++) {
+  const b = new Uint8Array(k + 1)
+  b[0] = 1
+  POW_TEXT.push(base58Encode(b))
+}
+
+/** compare the base58 number s[from..] (no leading `1`) with the base58 text t (no leading `1`) */
+function compareAt(s: string, from: number, t: string): number {
+  const n = s.length - from
+  if (n !== t.length) return n - t.length
+  for (let i = 0; i < n; i++) {
+    const d = s.charCodeAt(from + i) - t.charCodeAt(i)
+    if (d !== 0) return d
+  }
+  return 0
+}
+
+/**
+ * Is `s` base58 text that decodes to exactly `bytes` bytes (1..64)? An address or a blockhash is
+ * 32 bytes (32 to 44 characters), a signature 64 bytes (up to 88 characters).
+ */
+export function isBase58Bytes(s: unknown, bytes: number): s is string {
+  if (typeof s !== 'string' || s.length === 0 || s.length > 2 * bytes || !BASE58_TEXT.test(s)) return false
+  let zeros = 0
+  while (zeros < s.length && s.charCodeAt(zeros) === 49 /* '1' */) zeros++
+  if (zeros === s.length) return zeros === bytes
+  const k = bytes - zeros // bytes of the number after the leading zeros: 256^(k-1) <= v < 256^k
+  if (k < 1) return false
+  return compareAt(s, zeros, POW_TEXT[k - 1]) >= 0 && compareAt(s, zeros, POW_TEXT[k]) < 0
+}
+
+/** A 32-byte base58 value: an address (public key) or a blockhash. */
+export function isAddress(s: unknown): s is string {
+  return isBase58Bytes(s, 32)
+}
+
+/** A 64-byte base58 value: a transaction signature. */
+export function isSignature(s: unknown): s is string {
+  return isBase58Bytes(s, 64)
+}
+
+/** Why `s` is not an address, for messages (`null` when it is one). */
+export function addressProblem(s: unknown): string | null {
+  if (isAddress(s)) return null
+  if (typeof s !== 'string') return 'expected a string'
+  if (!BASE58_TEXT.test(s)) return 'not base58 (characters outside the base58 alphabet)'
+  return `not a base58 address (expected 32 bytes, decodes to ${base58Decode(s).length})`
+}

@@ -73,7 +73,8 @@ export interface Pools {
 
 export function makePools(seed = 1): Pools {
   const r = new Rng(seed ^ 0x5eed)
-  const key = () => r.base58(r.int(32, 44))
+  // valid addresses (32 bytes): address filters reject anything else
+  const key = () => base58Encode(r.bytes(32))
   return {
     programs: [
       'whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc',

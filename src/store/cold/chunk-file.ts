@@ -515,12 +515,15 @@ const ENC_OF: { readonly [T in FieldType]: readonly Enc[] } = {
   i64: ['i64'],
   bool: ['bool'],
   version: ['ver'],
-  base58: ['dict', 'plain'],
+  safeAscii: ['dict', 'plain'],
   string: ['dict', 'plain'],
   json: ['jdict', 'jplain'],
   address: ['addr'],
-  base58List: ['list'],
+  safeAsciiList: ['list'],
 }
+
+/** catalogue types renamed since format 4 wrote their names: the old name reads as the new one */
+const RENAMED_TYPES: { readonly [old: string]: FieldType } = { base58: 'safeAscii', base58List: 'safeAsciiList' }
 
 /**
  * The entry of column `name` of a table as the reader's field definition `def` expects it: null
@@ -530,7 +533,8 @@ const ENC_OF: { readonly [T in FieldType]: readonly Enc[] } = {
 export function columnEntry(path: string, table: string, t: TableMeta, def: FieldDef): ColMeta | null {
   const m = t.cols[def.name]
   if (m === undefined) return null
-  if (m.t !== undefined ? m.t !== def.type : !ENC_OF[def.type].includes(m.e)) {
+  const stored = m.t === undefined ? undefined : (RENAMED_TYPES[m.t] ?? m.t)
+  if (stored !== undefined ? stored !== def.type : !ENC_OF[def.type].includes(m.e)) {
     throw new SchemaMismatchError(
       `${path}: column ${table}.${def.name} is stored as ${m.t ?? `encoding ${m.e}`}, but the catalogue declares it ${def.type}`,
     )

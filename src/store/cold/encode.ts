@@ -274,7 +274,7 @@ export function encodeColumn(
       }
       return { e: 'ver', parts: [u8(a)] }
     }
-    case 'base58':
+    case 'safeAscii':
     case 'string':
       return encodeStrings(name, values, false, withIndex, sortDicts)
     case 'json':
@@ -301,7 +301,7 @@ export function encodeColumn(
       const w = widthFor(max)
       return { e: 'addr', parts: [u8(offsets), packCodes(flat, w)], w }
     }
-    case 'base58List': {
+    case 'safeAsciiList': {
       const offsets = new Uint32Array(n + 1)
       const index = new Map<string, number>()
       const dict: string[] = []
