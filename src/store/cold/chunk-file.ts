@@ -66,6 +66,8 @@ export interface ColMeta {
   x?: 1
   /** format 4: dictionary in value order (`Encoded.s`) */
   s?: 1
+  /** format 4, value-ordered dictionaries: [first code, its value] of each frame of the text */
+  fx?: [number, string][]
   /**
    * format 3, uncompressed blobs: crc32 of each CRC_PAGE bytes of the blob (the last page may be
    * shorter), so that a few bytes can be read and checked without reading the whole blob
@@ -138,6 +140,27 @@ export interface WrittenChunk {
   bytes: number
   sha256: string
   footer: Footer
+}
+
+/**
+ * Fences of a value-ordered dictionary (format 4): for each frame of its text part, the first
+ * code whose token starts in that frame and its value, so a lookup searches one frame's codes.
+ */
+function fences(enc: Encoded, fr: readonly number[][]): [number, string][] {
+  const pText = enc.e === 'list' ? 1 : 0
+  const toff = enc.parts[enc.e === 'list' ? 4 : 3]
+  const off = new Uint32Array(toff.buffer, toff.byteOffset, toff.byteLength / 4)
+  const size = 2 ** fr[pText][0]
+  const out: [number, string][] = []
+  let last = -1
+  for (let c = 0; c + 1 < off.length; c++) {
+    const frame = Math.floor(off[c] / size)
+    if (frame !== last) {
+      out.push([c, enc.distinct![c]])
+      last = frame
+    }
+  }
+  return out
 }
 
 /** crc32 of byte arrays back to back */
@@ -236,7 +259,10 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
       if (enc.w) meta.w = enc.w
       if (enc.v) meta.v = enc.v
       if (enc.x) meta.x = enc.x
-      if (enc.s) meta.s = enc.s
+      if (enc.s) {
+        meta.s = enc.s
+        meta.fx = fences(enc, f.fr)
+      }
       store(f.stored)
       return meta
     }
@@ -289,7 +315,9 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
       if (rows.length > 10_000) await tick() // let the event loop breathe between big columns
       const enc = encodeColumn(d.name, d.type, values, version >= 2, version >= 3, version >= 4)
       cols[d.name] = emit(enc, d.type)
-      if (prune.includes(d.name)) {
+      // format 4: a value-ordered dictionary answers `mayContain` exactly (RawColumn.lookup,
+      // bounded by the column's fences to one frame of its text): no Bloom filter
+      if (prune.includes(d.name) && enc.s !== 1) {
         let distinct: Iterable<string>
         let n: number
         if (d.type === 'json') {

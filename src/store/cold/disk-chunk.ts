@@ -12,6 +12,7 @@ import {
   columnEntry,
   decodeBlob,
   nullColumn,
+  PRUNE_FIELDS,
   readBloom,
   readBlob,
   readFooter,
@@ -141,7 +142,7 @@ export class DiskChunk implements Chunk {
         }
         parts = new Parts(m.p, null, { path: this.path, start: m.o, length: m.l, crcs: m.pc ?? null, checked })
       }
-      v = new RawColumn(m.e, n, parts, m.w, m.x === 1, m.v === 1, m.s === 1)
+      v = new RawColumn(m.e, n, parts, m.w, m.x === 1, m.v === 1, m.s === 1, m.fx ?? null)
       // accounted for the bytes it holds (whole parts, pages read on demand, parsed values), which
       // grow as queries read it
       this.cache.set(k, v as unknown as ArrayLike<unknown>, 256 + parts.bytes)
@@ -171,6 +172,15 @@ export class DiskChunk implements Chunk {
 
   mayContain(kind: RecordKind, field: string, values: ReadonlySet<string>): boolean {
     if (values.size === 0) return false
+    // format 4: a value-ordered dictionary answers exactly (and the codes it finds are kept for
+    // the filters that follow); such columns have no Bloom filter
+    const t = this.footer.kinds[kind]
+    const m = t.cols[field]
+    if (m !== undefined && m.s === 1 && m.x === 1 && PRUNE_FIELDS[kind].includes(field)) {
+      const raw = this.raw(m, t.rows)
+      for (const v of values) if (raw.lookup(v) >= 0) return true
+      return false
+    }
     // the filters live in the store-wide cache too, so their memory is bounded with the columns';
     // format 3: each filter read alone (a query touches one or two), else the whole section
     const key = `${kind}.${field}`

@@ -23,6 +23,8 @@ import { align8 } from './offsets.ts'
 /** frame of a part: log2 of its raw size */
 const TEXT_LOG = 19
 const DATA_LOG = 16
+/** JSON columns are only ever read whole: one big frame (brotli's window is 16 MiB at most) */
+const WHOLE_LOG = 23
 /** parts start at multiples of this in the virtual blob (the largest frame) */
 export const MAX_FRAME = 1 << TEXT_LOG
 
@@ -31,6 +33,8 @@ export const FILTER_NONE = 0
 export const FILTER_DELTA32 = 1
 /** u32 deltas as signed, zigzag-mapped (small steps either way stay small): for parts that mostly ascend */
 export const FILTER_ZIGZAG32 = 2
+/** zigzag deltas, then the bytes grouped by significance (the high bytes, mostly zero, together): posting rows */
+export const FILTER_ZIGZAG32_SHUFFLE = 3
 
 /** how part i of an `e` blob is framed: frame size (log2) and filter */
 export function framing(e: Enc, i: number): { log: number; filter: number } {
@@ -50,14 +54,14 @@ export function framing(e: Enc, i: number): { log: number; filter: number } {
       break
     case 'jdict':
     case 'jplain':
-      text = i === 0
+      if (i === 0) return { log: WHOLE_LOG, filter: FILTER_NONE }
       break
     case 'list':
       // offsets, text, codes, sorted codes, token offsets, posting offsets, posting rows, positions
       text = i === 1
       delta = i === 0 || i === 4 || i === 5
       // posting rows ascend within each value's list, and restart at the next value's
-      zigzag = i === 6
+      if (i === 6) return { log: DATA_LOG, filter: FILTER_ZIGZAG32_SHUFFLE }
       break
     case 'addr':
       delta = i === 0
@@ -87,6 +91,23 @@ function delta32(b: Uint8Array, zigzag: boolean): Uint8Array {
     prev = x
   }
   return out
+}
+
+/** byte j of each u32 of the first length & ~3 bytes, for j = 0..3 in turn (the rest as is), a copy */
+function shuffle32(b: Uint8Array): Uint8Array {
+  const n = b.byteLength >>> 2
+  const out = new Uint8Array(b.byteLength)
+  for (let j = 0; j < 4; j++) for (let i = 0; i < n; i++) out[j * n + i] = b[4 * i + j]
+  out.set(b.subarray(4 * n), 4 * n)
+  return out
+}
+
+/** undo shuffle32 in place over bytes [pos, pos + len) of out */
+function unshuffle32(out: Uint8Array, pos: number, len: number): void {
+  const n = len >>> 2
+  // a copy (Buffer's slice would be a view)
+  const src = new Uint8Array(out.subarray(pos, pos + 4 * n))
+  for (let j = 0; j < 4; j++) for (let i = 0; i < n; i++) out[pos + 4 * i + j] = src[j * n + i]
 }
 
 /** undo delta32 in place over bytes [pos, pos + len) of out */
@@ -126,11 +147,12 @@ export function compressFrames(e: Enc, parts: readonly Uint8Array[], frameLog?: 
     for (let a = 0; a < p.byteLength; a += size) {
       const part = p.subarray(a, Math.min(p.byteLength, a + size))
       // stored filtered, compressed or not
-      const raw = filter === FILTER_NONE ? part : delta32(part, filter === FILTER_ZIGZAG32)
+      let raw = filter === FILTER_NONE ? part : delta32(part, filter !== FILTER_DELTA32)
+      if (filter === FILTER_ZIGZAG32_SHUFFLE) raw = shuffle32(raw)
       const z = brotliCompressSync(raw, {
         params: {
           [constants.BROTLI_PARAM_QUALITY]: 5,
-          [constants.BROTLI_PARAM_LGWIN]: Math.max(16, log + 1),
+          [constants.BROTLI_PARAM_LGWIN]: Math.min(24, Math.max(16, log + 1)),
           [constants.BROTLI_PARAM_SIZE_HINT]: raw.byteLength,
         },
       })
@@ -197,7 +219,10 @@ export function inflateFrame(
     if (raw.byteLength !== rawLen) throw fail(`frame decompressed to ${raw.byteLength} bytes, ${rawLen} expected`)
     out.set(raw, pos)
   }
-  if (p.filter === FILTER_DELTA32 || p.filter === FILTER_ZIGZAG32)
+  if (p.filter === FILTER_ZIGZAG32_SHUFFLE) {
+    unshuffle32(out, pos, rawLen)
+    undelta32(out, pos, rawLen, true)
+  } else if (p.filter === FILTER_DELTA32 || p.filter === FILTER_ZIGZAG32)
     undelta32(out, pos, rawLen, p.filter === FILTER_ZIGZAG32)
   else if (p.filter !== FILTER_NONE) throw fail(`unknown frame filter ${p.filter}`)
 }

@@ -421,6 +421,8 @@ export class RawColumn {
     readonly v: boolean,
     /** format 4: the dictionary is in value order (no sorted codes part) */
     private readonly sortedDict = false,
+    /** format 4: [first code, value] of each text frame of a value-ordered dictionary */
+    private readonly fences: readonly [number, string][] | null = null,
   ) {
     const ix =
       x && e === 'dict'
@@ -476,6 +478,21 @@ export class RawColumn {
   private search(value: string): number {
     let lo = 0
     let hi = this.dictSize
+    const fx = this.fences
+    if (fx !== null && fx.length > 0) {
+      // the last fence at or below the value: its frame's codes only
+      let a = 0
+      let b = fx.length
+      while (a < b) {
+        const m = (a + b) >>> 1
+        if (fx[m][1] <= value) a = m + 1
+        else b = m
+      }
+      if (a === 0) return -1
+      if (fx[a - 1][1] === value) return fx[a - 1][0]
+      lo = fx[a - 1][0]
+      if (a < fx.length) hi = fx[a][0]
+    }
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
       const c = this.sortedDict ? mid : this.parts.u32(this.pSorted, mid)
