@@ -70,8 +70,16 @@ export interface DiskColdStoreOptions {
   frameLog?: number
   /** open without writing anything (a server over a directory another process imports into) */
   readOnly?: boolean
-  /** on open: 'size' (default) checks every listed file exists with its size; 'full' checks sha256 */
-  verify?: 'size' | 'full'
+  /**
+   * on open: 'size' (default) checks every listed file exists with its size; 'full' checks sha256;
+   * 'none' checks nothing (chunk files fetched on demand, `acquireChunk`)
+   */
+  verify?: 'size' | 'full' | 'none'
+  /**
+   * Called before a chunk's file is read (replicas over object storage: fetch it into the local
+   * cache); the returned function is called when the reading is over (the file may be evicted then).
+   */
+  acquireChunk?: (e: ChunkEntry) => Promise<() => void>
   /** sizes of the catalogue's files (src/store/cold/catalogue.ts; tests make them small) */
   catalogue?: { segmentEntries?: number; logBytes?: number }
   /** fsync files and directories (default true; only tests and benches turn it off) */
@@ -207,7 +215,8 @@ export class DiskColdStore implements ColdStore {
    * their sizes (the others are checked when used: footer and blob checksums); 'full': the sha256
    * of every chunk file and catalogue segment.
    */
-  private async check(level: 'size' | 'full'): Promise<void> {
+  private async check(level: 'size' | 'full' | 'none'): Promise<void> {
+    if (level === 'none') return
     const snap = this.cat.snapshot()
     const from = level === 'full' ? 0 : Math.max(0, snap.count - snap.tail.length - 8)
     let prev: ChunkEntry | null = null
@@ -304,9 +313,11 @@ export class DiskColdStore implements ColdStore {
     const snap = this.cat.snapshot() // immutable: later appends do not change it
     const gen = snap.generation
     this.active.set(gen, (this.active.get(gen) ?? 0) + 1)
+    const releases: (() => void)[] = []
     try {
       for (let i = snap.atOrAfter(from); i < snap.count && snap.firstBlockOf(i) <= to; i++) {
         const e = snap.entry(i)
+        if (this.opts.acquireChunk) releases.push(await this.opts.acquireChunk(e))
         const chunk = this.chunkOf(e)
         if (e.lastBlock <= to) {
           yield chunk
@@ -323,6 +334,7 @@ export class DiskColdStore implements ColdStore {
         if (lo > 0) yield chunk.prefix(lo)
       }
     } finally {
+      for (const r of releases) r()
       const n = this.active.get(gen)! - 1
       if (n) this.active.set(gen, n)
       else this.active.delete(gen)
@@ -337,9 +349,16 @@ export class DiskColdStore implements ColdStore {
     let i = snap.atOrAfter(n) // first entry that may hold a block >= n
     if (i < snap.count && snap.firstBlockOf(i) < n) i++ // it also holds blocks below n
     for (i = i - 1; i >= 0 && need > 0; i--) {
-      const c = this.chunkOf(snap.entry(i))
-      const nums = c.header('number')
-      const hashes = c.header('hash')
+      const e = snap.entry(i)
+      const release = this.opts.acquireChunk ? await this.opts.acquireChunk(e) : null
+      const c = this.chunkOf(e)
+      let nums: ArrayLike<number>, hashes: ArrayLike<string>
+      try {
+        nums = c.header('number')
+        hashes = c.header('hash')
+      } finally {
+        release?.()
+      }
       const part: HeadInfo[] = []
       for (let b = c.blockCount - 1; b >= 0 && need > 0; b--) {
         if (nums[b] >= n) continue

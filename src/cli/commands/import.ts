@@ -475,19 +475,44 @@ export async function runImport(
   return res
 }
 
+/**
+ * `solportal import s3://BUCKET/PREFIX ...`: import into a local staging directory (fetched from the
+ * bucket first when it holds nothing yet), then publish the new objects and the pointer last
+ * (src/store/s3.ts). An interrupted import publishes what became durable.
+ */
+export async function importToS3(
+  url: string,
+  archives: string[],
+  opts: ImportOptions & { stagingDir?: string; client?: import('@aws-sdk/client-s3').S3Client },
+  log: (s: string) => void = (s) => process.stderr.write(s),
+): Promise<ImportResult & { uploaded: number; bytes: number }> {
+  const s3 = await import('../../store/s3.ts')
+  const ds = new s3.S3Dataset(opts.client ?? s3.s3ClientFromEnv(), s3.parseS3Url(url), { log: (m) => log(m + '\n') })
+  const dir = opts.stagingDir ?? s3.defaultStagingDir(url)
+  if (await s3.pullDataset(ds, dir)) log(`fetched the dataset of ${url} into ${dir}\n`)
+  const r = await runImport(dir, archives, opts, log)
+  const p = await s3.publishDataset(dir, ds)
+  log(`published to ${url} (staging ${dir}): ${p.uploaded} objects, ${p.bytes} bytes\n`)
+  return { ...r, ...p }
+}
+
 export function register(program: Command): void {
   program
     .command('import')
     .description(
       'bulk-load archive files (.jsonl / .jsonl.gz of getBlock results, or directories of them) into a dataset directory; resumable',
     )
-    .argument('<dir>', 'dataset directory (created when missing)')
+    .argument(
+      '<dir>',
+      'dataset directory (created when missing), or s3://BUCKET/PREFIX (imported into --staging-dir, then published)',
+    )
     .argument('<archive...>', 'archive files or directories, in ascending block order')
     .option('--include-votes', 'keep vote transactions')
     .option('--chunk-blocks <n>', `blocks per chunk at most (default 10000, at most ${MAX_TARGET_BLOCKS})`)
     .option('--chunk-mb <n>', `approximate chunk size in MB (default 32, at most ${MAX_TARGET_BYTES / (1024 * 1024)})`)
     .option('--compress', 'deflate column blobs where it saves >= 25%')
     .option('--no-progress', 'no progress output')
+    .option('--staging-dir <dir>', 's3:// targets: the local dataset directory imported into before publishing')
     .option(
       '--workers <n>',
       'threads that parse, normalize and encode (default: the available cores, at most 8; 1 = none)',
@@ -503,6 +528,7 @@ export function register(program: Command): void {
           compress?: boolean
           progress?: boolean
           workers?: string
+          stagingDir?: string
         },
       ) => {
         // misused options: a UsageError, one line from main.ts, before anything is written
@@ -518,7 +544,7 @@ export function register(program: Command): void {
         process.on('SIGINT', onSig)
         process.on('SIGTERM', onSig)
         try {
-          const r = await runImport(dir, archives, {
+          const io: ImportOptions = {
             includeVotes: o.includeVotes,
             targetBlocks,
             targetBytes: chunkMb !== undefined ? chunkMb * 1024 * 1024 : undefined,
@@ -526,7 +552,10 @@ export function register(program: Command): void {
             progress: o.progress === false ? 'none' : undefined,
             signal: ac.signal,
             workers,
-          })
+          }
+          const r = dir.startsWith('s3://')
+            ? await importToS3(dir, archives, { ...io, stagingDir: o.stagingDir })
+            : await runImport(dir, archives, io)
           process.stderr.write(
             `${r.interrupted ? 'interrupted after importing' : 'imported'} ${r.imported} blocks` +
               (r.imported ? ` (${r.firstBlock}..${r.lastBlock})` : '') +

@@ -52,6 +52,10 @@ export interface ServeOptions {
   streamBufferMb?: string
   rateLimit: string
   cacheMb?: string
+  /** --dataset-dir s3://...: local cache directory, its disk budget, the pointer's poll interval */
+  cacheDir?: string
+  cacheDiskMb?: string
+  s3PollMs?: string
   quiet?: boolean
 }
 
@@ -73,6 +77,8 @@ interface ServeSettings {
   streamBufferBytes: number
   rateLimit: number
   cacheBytes: number
+  cacheDiskBytes: number
+  s3PollMs: number
 }
 
 export function checkServeOptions(opts: ServeOptions): ServeSettings {
@@ -84,7 +90,10 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     throw new UsageError('--data-dir applies only to --rpc or --demo')
   }
   for (const a of opts.archive ?? []) existingPath('archive', a)
-  if (opts.datasetDir) existingPath('dataset-dir', opts.datasetDir, 'dir')
+  const s3 = !!opts.datasetDir?.startsWith('s3://')
+  if (opts.datasetDir && !s3) existingPath('dataset-dir', opts.datasetDir, 'dir')
+  if (!s3 && (opts.cacheDir || opts.cacheDiskMb || opts.s3PollMs))
+    throw new UsageError('--cache-dir, --cache-disk-mb and --s3-poll-ms apply only to --dataset-dir s3://...')
   return {
     port: portOption('port', opts.port),
     commitment: choiceOption('commitment', opts.commitment, ['confirmed', 'finalized'] as const),
@@ -112,6 +121,8 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
       1024,
     rateLimit: intOption('rate-limit', opts.rateLimit),
     cacheBytes: intOption('cache-mb', opts.cacheMb ?? '192', 1, 1 << 20) * 1024 * 1024,
+    cacheDiskBytes: intOption('cache-disk-mb', opts.cacheDiskMb ?? '10240', 1, 1 << 30) * 1024 * 1024,
+    s3PollMs: intOption('s3-poll-ms', opts.s3PollMs ?? '5000', 100),
   }
 }
 
@@ -145,7 +156,10 @@ export function register(program: Command): void {
       'a node request that receives nothing for this long is abandoned and retried',
       String(DEFAULT_STALL_TIMEOUT_MS),
     )
-    .option('--dataset-dir <dir>', 'serve a dataset directory written by `solportal import`')
+    .option(
+      '--dataset-dir <dir>',
+      'serve a dataset directory written by `solportal import`, or s3://BUCKET/PREFIX (a read replica)',
+    )
     .option('--bigints-as-numbers', 'render u64 amounts as bare JSON integers instead of decimal strings')
     .option('--include-votes', 'keep vote transactions')
     .option('--response-time-ms <ms>', 'end a stream response after this long', String(DEFAULT_LIMITS.responseTimeMs))
@@ -182,6 +196,9 @@ export function register(program: Command): void {
       'memory for cold-store columns, pages and filters read from disk (--dataset-dir, --rpc)',
       '192',
     )
+    .option('--cache-dir <dir>', '--dataset-dir s3://...: local cache of the fetched objects (default a temporary one)')
+    .option('--cache-disk-mb <n>', '--dataset-dir s3://...: disk budget of the cached chunk files (default 10240)')
+    .option('--s3-poll-ms <ms>', '--dataset-dir s3://...: how often new chunks are looked for (default 5000)')
     .option('--quiet', 'log errors only')
     .action(async (opts: ServeOptions) => {
       let s: Serving | undefined
@@ -339,12 +356,28 @@ async function loadDatasets(
       { name: 'solana-mainnet-complete', aliases: ['solana-complete'], store: ds.store, realTime: true, ...common },
     )
   } else if (opts.datasetDir) {
-    const { openDatasetDir } = await import('../../store/dataset-dir.ts')
-    const store = await openDatasetDir(opts.datasetDir, { cacheBytes: cfg.cacheBytes }).catch((e: Error) => {
-      throw new UsageError(`--dataset-dir ${opts.datasetDir}: ${e.message}`)
-    })
+    let store: import('../../store/dataset-dir.ts').DatasetDirStore
+    if (opts.datasetDir.startsWith('s3://')) {
+      const { openS3Replica } = await import('../../store/s3.ts')
+      const s3log = log.child({ component: 's3' })
+      const replica = await openS3Replica(opts.datasetDir, {
+        cacheDir: opts.cacheDir,
+        cacheDiskBytes: cfg.cacheDiskBytes,
+        pollMs: cfg.s3PollMs,
+        cacheBytes: cfg.cacheBytes,
+        log: (m) => s3log.warn(m),
+      })
+      store = replica.store
+      log.info(`--dataset-dir ${opts.datasetDir}: cache in ${replica.cacheDir}, head ${store.head()?.number ?? 'none'}`)
+      onStop = () => replica.close()
+    } else {
+      const { openDatasetDir } = await import('../../store/dataset-dir.ts')
+      store = await openDatasetDir(opts.datasetDir, { cacheBytes: cfg.cacheBytes }).catch((e: Error) => {
+        throw new UsageError(`--dataset-dir ${opts.datasetDir}: ${e.message}`)
+      })
+      onStop = () => store.close()
+    }
     metrics.addColdCache('solana-mainnet', () => store.cold.cacheStats())
-    onStop = () => store.close()
     datasets.push(
       { name: 'solana-mainnet', aliases: ['solana-beta'], store, realTime: false, ...common },
       { name: 'solana-mainnet-complete', aliases: ['solana-complete'], store, realTime: false, ...common },

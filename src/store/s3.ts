@@ -1,0 +1,448 @@
+/**
+ * Datasets on S3-compatible object storage.
+ *
+ * Objects under `s3://BUCKET/PREFIX/` (every name but the pointer is immutable):
+ *
+ *     cold/chunks/<file>.spc         the chunk files, as in a dataset directory
+ *     cold/catalogue/seg-<n>.bin     the catalogue's sealed segments
+ *     cold/logs/<sha256>.bin         a copy of the catalogue log as it was at one publication
+ *     POINTER.json                   {format, version, dataset, catalogue, log:{file,key,bytes,sha256}}
+ *
+ * The writer (`solportal import s3://...`) imports into a local staging directory with the usual
+ * import, then publishes: the chunks, segments and log copy not in the bucket yet, then the pointer
+ * last. A reader that sees a pointer therefore finds every object it names. One writer at a time
+ * (deployment's duty: S3-compatible servers do not all honour conditional PUTs).
+ *
+ * A replica (`serve --dataset-dir s3://...`) mirrors the catalogue into a local cache directory
+ * laid out like a dataset directory (segments, the log under its own name, CATALOGUE.json written
+ * last), opens it with the ordinary read-only DiskColdStore, and fetches each chunk object whole on
+ * its first use (temp file, sha256 checked, rename) into a disk cache bounded in bytes (least
+ * recently used files evicted; files in use by a running query are kept). It reads the pointer
+ * again every `pollMs`.
+ */
+import { createHash } from 'node:crypto'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import {
+  GetObjectCommand,
+  ListObjectsV2Command,
+  NoSuchKey,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3'
+import type { ChunkEntry } from './cold/catalogue.ts'
+import { closeFds } from './cold/raw.ts'
+import { coldDir, openDatasetDir, readDatasetMeta, type DatasetDirStore, type DatasetMeta } from './dataset-dir.ts'
+import { writeFileAtomic } from './durable.ts'
+
+export interface S3Location {
+  bucket: string
+  /** without leading or trailing slash; '' = the bucket's root */
+  prefix: string
+}
+
+export function isS3Url(s: string): boolean {
+  return s.startsWith('s3://')
+}
+
+export function parseS3Url(url: string): S3Location {
+  const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(url)
+  if (!m || !m[1]) throw new Error(`not an s3://BUCKET/PREFIX address: ${url}`)
+  return { bucket: m[1], prefix: m[2].replace(/^\/+|\/+$/g, '') }
+}
+
+/** the client from the standard variables (AWS_REGION, AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...) */
+export function s3ClientFromEnv(env: NodeJS.ProcessEnv = process.env): S3Client {
+  const cfg: S3ClientConfig = {
+    region: env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1',
+    maxAttempts: 3, // the SDK's standard retry strategy (5xx, throttling, timeouts), ours around it
+  }
+  if (env.AWS_ENDPOINT_URL) {
+    cfg.endpoint = env.AWS_ENDPOINT_URL
+    cfg.forcePathStyle = true
+  }
+  return new S3Client(cfg)
+}
+
+export type S3Log = (msg: string) => void
+
+export interface RetryOptions {
+  attempts?: number
+  /** first backoff; doubled each time (default 250 ms) */
+  baseMs?: number
+  log?: S3Log
+}
+
+function isMissing(e: unknown): boolean {
+  const x = e as { name?: string; $metadata?: { httpStatusCode?: number } }
+  return e instanceof NoSuchKey || x?.name === 'NoSuchKey' || x?.$metadata?.httpStatusCode === 404
+}
+
+/** Run a whole operation again (with backoff) when it fails for another reason than a missing key. */
+export async function withRetry<T>(what: string, op: () => Promise<T>, o: RetryOptions = {}): Promise<T> {
+  const attempts = o.attempts ?? 6
+  for (let i = 1; ; i++) {
+    try {
+      return await op()
+    } catch (e) {
+      if (isMissing(e) || i >= attempts) throw e
+      const ms = (o.baseMs ?? 250) * 2 ** (i - 1)
+      o.log?.(`s3: ${what} failed (${errText(e)}), attempt ${i} of ${attempts}, retrying in ${ms} ms`)
+      await new Promise((r) => setTimeout(r, ms))
+    }
+  }
+}
+
+function errText(e: unknown): string {
+  const x = e as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } }
+  const status = x?.$metadata?.httpStatusCode
+  return `${x?.name ?? 'Error'}${status ? ` ${status}` : ''}: ${x?.message ?? String(e)}`
+}
+
+const POINTER = 'POINTER.json'
+const POINTER_FORMAT = 'solportal-s3-dataset'
+
+interface PointerObject {
+  format: typeof POINTER_FORMAT
+  version: 1
+  dataset: DatasetMeta
+  /** the catalogue pointer (CATALOGUE.json) as written by the staging directory's store */
+  catalogue: { body: { log: string; segments: { file: string; sha256: string }[] } }
+  log: { file: string; key: string; bytes: number; sha256: string }
+}
+
+function sha256(b: Uint8Array): string {
+  return createHash('sha256').update(b).digest('hex')
+}
+
+/** S3 access to one dataset's objects, every call retried */
+export class S3Dataset {
+  constructor(
+    readonly client: S3Client,
+    readonly loc: S3Location,
+    readonly retry: RetryOptions = {},
+  ) {}
+
+  key(rel: string): string {
+    return this.loc.prefix ? `${this.loc.prefix}/${rel}` : rel
+  }
+
+  private where(rel: string): string {
+    return `s3://${this.loc.bucket}/${this.key(rel)}`
+  }
+
+  /** the object's bytes, or null when there is no such key */
+  async get(rel: string): Promise<Buffer | null> {
+    try {
+      return await withRetry(
+        `GET ${this.where(rel)}`,
+        async () => {
+          const r = await this.client.send(new GetObjectCommand({ Bucket: this.loc.bucket, Key: this.key(rel) }))
+          return Buffer.from(await r.Body!.transformToByteArray())
+        },
+        this.retry,
+      )
+    } catch (e) {
+      if (isMissing(e)) return null
+      throw new Error(`s3: GET ${this.where(rel)}: ${errText(e)}`)
+    }
+  }
+
+  async put(rel: string, body: Uint8Array): Promise<void> {
+    try {
+      await withRetry(
+        `PUT ${this.where(rel)}`,
+        () => this.client.send(new PutObjectCommand({ Bucket: this.loc.bucket, Key: this.key(rel), Body: body })),
+        this.retry,
+      )
+    } catch (e) {
+      throw new Error(`s3: PUT ${this.where(rel)}: ${errText(e)}`)
+    }
+  }
+
+  /** names (relative to the prefix) of the objects under `rel` */
+  async list(rel: string): Promise<Set<string>> {
+    const out = new Set<string>()
+    let token: string | undefined
+    const base = this.key(rel)
+    do {
+      const r = await withRetry(
+        `LIST ${this.where(rel)}`,
+        () =>
+          this.client.send(
+            new ListObjectsV2Command({ Bucket: this.loc.bucket, Prefix: base, ContinuationToken: token }),
+          ),
+        this.retry,
+      )
+      for (const o of r.Contents ?? []) if (o.Key) out.add(o.Key.slice(base.length))
+      token = r.IsTruncated ? r.NextContinuationToken : undefined
+    } while (token)
+    return out
+  }
+
+  async pointer(): Promise<{ text: string; ptr: PointerObject } | null> {
+    const b = await this.get(POINTER)
+    if (!b) return null
+    const text = b.toString('utf8')
+    const ptr = JSON.parse(text) as PointerObject
+    if (ptr?.format !== POINTER_FORMAT || ptr.version !== 1)
+      throw new Error(`${this.where(POINTER)}: not a solportal dataset pointer`)
+    return { text, ptr }
+  }
+
+  /** fetch `rel` into `path` (temp file + rename) after checking its sha256 */
+  async download(rel: string, path: string, want: { sha256: string; bytes?: number }): Promise<number> {
+    const b = await this.get(rel)
+    if (!b) throw new Error(`s3: ${this.where(rel)}: missing (named by the pointer)`)
+    if ((want.bytes !== undefined && b.length !== want.bytes) || sha256(b) !== want.sha256)
+      throw new Error(`s3: ${this.where(rel)}: damaged (size ${b.length} or sha256 differs from the catalogue's)`)
+    await writeFileAtomic(path, b, false)
+    return b.length
+  }
+}
+
+/**
+ * Publish a staging dataset directory: the objects the bucket lacks (chunks, segments, the log's
+ * current bytes under their sha256), then the pointer. Returns how many objects were uploaded.
+ */
+export async function publishDataset(dir: string, ds: S3Dataset): Promise<{ uploaded: number; bytes: number }> {
+  const meta = readDatasetMeta(dir)
+  if (!meta) throw new Error(`${dir}: not a dataset directory`)
+  const cold = coldDir(dir)
+  const catText = readFileSync(join(cold, 'CATALOGUE.json'), 'utf8')
+  const cat = JSON.parse(catText) as PointerObject['catalogue']
+  const logBytes = readFileSync(join(cold, 'catalogue', cat.body.log))
+  const logSha = sha256(logBytes)
+  const have = await ds.list('cold/')
+  let uploaded = 0
+  let bytes = 0
+  const upload = async (rel: string, body: Uint8Array) => {
+    await ds.put(rel, body)
+    uploaded++
+    bytes += body.byteLength
+  }
+  for (const f of readdirSync(join(cold, 'chunks')).sort())
+    if (!have.has(`chunks/${f}`)) await upload(`cold/chunks/${f}`, readFileSync(join(cold, 'chunks', f)))
+  for (const s of cat.body.segments)
+    if (!have.has(`catalogue/${s.file}`))
+      await upload(`cold/catalogue/${s.file}`, readFileSync(join(cold, 'catalogue', s.file)))
+  const logKey = `cold/logs/${logSha}.bin`
+  if (!have.has(`logs/${logSha}.bin`)) await upload(logKey, logBytes)
+  const ptr: PointerObject = {
+    format: POINTER_FORMAT,
+    version: 1,
+    dataset: meta,
+    catalogue: cat,
+    log: { file: cat.body.log, key: logKey, bytes: logBytes.length, sha256: logSha },
+  }
+  await upload(POINTER, Buffer.from(JSON.stringify(ptr) + '\n'))
+  return { uploaded, bytes }
+}
+
+/**
+ * Make `dir` hold the catalogue the pointer names (segments and log first, CATALOGUE.json last, each
+ * replaced atomically, so a reader of `dir` sees the old or the new state).
+ */
+async function syncCatalogue(
+  ds: S3Dataset,
+  dir: string,
+  p: { text: string; ptr: PointerObject },
+  previous: PointerObject | null,
+): Promise<void> {
+  const { ptr } = p
+  const cold = coldDir(dir)
+  const catDir = join(cold, 'catalogue')
+  mkdirSync(catDir, { recursive: true })
+  mkdirSync(join(cold, 'chunks'), { recursive: true })
+  for (const s of ptr.catalogue.body.segments)
+    if (!existsSync(join(catDir, s.file)))
+      await ds.download(`cold/catalogue/${s.file}`, join(catDir, s.file), { sha256: s.sha256 })
+  if (previous?.log.sha256 !== ptr.log.sha256 || !existsSync(join(catDir, ptr.log.file)))
+    await ds.download(ptr.log.key, join(catDir, ptr.log.file), ptr.log)
+  if (!previous || JSON.stringify(previous.dataset) !== JSON.stringify(ptr.dataset))
+    await writeFileAtomic(join(dir, 'dataset.json'), JSON.stringify(ptr.dataset, null, 2) + '\n', false)
+  const catText = JSON.stringify(ptr.catalogue)
+  const catPath = join(cold, 'CATALOGUE.json')
+  if (!existsSync(catPath) || readFileSync(catPath, 'utf8') !== catText) await writeFileAtomic(catPath, catText, false)
+  // a log the pointer no longer names (the catalogue was rewritten)
+  if (previous && previous.log.file !== ptr.log.file) rmSync(join(catDir, previous.log.file), { force: true })
+}
+
+/**
+ * Before importing into a staging directory: when it holds no dataset but the bucket does, fetch
+ * the bucket's dataset into it (catalogue and every listed chunk), so the import continues it.
+ */
+export async function pullDataset(ds: S3Dataset, dir: string): Promise<boolean> {
+  if (existsSync(join(coldDir(dir), 'CATALOGUE.json'))) return false
+  const p = await ds.pointer()
+  if (!p) return false
+  await syncCatalogue(ds, dir, p, null)
+  const store = await openDatasetDir(dir, { verify: 'none' })
+  try {
+    for (const e of store.cold.entries)
+      await ds.download(`cold/chunks/${e.file}`, join(coldDir(dir), 'chunks', e.file), e)
+  } finally {
+    await store.close()
+  }
+  return true
+}
+
+/** The local disk cache of chunk files: bounded in bytes, least recently used evicted first. */
+class ChunkCache {
+  private files = new Map<string, { bytes: number; pins: number }>()
+  private loading = new Map<string, Promise<void>>()
+  private total = 0
+
+  constructor(
+    private readonly dir: string,
+    private readonly maxBytes: number,
+    private readonly ds: S3Dataset,
+  ) {
+    mkdirSync(dir, { recursive: true })
+    for (const f of readdirSync(dir)) {
+      if (!f.endsWith('.spc')) {
+        rmSync(join(dir, f), { force: true }) // temp files of an earlier run
+        continue
+      }
+      const bytes = statSync(join(dir, f)).size
+      this.files.set(f, { bytes, pins: 0 })
+      this.total += bytes
+    }
+  }
+
+  get bytes(): number {
+    return this.total
+  }
+
+  async acquire(e: ChunkEntry): Promise<() => void> {
+    for (;;) {
+      const f = this.files.get(e.file)
+      if (f) {
+        this.files.delete(e.file) // most recently used last
+        this.files.set(e.file, f)
+        f.pins++
+        let done = false
+        return () => {
+          if (done) return
+          done = true
+          f.pins--
+          this.evict()
+        }
+      }
+      let p = this.loading.get(e.file)
+      if (!p) {
+        p = this.ds
+          .download(`cold/chunks/${e.file}`, join(this.dir, e.file), e)
+          .then((bytes) => {
+            this.files.set(e.file, { bytes, pins: 0 })
+            this.total += bytes
+            this.evict()
+          })
+          .finally(() => this.loading.delete(e.file))
+        this.loading.set(e.file, p)
+      }
+      await p
+    }
+  }
+
+  private evict(): void {
+    if (this.total <= this.maxBytes) return
+    for (const [file, f] of this.files) {
+      if (this.total <= this.maxBytes) break
+      if (f.pins) continue
+      const path = join(this.dir, file)
+      closeFds(path)
+      rmSync(path, { force: true })
+      this.files.delete(file)
+      this.total -= f.bytes
+    }
+  }
+}
+
+export interface S3ReplicaOptions {
+  /** local cache directory (default a new temporary directory) */
+  cacheDir?: string
+  /** disk budget of the chunk files kept (default 10 GiB) */
+  cacheDiskBytes?: number
+  /** how often the pointer is read again (default 5 s) */
+  pollMs?: number
+  /** the store's in-memory cache (serve --cache-mb) */
+  cacheBytes?: number
+  client?: S3Client
+  log?: S3Log
+  retry?: RetryOptions
+}
+
+export interface S3Replica {
+  store: DatasetDirStore
+  cacheDir: string
+  /** read the pointer now (the poll calls this); true when it changed */
+  poll(): Promise<boolean>
+  close(): Promise<void>
+}
+
+/** A read replica of `s3://BUCKET/PREFIX` (see the top of this file). */
+export async function openS3Replica(url: string, o: S3ReplicaOptions = {}): Promise<S3Replica> {
+  const log = o.log ?? ((m: string) => process.stderr.write(m + '\n'))
+  const ds = new S3Dataset(o.client ?? s3ClientFromEnv(), parseS3Url(url), { log, ...o.retry })
+  const dir = o.cacheDir ?? (await mkdtemp(join(tmpdir(), 'solportal-s3-cache-')))
+  const first = await ds.pointer()
+  if (!first) throw new Error(`${url}: no dataset here (no ${POINTER})`)
+  // the catalogue files are rewritten from the bucket; chunk files already cached are kept
+  rmSync(join(coldDir(dir), 'catalogue'), { recursive: true, force: true })
+  rmSync(join(coldDir(dir), 'CATALOGUE.json'), { force: true })
+  await syncCatalogue(ds, dir, first, null)
+  let current = first.ptr
+  let currentText = first.text
+  const cache = new ChunkCache(join(coldDir(dir), 'chunks'), o.cacheDiskBytes ?? 10 * 1024 ** 3, ds)
+  const store = await openDatasetDir(dir, {
+    cacheBytes: o.cacheBytes,
+    verify: 'none',
+    acquireChunk: (e) => cache.acquire(e),
+  })
+  let closed = false
+  let running: Promise<boolean> | null = null
+  const poll = (): Promise<boolean> => {
+    running ??= (async () => {
+      const p = await ds.pointer()
+      if (!p || p.text === currentText || closed) return false
+      await syncCatalogue(ds, dir, p, current)
+      current = p.ptr
+      currentText = p.text
+      return true
+    })().finally(() => (running = null))
+    return running
+  }
+  const pollMs = o.pollMs ?? 5000
+  let timer: NodeJS.Timeout | null = null
+  const schedule = () => {
+    if (closed) return
+    timer = setTimeout(() => {
+      poll()
+        .catch((e) => log(`s3: polling ${url} failed: ${e instanceof Error ? e.message : String(e)}`))
+        .finally(schedule)
+    }, pollMs)
+    timer.unref()
+  }
+  schedule()
+  return {
+    store,
+    cacheDir: dir,
+    poll,
+    async close() {
+      closed = true
+      if (timer) clearTimeout(timer)
+      await running?.catch(() => {})
+      await store.close()
+    },
+  }
+}
+
+/** a staging directory name for `url` when none is given */
+export function defaultStagingDir(url: string): string {
+  const { bucket, prefix } = parseS3Url(url)
+  return join(tmpdir(), 'solportal-s3-staging', bucket, prefix || '_root')
+}
