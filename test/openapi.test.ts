@@ -16,7 +16,7 @@ import { parseQuery, QueryError } from '../src/query/index.ts'
 import type { QueryLimits } from '../src/query/parse.ts'
 import { filterValueKind, RELATIONS, REQUESTS, type FilterDecl, type RequestDecl } from '../src/query/spec.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
-import { PortalServer } from '../src/server/http.ts'
+import { DEFAULT_LIMITS, PortalServer } from '../src/server/http.ts'
 import { loadStaticStore } from '../src/server/load.ts'
 import { Metrics } from '../src/server/metrics.ts'
 import { Observer } from '../src/server/observe.ts'
@@ -385,7 +385,10 @@ describe('GET /openapi.json on the real server', () => {
 
   test('the document: OpenAPI 3.1 with the server limits, every schema compiles (strict)', () => {
     assert.equal(doc.openapi, '3.1.0')
-    assert.deepEqual(doc, JSON.parse(JSON.stringify(openApiDocument({ limits, maxBodyBytes: 256 * 1024 }))))
+    assert.deepEqual(
+      doc,
+      JSON.parse(JSON.stringify(openApiDocument({ limits, maxBodyBytes: DEFAULT_LIMITS.maxBodyBytes }))),
+    )
     for (const [name, s] of Object.entries(doc.components.schemas)) {
       assert.doesNotThrow(() => newAjv().compile(deref(doc, s) as JsonSchema), name)
     }

@@ -9,6 +9,7 @@ import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../inge
 import { sampleLines } from '../../ingest/sample.ts'
 import type { DatasetConfig } from '../../server/datasets.ts'
 import { DatasetRegistry } from '../../server/datasets.ts'
+import { bodyLimitFor, FILTER_VALUE_BYTES } from '../../server/body.ts'
 import { DEFAULT_LIMITS, PortalServer } from '../../server/http.ts'
 import { loadStaticStore } from '../../server/load.ts'
 import { Metrics } from '../../server/metrics.ts'
@@ -47,6 +48,8 @@ export interface ServeOptions {
   headWaitMs: string
   maxStreams: string
   maxStreamsPerClient?: string
+  maxBodyBytes?: string
+  maxFilterValues?: string
   bodyTimeoutMs?: string
   writeTimeoutMs?: string
   streamBufferMb?: string
@@ -72,6 +75,8 @@ interface ServeSettings {
   headWaitMs: number
   maxStreams: number
   maxStreamsPerClient: number
+  maxBodyBytes: number
+  maxFilterValues: number
   bodyTimeoutMs: number
   writeTimeoutMs: number
   streamBufferBytes: number
@@ -79,6 +84,28 @@ interface ServeSettings {
   cacheBytes: number
   cacheDiskBytes: number
   s3PollMs: number
+}
+
+/**
+ * The query body limit and the filter value limit, kept consistent: without --max-body-bytes the
+ * body limit is what --max-filter-values addresses need (8 MiB at least); a --max-body-bytes too
+ * small for them is a usage error.
+ */
+function bodyLimits(opts: ServeOptions): { maxBodyBytes: number; maxFilterValues: number } {
+  const maxFilterValues = intOption(
+    'max-filter-values',
+    opts.maxFilterValues ?? String(DEFAULT_LIMITS.maxFilterValues),
+    1,
+    100_000_000,
+  )
+  if (opts.maxBodyBytes === undefined) return { maxBodyBytes: bodyLimitFor(maxFilterValues), maxFilterValues }
+  const maxBodyBytes = intOption('max-body-bytes', opts.maxBodyBytes, 1024, 2 ** 31)
+  if (maxBodyBytes < maxFilterValues * FILTER_VALUE_BYTES && opts.maxFilterValues !== undefined) {
+    throw new UsageError(
+      `--max-body-bytes ${maxBodyBytes} cannot hold --max-filter-values ${maxFilterValues} addresses (~${FILTER_VALUE_BYTES} bytes each): raise it to ${maxFilterValues * FILTER_VALUE_BYTES} or more`,
+    )
+  }
+  return { maxBodyBytes, maxFilterValues }
 }
 
 export function checkServeOptions(opts: ServeOptions): ServeSettings {
@@ -113,6 +140,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
       opts.maxStreamsPerClient ?? String(DEFAULT_LIMITS.maxStreamsPerClient),
       1,
     ),
+    ...bodyLimits(opts),
     bodyTimeoutMs: intOption('body-timeout-ms', opts.bodyTimeoutMs ?? String(DEFAULT_LIMITS.bodyTimeoutMs), 100),
     writeTimeoutMs: intOption('write-timeout-ms', opts.writeTimeoutMs ?? String(DEFAULT_LIMITS.writeTimeoutMs)),
     streamBufferBytes:
@@ -175,6 +203,11 @@ export function register(program: Command): void {
       'concurrent stream requests of one client address before 429',
       String(DEFAULT_LIMITS.maxStreamsPerClient),
     )
+    .option(
+      '--max-body-bytes <n>',
+      `largest query body, decoded (default ${DEFAULT_LIMITS.maxBodyBytes}, or what --max-filter-values needs)`,
+    )
+    .option('--max-filter-values <n>', 'values per filter list', String(DEFAULT_LIMITS.maxFilterValues))
     .option(
       '--body-timeout-ms <ms>',
       'a request (headers and body) must arrive within this long, else 408',
@@ -255,6 +288,8 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
       headWaitMs: cfg.headWaitMs,
       maxConcurrentStreams: cfg.maxStreams,
       maxStreamsPerClient: cfg.maxStreamsPerClient,
+      maxBodyBytes: cfg.maxBodyBytes,
+      maxFilterValues: cfg.maxFilterValues,
       bodyTimeoutMs: cfg.bodyTimeoutMs,
       writeTimeoutMs: cfg.writeTimeoutMs,
       streamBufferBytes: cfg.streamBufferBytes,
