@@ -4,7 +4,6 @@
  * in-process fake chain with `--demo`.
  */
 import type { Command } from 'commander'
-import { readArchive } from '../../ingest/archive.ts'
 import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc.ts'
 import { sampleLines } from '../../ingest/sample.ts'
 import type { DatasetConfig } from '../../server/datasets.ts'
@@ -162,7 +161,7 @@ export function register(program: Command): void {
     .option('--host <host>', 'address to listen on (env HOST)', process.env.HOST ?? '127.0.0.1')
     .option(
       '--archive <path...>',
-      'serve archive files (.jsonl/.jsonl.gz, or a directory of them) instead of the sample',
+      'serve archive files (.jsonl/.jsonl.gz, or a directory of them) instead of the sample, imported into a temporary dataset directory',
     )
     .option('--demo', 'run a live fake Solana chain in-process and serve it in real time')
     .option('--rpc <url>', 'follow a Solana node over JSON-RPC (needs --data-dir)')
@@ -307,15 +306,17 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
   announce.info(`accepting connections on ${url} (/health, /ready, /metrics); loading the datasets`)
 
   let onStop: (() => Promise<void>) | undefined
+  const loading = new AbortController()
   const stop = async () => {
     log.info('shutting down')
+    loading.abort()
     await server.close()
     await onStop?.()
   }
   const ready = (async () => {
     try {
       await hooks.beforeLoad?.()
-      const loaded = await loadDatasets(opts, cfg, log, metrics, hooks.onFatal)
+      const loaded = await loadDatasets(opts, cfg, log, metrics, hooks.onFatal, loading.signal)
       onStop = loaded.stop
       server.setDatasets(new DatasetRegistry(loaded.datasets))
       announce.info(
@@ -338,6 +339,7 @@ async function loadDatasets(
   log: Logger,
   metrics: Metrics,
   onFatal?: (err: Error) => void,
+  signal?: AbortSignal,
 ): Promise<{ datasets: DatasetConfig[]; stop?: () => Promise<void> }> {
   const datasets: DatasetConfig[] = []
   const common = { bigintsAsNumbers: !!opts.bigintsAsNumbers }
@@ -417,31 +419,54 @@ async function loadDatasets(
       { name: 'solana-mainnet', aliases: ['solana-beta'], store, realTime: false, ...common },
       { name: 'solana-mainnet-complete', aliases: ['solana-complete'], store, realTime: false, ...common },
     )
+  } else if (opts.archive) {
+    // imported into a temporary dataset directory: bounded memory whatever the archive's size
+    const { openArchiveDataset } = await import('./serve-archive.ts')
+    const ds = await openArchiveDataset(opts.archive, {
+      includeVotes: opts.includeVotes,
+      cacheBytes: cfg.cacheBytes,
+      signal,
+      log,
+    })
+    metrics.addColdCache('solana-mainnet', () => ds.store.cold.cacheStats())
+    onStop = () => ds.close()
+    // both datasets start at the archive's first block
+    const first = ds.store.firstBlock() ?? 0
+    datasets.push(
+      {
+        name: 'solana-mainnet',
+        aliases: ['solana-beta'],
+        store: ds.store,
+        startBlock: first,
+        realTime: false,
+        ...common,
+      },
+      {
+        name: 'solana-mainnet-complete',
+        aliases: ['solana-complete'],
+        store: ds.store,
+        startBlock: first,
+        realTime: false,
+        ...common,
+      },
+    )
   } else {
     const t0 = Date.now()
-    const source = opts.archive ? readArchive(opts.archive) : sampleLines()
-    let warned = 0
-    const { store, blocks, warnings } = await loadStaticStore(source, {
+    const { store, blocks, warnings } = await loadStaticStore(sampleLines(), {
       includeVotes: opts.includeVotes,
       // the bundled sample's warnings are known (one trimmed mainnet fixture lacks the invoke log
       // lines of its v0 transaction): counted in one line below instead of printed in full
-      onWarning: (m) => {
-        if (opts.archive && warned++ < 20) log.warn(m)
-      },
     })
-    const ms = Date.now() - t0
-    if (opts.archive) log.info(`loaded ${blocks} blocks (${warnings} normalization warnings) in ${ms} ms`)
-    else
-      log.info(
-        `loaded the bundled sample: ${blocks} blocks in ${ms} ms` +
-          (warnings
-            ? ` (${warnings} expected normalization warning(s): a trimmed mainnet fixture lacks invoke log lines)`
-            : ''),
-      )
+    log.info(
+      `loaded the bundled sample: ${blocks} blocks in ${Date.now() - t0} ms` +
+        (warnings
+          ? ` (${warnings} expected normalization warning(s): a trimmed mainnet fixture lacks invoke log lines)`
+          : ''),
+    )
     const first = store.firstBlock() ?? 0
     // The stable dataset starts at the whole mainnet block of the sample (2024); the complete one
-    // at the earliest sample block (2021). An archive is served from its first block by both.
-    const stableStart = opts.archive ? first : Math.max(first, 254170887)
+    // at the earliest sample block (2021).
+    const stableStart = Math.max(first, 254170887)
     const s: BlockStore = store
     datasets.push(
       {
