@@ -26,7 +26,7 @@ import { writeArchive } from '../src/ingest/generate.ts'
 import { REPO_ROOT } from '../src/ingest/sample.ts'
 import { RECORD_KINDS, type Block } from '../src/model.ts'
 import { LISTS, readChunkBlocks } from '../src/store/cold/chunk-file.ts'
-import { readManifest } from '../src/store/cold/manifest.ts'
+import { readCatalogue } from '../src/store/cold/catalogue.ts'
 import { coldDir } from '../src/store/dataset-dir.ts'
 
 const BLOCKS = Number(process.env.STORAGE_BLOCKS ?? 150)
@@ -95,7 +95,7 @@ export async function parquetOf(
   compressions: readonly string[] = ['zstd'],
 ): Promise<Map<string, ParquetSize>> {
   const cold = coldDir(dataset)
-  const entries = readManifest(cold)!.chunks
+  const entries = (await readCatalogue(cold))!
   const duck = await DuckDBInstance.create(':memory:')
   const con = await duck.connect()
   const tables: { name: string; defs: readonly FieldDef[]; rows: (b: Block) => Record<string, unknown>[] }[] = [

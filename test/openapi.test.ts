@@ -14,9 +14,9 @@ import { fieldsOf, SELECTOR_INDEX, SELECTOR_NAMES } from '../src/catalogue.ts'
 import { sampleLines } from '../src/ingest/sample.ts'
 import { parseQuery, QueryError } from '../src/query/index.ts'
 import type { QueryLimits } from '../src/query/parse.ts'
-import { RELATIONS, REQUESTS, type FilterDecl, type RequestDecl } from '../src/query/spec.ts'
+import { filterValueKind, RELATIONS, REQUESTS, type FilterDecl, type RequestDecl } from '../src/query/spec.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
-import { PortalServer } from '../src/server/http.ts'
+import { DEFAULT_LIMITS, PortalServer } from '../src/server/http.ts'
 import { loadStaticStore } from '../src/server/load.ts'
 import { Metrics } from '../src/server/metrics.ts'
 import { Observer } from '../src/server/observe.ts'
@@ -56,9 +56,15 @@ const hex = (bytes: number) =>
     .map(([b, upper]) => '0x' + (upper ? Buffer.from(b).toString('hex').toUpperCase() : Buffer.from(b).toString('hex')))
 
 function validValue(d: Exclude<FilterDecl, { op: 'bool' }>): fc.Arbitrary<string> {
-  if (d.op === 'in' && d.allowed) return fc.constantFrom(...d.allowed)
-  if (d.op === 'prefix') return d.bytes > 0 ? hex(d.bytes) : fc.integer({ min: 0, max: d.maxBytes }).chain(hex)
-  return address
+  switch (filterValueKind(d)) {
+    case 'word':
+      return fc.constantFrom(...(d.op === 'in' ? (d.allowed ?? []) : []))
+    case 'hexPrefix':
+      if (d.op !== 'prefix') throw new Error('unreachable')
+      return d.bytes > 0 ? hex(d.bytes) : fc.integer({ min: 0, max: d.maxBytes }).chain(hex)
+    case 'address':
+      return address
+  }
 }
 
 function validFilter(d: FilterDecl): fc.Arbitrary<unknown> {
@@ -207,6 +213,25 @@ const faults: fc.Arbitrary<[string, Fault]>[] = [
     .chain((d) => fc.tuple(fc.constant(d), fc.shuffledSubarray(prefixMembers(d), { minLength: 2, maxLength: 2 })))
     .map(([d, [a, b]]) => ['two prefix members', (q) => push(q, d.member, { [a]: [], [b]: [] })]),
   fc
+    .constantFrom(
+      ...REQUESTS.flatMap((d) => listFilters(d).map((f) => [d, f] as const)).filter(
+        ([, f]) => filterValueKind(f) === 'address',
+      ),
+    )
+    .chain(([d, f]) =>
+      fc
+        .oneof(
+          // too short, too long, empty, or a character outside the alphabet
+          fc.tuple(address, fc.nat(31)).map(([a, n]) => a.slice(0, n)),
+          fc.tuple(address, address).map(([a, b]) => (a + b).slice(0, 45 + (a.length % 10))),
+          fc
+            .tuple(address, fc.constantFrom('0', 'O', 'I', 'l', '+', ' ', 'é'), fc.nat(31))
+            .map(([a, c, i]) => a.slice(0, i) + c + a.slice(i + 1)),
+        )
+        .map((v) => [d, f, v] as const),
+    )
+    .map(([d, f, v]) => ['address value malformed', (q) => push(q, d.member, { [f.member]: [v] })]),
+  fc
     .constantFrom(...REQUESTS.flatMap((d) => d.filters.map((f) => [d, f] as const)))
     .filter(([, f]) => f.op === 'in' && !!f.allowed)
     .chain(([d, f]) =>
@@ -281,6 +306,11 @@ describe('the query schema and the validator agree', () => {
     const below = { fromBlock: 10, toBlock: 5 }
     assert.ok(schemaValidate(below))
     assert.equal(validatorAccepts(below).ok, false)
+    // 44 base58 characters may hold 33 bytes: only the validator counts them
+    const long = { fromBlock: 0, balances: [{ account: ['z'.repeat(44)] }] }
+    assert.ok(schemaValidate(long))
+    assert.equal(validatorAccepts(long).ok, false)
+    assert.match(doc.info.description, /32-byte length of an address/)
     const many = Object.fromEntries(REQUESTS.slice(0, 2).map((d) => [d.member, Array(15).fill({})]))
     assert.ok(schemaValidate({ fromBlock: 0, ...many }))
     assert.equal(validatorAccepts({ fromBlock: 0, ...many }).ok, false)
@@ -355,7 +385,10 @@ describe('GET /openapi.json on the real server', () => {
 
   test('the document: OpenAPI 3.1 with the server limits, every schema compiles (strict)', () => {
     assert.equal(doc.openapi, '3.1.0')
-    assert.deepEqual(doc, JSON.parse(JSON.stringify(openApiDocument({ limits, maxBodyBytes: 256 * 1024 }))))
+    assert.deepEqual(
+      doc,
+      JSON.parse(JSON.stringify(openApiDocument({ limits, maxBodyBytes: DEFAULT_LIMITS.maxBodyBytes }))),
+    )
     for (const [name, s] of Object.entries(doc.components.schemas)) {
       assert.doesNotThrow(() => newAjv().compile(deref(doc, s) as JsonSchema), name)
     }

@@ -10,7 +10,7 @@ import type { Block } from '../src/model.ts'
 import type { DatasetConfig } from '../src/server/datasets.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import type { RateLimit, ServerLimits } from '../src/server/http.ts'
-import { PortalServer } from '../src/server/http.ts'
+import { DEFAULT_LIMITS, PortalServer } from '../src/server/http.ts'
 import { loadStaticStore } from '../src/server/load.ts'
 import { StaticStore } from '../src/store/static.ts'
 import { lines, postJson, request, streamAll } from './support/http/client.ts'
@@ -200,10 +200,13 @@ describe('server: stream requests', () => {
     })
     assert.equal(r.status, 400)
     assert.match(r.text, /gzip/)
-    const huge = JSON.stringify({ fromBlock: STABLE_START, transactions: [{ feePayer: ['x'.repeat(300 * 1024)] }] })
+    const huge = JSON.stringify({
+      fromBlock: STABLE_START,
+      transactions: [{ feePayer: ['x'.repeat(DEFAULT_LIMITS.maxBodyBytes)] }],
+    })
     r = await postJson(`${base}/stream`, huge)
     assert.equal(r.status, 400)
-    assert.match(r.text, /limit of 262144 bytes/)
+    assert.match(r.text, new RegExp(`limit of ${DEFAULT_LIMITS.maxBodyBytes} bytes`))
     // a gzip bomb is bounded by the decoded size
     r = await request(`${base}/stream`, {
       method: 'POST',
@@ -211,7 +214,7 @@ describe('server: stream requests', () => {
       body: zlib.gzipSync(huge),
     })
     assert.equal(r.status, 400)
-    assert.match(r.text, /limit of 262144 bytes/)
+    assert.match(r.text, new RegExp(`limit of ${DEFAULT_LIMITS.maxBodyBytes} bytes`))
   })
 
   test('gzip both ways', async () => {

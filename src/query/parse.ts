@@ -6,7 +6,7 @@ import { fieldsOf, SELECTOR_INDEX, SELECTOR_NAMES, type FieldDef, type SelectorN
 import type { RecordKind } from '../model.ts'
 import { base58Decode, isAddress, isBase58Text } from '../util/base58.ts'
 import { QueryError } from './errors.ts'
-import { RELATIONS, REQUESTS, type FilterDecl, type RelationDecl } from './spec.ts'
+import { filterValueKind, RELATIONS, REQUESTS, type FilterDecl, type RelationDecl } from './spec.ts'
 
 export interface QueryLimits {
   /** total number of item requests over all kinds */
@@ -134,6 +134,8 @@ function checkAddressValue(s: string, path: string): void {
 function compileFilter(d: FilterDecl, v: unknown, path: string, limits: QueryLimits): CompiledFilter | null {
   if (d.op === 'bool') return { op: 'bool', column: d.column, value: expectBool(v, path) }
   const list = parseStringList(v, path, limits)
+  if (filterValueKind(d) === 'address')
+    for (let i = 0; i < list.length; i++) checkAddressValue(list[i], `${path}[${i}]`)
   switch (d.op) {
     case 'in':
       if (d.allowed) {
@@ -142,13 +144,11 @@ function compileFilter(d: FilterDecl, v: unknown, path: string, limits: QueryLim
             fail(`${path}[${i}]`, `expected one of ${d.allowed.map((a) => JSON.stringify(a)).join(', ')}`)
           }
         }
-      } else for (let i = 0; i < list.length; i++) checkAddressValue(list[i], `${path}[${i}]`)
+      }
       return list.length ? { op: 'in', column: d.column, values: new Set(list) } : null
     case 'at':
-      for (let i = 0; i < list.length; i++) checkAddressValue(list[i], `${path}[${i}]`)
       return list.length ? { op: 'at', column: d.column, index: d.index, values: new Set(list) } : null
     case 'any':
-      for (let i = 0; i < list.length; i++) checkAddressValue(list[i], `${path}[${i}]`)
       return list.length ? { op: 'any', sources: d.sources, values: new Set(list) } : null
     case 'prefix': {
       const byLength = new Map<number, Set<string>>()

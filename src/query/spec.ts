@@ -25,6 +25,17 @@ export type FilterDecl =
   | { member: string; op: 'prefix'; column: string; bytes: number; maxBytes: number }
 
 /**
+ * What each value of a filter list must be: one of the `allowed` words, a `0x` hex prefix, or a
+ * base58 address of 32 bytes. The validator checks it and the published schema states it.
+ */
+export type FilterValueKind = 'word' | 'hexPrefix' | 'address'
+
+export function filterValueKind(d: Exclude<FilterDecl, { op: 'bool' }>): FilterValueKind {
+  if (d.op === 'prefix') return 'hexPrefix'
+  return d.op === 'in' && d.allowed ? 'word' : 'address'
+}
+
+/**
  * How a relation finds the target rows of one source row (same block always):
  * - tx: rows of the same transaction
  * - subtree: instructions of the same transaction whose address has the source's as proper prefix

@@ -20,7 +20,6 @@
 import { setMaxListeners } from 'node:events'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import zlib from 'node:zlib'
 import { executeQuery, parseQuery, QueryError } from '../query/index.ts'
 import type { OutputBlock, ParsedQuery } from '../query/index.ts'
 import { defaultLogger } from '../log.ts'
@@ -29,6 +28,7 @@ import { ByteBudget, RenderScheduler } from './budget.ts'
 import type { Dataset, DatasetRegistry } from './datasets.ts'
 import { metadataOf } from './datasets.ts'
 import { LogLimiter, PerClientCap, RateLimiter, type RateLimit } from './guards.ts'
+import { DEFAULT_MAX_BODY_BYTES, readRequestBody, RequestBodyError } from './body.ts'
 import { badRequest, HttpError, parseTarget } from './http-error.ts'
 import { LineWriter } from './line-writer.ts'
 import type { Observer } from './observe.ts'
@@ -69,7 +69,8 @@ export interface ServerLimits {
 }
 
 export const DEFAULT_LIMITS: ServerLimits = {
-  maxBodyBytes: 256 * 1024,
+  // fits the default 100,000 filter values (src/server/body.ts)
+  maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
   maxItemRequests: 100,
   maxFilterValues: 100_000,
   maxConcurrentStreams: 1024,
@@ -245,7 +246,8 @@ export class PortalServer {
       )
     }
     const ds = datasets.get(parts[1])
-    if (!ds) throw new HttpError(404, `Dataset '${parts[1]}' not found`)
+    // the name comes from the request: quoted and escaped, cut at 100 characters
+    if (!ds) throw new HttpError(404, `Dataset ${JSON.stringify(parts[1].slice(0, 100))} not found`)
     const rest = parts.slice(2).join('/')
 
     switch (rest) {
@@ -327,7 +329,14 @@ export class PortalServer {
     if (!/^application\/(.+\+)?json\b/i.test(contentType)) {
       throw badRequest(`Content-Type must be application/json, got '${contentType}'`)
     }
-    const body = await readBody(req, this.limits.maxBodyBytes)
+    let body: string
+    try {
+      body = await readRequestBody(req, this.limits.maxBodyBytes)
+    } catch (e) {
+      if (!(e instanceof RequestBodyError)) throw e
+      // the rest of the body is not read: the connection closes after the 400
+      throw new HttpError(400, `Bad request: ${e.message}`, { Connection: 'close' })
+    }
     let json: unknown
     try {
       json = JSON.parse(body)
@@ -546,41 +555,4 @@ export function acceptsGzip(header: string | string[] | undefined): boolean {
     return true
   }
   return false
-}
-
-/** Read the request body (gunzipping it when Content-Encoding says so), bounded in size. */
-async function readBody(req: http.IncomingMessage, maxBytes: number): Promise<string> {
-  const encoding = String(req.headers['content-encoding'] ?? 'identity')
-    .trim()
-    .toLowerCase()
-  if (encoding !== 'identity' && encoding !== 'gzip') {
-    throw badRequest(`unsupported Content-Encoding '${encoding}' (use gzip or none)`)
-  }
-  const declared = Number(req.headers['content-length'] ?? NaN)
-  if (encoding === 'identity' && declared > maxBytes) {
-    throw badRequest(`request body is larger than the limit of ${maxBytes} bytes`)
-  }
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const c of req as AsyncIterable<Buffer>) {
-    size += c.length
-    // a gzip body is hardly ever larger than what it decodes to: bound the raw size too
-    if (size > maxBytes + 1024) {
-      throw badRequest(`request body is larger than the limit of ${maxBytes} bytes`)
-    }
-    chunks.push(c)
-  }
-  let raw = Buffer.concat(chunks)
-  if (encoding === 'gzip') {
-    try {
-      raw = zlib.gunzipSync(raw, { maxOutputLength: maxBytes + 1 })
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-        throw badRequest(`request body is larger than the limit of ${maxBytes} bytes`)
-      }
-      throw badRequest(`request body is not valid gzip: ${(e as Error).message}`)
-    }
-    if (raw.length > maxBytes) throw badRequest(`request body is larger than the limit of ${maxBytes} bytes`)
-  }
-  return raw.toString('utf8')
 }

@@ -5,20 +5,30 @@
  * (`src/query/spec.ts`), so the schema cannot drift from the validator (`src/query/parse.ts`).
  *
  * What JSON Schema cannot say and only the validator checks: `toBlock` >= `fromBlock`, the total
- * number of item requests over all lists (each list alone is bounded), and `fromBlock` >= the
+ * number of item requests over all lists (each list alone is bounded), the exact 32-byte length of
+ * an address value (the schema bounds its base58 text to 32-44 characters), and `fromBlock` >= the
  * dataset's start block (a 400 from the server).
  */
 import { readFileSync } from 'node:fs'
 import { BLOCK_MEMBERS, fieldsOf, HEADER_FIELDS, RECORD_FIELDS, SELECTOR_NAMES, type FieldDef } from '../catalogue.ts'
 import type { RecordKind } from '../model.ts'
 import { DEFAULT_LIMITS as QUERY_LIMITS, type QueryLimits } from '../query/parse.ts'
-import { RELATIONS, REQUESTS, type FilterDecl, type JoinKind, type RequestDecl } from '../query/spec.ts'
+import {
+  filterValueKind,
+  RELATIONS,
+  REQUESTS,
+  type FilterDecl,
+  type JoinKind,
+  type RequestDecl,
+} from '../query/spec.ts'
 
 export type JsonSchema = { [key: string]: unknown }
 
 export const JSON_SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema'
 
 const MAX_BLOCK = Number.MAX_SAFE_INTEGER
+
+const ADDRESS_PATTERN = '^[1-9A-HJ-NP-Za-km-z]{32,44}$'
 
 /** Adds `null` to the accepted types of a schema that has a `type`. */
 function orNull(s: JsonSchema): JsonSchema {
@@ -55,9 +65,17 @@ function filterSchema(kind: RecordKind, d: FilterDecl, limits: QueryLimits): Jso
   // null = absent, for every filter (the reference types them as optional)
   if (d.op === 'bool') return { type: ['boolean', 'null'], description }
   let value: JsonSchema
-  if (d.op === 'prefix') value = { type: 'string', pattern: hexPattern(d) }
-  else if (d.op === 'in' && d.allowed) value = { type: 'string', enum: [...d.allowed] }
-  else value = { type: 'string' }
+  switch (filterValueKind(d)) {
+    case 'hexPrefix':
+      value = { type: 'string', pattern: hexPattern(d as Extract<FilterDecl, { op: 'prefix' }>) }
+      break
+    case 'word':
+      value = { type: 'string', enum: [...(d as Extract<FilterDecl, { op: 'in' }>).allowed!] }
+      break
+    case 'address':
+      // 32 bytes are 32 to 44 base58 characters; the exact byte length is checked by the server
+      value = { type: 'string', pattern: ADDRESS_PATTERN, description: 'a base58 address (32 bytes)' }
+  }
   return {
     type: ['array', 'null'],
     items: value,
@@ -326,7 +344,7 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
       title: 'solportal',
       version: opts.version ?? packageVersion(),
       description:
-        'Solana block data query and streaming service (the Portal interface). The Query schema is generated from the same declarations as the server-side validator; only toBlock >= fromBlock, the total number of item requests and the dataset start block are checked by the server alone. Every response carries an X-Request-Id.',
+        'Solana block data query and streaming service (the Portal interface). The Query schema is generated from the same declarations as the server-side validator; only toBlock >= fromBlock, the total number of item requests, the exact 32-byte length of an address (the schema bounds its text to 32-44 base58 characters) and the dataset start block are checked by the server alone. Every response carries an X-Request-Id.',
     },
     paths: {
       '/datasets': {

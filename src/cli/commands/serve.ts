@@ -4,11 +4,11 @@
  * in-process fake chain with `--demo`.
  */
 import type { Command } from 'commander'
-import { readArchive } from '../../ingest/archive.ts'
 import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc.ts'
 import { sampleLines } from '../../ingest/sample.ts'
 import type { DatasetConfig } from '../../server/datasets.ts'
 import { DatasetRegistry } from '../../server/datasets.ts'
+import { bodyLimitFor, FILTER_VALUE_BYTES } from '../../server/body.ts'
 import { DEFAULT_LIMITS, PortalServer } from '../../server/http.ts'
 import { loadStaticStore } from '../../server/load.ts'
 import { Metrics } from '../../server/metrics.ts'
@@ -47,6 +47,8 @@ export interface ServeOptions {
   headWaitMs: string
   maxStreams: string
   maxStreamsPerClient?: string
+  maxBodyBytes?: string
+  maxFilterValues?: string
   bodyTimeoutMs?: string
   writeTimeoutMs?: string
   streamBufferMb?: string
@@ -72,6 +74,8 @@ interface ServeSettings {
   headWaitMs: number
   maxStreams: number
   maxStreamsPerClient: number
+  maxBodyBytes: number
+  maxFilterValues: number
   bodyTimeoutMs: number
   writeTimeoutMs: number
   streamBufferBytes: number
@@ -79,6 +83,28 @@ interface ServeSettings {
   cacheBytes: number
   cacheDiskBytes: number
   s3PollMs: number
+}
+
+/**
+ * The query body limit and the filter value limit, kept consistent: without --max-body-bytes the
+ * body limit is what --max-filter-values addresses need (8 MiB at least); a --max-body-bytes too
+ * small for them is a usage error.
+ */
+function bodyLimits(opts: ServeOptions): { maxBodyBytes: number; maxFilterValues: number } {
+  const maxFilterValues = intOption(
+    'max-filter-values',
+    opts.maxFilterValues ?? String(DEFAULT_LIMITS.maxFilterValues),
+    1,
+    100_000_000,
+  )
+  if (opts.maxBodyBytes === undefined) return { maxBodyBytes: bodyLimitFor(maxFilterValues), maxFilterValues }
+  const maxBodyBytes = intOption('max-body-bytes', opts.maxBodyBytes, 1024, 2 ** 31)
+  if (maxBodyBytes < maxFilterValues * FILTER_VALUE_BYTES && opts.maxFilterValues !== undefined) {
+    throw new UsageError(
+      `--max-body-bytes ${maxBodyBytes} cannot hold --max-filter-values ${maxFilterValues} addresses (~${FILTER_VALUE_BYTES} bytes each): raise it to ${maxFilterValues * FILTER_VALUE_BYTES} or more`,
+    )
+  }
+  return { maxBodyBytes, maxFilterValues }
 }
 
 export function checkServeOptions(opts: ServeOptions): ServeSettings {
@@ -113,6 +139,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
       opts.maxStreamsPerClient ?? String(DEFAULT_LIMITS.maxStreamsPerClient),
       1,
     ),
+    ...bodyLimits(opts),
     bodyTimeoutMs: intOption('body-timeout-ms', opts.bodyTimeoutMs ?? String(DEFAULT_LIMITS.bodyTimeoutMs), 100),
     writeTimeoutMs: intOption('write-timeout-ms', opts.writeTimeoutMs ?? String(DEFAULT_LIMITS.writeTimeoutMs)),
     streamBufferBytes:
@@ -134,7 +161,7 @@ export function register(program: Command): void {
     .option('--host <host>', 'address to listen on (env HOST)', process.env.HOST ?? '127.0.0.1')
     .option(
       '--archive <path...>',
-      'serve archive files (.jsonl/.jsonl.gz, or a directory of them) instead of the sample',
+      'serve archive files (.jsonl/.jsonl.gz, or a directory of them) instead of the sample, imported into a temporary dataset directory',
     )
     .option('--demo', 'run a live fake Solana chain in-process and serve it in real time')
     .option('--rpc <url>', 'follow a Solana node over JSON-RPC (needs --data-dir)')
@@ -175,6 +202,11 @@ export function register(program: Command): void {
       'concurrent stream requests of one client address before 429',
       String(DEFAULT_LIMITS.maxStreamsPerClient),
     )
+    .option(
+      '--max-body-bytes <n>',
+      `largest query body, decoded (default ${DEFAULT_LIMITS.maxBodyBytes}, or what --max-filter-values needs)`,
+    )
+    .option('--max-filter-values <n>', 'values per filter list', String(DEFAULT_LIMITS.maxFilterValues))
     .option(
       '--body-timeout-ms <ms>',
       'a request (headers and body) must arrive within this long, else 408',
@@ -255,6 +287,8 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
       headWaitMs: cfg.headWaitMs,
       maxConcurrentStreams: cfg.maxStreams,
       maxStreamsPerClient: cfg.maxStreamsPerClient,
+      maxBodyBytes: cfg.maxBodyBytes,
+      maxFilterValues: cfg.maxFilterValues,
       bodyTimeoutMs: cfg.bodyTimeoutMs,
       writeTimeoutMs: cfg.writeTimeoutMs,
       streamBufferBytes: cfg.streamBufferBytes,
@@ -272,15 +306,17 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
   announce.info(`accepting connections on ${url} (/health, /ready, /metrics); loading the datasets`)
 
   let onStop: (() => Promise<void>) | undefined
+  const loading = new AbortController()
   const stop = async () => {
     log.info('shutting down')
+    loading.abort()
     await server.close()
     await onStop?.()
   }
   const ready = (async () => {
     try {
       await hooks.beforeLoad?.()
-      const loaded = await loadDatasets(opts, cfg, log, metrics, hooks.onFatal)
+      const loaded = await loadDatasets(opts, cfg, log, metrics, hooks.onFatal, loading.signal)
       onStop = loaded.stop
       server.setDatasets(new DatasetRegistry(loaded.datasets))
       announce.info(
@@ -303,6 +339,7 @@ async function loadDatasets(
   log: Logger,
   metrics: Metrics,
   onFatal?: (err: Error) => void,
+  signal?: AbortSignal,
 ): Promise<{ datasets: DatasetConfig[]; stop?: () => Promise<void> }> {
   const datasets: DatasetConfig[] = []
   const common = { bigintsAsNumbers: !!opts.bigintsAsNumbers }
@@ -382,31 +419,54 @@ async function loadDatasets(
       { name: 'solana-mainnet', aliases: ['solana-beta'], store, realTime: false, ...common },
       { name: 'solana-mainnet-complete', aliases: ['solana-complete'], store, realTime: false, ...common },
     )
+  } else if (opts.archive) {
+    // imported into a temporary dataset directory: bounded memory whatever the archive's size
+    const { openArchiveDataset } = await import('./serve-archive.ts')
+    const ds = await openArchiveDataset(opts.archive, {
+      includeVotes: opts.includeVotes,
+      cacheBytes: cfg.cacheBytes,
+      signal,
+      log,
+    })
+    metrics.addColdCache('solana-mainnet', () => ds.store.cold.cacheStats())
+    onStop = () => ds.close()
+    // both datasets start at the archive's first block
+    const first = ds.store.firstBlock() ?? 0
+    datasets.push(
+      {
+        name: 'solana-mainnet',
+        aliases: ['solana-beta'],
+        store: ds.store,
+        startBlock: first,
+        realTime: false,
+        ...common,
+      },
+      {
+        name: 'solana-mainnet-complete',
+        aliases: ['solana-complete'],
+        store: ds.store,
+        startBlock: first,
+        realTime: false,
+        ...common,
+      },
+    )
   } else {
     const t0 = Date.now()
-    const source = opts.archive ? readArchive(opts.archive) : sampleLines()
-    let warned = 0
-    const { store, blocks, warnings } = await loadStaticStore(source, {
+    const { store, blocks, warnings } = await loadStaticStore(sampleLines(), {
       includeVotes: opts.includeVotes,
       // the bundled sample's warnings are known (one trimmed mainnet fixture lacks the invoke log
       // lines of its v0 transaction): counted in one line below instead of printed in full
-      onWarning: (m) => {
-        if (opts.archive && warned++ < 20) log.warn(m)
-      },
     })
-    const ms = Date.now() - t0
-    if (opts.archive) log.info(`loaded ${blocks} blocks (${warnings} normalization warnings) in ${ms} ms`)
-    else
-      log.info(
-        `loaded the bundled sample: ${blocks} blocks in ${ms} ms` +
-          (warnings
-            ? ` (${warnings} expected normalization warning(s): a trimmed mainnet fixture lacks invoke log lines)`
-            : ''),
-      )
+    log.info(
+      `loaded the bundled sample: ${blocks} blocks in ${Date.now() - t0} ms` +
+        (warnings
+          ? ` (${warnings} expected normalization warning(s): a trimmed mainnet fixture lacks invoke log lines)`
+          : ''),
+    )
     const first = store.firstBlock() ?? 0
     // The stable dataset starts at the whole mainnet block of the sample (2024); the complete one
-    // at the earliest sample block (2021). An archive is served from its first block by both.
-    const stableStart = opts.archive ? first : Math.max(first, 254170887)
+    // at the earliest sample block (2021).
+    const stableStart = Math.max(first, 254170887)
     const s: BlockStore = store
     datasets.push(
       {

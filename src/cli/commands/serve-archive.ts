@@ -1,0 +1,109 @@
+/**
+ * `serve --archive PATH...`: the archives are imported (`runImport`, what `solportal import` does)
+ * into a temporary dataset directory and served from there, so memory stays bounded by the import's
+ * batches and the cold store's cache instead of growing with the archive (holding every normalized
+ * block in memory took ~10x the archive's decompressed size). Progress is logged while it loads;
+ * the directory is removed when the server stops, or when the process exits.
+ *
+ * Archive files may be given in any order: they are imported in the order of their first blocks.
+ * Blocks must ascend inside each file and the files must not overlap (the import's rule).
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { listArchiveFiles, readTextLines, toArchiveLine } from '../../ingest/archive.ts'
+import type { Logger } from '../../log.ts'
+import { parseJsonExact } from '../../normalize/json.ts'
+import { openDatasetDir, type DatasetDirStore } from '../../store/dataset-dir.ts'
+import { ImportError, runImport } from './import.ts'
+
+/**
+ * Chunk size target of the temporary dataset: a batch of about this many estimated bytes is what
+ * each import thread holds at a time (a fraction of the default 32 MB, for a bounded footprint).
+ */
+export const ARCHIVE_CHUNK_BYTES = 4 * 1024 * 1024
+
+export interface ArchiveDataset {
+  store: DatasetDirStore
+  /** the temporary dataset directory */
+  dir: string
+  /** close the store and remove the directory */
+  close(): Promise<void>
+}
+
+/** the first block of an archive file (its first non-empty line's slot), or null when it has none */
+async function firstSlot(file: string): Promise<number | null> {
+  let lineNo = 0
+  for await (const text of readTextLines(file)) {
+    lineNo++
+    if (text.trim() === '') continue
+    try {
+      return toArchiveLine(parseJsonExact(text)).slot
+    } catch (e) {
+      throw new ImportError(`${file}:${lineNo}: ${e instanceof Error ? e.message : String(e)}`)
+    }
+  }
+  return null
+}
+
+export async function openArchiveDataset(
+  paths: readonly string[],
+  opts: { includeVotes?: boolean; cacheBytes?: number; signal?: AbortSignal; log: Logger },
+): Promise<ArchiveDataset> {
+  const { log } = opts
+  const dir = mkdtempSync(join(tmpdir(), 'solportal-archive-'))
+  const remove = () => rmSync(dir, { recursive: true, force: true })
+  // a process.exit (a signal while loading, a failure) removes it too; stopping the server does below
+  process.once('exit', remove)
+  const cleanup = () => {
+    process.off('exit', remove)
+    remove()
+  }
+  try {
+    const files: { file: string; first: number }[] = []
+    for (const p of paths)
+      for (const file of await listArchiveFiles(p)) {
+        const first = await firstSlot(file)
+        if (first !== null) files.push({ file, first })
+      }
+    files.sort((a, b) => a.first - b.first)
+    if (files.length === 0) throw new ImportError('no archive blocks found (.jsonl / .jsonl.gz files)')
+    log.info(`importing ${files.length} archive file(s) into the temporary dataset directory ${dir}`)
+    const r = await runImport(
+      dir,
+      files.map((f) => f.file),
+      {
+        includeVotes: opts.includeVotes,
+        targetBytes: ARCHIVE_CHUNK_BYTES,
+        progress: 'lines',
+        signal: opts.signal,
+        workers: 1,
+      },
+      (s) => {
+        for (const line of s.split('\n')) {
+          const text = line.replace(/^\r|\x1b\[K/g, '').trim()
+          if (text) (text.startsWith('warning:') ? log.warn : log.info).call(log, `archive import: ${text}`)
+        }
+      },
+    )
+    if (r.interrupted) throw new ImportError('interrupted while importing the archives')
+    log.info(
+      `imported ${r.imported} blocks (${r.firstBlock}..${r.lastBlock}, ${r.warnings} normalization warnings) in ${r.seconds.toFixed(1)} s`,
+    )
+    const store = await openDatasetDir(dir, { cacheBytes: opts.cacheBytes })
+    return {
+      store,
+      dir,
+      close: async () => {
+        try {
+          await store.close()
+        } finally {
+          cleanup()
+        }
+      },
+    }
+  } catch (e) {
+    cleanup()
+    throw e
+  }
+}
