@@ -197,6 +197,22 @@ test('import to S3, two replicas answer like a local dataset, new blocks appear,
       replicaLogs.some((l) => /POINTER\.json/.test(l)),
       'a failed poll is logged with the key',
     )
+    // an importer with an empty staging directory fetches the dataset first and publishes only
+    // what changed (here nothing but the pointer: the blocks are all present)
+    const again = await importToS3(
+      url,
+      [b],
+      {
+        stagingDir: join(work, 'staging2'),
+        targetBlocks: 8,
+        workers: 1,
+        progress: 'none',
+        client: s3ClientFromEnv(env),
+      },
+      () => {},
+    )
+    assert.deepEqual([again.imported, again.skipped, again.uploaded], [0, 20, 1])
+    assert.equal(await headOf(r1), last)
     // a disk cache of 1 byte: every chunk is fetched, used, then evicted when its query is over
     const tiny = await openS3Replica(url, { cacheDiskBytes: 1, client: s3ClientFromEnv(env), pollMs: 60_000 })
     try {
