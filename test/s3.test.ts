@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url'
 import { importToS3, runImport } from '../src/cli/commands/import.ts'
 import { serve, type ServeOptions, type Serving } from '../src/cli/commands/serve.ts'
 import { createLogger } from '../src/log.ts'
-import { s3ClientFromEnv } from '../src/store/s3.ts'
+import { openS3Replica, s3ClientFromEnv } from '../src/store/s3.ts'
 import { writeArchive } from './support/cold/archive-gen.ts'
 import { tempDir } from './support/cold/util.ts'
 import { postJson, request, streamAll } from './support/http/client.ts'
@@ -197,6 +197,17 @@ test('import to S3, two replicas answer like a local dataset, new blocks appear,
       replicaLogs.some((l) => /POINTER\.json/.test(l)),
       'a failed poll is logged with the key',
     )
+    // a disk cache of 1 byte: every chunk is fetched, used, then evicted when its query is over
+    const tiny = await openS3Replica(url, { cacheDiskBytes: 1, client: s3ClientFromEnv(env), pollMs: 60_000 })
+    try {
+      let blocks = 0
+      for await (const c of tiny.store.chunks(start, last, true)) blocks += c.blockCount
+      assert.equal(blocks, 50)
+      assert.deepEqual(readdirSync(join(tiny.cacheDir, 'cold', 'chunks')), [])
+      assert.equal((await tiny.store.chainBefore(last + 1, 3)).at(-1)?.number, last)
+    } finally {
+      await tiny.close()
+    }
     // a stream from a replica over the range
     const r = await postJson(`${r2}/datasets/solana-mainnet/stream`, QUERIES(last, last)[0])
     assert.equal(r.status, 200)

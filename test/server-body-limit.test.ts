@@ -170,6 +170,12 @@ test('gzip bodies count decoded bytes; a gzip bomb is cut off at the limit', asy
   assert.match(bad.text, /not valid gzip/)
 })
 
+test('an unknown dataset name is echoed escaped in the 404', async () => {
+  const r = await request(base.replace('/datasets/d/stream', '/datasets/a%0Ab%22c%00/metadata'))
+  assert.equal(r.status, 404)
+  assert.equal(r.text, 'Dataset "a\\nb\\"c\\u0000" not found')
+})
+
 test('bodyLimitFor: the body limit follows a larger filter value limit', () => {
   assert.equal(bodyLimitFor(100_000), DEFAULT_MAX_BODY_BYTES)
   assert.ok(bodyLimitFor(1_000_000) >= 1_000_000 * 47)

@@ -246,7 +246,8 @@ export class PortalServer {
       )
     }
     const ds = datasets.get(parts[1])
-    if (!ds) throw new HttpError(404, `Dataset '${parts[1]}' not found`)
+    // the name comes from the request: quoted and escaped, cut at 100 characters
+    if (!ds) throw new HttpError(404, `Dataset ${JSON.stringify(parts[1].slice(0, 100))} not found`)
     const rest = parts.slice(2).join('/')
 
     switch (rest) {

@@ -337,9 +337,9 @@ class ChunkCache {
         p = this.ds
           .download(`cold/chunks/${e.file}`, join(this.dir, e.file), e)
           .then((bytes) => {
+            // evicted (if over budget) when its readers are done, never before they pinned it
             this.files.set(e.file, { bytes, pins: 0 })
             this.total += bytes
-            this.evict()
           })
           .finally(() => this.loading.delete(e.file))
         this.loading.set(e.file, p)

@@ -13,6 +13,7 @@
  *
  * Codec choice (measured on generated mainnet-shaped chunks, 64 KiB frames): brotli quality 5
  * stored 8.9 MB per 41.6 MB raw chunk, zstd level 9 (through wasm) 11.8 MB, deflate 10.9 MB;
+ * quality 7 is used (4% fewer bytes than 5 for ~40% more encoding time; decoding costs the same);
  * brotli ships with Node (synchronous, which the synchronous read path needs), zstd does not in
  * Node 20.
  */
@@ -151,7 +152,7 @@ export function compressFrames(e: Enc, parts: readonly Uint8Array[], frameLog?: 
       if (filter === FILTER_ZIGZAG32_SHUFFLE) raw = shuffle32(raw)
       const z = brotliCompressSync(raw, {
         params: {
-          [constants.BROTLI_PARAM_QUALITY]: 5,
+          [constants.BROTLI_PARAM_QUALITY]: 7,
           [constants.BROTLI_PARAM_LGWIN]: Math.min(24, Math.max(16, log + 1)),
           [constants.BROTLI_PARAM_SIZE_HINT]: raw.byteLength,
         },
