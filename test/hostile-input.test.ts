@@ -7,7 +7,6 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import { everyField } from '../bench/support.ts'
 import { columnsOf } from '../src/catalogue.ts'
 import { formatArchiveLine, readArchive } from '../src/ingest/archive.ts'
 import { RECORD_KINDS, type Block, type NormalizationWarning } from '../src/model.ts'
@@ -18,6 +17,7 @@ import type { BlockStore } from '../src/store/types.ts'
 import { StaticStore } from '../src/store/static.ts'
 import { base58Encode } from '../src/util/base58.ts'
 import { datasetOf, tempDir } from './support/cold/util.ts'
+import { everything } from './support/http/hostile.ts'
 import { naiveQuery } from './support/naive-query.ts'
 import { addressOf } from './fixtures/normalize/synth.ts'
 
@@ -188,18 +188,7 @@ const hostile = fc.oneof(
 )
 
 /** every field of every kind selected, every record requested, every block */
-const QUERY = {
-  type: 'solana',
-  fromBlock: 0,
-  includeAllBlocks: true,
-  fields: everyField(),
-  transactions: [{}],
-  instructions: [{}],
-  logs: [{}],
-  balances: [{}],
-  tokenBalances: [{}],
-  rewards: [{}],
-}
+const QUERY = { ...everything(0), includeAllBlocks: true }
 
 async function engineLines(store: BlockStore, to: number): Promise<string[]> {
   const out: string[] = []
@@ -260,7 +249,7 @@ async function check(site: (typeof SITES)[number], h: string, line: ArchiveLine)
     assert.ok(kept, `${site.name}: ${JSON.stringify(h).slice(0, 80)} lost`)
 }
 
-test('the injection of the issue: a quote in accountKeys[0] gives a warning, valid JSON, no forged member', async () => {
+test('JSON injection through a quote in accountKeys[0] gives a warning, valid JSON, no forged member', async () => {
   const line = baseLine(1000)
   msg(line).accountKeys[0] = INJECTION
   const { block, warnings } = normalizeBlock(line)
