@@ -77,7 +77,7 @@ export const DEFAULT_LIMITS: ServerLimits = {
   maxStreamsPerClient: 64,
   bodyTimeoutMs: 30_000,
   writeTimeoutMs: 20_000,
-  streamBufferBytes: 64 * 1024 * 1024,
+  streamBufferBytes: 16 * 1024 * 1024,
   shutdownGraceMs: 5_000,
   renderConcurrency: 2,
   smallResponseBytes: 256 * 1024,
