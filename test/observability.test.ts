@@ -10,23 +10,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { serve, type ServeOptions } from '../src/cli/commands/serve.ts'
+import { serve } from '../src/cli/commands/serve.ts'
 import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
 import { createLogger } from '../src/log.ts'
 import { postJson, request } from './support/http/client.ts'
+import { serveOptions } from './support/serve-options.ts'
 
-const options = (o: Partial<ServeOptions> = {}): ServeOptions => ({
-  port: '0',
-  host: '127.0.0.1',
-  commitment: 'confirmed',
-  rpcConcurrency: '4',
-  responseTimeMs: '10000',
-  responseBytes: String(20 * 1024 * 1024),
-  headWaitMs: '1000',
-  maxStreams: '1024',
-  rateLimit: '0',
-  ...o,
-})
+const options = serveOptions
 
 /** a logger whose JSON lines are collected */
 function captured() {

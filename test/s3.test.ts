@@ -21,6 +21,7 @@ import { openS3Replica, s3ClientFromEnv } from '../src/store/s3.ts'
 import { writeArchive } from './support/cold/archive-gen.ts'
 import { tempDir } from './support/cold/util.ts'
 import { postJson, request, streamAll } from './support/http/client.ts'
+import { serveOptions } from './support/serve-options.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -49,19 +50,8 @@ async function stopS3(s3: S3rverInstance): Promise<void> {
   await s3.close()
 }
 
-const options = (o: Partial<ServeOptions>): ServeOptions => ({
-  port: '0',
-  host: '127.0.0.1',
-  commitment: 'confirmed',
-  rpcConcurrency: '4',
-  responseTimeMs: '10000',
-  responseBytes: String(20 * 1024 * 1024),
-  headWaitMs: '0',
-  maxStreams: '64',
-  rateLimit: '0',
-  quiet: true,
-  ...o,
-})
+const options = (o: Partial<ServeOptions>): ServeOptions =>
+  serveOptions({ headWaitMs: '0', maxStreams: '64', quiet: true, ...o })
 
 function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
