@@ -14,7 +14,7 @@ import { HotStore } from '../src/store/hot.ts'
 import { RealtimeStore } from '../src/store/realtime-store.ts'
 import { existsSync } from 'node:fs'
 import { DEFAULT_TEMPLATE, readArchiveLines } from '../src/ingest/fake-node.ts'
-import { parseJsonExact } from '../src/normalize/json.ts'
+import { parseJsonExact } from '../src/rpc/json.ts'
 import { normalizeBlock, type ArchiveLine } from '../src/normalize/normalize.ts'
 import { GENESIS, heads, mkBlock, mkChain } from './support/realtime/blocks.ts'
 
