@@ -142,6 +142,7 @@ export class PortalServer {
         this.handle(req, res).catch((err) => this.fail(res, err))
       },
     )
+    if (observer) this.server.on('clientError', (err: Error, socket) => observer.onClientError(err, socket))
   }
 
   /** the served datasets; null while they load */
