@@ -502,6 +502,10 @@ export class PortalServer {
                   pending = null
                   written++
                   room = out.addLine(b.line)
+                  // the writer has the bytes now: drop the string, so the engine's and this
+                  // function's suspended frames (which keep `b` while the stream waits for its next
+                  // turn) do not hold a block's JSON (MBs) per waiting stream
+                  b.line = ''
                 }
               }
             } finally {
