@@ -18,7 +18,7 @@
  * 6. The targets table: each target, the measured value, met or not; for each unmet one a CPU profile
  *    (`--cpu-prof` of a second server, or of the tail bench's process) summarized as what bounds it.
  *
- * Environment: COMPARE_BLOCKS (1500), COMPARE_TXS (mean transactions per block incl. ~70% votes, 1500),
+ * Environment: COMPARE_BLOCKS (1000), COMPARE_TXS (mean transactions per block incl. ~70% votes, 1500),
  * COMPARE_SEED (1), COMPARE_FULL_BLOCKS (range of the "everything" query, 200), COMPARE_RUNS (timed runs
  * per query and system, best reported; 2), COMPARE_PROFILE (0: no profiles), COMPARE_TAIL (0: no tail
  * run). Results: bench/results/compare.md for the default shape, compare-b<BLOCKS>-t<TXS>.md for others
@@ -47,7 +47,7 @@ const WORK = join(BENCH, 'tmp', 'compare')
 const CLI = ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts')]
 
 /** the default shape: mainnet-sized blocks, as many as fit the bench in ~25-30 min on the 2-core box */
-const DEFAULT_BLOCKS = 1500
+const DEFAULT_BLOCKS = 1000
 const DEFAULT_TXS = 1500
 const N_BLOCKS = Number(process.env.COMPARE_BLOCKS ?? DEFAULT_BLOCKS)
 const TXS = Number(process.env.COMPARE_TXS ?? DEFAULT_TXS)
@@ -849,7 +849,7 @@ export async function run(): Promise<string> {
     const md = [
       `## solportal vs PostgreSQL vs a lower bound (${fmt(nBlocks)} generated blocks)`,
       '',
-      `Run ${started.toISOString()} → ${new Date().toISOString()}; node ${process.version}; PostgreSQL ${pgVersion}; ${os.cpus()[0]?.model} × ${os.cpus().length}; load average ${load0[0].toFixed(1)} at start, ${load1[0].toFixed(1)} at end (the 2 cores are shared with other work: absolute times are noisy, ratios measured back to back).`,
+      `Run ${started.toISOString()} → ${new Date().toISOString()} (${((Date.now() - started.getTime()) / 60_000).toFixed(0)} min in all); node ${process.version}; PostgreSQL ${pgVersion}; ${os.cpus()[0]?.model} × ${os.cpus().length}; load average ${load0[0].toFixed(1)} at start, ${load1[0].toFixed(1)} at end (the 2 cores are shared with other work: absolute times are noisy, ratios measured back to back).`,
       '',
       `${codeVersion}; import and PostgreSQL load ran in this run.`,
       '',
@@ -875,7 +875,7 @@ export async function run(): Promise<string> {
       '',
       `Per block after normalization: ${perBlock('transactions')} transactions, ${perBlock('instructions')} instructions, ${perBlock('logs')} logs, ${perBlock('balances')} balances, ${perBlock('token_balances')} token balances, ${perBlock('rewards')} rewards. ` +
         (TXS === DEFAULT_TXS
-          ? `Mainnet-shaped: ${fmt(DEFAULT_TXS)} transactions per block before dropping votes, as mainnet blocks carry; ${fmt(DEFAULT_BLOCKS)} blocks by default, so that generation, import, the PostgreSQL load and every query fit in ~25–30 min on this 2-core box (import ${fmt(rowsTotal.instructions / data.importSeconds)} instructions/s, PostgreSQL load ${fmt(Object.values(rowsTotal).reduce((a, b) => a + b, 0) / loaded.seconds)} rows/s here).`
+          ? `Mainnet-shaped: ${fmt(DEFAULT_TXS)} transactions per block before dropping votes, as mainnet blocks carry; ${fmt(DEFAULT_BLOCKS)} blocks by default, chosen so that generation, import, the PostgreSQL load, every query, the tail bench and the profiles fit in ~25–30 min on this 2-core box when other work leaves it mostly to the bench (the run's own duration and load average are in its first line) (import ${fmt(rowsTotal.instructions / data.importSeconds)} instructions/s, PostgreSQL load ${fmt(Object.values(rowsTotal).reduce((a, b) => a + b, 0) / loaded.seconds)} rows/s here).`
           : `Not the default shape (${fmt(DEFAULT_TXS)} transactions per block, as mainnet).`),
       '',
       '| table | rows |',
