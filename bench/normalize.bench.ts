@@ -8,9 +8,9 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gunzipSync } from 'node:zlib'
-import { parseJsonExact } from '../src/normalize/json.ts'
+import { parseJsonExact } from '../src/rpc/json.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
-import type { ArchiveLine, RpcBlock } from '../src/normalize/rpc-types.ts'
+import type { ArchiveLine, RpcBlock } from '../src/rpc/types.ts'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 

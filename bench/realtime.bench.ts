@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DEFAULT_TEMPLATE, FakeSolanaNode, type FakeNodeOptions } from '../src/ingest/fake-node.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
-import { createRealtimeDataset, silentLogger } from '../src/store/realtime.ts'
+import { createRealtimeDataset, silentLogger } from '../src/ingest/realtime.ts'
 
 const SAMPLE = join(import.meta.dirname, '..', 'data', 'sample', 'litesvm.jsonl.gz')
 

@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer } from '../src/server/http.ts'
-import { createRealtimeDataset, silentLogger } from '../src/store/realtime.ts'
+import { createRealtimeDataset, silentLogger } from '../src/ingest/realtime.ts'
 
 const BLOCKS = 40
 const INTERVAL_MS = 250

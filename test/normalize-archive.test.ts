@@ -9,8 +9,8 @@ import { gzipSync } from 'node:zlib'
 import fc from 'fast-check'
 import { runNormalize } from '../src/cli/commands/normalize.ts'
 import { formatArchiveLine, readArchive } from '../src/ingest/archive.ts'
-import { parseJsonExact, stringifyExact } from '../src/normalize/json.ts'
-import type { ArchiveLine } from '../src/normalize/rpc-types.ts'
+import { parseJsonExact, stringifyExact } from '../src/rpc/json.ts'
+import type { ArchiveLine } from '../src/rpc/types.ts'
 import { DATA, wholeBlock } from './fixtures/normalize/blocks.ts'
 
 const tmp = mkdtempSync(join(tmpdir(), 'solportal-normalize-'))

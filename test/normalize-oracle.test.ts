@@ -12,7 +12,7 @@ import { createRequire } from 'node:module'
 import { test } from 'node:test'
 import type { Block, Instruction } from '../src/model.ts'
 import { isVoteTransaction, normalizeBlock } from '../src/normalize/normalize.ts'
-import type { ArchiveLine, RpcTransaction } from '../src/normalize/rpc-types.ts'
+import type { ArchiveLine, RpcTransaction } from '../src/rpc/types.ts'
 import { base58Decode, hexPrefix } from '../src/util/base58.ts'
 import { clone, realBlocks } from './fixtures/normalize/blocks.ts'
 import {

@@ -17,7 +17,7 @@ import { sampleLines } from '../src/ingest/sample.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer } from '../src/server/http.ts'
 import { loadStaticStore } from '../src/server/load.ts'
-import { createDemoDataset } from '../src/store/realtime.ts'
+import { createDemoDataset } from '../src/ingest/realtime.ts'
 import { postJson } from './support/http/client.ts'
 
 const CHROMIUM = '/usr/bin/chromium'

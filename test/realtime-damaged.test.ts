@@ -23,7 +23,7 @@ import {
   type RealtimeDataset,
   type RealtimeDatasetOptions,
   type RealtimeLogger,
-} from '../src/store/realtime.ts'
+} from '../src/ingest/realtime.ts'
 
 const dirs: string[] = []
 after(() => {

@@ -13,7 +13,8 @@ import { RpcClient } from '../src/ingest/rpc.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { DiskColdStore } from '../src/store/cold.ts'
 import { HotStore } from '../src/store/hot.ts'
-import { createRealtimeDataset, RealtimeStore, silentLogger } from '../src/store/realtime.ts'
+import { createRealtimeDataset, silentLogger } from '../src/ingest/realtime.ts'
+import { RealtimeStore } from '../src/store/realtime-store.ts'
 import { GENESIS, heads, mkChain } from './support/realtime/blocks.ts'
 
 const dirs: string[] = []

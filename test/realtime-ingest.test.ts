@@ -17,7 +17,7 @@ import {
   type RealtimeDataset,
   type RealtimeDatasetOptions,
   type RealtimeLogger,
-} from '../src/store/realtime.ts'
+} from '../src/ingest/realtime.ts'
 
 const dirs: string[] = []
 function tempDir(): string {
@@ -320,7 +320,7 @@ describe('RealtimeIngester options', () => {
 describe('createDemoDataset', () => {
   test('serves the live fake chain with real sample blocks', async () => {
     const lines: string[] = []
-    const { createDemoDataset } = await import('../src/store/realtime.ts')
+    const { createDemoDataset } = await import('../src/ingest/realtime.ts')
     const demo = await createDemoDataset({
       node: { intervalMs: 50, initialBlocks: 40, finalityLag: 8 },
       logger: logger(lines),

@@ -8,8 +8,8 @@ import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { DEFAULT_TEMPLATE, FakeSolanaNode, readArchiveLines } from '../src/ingest/fake-node.ts'
 import { RpcClient, RpcError, RpcSource, TransientRpcError } from '../src/ingest/rpc.ts'
-import { parseJsonExact } from '../src/normalize/json.ts'
-import type { RpcBlock } from '../src/normalize/rpc-types.ts'
+import { parseJsonExact } from '../src/rpc/json.ts'
+import type { RpcBlock } from '../src/rpc/types.ts'
 
 describe('fake node JSON-RPC', () => {
   let node: FakeSolanaNode

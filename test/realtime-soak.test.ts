@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { after, test } from 'node:test'
 import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
-import { createRealtimeDataset, silentLogger, type RealtimeDataset } from '../src/store/realtime.ts'
+import { createRealtimeDataset, silentLogger, type RealtimeDataset } from '../src/ingest/realtime.ts'
 import { mulberry32 } from '../src/util/prng.ts'
 
 const dirs: string[] = []

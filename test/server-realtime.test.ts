@@ -12,8 +12,8 @@ import { after, before, describe, test } from 'node:test'
 import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer } from '../src/server/http.ts'
-import type { RealtimeDataset } from '../src/store/realtime.ts'
-import { createRealtimeDataset } from '../src/store/realtime.ts'
+import type { RealtimeDataset } from '../src/ingest/realtime.ts'
+import { createRealtimeDataset } from '../src/ingest/realtime.ts'
 import { postJson } from './support/http/client.ts'
 
 interface Ref {

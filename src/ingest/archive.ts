@@ -9,10 +9,10 @@ import { open, readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { createGunzip } from 'node:zlib'
-import { parseJsonExact, stringifyExact } from '../normalize/json.ts'
-import type { ArchiveLine, RpcBlock } from '../normalize/rpc-types.ts'
+import { parseJsonExact, stringifyExact } from '../rpc/json.ts'
+import type { ArchiveLine, RpcBlock } from '../rpc/types.ts'
 
-export type { ArchiveLine } from '../normalize/rpc-types.ts'
+export type { ArchiveLine } from '../rpc/types.ts'
 
 /** Is this file name an archive file (`.jsonl` or `.jsonl.gz`)? */
 export function isArchiveFileName(name: string): boolean {

@@ -25,9 +25,9 @@
  *
  * Responses are parsed with `parseJsonExact`: u64 values above 2^53 arrive as decimal strings.
  */
-import { parseJsonExact } from '../normalize/json.ts'
+import { parseJsonExact } from '../rpc/json.ts'
 import { NodeHeadTracker } from './lag.ts'
-import type { RpcBlock } from '../normalize/rpc-types.ts'
+import type { RpcBlock } from '../rpc/types.ts'
 
 export type Commitment = 'processed' | 'confirmed' | 'finalized'
 

@@ -7,8 +7,8 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { ArchiveLine } from './archive.ts'
 import { readArchive } from './archive.ts'
-import { parseJsonExact } from '../normalize/json.ts'
-import type { RpcBlock } from '../normalize/rpc-types.ts'
+import { parseJsonExact } from '../rpc/json.ts'
+import type { RpcBlock } from '../rpc/types.ts'
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 

@@ -4,7 +4,7 @@
  * instructions that produced them, and extracts per-instruction `error` and `computeUnitsConsumed`.
  */
 import type { Instruction, Log, LogKind } from '../model.ts'
-import type { RpcInstruction } from './rpc-types.ts'
+import type { RpcInstruction } from '../rpc/types.ts'
 
 // ---------------------------------------------------------------------------------------------
 // Line classes

@@ -15,9 +15,9 @@ import type {
 import { dataPrefixOf } from './data.ts'
 import { isAddress, isBase58Text, isSignature } from '../util/base58.ts'
 import { walkTransaction, type WalkInput } from './logwalk.ts'
-import type { ArchiveLine, RpcBlock, RpcInstruction, RpcReward, RpcTokenBalance, RpcTransaction } from './rpc-types.ts'
+import type { ArchiveLine, RpcBlock, RpcInstruction, RpcReward, RpcTokenBalance, RpcTransaction } from '../rpc/types.ts'
 
-export type { ArchiveLine } from './rpc-types.ts'
+export type { ArchiveLine } from '../rpc/types.ts'
 
 export const VOTE_PROGRAM = 'Vote111111111111111111111111111111111111111'
 

@@ -506,6 +506,11 @@ export class PortalServer {
                   pending = null
                   written++
                   room = 'data' in b ? out.addBytes(b.data) : out.addLine(b.line)
+                  // the writer has the bytes now: drop the string, so the engine's and this
+                  // function's suspended frames (which keep `b` while the stream waits for its next
+                  // turn) do not hold a block's JSON (MBs) per waiting stream
+                  if ('data' in b) b.data = NO_BYTES
+                  else b.line = ''
                 }
               }
             } finally {
@@ -582,6 +587,8 @@ export class PortalServer {
     yield* executeQuery(ds.store, from === query.fromBlock ? query : { ...query, fromBlock: from }, opts)
   }
 }
+
+const NO_BYTES = Buffer.alloc(0)
 
 function sendJson(res: http.ServerResponse, value: unknown): void {
   const body = JSON.stringify(value)

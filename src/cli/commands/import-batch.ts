@@ -8,7 +8,7 @@
  */
 import { toArchiveLine } from '../../ingest/archive.ts'
 import type { Block } from '../../model.ts'
-import { parseJsonExact } from '../../normalize/json.ts'
+import { parseJsonExact } from '../../rpc/json.ts'
 import { normalizeBlock, type NormalizationWarning } from '../../normalize/normalize.ts'
 import { estimateBlockBytes, type PreparedChunk } from '../../store/cold.ts'
 import { encodeChunk, readChunkBlocks, type WriteOptions } from '../../store/cold/chunk-file.ts'

@@ -9,7 +9,7 @@
  *   is written (input ascends, so these blocks come before any block that would be appended).
  */
 import { toArchiveLine } from '../../ingest/archive.ts'
-import { parseJsonExact } from '../../normalize/json.ts'
+import { parseJsonExact } from '../../rpc/json.ts'
 import type { DiskColdStore } from '../../store/cold.ts'
 import { lowerBound } from '../../util/search.ts'
 

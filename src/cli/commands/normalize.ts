@@ -8,9 +8,9 @@ import { readFile, stat } from 'node:fs/promises'
 import { gunzipSync } from 'node:zlib'
 import { isArchiveFileName, readArchive, toArchiveLine } from '../../ingest/archive.ts'
 import type { Block, NormalizationWarning } from '../../model.ts'
-import { parseJsonExact } from '../../normalize/json.ts'
+import { parseJsonExact } from '../../rpc/json.ts'
 import { normalizeBlock } from '../../normalize/normalize.ts'
-import type { ArchiveLine, RpcBlock } from '../../normalize/rpc-types.ts'
+import type { ArchiveLine, RpcBlock } from '../../rpc/types.ts'
 
 export interface NormalizeCliOptions {
   slot?: string

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { listArchiveFiles, readTextLines, toArchiveLine } from '../../ingest/archive.ts'
 import type { Logger } from '../../log.ts'
-import { parseJsonExact } from '../../normalize/json.ts'
+import { parseJsonExact } from '../../rpc/json.ts'
 import { openDatasetDir, type DatasetDirStore } from '../../store/dataset-dir.ts'
 import { ImportError, runImport } from './import.ts'
 

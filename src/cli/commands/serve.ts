@@ -361,7 +361,7 @@ async function loadDatasets(
   let renderDir: string | undefined
 
   if (opts.demo || opts.rpc) {
-    const rt = await import('../../store/realtime.ts')
+    const rt = await import('../../ingest/realtime.ts')
     const ingestLog = messageLogger(log.child({ component: 'ingest' }))
     let ds: Awaited<ReturnType<typeof rt.createRealtimeDataset>>
     if (opts.demo) {

@@ -10,8 +10,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gunzipSync, createGzip } from 'node:zlib'
 import { formatArchiveLine } from '../../../src/ingest/archive.ts'
-import { parseJsonExact } from '../../../src/normalize/json.ts'
-import type { ArchiveLine, RpcBlock } from '../../../src/normalize/rpc-types.ts'
+import { parseJsonExact } from '../../../src/rpc/json.ts'
+import type { ArchiveLine, RpcBlock } from '../../../src/rpc/types.ts'
 import { base58Encode } from '../../../src/util/base58.ts'
 
 export const TEMPLATE = join(
