@@ -486,12 +486,26 @@ export class PortalServer {
       for (;;) {
         const to = Math.min(q.toBlock ?? Number.MAX_SAFE_INTEGER, head!.number)
         const query: ParsedQuery = from === q.fromBlock ? q : { ...q, fromBlock: from }
-        const blocks = this.rangeBlocks(ds, query, { to, finalizedOnly, bigintsAsNumbers, shouldStop }, pooled)
+        // the turn this stream holds (see RenderScheduler); null between turns
+        let release: (() => void) | null = null
+        // a long block (a big chunk's filters, a block of thousands of rows) pauses every slice:
+        // the event loop runs (new requests are read), and the turn goes to a smaller response
+        // waiting for one (see RenderScheduler.shouldYield)
+        const pause = async (): Promise<boolean> => {
+          await new Promise<void>((resolve) => setImmediate(resolve))
+          if (gone.aborted) return false
+          if (!this.scheduler.shouldYield(out.bytes)) return true
+          release?.()
+          release = null
+          release = await this.scheduler.acquire(out.bytes, span, gone, true)
+          return release !== null
+        }
+        const blocks = this.rangeBlocks(ds, query, { to, finalizedOnly, bigintsAsNumbers, shouldStop, pause }, pooled)
         let done = false
         try {
           for (;;) {
             // one block rendered and handed to the socket per turn (see RenderScheduler)
-            const release = await this.scheduler.acquire(out.bytes, span, gone)
+            release = await this.scheduler.acquire(out.bytes, span, gone)
             if (!release) break
             let next: IteratorResult<OutputBlock | PooledBlock>
             let room = true
@@ -514,7 +528,8 @@ export class PortalServer {
                 }
               }
             } finally {
-              release()
+              release?.()
+              release = null
             }
             if (next.done) {
               done = true
