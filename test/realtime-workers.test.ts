@@ -96,9 +96,14 @@ test('worker answers keep the envelope’s meaning: errors, null, damaged shapes
     )
     assert.deepEqual(err.error, { code: -32007, message: 'Slot 5 was skipped' })
     assert.deepEqual(await pool.decode(Buffer.from('{"jsonrpc":"2.0","id":1,"result":null}'), 5), { result: null })
+    const { blockhash, previousBlockhash } = archived.block
     const bad = await pool.decode(
       Buffer.from(
-        '{"jsonrpc":"2.0","id":1,"result":{"blockhash":"x","previousBlockhash":"y","parentSlot":4,"transactions":{}}}',
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          result: { blockhash, previousBlockhash, parentSlot: 4, transactions: {} },
+        }),
       ),
       5,
     )

@@ -28,6 +28,8 @@
 import { parseJsonExact } from '../rpc/json.ts'
 import { NodeHeadTracker } from './lag.ts'
 import type { Block, NormalizationWarning } from '../model.ts'
+import { isAddress } from '../util/base58.ts'
+import { safeJson } from '../util/safe-json.ts'
 import type { RpcBlock } from '../rpc/types.ts'
 import type { PackedBlock } from '../store/packed-block.ts'
 import type { DecodedBlock, DecodedEnvelope } from './block-decode.ts'
@@ -440,8 +442,14 @@ function isObject(v: unknown): v is Record<string, unknown> {
  */
 export function checkBlockShape(block: unknown): string | null {
   if (!isObject(block)) return 'the answer is not an object'
+  // both hashes link the chain: a block stored with a hash the normalizer had to blank would be
+  // taken for a fork by its successor, so an unusable one is damage, not a warning
   if (typeof block.blockhash !== 'string' || block.blockhash === '') return 'no blockhash'
+  if (!isAddress(block.blockhash)) return `blockhash ${safeJson(block.blockhash)} is not a 32-byte base58 hash`
   if (typeof block.previousBlockhash !== 'string') return 'no previousBlockhash'
+  if (!isAddress(block.previousBlockhash)) {
+    return `previousBlockhash ${safeJson(block.previousBlockhash)} is not a 32-byte base58 hash`
+  }
   if (typeof block.parentSlot !== 'number' || !Number.isSafeInteger(block.parentSlot) || block.parentSlot < 0) {
     return 'no valid parentSlot'
   }
