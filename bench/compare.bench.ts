@@ -1,8 +1,9 @@
 /**
  * solportal vs PostgreSQL vs a raw lower bound, on generated mainnet-shaped blocks (one run):
  *
- * 1. `solportal gen` (deterministic seed) → `solportal import` into a dataset dir under bench/tmp/compare/
- *    (cached by parameters; the import is timed when it runs).
+ * 1. `solportal gen` (deterministic seed; 1,500 transactions per block by default, as mainnet) →
+ *    `solportal import` into a dataset dir under bench/tmp/compare/ (the archive is cached by
+ *    parameters; the import always runs and is timed).
  * 2. PostgreSQL (Debian package, installed when missing): initdb into bench/tmp/compare/pg, loopback,
  *    tables per record kind holding the very rows solportal stores (read back from its cold store),
  *    COPY FROM STDIN through psql, indexes, ANALYZE; every step timed.
@@ -10,13 +11,19 @@
  *    --dataset-dir`, in a child process so that its RSS is measurable), by PostgreSQL producing the same
  *    JSON lines (one SQL statement per query, bench/compare/sql.ts; output checked line by line against
  *    solportal's after parsing), and a lower bound: DuckDB count(*) of the rows matching the filters over
- *    Parquet files exported from the same rows (1 thread).
+ *    Parquet files exported from the same rows (1 thread). The wide queries also with
+ *    `Accept-Encoding: gzip` (bytes before and after).
  * 4. The reference engine's five benchmark queries on solportal, beside its published figures.
+ * 5. The tail latency (bench/tail.bench.ts in a child process).
+ * 6. The targets table: each target, the measured value, met or not; for each unmet one a CPU profile
+ *    (`--cpu-prof` of a second server, or of the tail bench's process) summarized as what bounds it.
  *
- * Environment: COMPARE_BLOCKS (10000), COMPARE_TXS (mean transactions per block incl. ~70% votes, 200),
- * COMPARE_SEED (1), COMPARE_FULL_BLOCKS (range of the "everything" query, 1000), COMPARE_RUNS (timed runs
- * per query and system, best reported; 2). Results: bench/results/compare.md for the default shape,
- * compare-b<BLOCKS>-t<TXS>.md for others.
+ * Environment: COMPARE_BLOCKS (1000), COMPARE_TXS (mean transactions per block incl. ~70% votes, 1500),
+ * COMPARE_SEED (1), COMPARE_FULL_BLOCKS (range of the "everything" query, 200), COMPARE_RUNS (timed runs
+ * per query and system, best reported; 2), COMPARE_PROFILE (0: no profiles), COMPARE_TAIL (0: no tail
+ * run), COMPARE_REUSE (1: reuse the import, PostgreSQL load and Parquet files of an earlier run of the
+ * same shape, saved in bench/tmp/compare/prepared.json), COMPARE_WORK (the work directory). Results: bench/results/compare.md for the default shape, compare-b<BLOCKS>-t<TXS>.md for others
+ * (e.g. COMPARE_BLOCKS=10000 COMPARE_TXS=200 COMPARE_FULL_BLOCKS=1000: the earlier small-block shape).
  */
 import { DuckDBInstance } from '@duckdb/node-api'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
@@ -25,22 +32,34 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync, r
 import http from 'node:http'
 import os from 'node:os'
 import { dirname, join } from 'node:path'
+import { createGunzip } from 'node:zlib'
 import { fileURLToPath } from 'node:url'
 import { loadDataset } from './compare/load.ts'
 import { freePort, PG_SETTINGS, PgCluster, PsqlSession, resetPeak, statusKb } from './compare/pg.ts'
+import { boundedBy, monotonicMicros, profileTable, summarizeProfileDir, type ThreadProfile } from './compare/profile.ts'
 import { INDEXES, querySql, schemaSql } from './compare/sql.ts'
+import { runTailBench, type TailResult } from './compare/tail.ts'
+import { targetsTable, type TargetRow } from './compare/targets.ts'
 import { comparisonQueries, portablePaths, SWAP_D8, TOKEN, WHIRLPOOL, type ComparisonParams } from './support.ts'
 
 const BENCH = dirname(fileURLToPath(import.meta.url))
 const ROOT = join(BENCH, '..')
-const WORK = join(BENCH, 'tmp', 'compare')
+const WORK = process.env.COMPARE_WORK ?? join(BENCH, 'tmp', 'compare')
 const CLI = ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts')]
 
-const N_BLOCKS = Number(process.env.COMPARE_BLOCKS ?? 10_000)
-const TXS = Number(process.env.COMPARE_TXS ?? 200)
+/** the default shape: mainnet-sized blocks, as many as fit the bench in ~25-30 min on the 2-core box */
+const DEFAULT_BLOCKS = 1000
+const DEFAULT_TXS = 1500
+const N_BLOCKS = Number(process.env.COMPARE_BLOCKS ?? DEFAULT_BLOCKS)
+const TXS = Number(process.env.COMPARE_TXS ?? DEFAULT_TXS)
 const SEED = Number(process.env.COMPARE_SEED ?? 1)
-const FULL_BLOCKS = Number(process.env.COMPARE_FULL_BLOCKS ?? 1000)
+const FULL_BLOCKS = Number(process.env.COMPARE_FULL_BLOCKS ?? 200)
 const RUNS = Number(process.env.COMPARE_RUNS ?? 2)
+const PROFILE = process.env.COMPARE_PROFILE !== '0'
+const TAIL = process.env.COMPARE_TAIL !== '0'
+/** 1: keep the dataset, the PostgreSQL database and the Parquet files of an earlier run of the same shape */
+const REUSE = process.env.COMPARE_REUSE === '1'
+const SHAPE = `b${N_BLOCKS}-t${TXS}-s${SEED}`
 const FROM_SLOT = 310_000_000
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -67,11 +86,42 @@ interface DataInfo {
   importSummary: string
   /** when the archive was generated, if by an earlier run (cache hit) */
   cachedAt: string | null
+  /** the earlier run whose import, PostgreSQL load and Parquet export this run reuses (COMPARE_REUSE=1) */
+  reused: Prepared | null
 }
 
-function prepareData(): DataInfo {
-  // the archive is cached by its parameters (deterministic generator); the import always runs (timed)
-  const dir = join(WORK, `gen-b${N_BLOCKS}-t${TXS}-s${SEED}`)
+/** what the slow preparation produced, saved so that COMPARE_REUSE=1 can skip it */
+interface Prepared {
+  shape: string
+  /** when and by which commit the import ran */
+  at: string
+  head: string
+  importSeconds: number
+  importSummary: string
+  loadSeconds: number
+  rows: Record<string, number>
+  idxTimes: [string, number][]
+  analyzeS: number
+  parquetS: number
+}
+const PREPARED = join(WORK, 'prepared.json')
+
+function readPrepared(): Prepared | null {
+  if (!REUSE || !existsSync(PREPARED)) return null
+  const p = JSON.parse(readFileSync(PREPARED, 'utf8')) as Prepared
+  if (p.shape !== SHAPE) return null
+  const dataset = join(WORK, `gen-${SHAPE}`, 'dataset')
+  const files = [
+    dataset,
+    join(WORK, 'pg', 'data', 'PG_VERSION'),
+    ...['ix', 'tx'].map((n) => join(WORK, `${n}.parquet`)),
+  ]
+  return files.every((f) => existsSync(f)) ? p : null
+}
+
+function prepareData(reused: Prepared | null): DataInfo {
+  // the archive is cached by its parameters (deterministic generator); the import runs (timed) unless reused
+  const dir = join(WORK, `gen-${SHAPE}`)
   const done = join(dir, 'gen.json')
   const archive = join(dir, 'blocks.jsonl.gz')
   let gen: { summary: string; seconds: number; at: string }
@@ -107,6 +157,20 @@ function prepareData(): DataInfo {
     writeFileSync(done, JSON.stringify(gen, null, 2))
   }
   const datasetDir = join(dir, 'dataset')
+  if (reused) {
+    log(`reusing the dataset imported ${reused.at} (${reused.head})`)
+    return {
+      archive,
+      datasetDir,
+      genSummary: gen.summary,
+      genSeconds: gen.seconds,
+      importSeconds: reused.importSeconds,
+      importSummary: reused.importSummary,
+      cachedAt,
+      reused,
+    }
+  }
+  rmSync(PREPARED, { force: true })
   rmSync(datasetDir, { recursive: true, force: true })
   log('importing')
   const imp = cli(['import', '--no-progress', datasetDir, archive], 'solportal import')
@@ -119,6 +183,7 @@ function prepareData(): DataInfo {
     importSeconds: imp.seconds,
     importSummary: imp.stderr.trim().split('\n').pop() ?? '',
     cachedAt,
+    reused: null,
   }
 }
 
@@ -186,11 +251,12 @@ class Server {
     readonly proc: ChildProcess,
     readonly url: string,
   ) {}
-  static async start(datasetDir: string): Promise<Server> {
+  static async start(datasetDir: string, nodeArgs: string[] = []): Promise<Server> {
     const port = await freePort()
     const proc = spawn(
       process.execPath,
       [
+        ...nodeArgs,
         ...CLI,
         'serve',
         '--dataset-dir',
@@ -225,11 +291,17 @@ class Server {
   get pid(): number {
     return this.proc.pid!
   }
-  post(body: string, onChunk: (b: Buffer) => void): Promise<void> {
+  /**
+   * One stream request; `onChunk` gets the body as sent (gzip bytes with `gzip`); resolves with the
+   * time the last byte arrived (performance.now()).
+   */
+  post(body: string, onChunk: (b: Buffer) => void, gzip = false): Promise<number> {
     return new Promise((resolve, reject) => {
+      const headers: Record<string, string> = { 'Content-Type': 'application/json' }
+      if (gzip) headers['Accept-Encoding'] = 'gzip'
       const req = http.request(
         `${this.url}/datasets/solana-mainnet/stream`,
-        { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' } },
+        { method: 'POST', agent: false, headers },
         (res) => {
           if (res.statusCode !== 200) {
             let t = ''
@@ -237,8 +309,10 @@ class Server {
             res.on('end', () => reject(new Error(`HTTP ${res.statusCode}: ${t}`)))
             return
           }
+          if (gzip !== (res.headers['content-encoding'] === 'gzip'))
+            return reject(new Error(`Content-Encoding ${res.headers['content-encoding']} with gzip=${gzip}`))
           res.on('data', onChunk)
-          res.on('end', resolve)
+          res.on('end', () => resolve(performance.now()))
           res.on('error', reject)
         },
       )
@@ -267,7 +341,7 @@ interface Measure {
 }
 
 async function measure(
-  runOnce: (onChunk: (b: Buffer) => void) => Promise<void>,
+  runOnce: (onChunk: (b: Buffer) => void) => Promise<unknown>,
   memory: { reset: () => void; peak: () => number },
   runs: number,
 ): Promise<Measure> {
@@ -295,6 +369,55 @@ async function measure(
     if (ms > 10_000) break // one timed run is enough for the slow ones
   }
   return { ms: best, bytes, lines, rows: digest.rows, peakKb: memory.peak(), digest }
+}
+
+interface GzipMeasure {
+  ms: number
+  /** JSON bytes (after gunzip) and gzip bytes as sent */
+  jsonBytes: number
+  gzipBytes: number
+  lines: number
+  peakKb: number
+}
+
+/**
+ * The same query with `Accept-Encoding: gzip`: time to the last compressed byte, the body gunzipped
+ * on the fly to count the JSON bytes (checked equal to the identity response's); the same run rule.
+ */
+async function measureGzip(
+  server: Server,
+  body: string,
+  memory: { reset: () => void; peak: () => number },
+  runs: number,
+): Promise<GzipMeasure> {
+  memory.reset()
+  let best: GzipMeasure | null = null
+  let total = 0
+  for (let i = 0; i < runs || (i < 10 && total < 3000); i++) {
+    let gzipBytes = 0
+    const lines = digester(false)
+    const gunzip = createGunzip()
+    gunzip.on('data', (b: Buffer) => lines.push(b))
+    const unzipped = new Promise<void>((resolve, reject) => gunzip.on('end', resolve).on('error', reject))
+    const t0 = performance.now()
+    const t1 = await server.post(
+      body,
+      (b) => {
+        gzipBytes += b.length
+        gunzip.write(b)
+      },
+      true,
+    )
+    gunzip.end()
+    await unzipped
+    const d = lines.end()
+    const ms = t1 - t0
+    total += ms
+    if (!best || ms < best.ms) best = { ms, jsonBytes: d.bytes, gzipBytes, lines: d.lines, peakKb: 0 }
+    if (ms > 10_000) break
+  }
+  best!.peakKb = memory.peak()
+  return best!
 }
 
 /** sampled sum of VmRSS of the postgres processes + their VmHWM at the end */
@@ -386,12 +509,164 @@ function referenceFigures(): Map<string, number> {
   return m
 }
 
+// ------------------------------------------------------------------------------ targets and profiles
+/** the wide queries: also measured with gzip; their targets are MB/s on one stream */
+const WIDE = ['Q3', 'Q5']
+const TARGET_MBS = 250
+const TARGET_GZIP_MBS = 60
+const TARGET_RATIO = 10
+const TARGET_TAIL_P99_MS = 100
+const TARGET_RSS_KB = 1024 * 1024
+
+interface QueryResult {
+  short: string
+  name: string
+  body: string
+  sp: Measure
+  gz: GzipMeasure | null
+  pgm: Measure
+  /** solportal's and PostgreSQL's JSON lines equal (after parsing) */
+  equal: boolean
+}
+
+interface ProfileDone {
+  title: string
+  threads: ThreadProfile[]
+  how: string
+}
+
+async function targetsAndProfiles(
+  datasetDir: string,
+  results: QueryResult[],
+  tail: TailResult | null,
+  peak: { kb: number; query: string; startKb: number },
+): Promise<{ rows: TargetRow[]; profiles: ProfileDone[] }> {
+  const rows: TargetRow[] = []
+  /** unmet query targets to profile: the row to annotate, the query, the encoding */
+  const jobs: { row: TargetRow; r: QueryResult; gzip: boolean }[] = []
+  const byShort = new Map(results.map((r) => [r.short, r]))
+  const mbs = (bytes: number, ms: number) => mb(bytes) / (ms / 1000)
+  for (const short of WIDE) {
+    const r = byShort.get(short)
+    if (!r) continue
+    const what = short === 'Q3' ? 'Token program, all fields (Q3)' : '"everything" (Q5)'
+    const id = mbs(r.sp.bytes, r.sp.ms)
+    const row: TargetRow = {
+      target: `${what}: ≥ ${TARGET_MBS} MB/s identity, one stream`,
+      measured: `${fmt(id, 1)} MB/s (${fmt(mb(r.sp.bytes))} MB in ${fmt(r.sp.ms / 1000, 1)} s)`,
+      met: id >= TARGET_MBS,
+      notes: 'JSON bytes / wall time of one HTTP response over loopback',
+    }
+    rows.push(row)
+    if (!row.met) jobs.push({ row, r, gzip: false })
+    if (r.gz) {
+      const g = mbs(r.gz.jsonBytes, r.gz.ms)
+      const grow: TargetRow = {
+        target: `${what}: ≥ ${TARGET_GZIP_MBS} MB/s with gzip`,
+        measured: `${fmt(g, 1)} MB/s of JSON (${fmt(mb(r.gz.jsonBytes))} MB → ${fmt(mb(r.gz.gzipBytes))} MB gzip in ${fmt(r.gz.ms / 1000, 1)} s)`,
+        met: g >= TARGET_GZIP_MBS,
+        notes:
+          '`Accept-Encoding: gzip`; JSON bytes (gunzipped by the bench, equal to the identity response) / wall time',
+      }
+      rows.push(grow)
+      if (!grow.met) jobs.push({ row: grow, r, gzip: true })
+    }
+  }
+  for (const [short, what] of [
+    ['Q2', 'one-account query (Q2)'],
+    ['Q4', 'fee-payer query (Q4)'],
+    ['Q1', 'Whirlpool pool query (Q1)'],
+  ] as const) {
+    const r = byShort.get(short)
+    if (!r) continue
+    const ratio = r.pgm.ms / r.sp.ms
+    const row: TargetRow = {
+      target: `${what}: ≥ ${TARGET_RATIO}× PostgreSQL with its indexes, JSON equal`,
+      measured: `${Number.isFinite(ratio) ? ratio.toFixed(1) : '–'}× (${fmt(r.sp.ms, r.sp.ms < 100 ? 1 : 0)} ms vs ${fmt(r.pgm.ms, r.pgm.ms < 100 ? 1 : 0)} ms, ${fmt(mb(r.sp.bytes), 1)} MB), JSON ${r.equal ? 'equal' : '**different**'}`,
+      met: ratio >= TARGET_RATIO && r.equal,
+      notes: 'best wall times, back to back in the same run',
+    }
+    rows.push(row)
+    if (!row.met) jobs.push({ row, r, gzip: false })
+  }
+  const tailRow: TargetRow = tail
+    ? {
+        target: `tail: p99 ≤ ${TARGET_TAIL_P99_MS} ms from node block to client line, 100 clients`,
+        measured: tail.p99Ms === null ? 'table not readable' : `p99 ${fmt(tail.p99Ms, 1)} ms (${tail.clients} clients)`,
+        met: tail.p99Ms === null ? null : tail.p99Ms <= TARGET_TAIL_P99_MS && (tail.clients ?? 0) >= 100,
+        notes: '`bench/tail.bench.ts` in a child process (its table below)',
+      }
+    : { target: `tail: p99 ≤ ${TARGET_TAIL_P99_MS} ms, 100 clients`, measured: '–', met: null, notes: 'COMPARE_TAIL=0' }
+  rows.push(tailRow)
+  const rssRow: TargetRow = {
+    target: 'peak RSS of the server ≤ 1 GiB',
+    measured: `${fmt(peak.kb / 1024)} MiB (during ${peak.query}; ${fmt(peak.startKb / 1024)} MiB after start)`,
+    met: peak.kb <= TARGET_RSS_KB,
+    notes: 'VmHWM of the `solportal serve` child, reset before each query; over every query of the run',
+  }
+  rows.push(rssRow)
+  if (!rssRow.met) rssRow.notes += `; bounded by what ${peak.query} holds at once (memory, not CPU: no profile)`
+
+  const profiles: ProfileDone[] = []
+  if (!PROFILE) return { rows, profiles }
+  if (jobs.length) {
+    const dir = join(WORK, 'profiles', 'server')
+    rmSync(dir, { recursive: true, force: true })
+    mkdirSync(dir, { recursive: true })
+    log(`profiling ${jobs.length} unmet target(s) on a server under --cpu-prof`)
+    const server = await Server.start(datasetDir, ['--cpu-prof', '--cpu-prof-dir', dir])
+    const windows: [number, number][] = []
+    try {
+      for (const j of jobs) {
+        log(`  ${j.r.short}${j.gzip ? ' gzip' : ''}`)
+        const sink = () => undefined
+        await server.post(j.r.body, sink, j.gzip) // warm, as the measured best run was
+        const from = monotonicMicros()
+        let total = 0
+        for (let i = 0; i < 1 || total < 3000; i++) {
+          const t0 = performance.now()
+          total += (await server.post(j.r.body, sink, j.gzip)) - t0
+        }
+        windows.push([from, monotonicMicros()])
+      }
+    } finally {
+      await server.stop()
+    }
+    jobs.forEach((j, i) => {
+      const threads = summarizeProfileDir(dir, ROOT, { fromUs: windows[i][0], toUs: windows[i][1] })
+      j.row.notes = `bounded by: ${boundedBy(threads)}`
+      profiles.push({
+        title: `${j.r.name}${j.gzip ? ', gzip' : ''}`,
+        threads,
+        how: `\`solportal serve\` under \`node --cpu-prof\`, samples of the query's runs only (after one warm-up run)${threads[0]?.windowed === false ? ' — the window matched no sample: the whole profile' : ''}`,
+      })
+    })
+  }
+  if (tail && tailRow.met === false) {
+    const dir = join(WORK, 'profiles', 'tail')
+    rmSync(dir, { recursive: true, force: true })
+    mkdirSync(dir, { recursive: true })
+    log('profiling the tail bench')
+    const again = runTailBench(ROOT, { cpuProfDir: dir })
+    const threads = summarizeProfileDir(dir, ROOT)
+    tailRow.notes += `; bounded by: ${boundedBy(threads)} (profiled rerun: p99 ${again.p99Ms} ms)`
+    profiles.push({
+      title: 'tail latency, 100 clients',
+      threads,
+      how: '`bench/tail.bench.ts` under `node --cpu-prof`: the whole process (fake node, ingest, server and clients share it), set-up included',
+    })
+  }
+  return { rows, profiles }
+}
+
 // ------------------------------------------------------------------------------ run
 export async function run(): Promise<string> {
   const started = new Date()
   const load0 = os.loadavg()
   mkdirSync(WORK, { recursive: true })
-  const data = prepareData()
+  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim()
+  const data = prepareData(readPrepared())
+  const reused = data.reused
 
   let pg: PgCluster | null = null
   let server: Server | null = null
@@ -407,30 +682,37 @@ export async function run(): Promise<string> {
     // ---- 2. PostgreSQL
     const pgRoot = join(WORK, 'pg')
     log('starting PostgreSQL')
-    pg = await PgCluster.start(pgRoot, log)
+    pg = await PgCluster.start(pgRoot, log, { reuse: reused !== null })
     const pgVersion = pg.version()
-    pg.psql(['-c', schemaSql()])
     const teeDir = join(WORK, 'tsv')
-    rmSync(teeDir, { recursive: true, force: true })
-    mkdirSync(teeDir, { recursive: true })
-    log('COPY')
-    const loaded = await loadDataset(pg, data.datasetDir, teeDir)
-    log(`COPY done in ${loaded.seconds.toFixed(1)} s: ${JSON.stringify(loaded.rows)}`)
+    let loaded: { seconds: number; rows: Record<string, number> }
     const idxTimes: [string, number][] = []
-    for (const ix of INDEXES) {
-      const t0 = performance.now()
-      pg.psql(['-c', ix])
-      idxTimes.push([ix, (performance.now() - t0) / 1000])
-      log(`${ix}: ${idxTimes[idxTimes.length - 1][1].toFixed(1)} s`)
+    let analyzeS: number
+    if (reused) {
+      loaded = { seconds: reused.loadSeconds, rows: reused.rows }
+      idxTimes.push(...reused.idxTimes)
+      analyzeS = reused.analyzeS
+    } else {
+      pg.psql(['-c', schemaSql()])
+      rmSync(teeDir, { recursive: true, force: true })
+      mkdirSync(teeDir, { recursive: true })
+      log('COPY')
+      loaded = await loadDataset(pg, data.datasetDir, teeDir)
+      log(`COPY done in ${loaded.seconds.toFixed(1)} s: ${JSON.stringify(loaded.rows)}`)
+      for (const ix of INDEXES) {
+        const t0 = performance.now()
+        pg.psql(['-c', ix])
+        idxTimes.push([ix, (performance.now() - t0) / 1000])
+        log(`${ix}: ${idxTimes[idxTimes.length - 1][1].toFixed(1)} s`)
+      }
+      const ta = performance.now()
+      pg.psql(['-c', 'VACUUM ANALYZE'])
+      analyzeS = (performance.now() - ta) / 1000
     }
-    const ta = performance.now()
-    pg.psql(['-c', 'VACUUM ANALYZE'])
-    const analyzeS = (performance.now() - ta) / 1000
     const pgBytes = Number(pg.psql(['-At', '-c', 'SELECT pg_database_size(current_database())']).trim())
     const indexS = idxTimes.reduce((a, [, s]) => a + s, 0)
 
     // ---- lower bound data: Parquet from the same rows (the COPY text)
-    log('Parquet export (DuckDB)')
     const duck = await DuckDBInstance.create(':memory:')
     const con = await duck.connect()
     await con.run(`SET threads = 1`)
@@ -441,26 +723,44 @@ export async function run(): Promise<string> {
     const cols = (kind: keyof typeof RECORD_FIELDS) => ['', ...RECORD_FIELDS[kind].map((f) => f.name)]
     const pq = (n: string) => join(WORK, `${n}.parquet`)
     const tp = performance.now()
-    await con.run(
-      `COPY (SELECT c0::BIGINT AS block_number, c1_transactionIndex::INTEGER AS transaction_index, c3_programId AS program_id, c9_d8 AS d8, ` +
-        `CASE WHEN c4_accounts = '{}' THEN []::VARCHAR[] ELSE string_split(trim(c4_accounts, '{}'), ',') END AS accounts, c12_isCommitted = 't' AS is_committed ` +
-        `FROM ${tsv('instructions', cols('instruction'))}) TO '${pq('ix')}' (FORMAT parquet)`,
-    )
-    await con.run(
-      `COPY (SELECT c0::BIGINT AS block_number, c1_transactionIndex::INTEGER AS transaction_index, c14_feePayer AS fee_payer FROM ${tsv('transactions', cols('transaction'))}) TO '${pq('tx')}' (FORMAT parquet)`,
-    )
-    for (const [t, k] of [
-      ['logs', 'log'],
-      ['balances', 'balance'],
-      ['token_balances', 'tokenBalance'],
-      ['rewards', 'reward'],
-    ] as const) {
-      await con.run(`COPY (SELECT c0::BIGINT AS block_number FROM ${tsv(t, cols(k))}) TO '${pq(t)}' (FORMAT parquet)`)
+    if (!reused) {
+      log('Parquet export (DuckDB)')
+      await con.run(
+        `COPY (SELECT c0::BIGINT AS block_number, c1_transactionIndex::INTEGER AS transaction_index, c3_programId AS program_id, c9_d8 AS d8, ` +
+          `CASE WHEN c4_accounts = '{}' THEN []::VARCHAR[] ELSE string_split(trim(c4_accounts, '{}'), ',') END AS accounts, c12_isCommitted = 't' AS is_committed ` +
+          `FROM ${tsv('instructions', cols('instruction'))}) TO '${pq('ix')}' (FORMAT parquet)`,
+      )
+      await con.run(
+        `COPY (SELECT c0::BIGINT AS block_number, c1_transactionIndex::INTEGER AS transaction_index, c14_feePayer AS fee_payer FROM ${tsv('transactions', cols('transaction'))}) TO '${pq('tx')}' (FORMAT parquet)`,
+      )
+      for (const [t, k] of [
+        ['logs', 'log'],
+        ['balances', 'balance'],
+        ['token_balances', 'tokenBalance'],
+        ['rewards', 'reward'],
+      ] as const) {
+        await con.run(`COPY (SELECT c0::BIGINT AS block_number FROM ${tsv(t, cols(k))}) TO '${pq(t)}' (FORMAT parquet)`)
+      }
     }
     for (const v of ['ix', 'tx', 'logs', 'balances', 'token_balances', 'rewards'])
       await con.run(`CREATE VIEW ${v} AS SELECT * FROM read_parquet('${pq(v)}')`)
-    const parquetS = (performance.now() - tp) / 1000
+    const parquetS = reused ? reused.parquetS : (performance.now() - tp) / 1000
     rmSync(teeDir, { recursive: true, force: true })
+    if (!reused) {
+      const prepared: Prepared = {
+        shape: SHAPE,
+        at: started.toISOString(),
+        head,
+        importSeconds: data.importSeconds,
+        importSummary: data.importSummary,
+        loadSeconds: loaded.seconds,
+        rows: loaded.rows,
+        idxTimes,
+        analyzeS,
+        parquetS,
+      }
+      writeFileSync(PREPARED, JSON.stringify(prepared, null, 2))
+    }
     const one = async (sql: string) => Number((await con.runAndReadAll(sql)).getRows()[0][0])
 
     // ---- query parameters, picked from the data (DuckDB)
@@ -494,7 +794,6 @@ export async function run(): Promise<string> {
     log(`parameters: pool ${pool}, account ${account}, payer ${payer}`)
 
     // ---- 3. the queries
-    const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim()
     const dirty = spawnSync('git', ['status', '--porcelain', '--', 'src'], { cwd: ROOT, encoding: 'utf8' })
       .stdout.split('\n')
       .filter((l) => l.trim() && !l.startsWith('??'))
@@ -506,10 +805,14 @@ export async function run(): Promise<string> {
     session = new PsqlSession(pg)
     const srvMem = { reset: () => resetPeak(srvPid), peak: () => statusKb(srvPid, 'VmHWM') }
     const rows: string[] = []
-    const targets: string[] = []
     const checks: string[] = []
     const sqlShown: string[] = []
     let serverPeakKb = 0
+    let serverPeakQuery = ''
+    const notePeak = (kb: number, what: string) => {
+      if (kb > serverPeakKb) [serverPeakKb, serverPeakQuery] = [kb, what]
+    }
+    const results: QueryResult[] = []
     for (const q of customQueries(from, to, {
       pool,
       account,
@@ -518,10 +821,23 @@ export async function run(): Promise<string> {
       fullBlocks: Math.min(FULL_BLOCKS, nBlocks),
     })) {
       const body = JSON.stringify(q.body)
+      const short = q.name.split(' ')[0]
       log(`${q.name}: solportal`)
       const sp = await measure((cb) => server!.post(body, cb), srvMem, RUNS)
-      serverPeakKb = Math.max(serverPeakKb, sp.peakKb)
-      log(`  ${fmt(sp.ms)} ms, ${fmt(mb(sp.bytes), 1)} MB; PostgreSQL`)
+      notePeak(sp.peakKb, short)
+      log(`  ${fmt(sp.ms)} ms, ${fmt(mb(sp.bytes), 1)} MB`)
+      let gz: GzipMeasure | null = null
+      if (WIDE.includes(short)) {
+        log('  solportal with gzip')
+        gz = await measureGzip(server, body, srvMem, RUNS)
+        notePeak(gz.peakKb, `${short} with gzip`)
+        if (gz.jsonBytes !== sp.bytes || gz.lines !== sp.lines)
+          throw new Error(
+            `${short}: gzip response ${gz.jsonBytes} B / ${gz.lines} lines vs identity ${sp.bytes} / ${sp.lines}`,
+          )
+        log(`  ${fmt(gz.ms)} ms, ${fmt(mb(gz.gzipBytes), 1)} MB gzip`)
+      }
+      log('  PostgreSQL')
       const sql = querySql(q.body)
       sqlShown.push(`-- ${q.name}\n${sql};`)
       let pgm: Measure
@@ -539,15 +855,7 @@ export async function run(): Promise<string> {
         lbMs = Math.min(lbMs, performance.now() - t0)
       }
       const eq = pgm.digest && sp.digest ? compareDigests(sp.digest, pgm.digest) : `not compared: ${pgm.note}`
-      const short = q.name.split(' ')[0]
-      if (['Q1', 'Q2', 'Q4'].includes(short))
-        targets.push(
-          `- ${short} (selective): solportal ${fmt(sp.ms)} ms vs PostgreSQL ${fmt(pgm.ms)} ms = ${(pgm.ms / sp.ms).toFixed(2)}× (target ≥ 10×): ${pgm.ms / sp.ms >= 10 ? 'met' : '**not met**'}.`,
-        )
-      else
-        targets.push(
-          `- ${short} (wide): solportal ${fmt(mb(sp.bytes) / (sp.ms / 1000), 1)} MB/s of JSON lines over HTTP, one server thread (target ≥ 100 MB/s): ${mb(sp.bytes) / (sp.ms / 1000) >= 100 ? 'met' : '**not met**'}.`,
-        )
+      results.push({ short, name: q.name, body, sp, gz, pgm, equal: eq.startsWith('equal') })
       checks.push(`| ${q.name} | ${eq} | ${fmt(sp.rows)} / ${fmt(pgm.rows)} |`)
       const line = (
         label: string,
@@ -561,6 +869,15 @@ export async function run(): Promise<string> {
           ? `**${(pgm.ms / sp.ms).toFixed(1)}× faster** than PostgreSQL`
           : `**${(sp.ms / pgm.ms).toFixed(1)}× slower** than PostgreSQL`
       rows.push(line(q.name, 'solportal (HTTP)', sp, `${vsPg}; ${(sp.ms / lbMs).toFixed(1)}× the lower bound`))
+      if (gz)
+        rows.push(
+          line(
+            '',
+            'solportal (HTTP, gzip)',
+            { ms: gz.ms, bytes: gz.jsonBytes, rows: sp.rows, peakKb: gz.peakKb },
+            `${fmt(mb(gz.gzipBytes), 1)} MB sent (${((100 * gz.gzipBytes) / gz.jsonBytes).toFixed(1)} % of the JSON); ${(gz.ms / sp.ms).toFixed(1)}× the identity time`,
+          ),
+        )
       rows.push(line('', 'PostgreSQL (SQL → JSON)', pgm, `${(pgm.ms / lbMs).toFixed(1)}× the lower bound`))
       rows.push(
         line('', `lower bound (DuckDB count, ${q.lowerWhat})`, { ms: lbMs, bytes: 0, rows: lbRows, peakKb: null }, ''),
@@ -574,18 +891,32 @@ export async function run(): Promise<string> {
       log(`reference ${q.name}: solportal`)
       const body = JSON.stringify(q.body)
       const sp = await measure((cb) => server!.post(body, cb), srvMem, RUNS)
-      serverPeakKb = Math.max(serverPeakKb, sp.peakKb)
+      notePeak(sp.peakKb, `reference ${q.name}`)
       const bps = nBlocks / (sp.ms / 1000)
       const ref = refFig.get(q.name)
       refRows.push(
         `| ${q.name} | ${fmt(sp.lines)} | ${fmt(sp.rows)} | ${fmt(mb(sp.bytes), 1)} | ${fmt(sp.ms)} | ${fmt(bps)} | ${fmt((sp.rows / sp.ms) * 1000)} | ${fmt(mb(sp.bytes) / (sp.ms / 1000), 1)} | ${fmt(sp.peakKb / 1024)} | ${ref ? fmt(ref) : '–'} | ${ref ? (bps / ref).toFixed(2) + '×' : '–'} |`,
       )
     }
-    const serverLifetimeKb = serverPeakKb
     await session.close()
     session = null
     await server.stop()
     server = null
+
+    // ---- 5. tail latency
+    let tail: TailResult | null = null
+    if (TAIL) {
+      log('tail latency (bench/tail.bench.ts)')
+      tail = runTailBench(ROOT)
+      log(`  client p99 ${tail.p99Ms} ms with ${tail.clients} clients`)
+    }
+
+    // ---- 6. targets, and a CPU profile for each unmet one
+    const { rows: targetRows, profiles } = await targetsAndProfiles(data.datasetDir, results, tail, {
+      kb: serverPeakKb,
+      query: serverPeakQuery,
+      startKb: serverStartKb,
+    })
 
     // ---- report
     const rowsTotal = loaded.rows
@@ -594,9 +925,17 @@ export async function run(): Promise<string> {
     const md = [
       `## solportal vs PostgreSQL vs a lower bound (${fmt(nBlocks)} generated blocks)`,
       '',
-      `Run ${started.toISOString()} → ${new Date().toISOString()}; node ${process.version}; PostgreSQL ${pgVersion}; ${os.cpus()[0]?.model} × ${os.cpus().length}; load average ${load0[0].toFixed(1)} at start, ${load1[0].toFixed(1)} at end (the 2 cores are shared with other work: absolute times are noisy, ratios measured back to back).`,
+      `Run ${started.toISOString()} → ${new Date().toISOString()} (${((Date.now() - started.getTime()) / 60_000).toFixed(0)} min in all); node ${process.version}; PostgreSQL ${pgVersion}; ${os.cpus()[0]?.model} × ${os.cpus().length}; load average ${load0[0].toFixed(1)} at start, ${load1[0].toFixed(1)} at end (the 2 cores are shared with other work: absolute times are noisy, ratios measured back to back).`,
       '',
-      `${codeVersion}; import and PostgreSQL load ran in this run.`,
+      reused
+        ? `${codeVersion}. **Import, PostgreSQL load and Parquet export reused from an earlier run** (\`COMPARE_REUSE=1\`): run ${reused.at} at ${reused.head}; their times below are that run's.`
+        : `${codeVersion}; import and PostgreSQL load ran in this run.`,
+      '',
+      '### Targets',
+      '',
+      `Command: \`${N_BLOCKS === DEFAULT_BLOCKS && TXS === DEFAULT_TXS ? '' : `COMPARE_BLOCKS=${N_BLOCKS} COMPARE_TXS=${TXS} COMPARE_FULL_BLOCKS=${FULL_BLOCKS} `}npm run bench -- compare\`. Measured values come from the sections below; where a target is not met, the notes summarize a CPU profile of the server answering that query (top self-time functions, share of the busy time of the thread; the tables are under "CPU profiles").`,
+      '',
+      ...targetsTable(targetRows),
       '',
       '### Block shape',
       '',
@@ -613,7 +952,9 @@ export async function run(): Promise<string> {
         : []),
       '',
       `Per block after normalization: ${perBlock('transactions')} transactions, ${perBlock('instructions')} instructions, ${perBlock('logs')} logs, ${perBlock('balances')} balances, ${perBlock('token_balances')} token balances, ${perBlock('rewards')} rewards. ` +
-        `This is smaller than mainnet's ~1,000 tx / ~5,000 instructions per block: at the import rate measured below (${fmt(rowsTotal.instructions / data.importSeconds)} instructions/s), 10,000 blocks of 5,000 instructions would take ~${fmt((10_000 * 5_000) / (rowsTotal.instructions / data.importSeconds) / 60)} min to import alone, and the PostgreSQL load (${fmt(Object.values(rowsTotal).reduce((a, b) => a + b, 0) / loaded.seconds)} rows/s) ~${fmt((((10_000 * 5_000) / rowsTotal.instructions) * (loaded.seconds + indexS + analyzeS)) / 60)} min more: beyond the ~25 min budget of the whole bench on this 2-core box.`,
+        (TXS === DEFAULT_TXS
+          ? `Mainnet-shaped: ${fmt(DEFAULT_TXS)} transactions per block before dropping votes, as mainnet blocks carry; ${fmt(DEFAULT_BLOCKS)} blocks by default, chosen so that generation, import, the PostgreSQL load, every query, the tail bench and the profiles fit in ~25–30 min on this 2-core box when other work leaves it mostly to the bench (the run's own duration and load average are in its first line) (import ${fmt(rowsTotal.instructions / data.importSeconds)} instructions/s, PostgreSQL load ${fmt(Object.values(rowsTotal).reduce((a, b) => a + b, 0) / loaded.seconds)} rows/s here).`
+          : `Not the default shape (${fmt(DEFAULT_TXS)} transactions per block, as mainnet).`),
       '',
       '| table | rows |',
       '|---|---|',
@@ -651,11 +992,17 @@ export async function run(): Promise<string> {
       '|---|---|---|---|---|---|---|---|---|---|---|',
       ...refRows,
       '',
-      '### Targets',
+      '### Tail latency (bench/tail.bench.ts)',
       '',
-      ...targets,
-      `- Server RSS over the whole run: ${fmt(serverLifetimeKb / 1024)} MiB peak (after start ${fmt(serverStartKb / 1024)} MiB; target < 1 GiB): ${serverLifetimeKb < 1024 * 1024 ? 'met' : '**not met**'}.`,
+      ...(tail
+        ? [`(took ${tail.seconds.toFixed(0)} s)`, '', tail.markdown.replace(/^## /gm, '#### ')]
+        : ['Not run (COMPARE_TAIL=0).']),
       '',
+      '### CPU profiles of the unmet targets',
+      '',
+      ...(profiles.length
+        ? profiles.flatMap((p) => [`#### ${p.title}`, '', `${p.how}.`, '', ...profileTable(p.threads), ''])
+        : [PROFILE ? 'None needed: every measured target is met.' : 'Not run (COMPARE_PROFILE=0).', '']),
       '### PostgreSQL setup',
       '',
       `Debian package (${pgVersion}), \`initdb --no-locale -E UTF8\` (C collation: text order = solportal's byte order), run as \`postgres\` via runuser, 127.0.0.1 only. UNLOGGED tables, one per record kind plus \`blocks\`, columns derived from the field catalogue: \`numeric\` for u64/i64 (exact), \`bigint\` for u32, \`text[]\` for account lists, \`int[]\` for instruction addresses, \`json\` for err / version / addressTableLookups / loadedAddresses.`,
@@ -679,7 +1026,7 @@ export async function run(): Promise<string> {
     const portable = portablePaths(md)
     mkdirSync(join(BENCH, 'results'), { recursive: true })
     // the default shape is the reference result; other shapes get their own file
-    const out = N_BLOCKS === 10_000 && TXS === 200 ? 'compare.md' : `compare-b${N_BLOCKS}-t${TXS}.md`
+    const out = N_BLOCKS === DEFAULT_BLOCKS && TXS === DEFAULT_TXS ? 'compare.md' : `compare-b${N_BLOCKS}-t${TXS}.md`
     writeFileSync(join(BENCH, 'results', out), portable + '\n')
     return portable
   } finally {

@@ -151,6 +151,9 @@ export function portablePaths(text: string): string {
     [homedir(), '~'],
   ]
   let out = text
-  for (const [from, to] of swaps) if (from.length > 1) out = out.split(from).join(to)
+  const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  // only where a path starts: not inside one (`bench/tmp/x` keeps its `/tmp`)
+  for (const [from, to] of swaps)
+    if (from.length > 1) out = out.replace(new RegExp(`(?<![\\w.$~-])${esc(from)}`, 'g'), () => to)
   return out
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { Block } from '../src/model.ts'
 import { executeQuery, parseQuery } from '../src/query/index.ts'
+import { compileWriter } from '../src/query/render.ts'
 import { StaticStore } from '../src/store/static.ts'
 
 const PROG = 'whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc'
@@ -265,4 +266,22 @@ test('relations: d8 + innerInstructions + transaction + logs; log → instructio
     transactions: [{ mentionsAccount: ['W111111111111111111111111111111111111111111'] }],
   })
   assert.deepEqual(out4, ['{"header":{},"transactions":[{"transactionIndex":5}]}'])
+})
+
+test('writers are compiled once per selection: a query parsed again reuses them, another selection does not', () => {
+  const sel = (fields: Record<string, Record<string, boolean>>) => parseQuery({ type: 'solana', fromBlock: 0, fields })
+  const a = sel({ transaction: { fee: true, transactionIndex: true } })
+  const b = sel({ transaction: { fee: true, transactionIndex: true } })
+  assert.notEqual(a.fields.transaction, b.fields.transaction)
+  const w = compileWriter(a.fields.transaction, false)
+  assert.equal(compileWriter(b.fields.transaction, false), w)
+  assert.notEqual(compileWriter(b.fields.transaction, true), w)
+  assert.notEqual(compileWriter(sel({ transaction: { fee: true } }).fields.transaction, false), w)
+  // both spellings of one field: its own writer (two keys, one column)
+  const both = sel({ block: { parentNumber: true, parentSlot: true } }).fields.block
+  const one = sel({ block: { parentNumber: true } }).fields.block
+  assert.notEqual(compileWriter(both, false), compileWriter(one, false))
+  assert.equal(compileWriter(both, false)([[7]])(0), '{"parentNumber":7,"parentSlot":7}')
+  // the cached writer renders the same text as a fresh compile of the other parse
+  assert.equal(w([[1], [5000n]])(0), compileWriter(b.fields.transaction, false)([[1], [5000n]])(0))
 })

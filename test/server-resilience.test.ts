@@ -208,8 +208,11 @@ test('200 concurrent streams, 50 never reading: memory bounded, others served, a
   assert.ok(r.received > 50 * 2 ** 20, `${r.received >> 20} MiB received by the reading clients`)
   for (const status of r.statuses.keys()) assert.ok(status === 200 || status === 0, statuses)
   assert.ok(r.probes.length >= 1)
-  // generous: on a loaded 2-core box the engine's first block of a chunk of the other queries
-  // (synchronous work) delays it by seconds; on an idle box it answers in milliseconds
-  assert.ok(Math.max(...r.probes) < 45_000, `small query took ${Math.round(Math.max(...r.probes))} ms`)
+  // The other streams render in slices of ~10 ms and give their turn to a smaller response
+  // (RenderScheduler.shouldYield), so the small query waits for about one slice per event loop
+  // turn: 0.1-1 s measured at a load average of 12-14 on the 2-core box (3.6-17 s before, when a
+  // 5 MB block was one piece of work), up to 4.5 s while other test files ran beside it; the time
+  // includes the load client's own event loop, as busy as the server. 10 s keeps a margin.
+  assert.ok(Math.max(...r.probes) < 10_000, `small query took ${Math.round(Math.max(...r.probes))} ms`)
   assert.equal(s.child.exitCode, null, 'the server is alive')
 })

@@ -20,6 +20,45 @@ export interface ExecuteOptions {
   bigintsAsNumbers?: boolean
   /** checked after each produced block is processed; true → end early (at a block boundary) */
   shouldStop?: () => boolean
+  /**
+   * Called inside the work of a block (filtering a chunk, decoding its columns, rendering the rows
+   * of a big block) each time about `sliceMs` of it ran without a yield, so that the caller can let
+   * other work run (other streams, the event loop); resolving to false ends the iteration there,
+   * without the block (the consumer is gone). Without it a block is one synchronous piece of work.
+   */
+  pause?: () => Promise<boolean>
+  /** ms of work between pauses (default 8) */
+  sliceMs?: number
+}
+
+/** the engine's clock for `pause`: one reading per PAUSE_ROWS rows rendered */
+const PAUSE_ROWS = 64
+
+/** When the current slice of synchronous work began, and the pause to take once it is long. */
+class Slicer {
+  private start = performance.now()
+
+  constructor(
+    private readonly pause: (() => Promise<boolean>) | undefined,
+    private readonly sliceMs: number,
+  ) {}
+
+  /** a yield happened (the consumer ran): a new slice begins */
+  reset(): void {
+    this.start = performance.now()
+  }
+
+  /** true when the slice is long enough for a pause */
+  get due(): boolean {
+    return this.pause !== undefined && performance.now() - this.start >= this.sliceMs
+  }
+
+  /** pause now; false = stop */
+  async take(): Promise<boolean> {
+    const go = await this.pause!()
+    this.start = performance.now()
+    return go
+  }
 }
 
 export interface OutputBlock {
@@ -352,14 +391,21 @@ class ChunkRun {
     return s
   }
 
-  run(): void {
+  /** filters then relations, pausing between steps when a slice is used up; false = stop */
+  async run(slicer: Slicer): Promise<boolean> {
     for (const kp of this.plan.kinds) {
-      for (const req of kp.requests) this.evaluate(kp.kind, req)
+      for (const req of kp.requests) {
+        if (slicer.due && !(await slicer.take())) return false
+        this.evaluate(kp.kind, req)
+      }
     }
     for (const rel of this.plan.relations) {
       const srcs = this.sources.get(rel)
-      if (srcs) this.join(rel, srcs)
+      if (!srcs) continue
+      if (slicer.due && !(await slicer.take())) return false
+      this.join(rel, srcs)
     }
+    return true
   }
 
   /** the candidate row buffer of a request, reused from chunk to chunk */
@@ -528,8 +574,18 @@ function joinRows(
  */
 const SPARSE = 8
 
-/** the columns for rendering the selected rows of `t` in [lo, hi) */
-function renderColumns(t: Table, defs: readonly FieldDef[], s: Selected, lo: number, hi: number): ArrayLike<unknown>[] {
+/**
+ * the columns for rendering the selected rows of `t` in [lo, hi) (decoding a column is a piece of
+ * work of its own: a pause may come between columns); null = stop
+ */
+async function renderColumns(
+  t: Table,
+  defs: readonly FieldDef[],
+  s: Selected,
+  lo: number,
+  hi: number,
+  slicer: Slicer,
+): Promise<ArrayLike<unknown>[] | null> {
   let few = false
   let count = 0
   if (t.rowView !== undefined && s.list !== null) {
@@ -541,7 +597,12 @@ function renderColumns(t: Table, defs: readonly FieldDef[], s: Selected, lo: num
     for (let x = lo - s.base, end = hi - s.base; x < end && count < limit; x++) count += m[x]
     few = count < limit
   }
-  return defs.map((d) => (few ? t.rowView!(d.name, count) : null) ?? t.column(d.name))
+  const out: ArrayLike<unknown>[] = []
+  for (const d of defs) {
+    if (slicer.due && !(await slicer.take())) return null
+    out.push((few ? t.rowView!(d.name, count) : null) ?? t.column(d.name))
+  }
+  return out
 }
 
 interface BoundKind {
@@ -570,6 +631,8 @@ export async function* executeQuery(
   if (to < from) return
   const plan = makePlan(q, opts.bigintsAsNumbers === true)
   const shouldStop = opts.shouldStop
+  const slicer = new Slicer(opts.pause, opts.sliceMs ?? 8)
+  const pausing = opts.pause !== undefined
   let first = true
   let pending: OutputBlock | null = null
   for await (const chunk of store.chunks(from, to, opts.finalizedOnly)) {
@@ -581,12 +644,14 @@ export async function* executeQuery(
     const hashes = chunk.header('hash')
 
     const run = new ChunkRun(chunk, plan, bLo, bHi)
-    run.run()
+    if (!(await run.run(slicer))) return
     const bound: BoundKind[] = []
     for (const kp of plan.kinds) {
       const s = run.selected.get(kp.kind)
       if (!s || !s.any) continue
       const t = run.table(kp.kind)
+      const cols = await renderColumns(t, kp.defs, s, t.blockOffsets[bLo], t.blockOffsets[bHi], slicer)
+      if (cols === null) return
       bound.push({
         open: kp.open,
         mask: s.mask,
@@ -594,7 +659,7 @@ export async function* executeQuery(
         rows: s.sorted(),
         p: 0,
         offsets: t.blockOffsets,
-        write: kp.writer(renderColumns(t, kp.defs, s, t.blockOffsets[bLo], t.blockOffsets[bHi])),
+        write: kp.writer(cols),
       })
     }
     const header = plan.headerWriter(plan.headerDefs.map((d) => chunk.header(d.name as 'number')))
@@ -613,6 +678,7 @@ export async function* executeQuery(
           for (; p < rows.length && rows[p] < endRow; p++) {
             part += sep + bk.write(rows[p])
             sep = ','
+            if (pausing && p % PAUSE_ROWS === 0 && slicer.due && !(await slicer.take())) return
           }
           bk.p = p
         } else {
@@ -624,6 +690,7 @@ export async function* executeQuery(
               part += sep + bk.write(x + base)
               sep = ','
             }
+            if (pausing && x % PAUSE_ROWS === 0 && slicer.due && !(await slicer.take())) return
           }
         }
         if (part !== '') body += part + ']'
@@ -634,6 +701,7 @@ export async function* executeQuery(
       if (!empty || first || number === to) {
         emitted = true
         yield { number, hash: hashes[b], line: '{"header":' + header(b) + body + '}', empty }
+        slicer.reset()
       } else if (b === bHi - 1) {
         // possibly the last produced block of the range: keep it until a later block shows up
         pending = { number, hash: hashes[b], line: '{"header":' + header(b) + '}', empty }

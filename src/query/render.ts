@@ -101,6 +101,43 @@ export function selectedDefs(fields: readonly SelectedField[]): FieldDef[] {
  * `selectedDefs(fields)`.
  */
 export function compileWriter(fields: readonly SelectedField[], bigintsAsNumbers: boolean): WriterFactory {
+  const byFlag = bigintsAsNumbers ? BY_LIST_BIG : BY_LIST
+  let w = byFlag.get(fields)
+  if (w !== undefined) return w
+  const key = selectionKey(fields, bigintsAsNumbers)
+  w = WRITERS.get(key)
+  if (w === undefined) {
+    w = compile(fields, bigintsAsNumbers)
+    if (WRITERS.size >= MAX_WRITERS) WRITERS.delete(WRITERS.keys().next().value as string)
+    WRITERS.set(key, w)
+  }
+  byFlag.set(fields, w)
+  return w
+}
+
+/**
+ * Compiled writers by selection: a query's writers are compiled once, not on every execution (a
+ * stream following the head runs the engine once per new block). Selections are few in practice;
+ * the oldest is dropped past MAX_WRITERS.
+ */
+const WRITERS = new Map<string, WriterFactory>()
+const MAX_WRITERS = 1024
+/** the same, by the parsed selection's own list (no key to build for a query run again) */
+const BY_LIST = new WeakMap<readonly SelectedField[], WriterFactory>()
+const BY_LIST_BIG = new WeakMap<readonly SelectedField[], WriterFactory>()
+
+/** what a compiled writer depends on: each field's output key, catalogue field and column index */
+function selectionKey(fields: readonly SelectedField[], bigintsAsNumbers: boolean): string {
+  const defs = selectedDefs(fields)
+  let k = bigintsAsNumbers ? 'n' : 's'
+  for (const f of fields) {
+    const d = f.def
+    k += '\u0001' + f.key + '\u0000' + d.name + '\u0000' + d.type + (d.nullable ? '?' : '') + defs.indexOf(d)
+  }
+  return k
+}
+
+function compile(fields: readonly SelectedField[], bigintsAsNumbers: boolean): WriterFactory {
   if (fields.length === 0) return () => () => '{}'
   const defs = selectedDefs(fields)
   const lines: string[] = []

@@ -9,6 +9,9 @@
  * response), none while the budget is full, and waiting streams are served smallest response first
  * (bytes sent so far, then the fewest blocks asked for), so a small query gets its turn within a
  * few block renders whatever the load.
+ * Turns pass from stream to stream without the event loop turning (promise callbacks), so after a
+ * slice of ~10 ms of them the next turn waits for the loop's I/O phase: a new request is read and
+ * answered within a slice and a few block renders, however many streams are rendering.
  * A response still under `smallBytes` renders even when the budget is full, up to twice the budget:
  * so small queries do not wait on big ones, and the bytes in flight stay below twice the budget
  * plus one block per rendering stream.
@@ -53,6 +56,8 @@ interface Waiter {
   served: number
   span: number
   seq: number
+  /** a stream that gave its turn back in the middle of a block (see `shouldYield`) */
+  resume: boolean
   grant: () => void
 }
 
@@ -60,11 +65,21 @@ export class RenderScheduler {
   private running = 0
   private seq = 0
   private readonly waiting: Waiter[] = []
+  /** when the current run of turns without an event loop turn began; -1 = the loop turned since */
+  private sliceStart = -1
+  /** a pump is due after the event loop's next I/O phase */
+  private deferred = false
 
   constructor(
     private readonly permits: number,
     private readonly budget: ByteBudget,
     private readonly smallBytes: number,
+    /**
+     * Turns are handed from stream to stream through promise callbacks, which run before the event
+     * loop looks at sockets again: after this many ms of such turns, the next one waits for the
+     * loop's I/O phase (new requests, drains and closes are seen between renders under any load).
+     */
+    private readonly sliceMs = 10,
   ) {
     budget.onRoom(() => this.pump())
   }
@@ -78,13 +93,14 @@ export class RenderScheduler {
    * Wait for a turn to render (`served`: bytes this response sent so far; `span`: blocks its range
    * covers); resolves to the release function, or to null when `signal` aborts first.
    */
-  acquire(served: number, span: number, signal: AbortSignal): Promise<(() => void) | null> {
+  acquire(served: number, span: number, signal: AbortSignal, resume = false): Promise<(() => void) | null> {
     if (signal.aborted) return Promise.resolve(null)
     return new Promise((resolve) => {
       const w: Waiter = {
         served,
         span,
         seq: this.seq++,
+        resume,
         grant: () => {
           signal.removeEventListener('abort', onAbort)
           let released = false
@@ -107,16 +123,53 @@ export class RenderScheduler {
     })
   }
 
+  /**
+   * A stream in the middle of a long block (`served` bytes sent so far) asks whether to give its
+   * turn back: true when a waiting stream that sent less could render now. It then waits again with
+   * `acquire(..., resume = true)`: ahead of the streams that sent as much as it did, and regardless
+   * of the budget (its block is under way), so blocks are not rendered a slice each in round
+   * robin while new and small responses get their turn within a slice.
+   */
+  shouldYield(served: number): boolean {
+    for (const w of this.waiting) if (w.served < served && this.grantable(w)) return true
+    return false
+  }
+
+  private grantable(w: Waiter): boolean {
+    return w.resume || !(this.budget.overfull || (this.budget.full && w.served >= this.smallBytes))
+  }
+
   private pump(): void {
+    if (this.deferred) return
+    if (this.sliceStart < 0) {
+      this.sliceStart = performance.now()
+      // runs in the loop's check phase, after its I/O phase: the slice ends with the turn
+      setImmediate(() => (this.sliceStart = -1))
+    } else if (performance.now() - this.sliceStart >= this.sliceMs && this.waiting.length > 0) {
+      this.deferred = true
+      setImmediate(() => {
+        this.deferred = false
+        this.pump()
+      })
+      return
+    }
     while (this.running < this.permits && this.waiting.length > 0) {
       let best = -1
       for (let i = 0; i < this.waiting.length; i++) {
         const w = this.waiting[i]
-        if (this.budget.overfull || (this.budget.full && w.served >= this.smallBytes)) continue
+        if (!this.grantable(w)) continue
         if (best < 0) best = i
         else {
           const b = this.waiting[best]
-          if (w.served !== b.served ? w.served < b.served : w.span !== b.span ? w.span < b.span : w.seq < b.seq)
+          if (
+            w.served !== b.served
+              ? w.served < b.served
+              : w.resume !== b.resume
+                ? w.resume
+                : w.span !== b.span
+                  ? w.span < b.span
+                  : w.seq < b.seq
+          )
             best = i
         }
       }

@@ -1,0 +1,65 @@
+// bench/compare: the CPU-profile summary that explains unmet targets (a real `node --cpu-prof` child,
+// windowed by the shared monotonic clock) and the tail bench's table reader.
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { boundedBy, summarizeProfileDir } from '../bench/compare/profile.ts'
+import { tailP99 } from '../bench/compare/tail.ts'
+
+test('a --cpu-prof profile summarized over a window of the monotonic clock names the function that ran in it', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'compare-profile-'))
+  try {
+    const script = join(dir, 'child.mjs')
+    writeFileSync(
+      script,
+      `const now = () => Number(process.hrtime.bigint() / 1000n)
+function spinAlpha(ms) { const e = Date.now() + ms; let x = 0; while (Date.now() < e) x += Math.sqrt(x + 1); return x }
+function spinBeta(ms) { const e = Date.now() + ms; let x = 0; while (Date.now() < e) x += Math.sin(x + 1); return x }
+spinAlpha(400)
+const a = now()
+spinBeta(400)
+const b = now()
+process.stdout.write(JSON.stringify({ a, b }))
+`,
+    )
+    const r = spawnSync(process.execPath, ['--cpu-prof', '--cpu-prof-dir', dir, script], { encoding: 'utf8' })
+    assert.equal(r.status, 0, r.stderr)
+    const w = JSON.parse(r.stdout) as { a: number; b: number }
+
+    const whole = summarizeProfileDir(dir, dir)
+    assert.equal(whole.length, 1)
+    assert.equal(whole[0].thread, 'main')
+    const names = whole[0].top.map((f) => f.name)
+    assert.ok(names.includes('spinAlpha') && names.includes('spinBeta'), names.join(', '))
+
+    const win = summarizeProfileDir(dir, dir, { fromUs: w.a, toUs: w.b })
+    assert.equal(win[0].windowed, true)
+    assert.equal(win[0].top[0].name, 'spinBeta')
+    assert.equal(win[0].top[0].where, 'child.mjs:3')
+    assert.ok(!win[0].top.some((f) => f.name === 'spinAlpha'), 'a function that ran outside the window')
+    assert.ok(win[0].top[0].share > 0.5, String(win[0].top[0].share))
+    // the one-line summary the targets table shows
+    assert.match(
+      boundedBy(win),
+      /^main thread \([\d.]+ s busy, \d+% of its sampled time\): `spinBeta` \(child\.mjs:3\) \d+%/,
+    )
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test("the tail bench's table: client p99 of the row with the most clients, found by column name", () => {
+  const md = [
+    '## Tail latency',
+    '',
+    '| clients | blocks | lines received / expected | store p50 ms | store p99 ms | client p50 ms | client p99 ms |',
+    '|---|---|---|---|---|---|---|',
+    '| 1 | 40 | 40/40 | 23.7 | 84.5 | 25.1 | 85.6 |',
+    '| 100 | 40 | 4000/4000 | 23.3 | 69.8 | 31.0 | 119.4 |',
+  ].join('\n')
+  assert.deepEqual(tailP99(md), { p99Ms: 119.4, clients: 100 })
+  assert.equal(tailP99('no table here'), null)
+})
