@@ -501,7 +501,7 @@ export class PortalServer {
                 } else {
                   pending = null
                   written++
-                  room = out.addLine(b.line)
+                  room = out.addLine(b.bytes ?? b.line)
                   // the writer has the bytes now: drop the string, so the engine's and this
                   // function's suspended frames (which keep `b` while the stream waits for its next
                   // turn) do not hold a block's JSON (MBs) per waiting stream
@@ -541,7 +541,7 @@ export class PortalServer {
         if (!head || head.number <= last.number) break
         from = last.number + 1
       }
-      if (pending && !gone.aborted) await out.writeLine(pending.line)
+      if (pending && !gone.aborted) await out.writeLine(pending.bytes ?? pending.line)
       await out.end()
     } catch (err) {
       // Nothing sent yet: the caller answers 5xx. Lines sent: cut the connection (no clean end of

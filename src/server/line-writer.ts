@@ -33,7 +33,9 @@ export interface LineWriterOptions {
 export class LineWriter {
   /** UTF-8 bytes of the lines written so far (newlines included, before compression) */
   bytes = 0
-  private buf: string[] = []
+  private buf: (string | Buffer)[] = []
+  /** some of `buf` are Buffers */
+  private mixed = false
   private bufLen = 0
   private sink: Writable
   private gz: zlib.Gzip | null = null
@@ -114,17 +116,25 @@ export class LineWriter {
     this.res.destroy()
   }
 
-  async writeLine(line: string): Promise<void> {
+  async writeLine(line: string | Buffer): Promise<void> {
     if (!this.addLine(line)) await this.drained()
   }
 
   /**
    * The synchronous part of `writeLine` (batching, encoding, handing to the socket); false when
-   * the caller must then wait for `drained()` before writing more.
+   * the caller must then wait for `drained()` before writing more. A line given as a Buffer (UTF-8,
+   * no newline) is copied once into the batch, or handed over as is when it is a batch by itself.
    */
-  addLine(line: string): boolean {
-    const n = Buffer.byteLength(line) + 1
-    this.buf.push(line, '\n')
+  addLine(line: string | Buffer): boolean {
+    let n: number
+    if (typeof line === 'string') {
+      n = Buffer.byteLength(line) + 1
+      this.buf.push(line, '\n')
+    } else {
+      n = line.length + 1
+      this.buf.push(line, NEWLINE)
+      this.mixed = true
+    }
     this.bufLen += n
     this.bytes += n
     return this.bufLen >= this.batchBytes ? this.pushNow() : true
@@ -144,9 +154,10 @@ export class LineWriter {
     const n = this.bufLen
     if (n === 0) return true
     // a Buffer: the socket keeps one copy of the bytes (not the string and its encoded copy)
-    const data = Buffer.from(this.buf.join(''))
+    const data = this.mixed ? joinBytes(this.buf, n) : Buffer.from((this.buf as string[]).join(''))
     this.buf = []
     this.bufLen = 0
+    this.mixed = false
     if (this.gone) return true
     this.start()
     const budget = this.opts.budget
@@ -193,6 +204,29 @@ export class LineWriter {
       start(done)
     })
   }
+}
+
+const NEWLINE = Buffer.from('\n')
+
+/** strings and Buffers of `n` bytes in all as one Buffer (a lone Buffer line as it is) */
+function joinBytes(parts: readonly (string | Buffer)[], n: number): Buffer {
+  if (parts.length === 2 && parts[1] === NEWLINE) {
+    const line = parts[0] as Buffer
+    const out = Buffer.allocUnsafe(n)
+    line.copy(out, 0)
+    out[n - 1] = 0x0a
+    return out
+  }
+  const out = Buffer.allocUnsafe(n)
+  let pos = 0
+  for (const p of parts) {
+    if (typeof p === 'string') pos += out.write(p, pos, 'utf8')
+    else {
+      p.copy(out, pos)
+      pos += p.length
+    }
+  }
+  return out
 }
 
 function drained(w: Writable, signal: AbortSignal): Promise<void> {
