@@ -1,18 +1,172 @@
 /**
- * Normalizer benchmark: blocks/s, transactions/s and instructions/s of `normalizeBlock` over every
- * block of data/mainnet (and data/sample/*.jsonl.gz when present), parsed once and normalized
- * repeatedly for ~3 s; plus JSON parse throughput of `parseJsonExact` against plain `JSON.parse`
- * on the same texts, measured in the same run.
+ * Normalizer benchmark.
+ *
+ * 1. solportal against the reference pipeline (`JSON.parse` + vote transactions dropped +
+ *    `mapRpcBlock` of `@subsquid/solana-normalization`, the devDependency), on the same blocks in
+ *    the same run, alternating rounds: the whole mainnet block(s) of data/mainnet/blocks and
+ *    mainnet-shaped generated blocks (~1,500 transactions each). Two ratios: parse + normalize
+ *    (JSON text in, records out) and normalize alone (both sides start from their parsed object).
+ * 2. blocks/s, transactions/s and instructions/s of `normalizeBlock` over every block of
+ *    data/mainnet (and data/sample/*.jsonl.gz), parsed once and normalized repeatedly;
+ * 3. JSON parse throughput of `parseJsonExact` against plain `JSON.parse` on the same texts.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { loadavg } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gunzipSync } from 'node:zlib'
+import { toArchiveLine } from '../src/ingest/archive.ts'
+import { BlockGenerator, loadTemplates } from '../src/ingest/generate.ts'
+import { isVoteTransaction } from '../src/normalize/normalize.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import type { ArchiveLine, RpcBlock } from '../src/rpc/types.ts'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+
+// ------------------------------------------------------------------------------ vs the reference
+
+const require = createRequire(import.meta.url)
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const reference = require('@subsquid/solana-normalization') as {
+  mapRpcBlock(
+    src: unknown,
+    journal: { warn(p: unknown, m: string): void; error(p: unknown, m: string): void },
+  ): {
+    transactions: unknown[]
+    instructions: unknown[]
+  }
+}
+const quiet = { warn: () => {}, error: () => {} }
+
+/** solportal, text in, records out: what `import` and `normalize` do with an archive line. */
+function oursText(text: string): number {
+  return oursParsed(toArchiveLine(parseJsonExact(text)))
+}
+
+function oursParsed(line: ArchiveLine): number {
+  return normalizeBlock(line).block.instructions.length
+}
+
+/** The reference pipeline: JSON.parse, votes dropped (its RPC layer's job), mapRpcBlock. */
+function refText(text: string): number {
+  return refParsed(refPrepare(JSON.parse(text) as ArchiveLine))
+}
+
+/** Votes dropped, original positions kept in `_index` (as the reference's RPC layer does). */
+function refPrepare(line: ArchiveLine): ArchiveLine {
+  const txs = line.block.transactions ?? []
+  const kept = []
+  for (let i = 0; i < txs.length; i++) {
+    if (isVoteTransaction(txs[i])) continue
+    ;(txs[i] as { _index?: number })._index = i
+    kept.push(txs[i])
+  }
+  return { ...line, block: { ...line.block, transactions: kept } }
+}
+
+function refParsed(line: ArchiveLine): number {
+  const block = line.block
+  const r = reference.mapRpcBlock(
+    { slot: line.slot, hash: line.hash ?? block.blockhash, height: line.height ?? block.blockHeight, block },
+    quiet,
+  )
+  return r.instructions.length
+}
+
+/** Milliseconds of one pass of `fn` over `items`. */
+function pass<T>(items: readonly T[], fn: (x: T) => number): number {
+  const t0 = performance.now()
+  let sink = 0
+  for (const x of items) sink += fn(x)
+  if (sink < 0) throw new Error('unreachable')
+  return performance.now() - t0
+}
+
+interface Duel {
+  ours: number
+  ref: number
+}
+
+/**
+ * `rounds` alternating rounds (ours first in even rounds, the reference first in odd ones), after
+ * one warm-up pass each; the totals of the same rounds.
+ */
+function duel<A, B>(
+  a: readonly A[],
+  fa: (x: A) => number,
+  b: readonly B[],
+  fb: (x: B) => number,
+  rounds: number,
+): Duel {
+  pass(a, fa)
+  pass(b, fb)
+  let ours = 0
+  let ref = 0
+  for (let r = 0; r < rounds; r++) {
+    if (r % 2 === 0) {
+      ours += pass(a, fa)
+      ref += pass(b, fb)
+    } else {
+      ref += pass(b, fb)
+      ours += pass(a, fa)
+    }
+  }
+  return { ours, ref }
+}
+
+interface DuelSource {
+  name: string
+  texts: string[]
+}
+
+function duelSources(generated: number): DuelSource[] {
+  const mainnet: DuelSource = { name: 'data/mainnet/blocks (whole mainnet blocks)', texts: [] }
+  const blocksDir = join(root, 'data/mainnet/blocks')
+  for (const f of readdirSync(blocksDir)
+    .filter((f) => f.endsWith('.jsonl') || f.endsWith('.jsonl.gz'))
+    .sort()) {
+    mainnet.texts.push(...archiveTexts(join(blocksDir, f)))
+  }
+  const gen = new BlockGenerator(loadTemplates(), { blocks: generated, seed: 7, txsPerBlock: 1500 })
+  const texts: string[] = []
+  for (let i = 0; i < generated; i++) texts.push(gen.nextBuffer().toString('utf8').trimEnd())
+  return [mainnet, { name: `\`solportal gen\` blocks, ${gen.stats.txs / generated} tx/block`, texts }]
+}
+
+async function vsReference(): Promise<string[]> {
+  const load0 = loadavg()[0]
+  const rows: string[] = []
+  for (const s of duelSources(4)) {
+    const mb = s.texts.reduce((a, t) => a + Buffer.byteLength(t), 0) / 1e6
+    const rounds = 8
+    const e2e = duel(s.texts, oursText, s.texts, refText, rounds)
+    const oursLines = s.texts.map((t) => toArchiveLine(parseJsonExact(t)))
+    const refLines = s.texts.map((t) => refPrepare(JSON.parse(t) as ArchiveLine))
+    const alone = duel(oursLines, oursParsed, refLines, refParsed, rounds)
+    const txs = oursLines.reduce((a, l) => a + (l.block.transactions?.length ?? 0), 0)
+    const per = (ms: number) => fmt((s.texts.length * rounds) / (ms / 1000))
+    rows.push(
+      `| ${s.name} | ${s.texts.length} | ${fmt(txs / s.texts.length)} | ${mb.toFixed(1)} | ${per(e2e.ours)} | ${per(e2e.ref)} | **${(e2e.ref / e2e.ours).toFixed(2)}** | ${per(alone.ours)} | ${per(alone.ref)} | **${(alone.ref / alone.ours).toFixed(2)}** |`,
+    )
+  }
+  const load1 = loadavg()[0]
+  return [
+    '## solportal vs the reference normalizer (one core)',
+    '',
+    'Same blocks, same run, alternating rounds. Reference: `JSON.parse` + vote transactions dropped +',
+    '`mapRpcBlock` (`@subsquid/solana-normalization`); solportal: `parseJsonExact` (u64 exact) +',
+    '`normalizeBlock` (format checks, d1..d8). Ratio = solportal speed / reference speed.',
+    '',
+    '| blocks | n | tx/block | MB | parse+normalize blocks/s | reference | ratio | normalize alone blocks/s | reference | ratio |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+    '',
+    `Load average (1 min): ${load0.toFixed(1)} at start, ${load1.toFixed(1)} at end.`,
+    '',
+  ]
+}
 
 interface Source {
   name: string
@@ -112,6 +266,8 @@ function benchParse(texts: string[], parse: (s: string) => unknown, budgetMs: nu
 const fmt = (x: number) => (x >= 100 ? Math.round(x).toLocaleString('en-US') : x.toFixed(1))
 
 export async function run(): Promise<string> {
+  const vs = await vsReference()
+  if (process.env.BENCH_NORMALIZE_VS_ONLY) return vs.join('\n')
   const sources = loadSources()
   const rows: string[] = []
   for (const s of sources) {
@@ -150,6 +306,7 @@ export async function run(): Promise<string> {
   plain /= 3
   exact /= 3
   return [
+    ...vs,
     '## Normalizer (`normalizeBlock`, one core)',
     '',
     'Blocks parsed once, then normalized repeatedly (votes dropped, the default).',

@@ -16,8 +16,8 @@ const MAX_EXACT_DIGITS = 15
  * strings (sign kept). Throws a `SyntaxError` on invalid JSON, as `JSON.parse` does.
  *
  * How: a big integer token outside strings always follows `:`, `[` or `,` (plus optional
- * whitespace) and is followed by optional whitespace and `,`, `]` or `}`. The native regex engine
- * finds such candidates (typical blocks have none; a few may sit inside log messages). They are
+ * whitespace) and is followed by optional whitespace and `,`, `]` or `}`. A sparse scan finds such
+ * candidates (typical blocks have none or a few; some may sit inside log messages). They are
  * quoted speculatively and the result handed to JSON.parse. That parse can only succeed when every
  * candidate was outside strings: quoting a candidate inside a string literal ends the string right
  * before the digits, leaving a string token directly followed by a number token, which JSON.parse
@@ -63,20 +63,58 @@ function parseBareNumber(text: string, i: number): unknown {
   return JSON.parse(text)
 }
 
-const CANDIDATE = /[:[,][ \t\n\r]*(-?\d{16,})(?=[ \t\n\r]*[,\]}])/g
-
-/** [start0, end0, start1, end1, ...] of big-integer-looking tokens (maybe inside strings), or null. */
+/**
+ * [start0, end0, start1, end1, ...] of big-integer-looking tokens (maybe inside strings), or null:
+ * maximal runs of 16 or more ASCII digits, with an optional `-` before them, preceded by optional
+ * whitespace and `:`, `[` or `,`, and followed by optional whitespace and `,`, `]` or `}`.
+ *
+ * Every 16th character is looked at: a run of 16 digits always covers one of them, and most
+ * characters are never read (a regular expression with the same meaning reads every one of them
+ * and costs about a third of `JSON.parse` on block text; this about a tenth).
+ */
 function findCandidates(text: string): number[] | null {
-  const re = CANDIDATE
-  re.lastIndex = 0
+  const n = text.length
   let found: number[] | null = null
-  let m: RegExpExecArray | null
-  while ((m = re.exec(text)) !== null) {
-    const end = m.index + m[0].length
-    if (found === null) found = []
-    found.push(end - m[1].length, end)
+  let i = MAX_EXACT_DIGITS
+  while (i < n) {
+    // a run of 16 digits through i also holds i - 8 or i + 8 (it cannot end before both)
+    if (
+      !isDigit(text.charCodeAt(i)) ||
+      (!(i >= 8 && isDigit(text.charCodeAt(i - 8))) && !(i + 8 < n && isDigit(text.charCodeAt(i + 8))))
+    ) {
+      i += MAX_EXACT_DIGITS + 1
+      continue
+    }
+    let a = i
+    while (a > 0 && isDigit(text.charCodeAt(a - 1))) a--
+    let b = i + 1
+    while (b < n && isDigit(text.charCodeAt(b))) b++
+    // b is past the run: any later run of 16 digits starts at b + 1 or after, so it covers b + 16
+    if (b - a > MAX_EXACT_DIGITS && isNumberToken(text, a, b)) {
+      if (found === null) found = []
+      found.push(a > 0 && text.charCodeAt(a - 1) === 45 /* - */ ? a - 1 : a, b)
+    }
+    i = b + MAX_EXACT_DIGITS + 1
   }
   return found
+}
+
+function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57
+}
+
+/** Is the digit run [a, b) (maybe after a `-`) between a `:[,` and a `,]}`, whitespace aside? */
+function isNumberToken(text: string, a: number, b: number): boolean {
+  let j = a - 1
+  if (j >= 0 && text.charCodeAt(j) === 45 /* - */) j--
+  while (j >= 0 && isWhitespace(text.charCodeAt(j))) j--
+  if (j < 0) return false
+  const before = text.charCodeAt(j)
+  if (before !== 58 /* : */ && before !== 91 /* [ */ && before !== 44 /* , */) return false
+  const k = firstNonWhitespace(text, b)
+  if (k >= text.length) return false
+  const after = text.charCodeAt(k)
+  return after === 44 /* , */ || after === 93 /* ] */ || after === 125 /* } */
 }
 
 /** The candidates that lie outside string literals (exact: quote hopping from the start). */
@@ -105,14 +143,17 @@ function outsideStrings(text: string, candidates: number[]): number[] {
   return out
 }
 
+/** The text with quotes around the tokens at `positions`, as one flat string. */
 function quoteTokens(text: string, positions: number[]): string {
-  let out = ''
+  // joined, not concatenated: JSON.parse reads a flat string markedly faster than a rope of slices
+  const parts: string[] = []
   let last = 0
   for (let k = 0; k < positions.length; k += 2) {
-    out += text.slice(last, positions[k]) + '"' + text.slice(positions[k], positions[k + 1]) + '"'
+    parts.push(text.slice(last, positions[k]), '"', text.slice(positions[k], positions[k + 1]), '"')
     last = positions[k + 1]
   }
-  return out + text.slice(last)
+  parts.push(text.slice(last))
+  return parts.join('')
 }
 
 /**

@@ -34,8 +34,6 @@ export class LineWriter {
   /** UTF-8 bytes of the lines written so far (newlines included, before compression) */
   bytes = 0
   private buf: (string | Buffer)[] = []
-  /** some of `buf` are Buffers */
-  private mixed = false
   private bufLen = 0
   private sink: Writable
   private gz: zlib.Gzip | null = null
@@ -122,21 +120,36 @@ export class LineWriter {
 
   /**
    * The synchronous part of `writeLine` (batching, encoding, handing to the socket); false when
-   * the caller must then wait for `drained()` before writing more. A line given as a Buffer (UTF-8,
-   * no newline) is copied once into the batch, or handed over as is when it is a batch by itself.
+   * the caller must then wait for `drained()` before writing more. A line may come as UTF-8 bytes
+   * (without its newline: the engine's byte output, `OutputBlock.bytes`).
    */
   addLine(line: string | Buffer): boolean {
-    let n: number
-    if (typeof line === 'string') {
-      n = Buffer.byteLength(line) + 1
-      this.buf.push(line, '\n')
-    } else {
-      n = line.length + 1
+    if (typeof line !== 'string') {
       this.buf.push(line, NEWLINE)
-      this.mixed = true
+      const n = line.length + 1
+      this.bufLen += n
+      this.bytes += n
+      return this.bufLen >= this.batchBytes ? this.pushNow() : true
     }
+    const n = Buffer.byteLength(line) + 1
+    this.buf.push(line, '\n')
     this.bufLen += n
     this.bytes += n
+    return this.bufLen >= this.batchBytes ? this.pushNow() : true
+  }
+
+  /**
+   * `addLine` for a line already encoded (UTF-8 bytes, its newline included): rendered in a
+   * worker thread (src/server/render-pool.ts).
+   */
+  addBytes(data: Buffer): boolean {
+    const last = this.buf[this.buf.length - 1]
+    if (last !== undefined && typeof last !== 'string' && adjacent(last, data)) {
+      // the next line of the same rendered segment: one view over both
+      this.buf[this.buf.length - 1] = Buffer.from(last.buffer, last.byteOffset, last.length + data.length)
+    } else this.buf.push(data)
+    this.bufLen += data.length
+    this.bytes += data.length
     return this.bufLen >= this.batchBytes ? this.pushNow() : true
   }
 
@@ -154,10 +167,9 @@ export class LineWriter {
     const n = this.bufLen
     if (n === 0) return true
     // a Buffer: the socket keeps one copy of the bytes (not the string and its encoded copy)
-    const data = this.mixed ? joinBytes(this.buf, n) : Buffer.from((this.buf as string[]).join(''))
+    const data = toBuffer(this.buf)
     this.buf = []
     this.bufLen = 0
-    this.mixed = false
     if (this.gone) return true
     this.start()
     const budget = this.opts.budget
@@ -206,27 +218,17 @@ export class LineWriter {
   }
 }
 
+function adjacent(a: Buffer, b: Buffer): boolean {
+  return a.buffer === b.buffer && a.byteOffset + a.length === b.byteOffset
+}
+
+/** the parts as one Buffer: strings encoded at once, a lone Buffer as it is */
 const NEWLINE = Buffer.from('\n')
 
-/** strings and Buffers of `n` bytes in all as one Buffer (a lone Buffer line as it is) */
-function joinBytes(parts: readonly (string | Buffer)[], n: number): Buffer {
-  if (parts.length === 2 && parts[1] === NEWLINE) {
-    const line = parts[0] as Buffer
-    const out = Buffer.allocUnsafe(n)
-    line.copy(out, 0)
-    out[n - 1] = 0x0a
-    return out
-  }
-  const out = Buffer.allocUnsafe(n)
-  let pos = 0
-  for (const p of parts) {
-    if (typeof p === 'string') pos += out.write(p, pos, 'utf8')
-    else {
-      p.copy(out, pos)
-      pos += p.length
-    }
-  }
-  return out
+function toBuffer(parts: (string | Buffer)[]): Buffer {
+  if (parts.length === 1 && typeof parts[0] !== 'string') return parts[0]
+  if (parts.every((p) => typeof p === 'string')) return Buffer.from(parts.join(''))
+  return Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)))
 }
 
 function drained(w: Writable, signal: AbortSignal): Promise<void> {
