@@ -27,6 +27,8 @@
  */
 import { parseJsonExact } from '../rpc/json.ts'
 import { NodeHeadTracker } from './lag.ts'
+import { isAddress } from '../util/base58.ts'
+import { safeJson } from '../util/safe-json.ts'
 import type { RpcBlock } from '../rpc/types.ts'
 
 export type Commitment = 'processed' | 'confirmed' | 'finalized'
@@ -410,8 +412,14 @@ function isObject(v: unknown): v is Record<string, unknown> {
  */
 export function checkBlockShape(block: unknown): string | null {
   if (!isObject(block)) return 'the answer is not an object'
+  // both hashes link the chain: a block stored with a hash the normalizer had to blank would be
+  // taken for a fork by its successor, so an unusable one is damage, not a warning
   if (typeof block.blockhash !== 'string' || block.blockhash === '') return 'no blockhash'
+  if (!isAddress(block.blockhash)) return `blockhash ${safeJson(block.blockhash)} is not a 32-byte base58 hash`
   if (typeof block.previousBlockhash !== 'string') return 'no previousBlockhash'
+  if (!isAddress(block.previousBlockhash)) {
+    return `previousBlockhash ${safeJson(block.previousBlockhash)} is not a 32-byte base58 hash`
+  }
   if (typeof block.parentSlot !== 'number' || !Number.isSafeInteger(block.parentSlot) || block.parentSlot < 0) {
     return 'no valid parentSlot'
   }

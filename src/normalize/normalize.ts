@@ -14,6 +14,7 @@ import type {
 } from '../model.ts'
 import { decodeData, prefixByte, prefixHex } from './data.ts'
 import { isAddress, isBase58Text, isSignature } from '../util/base58.ts'
+import { safeJson } from '../util/safe-json.ts'
 import { walkTransaction, type WalkInput } from './logwalk.ts'
 import type { ArchiveLine, RpcBlock, RpcInstruction, RpcReward, RpcTokenBalance, RpcTransaction } from '../rpc/types.ts'
 
@@ -182,15 +183,6 @@ function checkU8s(list: unknown, what: string): void {
   if (!Array.isArray(list)) throw new Error(`${what} is not a list: ${safeJson(list)}`)
   for (let i = 0; i < list.length; i++) {
     if (!isU8(list[i])) throw new Error(`${what}[${i}] is not an integer 0..255: ${safeJson(list[i])}`)
-  }
-}
-
-function safeJson(v: unknown): string {
-  try {
-    const s = JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? x.toString() : x))
-    return s === undefined ? String(v) : s.length > 200 ? s.slice(0, 200) + '…' : s
-  } catch {
-    return String(v)
   }
 }
 

@@ -15,6 +15,11 @@ export interface DatasetConfig {
   displayName?: string
   /** render u64 amounts as bare integers instead of decimal strings (docs/query.md §3) */
   bigintsAsNumbers?: boolean
+  /**
+   * directory of the cold store holding the store's finalized blocks (immutable chunk files):
+   * worker threads may open it read-only and render finalized ranges (src/server/render-pool.ts)
+   */
+  coldDir?: string
 }
 
 export interface Dataset extends DatasetConfig {

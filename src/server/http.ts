@@ -21,7 +21,7 @@ import { setMaxListeners } from 'node:events'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { executeQuery, parseQuery, QueryError } from '../query/index.ts'
-import type { OutputBlock, ParsedQuery } from '../query/index.ts'
+import type { ExecuteOptions, OutputBlock, ParsedQuery } from '../query/index.ts'
 import { defaultLogger } from '../log.ts'
 import type { HeadInfo } from '../store/chunk.ts'
 import { ByteBudget, RenderScheduler } from './budget.ts'
@@ -33,6 +33,7 @@ import { badRequest, HttpError, parseTarget } from './http-error.ts'
 import { LineWriter } from './line-writer.ts'
 import type { Observer } from './observe.ts'
 import { Pages } from './pages.ts'
+import type { PoolStream, PooledBlock, RenderPool } from './render-pool.ts'
 import { firstBlockAtOrAfter } from './timestamps.ts'
 
 export type { RateLimit } from './guards.ts'
@@ -96,6 +97,11 @@ export interface ServerOptions {
   log?: (level: 'info' | 'warn' | 'error', msg: string) => void
   /** request ids, access log, metrics, /health, /ready and /metrics (src/server/observe.ts) */
   observer?: Observer | null
+  /**
+   * worker threads rendering the finalized ranges of datasets with a `coldDir`
+   * (src/server/render-pool.ts); the caller closes it after the server
+   */
+  renderPool?: RenderPool | null
 }
 
 export class PortalServer {
@@ -142,6 +148,7 @@ export class PortalServer {
         this.handle(req, res).catch((err) => this.fail(res, err))
       },
     )
+    if (observer) this.server.on('clientError', (err: Error, socket) => observer.onClientError(err, socket))
   }
 
   /** the served datasets; null while they load */
@@ -308,14 +315,14 @@ export class PortalServer {
       throw new HttpError(429, 'Too many concurrent streams from this address, retry later', { 'Retry-After': '1' })
     }
     try {
-      const q = await this.readQuery(req, ds)
+      const { q, body } = await this.readQuery(req, ds)
       // the slot is taken only now: a client uploading slowly holds none
       if (this.activeStreams >= this.limits.maxConcurrentStreams) {
         throw new HttpError(503, 'Too many concurrent streams, retry later', { 'Retry-After': '1' })
       }
       this.activeStreams++
       try {
-        await this.streamQuery(req, res, ds, q, finalizedOnly)
+        await this.streamQuery(req, res, ds, q, body, finalizedOnly)
       } finally {
         this.activeStreams--
       }
@@ -324,7 +331,7 @@ export class PortalServer {
     }
   }
 
-  private async readQuery(req: http.IncomingMessage, ds: Dataset): Promise<ParsedQuery> {
+  private async readQuery(req: http.IncomingMessage, ds: Dataset): Promise<{ q: ParsedQuery; body: unknown }> {
     const contentType = req.headers['content-type'] ?? ''
     if (!/^application\/(.+\+)?json\b/i.test(contentType)) {
       throw badRequest(`Content-Type must be application/json, got '${contentType}'`)
@@ -355,7 +362,7 @@ export class PortalServer {
     }
     const start = ds.start()
     if (q.fromBlock < start) throw badRequest(`dataset starts from block ${start}`)
-    return q
+    return { q, body: json }
   }
 
   private async streamQuery(
@@ -363,6 +370,7 @@ export class PortalServer {
     res: http.ServerResponse,
     ds: Dataset,
     q: ParsedQuery,
+    body: unknown,
     finalizedOnly: boolean,
   ) {
     // `gone`: the client went away (or its response was destroyed); `stop`: that, or the server
@@ -371,9 +379,21 @@ export class PortalServer {
     const onClose = () => gone.abort()
     res.on('close', onClose)
     const stop = AbortSignal.any([gone.signal, this.closing.signal])
+    // the finalized part of the range rendered by worker threads (when the dataset allows it)
+    const pool = this.opts.renderPool
+    const pooled =
+      pool?.enabled && ds.coldDir != null
+        ? pool.stream(
+            ds.coldDir,
+            body,
+            { maxItemRequests: this.limits.maxItemRequests, maxFilterValues: this.limits.maxFilterValues },
+            ds.bigintsAsNumbers ?? false,
+          )
+        : null
     try {
-      await this.respond(req, res, ds, q, finalizedOnly, gone.signal, stop)
+      await this.respond(req, res, ds, q, finalizedOnly, gone.signal, stop, pooled)
     } finally {
+      pooled?.close()
       res.off('close', onClose)
     }
   }
@@ -408,6 +428,7 @@ export class PortalServer {
     finalizedOnly: boolean,
     gone: AbortSignal,
     stop: AbortSignal,
+    pooled: PoolStream | null,
   ): Promise<void> {
     const store = ds.store
     let head = this.headOf(ds, finalizedOnly)
@@ -458,7 +479,7 @@ export class PortalServer {
     // the first of the response or turns out to be the last (docs/query.md §4). The engine always
     // yields the first and last block of each range it runs; a response that follows the head runs
     // several ranges, and only the very last range end may appear as an empty block.
-    let pending: OutputBlock | null = null
+    let pending: OutputBlock | PooledBlock | null = null
     let written = 0
     let last: HeadInfo | null = null
     try {
@@ -480,16 +501,14 @@ export class PortalServer {
           release = await this.scheduler.acquire(out.bytes, span, gone, true)
           return release !== null
         }
-        const blocks = executeQuery(store, query, { to, finalizedOnly, bigintsAsNumbers, shouldStop, pause })[
-          Symbol.asyncIterator
-        ]()
+        const blocks = this.rangeBlocks(ds, query, { to, finalizedOnly, bigintsAsNumbers, shouldStop, pause }, pooled)
         let done = false
         try {
           for (;;) {
             // one block rendered and handed to the socket per turn (see RenderScheduler)
             release = await this.scheduler.acquire(out.bytes, span, gone)
             if (!release) break
-            let next: IteratorResult<OutputBlock>
+            let next: IteratorResult<OutputBlock | PooledBlock>
             let room = true
             try {
               next = await blocks.next()
@@ -501,11 +520,12 @@ export class PortalServer {
                 } else {
                   pending = null
                   written++
-                  room = out.addLine(b.line)
+                  room = 'data' in b ? out.addBytes(b.data) : out.addLine(b.line)
                   // the writer has the bytes now: drop the string, so the engine's and this
                   // function's suspended frames (which keep `b` while the stream waits for its next
                   // turn) do not hold a block's JSON (MBs) per waiting stream
-                  b.line = ''
+                  if ('data' in b) b.data = NO_BYTES
+                  else b.line = ''
                 }
               }
             } finally {
@@ -541,7 +561,9 @@ export class PortalServer {
         if (!head || head.number <= last.number) break
         from = last.number + 1
       }
-      if (pending && !gone.aborted) await out.writeLine(pending.line)
+      if (pending && !gone.aborted) {
+        if (!('data' in pending ? out.addBytes(pending.data) : out.addLine(pending.line))) await out.drained()
+      }
       await out.end()
     } catch (err) {
       // Nothing sent yet: the caller answers 5xx. Lines sent: cut the connection (no clean end of
@@ -553,7 +575,36 @@ export class PortalServer {
       out.destroy()
     }
   }
+
+  /**
+   * The engine's blocks of [query.fromBlock, opts.to]: the finalized part from the render pool
+   * when it is long enough, the rest (or all of it) in this thread. The server's loop drops the
+   * extra header-only boundary blocks either way.
+   */
+  private async *rangeBlocks(
+    ds: Dataset,
+    query: ParsedQuery,
+    opts: ExecuteOptions,
+    pooled: PoolStream | null,
+  ): AsyncGenerator<OutputBlock | PooledBlock> {
+    let from = query.fromBlock
+    const to = query.toBlock !== undefined && query.toBlock < opts.to ? query.toBlock : opts.to
+    if (pooled && this.opts.renderPool) {
+      const fin = ds.store.finalizedHead()
+      const coldTo = fin ? Math.min(to, fin.number) : -1
+      if (coldTo >= from && this.opts.renderPool.wants(from, coldTo)) {
+        let stopped = false
+        const shouldStop = opts.shouldStop
+        yield* pooled.blocks(from, coldTo, shouldStop && (() => (stopped = shouldStop())))
+        if (stopped || coldTo >= to) return
+        from = coldTo + 1
+      }
+    }
+    yield* executeQuery(ds.store, from === query.fromBlock ? query : { ...query, fromBlock: from }, opts)
+  }
 }
+
+const NO_BYTES = Buffer.alloc(0)
 
 function sendJson(res: http.ServerResponse, value: unknown): void {
   const body = JSON.stringify(value)

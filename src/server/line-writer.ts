@@ -33,7 +33,7 @@ export interface LineWriterOptions {
 export class LineWriter {
   /** UTF-8 bytes of the lines written so far (newlines included, before compression) */
   bytes = 0
-  private buf: string[] = []
+  private buf: (string | Buffer)[] = []
   private bufLen = 0
   private sink: Writable
   private gz: zlib.Gzip | null = null
@@ -130,6 +130,21 @@ export class LineWriter {
     return this.bufLen >= this.batchBytes ? this.pushNow() : true
   }
 
+  /**
+   * `addLine` for a line already encoded (UTF-8 bytes, its newline included): rendered in a
+   * worker thread (src/server/render-pool.ts).
+   */
+  addBytes(data: Buffer): boolean {
+    const last = this.buf[this.buf.length - 1]
+    if (last !== undefined && typeof last !== 'string' && adjacent(last, data)) {
+      // the next line of the same rendered segment: one view over both
+      this.buf[this.buf.length - 1] = Buffer.from(last.buffer, last.byteOffset, last.length + data.length)
+    } else this.buf.push(data)
+    this.bufLen += data.length
+    this.bytes += data.length
+    return this.bufLen >= this.batchBytes ? this.pushNow() : true
+  }
+
   /** resolves when the socket (or gzip stream) can take more, or the response is gone */
   drained(): Promise<void> {
     return drained(this.sink, this.signal)
@@ -144,7 +159,7 @@ export class LineWriter {
     const n = this.bufLen
     if (n === 0) return true
     // a Buffer: the socket keeps one copy of the bytes (not the string and its encoded copy)
-    const data = Buffer.from(this.buf.join(''))
+    const data = toBuffer(this.buf)
     this.buf = []
     this.bufLen = 0
     if (this.gone) return true
@@ -193,6 +208,17 @@ export class LineWriter {
       start(done)
     })
   }
+}
+
+function adjacent(a: Buffer, b: Buffer): boolean {
+  return a.buffer === b.buffer && a.byteOffset + a.length === b.byteOffset
+}
+
+/** the parts as one Buffer: strings encoded at once, a lone Buffer as it is */
+function toBuffer(parts: (string | Buffer)[]): Buffer {
+  if (parts.length === 1 && typeof parts[0] !== 'string') return parts[0]
+  if (parts.every((p) => typeof p === 'string')) return Buffer.from(parts.join(''))
+  return Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)))
 }
 
 function drained(w: Writable, signal: AbortSignal): Promise<void> {

@@ -13,6 +13,7 @@ import { DEFAULT_LIMITS, PortalServer } from '../../server/http.ts'
 import { loadStaticStore } from '../../server/load.ts'
 import { Metrics } from '../../server/metrics.ts'
 import { Observer } from '../../server/observe.ts'
+import { defaultRenderThreads, RenderPool } from '../../server/render-pool.ts'
 import { createLogger, levelFromEnv, messageLogger, type Logger } from '../../log.ts'
 import type { BlockStore } from '../../store/types.ts'
 import type { NodeHeadTracker } from '../../ingest/lag.ts'
@@ -58,6 +59,7 @@ export interface ServeOptions {
   cacheDir?: string
   cacheDiskMb?: string
   s3PollMs?: string
+  renderThreads?: string
   quiet?: boolean
 }
 
@@ -83,6 +85,7 @@ interface ServeSettings {
   cacheBytes: number
   cacheDiskBytes: number
   s3PollMs: number
+  renderThreads: number
 }
 
 /**
@@ -150,6 +153,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     cacheBytes: intOption('cache-mb', opts.cacheMb ?? '192', 1, 1 << 20) * 1024 * 1024,
     cacheDiskBytes: intOption('cache-disk-mb', opts.cacheDiskMb ?? '10240', 1, 1 << 30) * 1024 * 1024,
     s3PollMs: intOption('s3-poll-ms', opts.s3PollMs ?? '5000', 100),
+    renderThreads: intOption('render-threads', opts.renderThreads ?? String(defaultRenderThreads()), 0, 256),
   }
 }
 
@@ -231,6 +235,10 @@ export function register(program: Command): void {
     .option('--cache-dir <dir>', '--dataset-dir s3://...: local cache of the fetched objects (default a temporary one)')
     .option('--cache-disk-mb <n>', '--dataset-dir s3://...: disk budget of the cached chunk files (default 10240)')
     .option('--s3-poll-ms <ms>', '--dataset-dir s3://...: how often new chunks are looked for (default 5000)')
+    .option(
+      '--render-threads <n>',
+      'worker threads rendering finalized ranges of stream responses (0 = render in the main thread; default the cores, at most 8)',
+    )
     .option('--quiet', 'log errors only')
     .action(async (opts: ServeOptions) => {
       let s: Serving | undefined
@@ -280,7 +288,10 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
   // the address lines are printed even with --quiet: scripts wait for them
   const announce = opts.quiet && log.level !== 'silent' ? log.child({}, { level: 'info' }) : log
   const metrics = new Metrics()
+  // worker threads start with the first stream that uses them
+  const renderPool = cfg.renderThreads > 0 ? new RenderPool({ threads: cfg.renderThreads }) : null
   const server = new PortalServer({
+    renderPool,
     limits: {
       responseTimeMs: cfg.responseTimeMs,
       responseBytes: cfg.responseBytes,
@@ -311,6 +322,7 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
     log.info('shutting down')
     loading.abort()
     await server.close()
+    await renderPool?.close()
     await onStop?.()
   }
   const ready = (async () => {
@@ -344,6 +356,9 @@ async function loadDatasets(
   const datasets: DatasetConfig[] = []
   const common = { bigintsAsNumbers: !!opts.bigintsAsNumbers }
   let onStop: (() => Promise<void>) | undefined
+  // the cold store directory that render worker threads may open (not for S3 replicas: their
+  // chunk files are fetched on demand by this process)
+  let renderDir: string | undefined
 
   if (opts.demo || opts.rpc) {
     const rt = await import('../../ingest/realtime.ts')
@@ -357,6 +372,7 @@ async function loadDatasets(
       const { coldDir } = await import('../../store/dataset-dir.ts')
       const dataDir = opts.dataDir! // checked: --rpc needs --data-dir
       const cold = await DiskColdStore.open(coldDir(dataDir), { cacheBytes: cfg.cacheBytes })
+      renderDir = cold.dir
       metrics.addColdCache('solana-mainnet', () => cold.cacheStats())
       ds = await rt.createRealtimeDataset({
         rpcUrl: opts.rpc!,
@@ -413,6 +429,7 @@ async function loadDatasets(
         throw new UsageError(`--dataset-dir ${opts.datasetDir}: ${e.message}`)
       })
       onStop = () => store.close()
+      renderDir = store.cold.dir
     }
     metrics.addColdCache('solana-mainnet', () => store.cold.cacheStats())
     datasets.push(
@@ -430,6 +447,7 @@ async function loadDatasets(
     })
     metrics.addColdCache('solana-mainnet', () => ds.store.cold.cacheStats())
     onStop = () => ds.close()
+    renderDir = ds.store.cold.dir
     // both datasets start at the archive's first block
     const first = ds.store.firstBlock() ?? 0
     datasets.push(
@@ -487,6 +505,7 @@ async function loadDatasets(
       },
     )
   }
+  if (renderDir !== undefined) for (const d of datasets) d.coldDir = renderDir
   return { datasets, stop: onStop }
 }
 

@@ -1,0 +1,210 @@
+// Stream responses whose finalized ranges are rendered by worker threads (src/server/render-pool.ts):
+// the same bytes as the in-thread path, workers released when the client leaves, bounded read-ahead.
+import assert from 'node:assert/strict'
+import http from 'node:http'
+import { after, before, test } from 'node:test'
+import { DatasetRegistry } from '../src/server/datasets.ts'
+import { PortalServer, type ServerLimits } from '../src/server/http.ts'
+import { RenderPool } from '../src/server/render-pool.ts'
+import type { DatasetDirStore } from '../src/store/dataset-dir.ts'
+import { benchQueries, randomCase } from './support/conformance.ts'
+import { datasetOf } from './support/cold/util.ts'
+import { request } from './support/http/client.ts'
+import { everything } from './support/http/hostile.ts'
+import { makePools, randomBlocks, Rng } from './support/random-blocks.ts'
+import type { Block } from '../src/model.ts'
+
+const P = makePools()
+const blocks: Block[] = randomBlocks(21, { blocks: 90, pools: P, maxTx: 10 })
+let store: DatasetDirStore
+const servers: PortalServer[] = []
+const pools: RenderPool[] = []
+
+before(async () => {
+  // small chunks: segments cross chunk boundaries and start inside chunks
+  store = await datasetOf(blocks, { targetBlocks: 7, fanout: 3 }, [5, 11, 2])
+})
+
+after(async () => {
+  for (const s of servers) await s.close()
+  for (const p of pools) await p.close()
+  await store.close()
+})
+
+/** bytes every server socket was handed (sent, or pending in the socket) */
+const sockets: import('node:net').Socket[] = []
+function handedBytes(): number {
+  let n = 0
+  for (const s of sockets) n += s.bytesWritten + s.writableLength
+  return n
+}
+
+async function start(pool: RenderPool | null, limits: Partial<ServerLimits> = {}): Promise<string> {
+  const server = new PortalServer({
+    datasets: new DatasetRegistry([
+      { name: 'd', aliases: [], store, realTime: false, coldDir: store.cold.dir },
+      { name: 'n', aliases: [], store, realTime: false, coldDir: store.cold.dir, bigintsAsNumbers: true },
+    ]),
+    limits: { responseTimeMs: 600_000, ...limits },
+    rateLimit: null,
+    log: () => {},
+    renderPool: pool,
+  })
+  servers.push(server)
+  server.server.on('connection', (s) => sockets.push(s))
+  const url = await server.listen(0, '127.0.0.1')
+  return `${url}/datasets/`
+}
+
+function newPool(o: Partial<ConstructorParameters<typeof RenderPool>[0]> = {}): RenderPool {
+  const p = new RenderPool({ threads: 2, minSlots: 1, segmentBytes: 2048, readAheadBytes: 16 * 1024, ...o })
+  pools.push(p)
+  return p
+}
+
+function post(url: string, body: unknown, gzip = false) {
+  return request(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...(gzip ? { 'Accept-Encoding': 'gzip' } : {}) },
+    body: JSON.stringify(body),
+  })
+}
+
+test('conformance queries through the render pool give the bytes of the in-thread path', async () => {
+  const pool = newPool()
+  // a response budget of 3,000 bytes: responses end early at the same block boundary
+  for (const responseBytes of [20 * 1024 * 1024, 3_000]) {
+    const plain = await start(null, { responseBytes })
+    const pooled = await start(pool, { responseBytes })
+    const first = blocks[0].header.number
+    const cases: { ds: string; body: Record<string, unknown> }[] = []
+    for (const { body } of benchQueries()) cases.push({ ds: 'd', body: { ...body, fromBlock: first } })
+    cases.push({ ds: 'd', body: everything(first) }, { ds: 'n', body: everything(first + 10, first + 80) })
+    const r = new Rng(5)
+    for (let i = 0; i < 80; i++) {
+      const c = randomCase(r, P, blocks)
+      cases.push({ ds: c.bigintsAsNumbers ? 'n' : 'd', body: { ...c.body, toBlock: c.body.toBlock ?? c.to } })
+    }
+    let nonEmpty = 0
+    const before = pool.stats.segments
+    for (const [i, c] of cases.entries()) {
+      const gzip = i % 5 === 0
+      const [a, b] = await Promise.all([
+        post(`${plain}${c.ds}/stream`, c.body, gzip),
+        post(`${pooled}${c.ds}/stream`, c.body, gzip),
+      ])
+      assert.equal(b.status, a.status, JSON.stringify(c))
+      assert.equal(b.text, a.text, `query ${JSON.stringify(c)} (response budget ${responseBytes})`)
+      if (a.status === 200 && a.text.length > 0) nonEmpty++
+    }
+    assert.ok(nonEmpty > 60, `only ${nonEmpty} queries had output`)
+    assert.ok(pool.stats.segments - before > cases.length, 'the pool rendered the ranges')
+  }
+  // segments a worker was rendering when a response ended finish and are discarded
+  await until(() => pool.activeStreams === 0 && pool.pendingSegments === 0, 'the streams to end')
+})
+
+/** resolves once `cond` holds, checking every 20 ms (fails after `ms`) */
+async function until(cond: () => boolean, what: string, ms = 20_000): Promise<void> {
+  const t0 = Date.now()
+  while (!cond()) {
+    if (Date.now() - t0 > ms) assert.fail(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+test('a client that leaves mid-stream frees its workers: no queued or running segment, no open stream', async () => {
+  const pool = newPool({ segmentBytes: 512, readAheadBytes: 4 * 1024 })
+  const base = await start(pool, { streamBufferBytes: 64 * 1024 })
+  const first = blocks[0].header.number
+  const got = await new Promise<number>((resolve, reject) => {
+    const req = http.request(
+      base + 'd/stream',
+      { method: 'POST', headers: { 'Content-Type': 'application/json' } },
+      (res) => {
+        let n = 0
+        res.on('data', (c: Buffer) => {
+          n += c.length
+          if (n > 0) {
+            // gone after the first bytes
+            req.destroy()
+            resolve(n)
+          }
+        })
+        res.on('error', () => {})
+      },
+    )
+    req.on('error', (e) => (req.destroyed ? undefined : reject(e)))
+    req.end(JSON.stringify(everything(first)))
+  })
+  assert.ok(got > 0)
+  await until(() => pool.activeStreams === 0 && pool.pendingSegments === 0, 'the stream to leave the pool')
+  assert.equal(pool.heldBytes, 0)
+  // what was rendered is far less than the whole response
+  const whole = (await post(base + 'd/stream', everything(first))).text.length
+  assert.ok(whole > 100_000, `the response is ${whole} bytes`)
+  const rendered = pool.stats.bytes
+  // the complete request rendered `whole` bytes through the pool as well
+  assert.ok(rendered - whole < whole / 2, `rendered ${rendered - whole} bytes for the client that left`)
+  await until(() => pool.activeStreams === 0 && pool.pendingSegments === 0, 'the second stream to end')
+})
+
+/** waits until the pool renders nothing new for 0.5 s */
+async function quiet(pool: RenderPool): Promise<void> {
+  let last = -1
+  let stable = 0
+  await until(() => {
+    const now = pool.stats.bytes
+    stable = now === last && pool.pendingSegments === 0 ? stable + 1 : 0
+    last = now
+    return stable >= 25
+  }, 'the workers to stop rendering')
+}
+
+test('read-ahead is bounded: a stream that takes no block stops the workers', async () => {
+  const readAheadBytes = 8 * 1024
+  const pool = newPool({ segmentBytes: 1024, readAheadBytes })
+  const first = blocks[0].header.number
+  const last = blocks[blocks.length - 1].header.number
+  let whole = 0
+  const all = pool.stream(store.cold.dir, everything(first), {}, false)
+  for await (const b of all.blocks(first, last)) whole += b.data.length
+  all.close()
+  const s = pool.stream(store.cold.dir, everything(first), {}, false)
+  const it = s.blocks(first, last)
+  const start0 = pool.stats.bytes
+  assert.equal((await it.next()).done, false)
+  await quiet(pool)
+  const rendered = pool.stats.bytes - start0
+  // the biggest block of the range is ~100 KB: read-ahead plus a few segments of one block
+  assert.ok(rendered < readAheadBytes + 400 * 1024, `rendered ${rendered} of ${whole} bytes while nothing was taken`)
+  assert.ok(pool.heldBytes <= rendered)
+  // taking the rest renders the rest
+  let n = 0
+  for (let r = await it.next(); !r.done; r = await it.next()) n += r.value.data.length
+  assert.ok(n > whole / 2)
+  s.close()
+  await until(() => pool.activeStreams === 0 && pool.pendingSegments === 0, 'the stream to end')
+})
+
+test('the pool never renders more than its read-ahead beyond what the socket took', async () => {
+  const readAheadBytes = 8 * 1024
+  const pool = newPool({ segmentBytes: 1024, readAheadBytes })
+  const base = await start(pool, { streamBufferBytes: 16 * 1024, writeTimeoutMs: 0 })
+  const first = blocks[0].header.number
+  const start0 = pool.stats.bytes
+  const handed0 = handedBytes()
+  const req = http.request(base + 'd/stream', { method: 'POST', headers: { 'Content-Type': 'application/json' } })
+  const res = await new Promise<http.IncomingMessage>((resolve) => {
+    req.on('response', resolve)
+    req.end(JSON.stringify(everything(first)))
+  })
+  // never read (the kernel's socket buffers take what they can)
+  res.pause()
+  await quiet(pool)
+  const rendered = pool.stats.bytes - start0
+  const handed = handedBytes() - handed0
+  assert.ok(rendered - handed < readAheadBytes + 400 * 1024, `rendered ${rendered} bytes, the socket took ${handed}`)
+  req.destroy()
+  await until(() => pool.activeStreams === 0 && pool.pendingSegments === 0, 'the stream to end')
+})
