@@ -21,7 +21,8 @@
  * Environment: COMPARE_BLOCKS (1000), COMPARE_TXS (mean transactions per block incl. ~70% votes, 1500),
  * COMPARE_SEED (1), COMPARE_FULL_BLOCKS (range of the "everything" query, 200), COMPARE_RUNS (timed runs
  * per query and system, best reported; 2), COMPARE_PROFILE (0: no profiles), COMPARE_TAIL (0: no tail
- * run). Results: bench/results/compare.md for the default shape, compare-b<BLOCKS>-t<TXS>.md for others
+ * run), COMPARE_REUSE (1: reuse the import, PostgreSQL load and Parquet files of an earlier run of the
+ * same shape, saved in bench/tmp/compare/prepared.json), COMPARE_WORK (the work directory). Results: bench/results/compare.md for the default shape, compare-b<BLOCKS>-t<TXS>.md for others
  * (e.g. COMPARE_BLOCKS=10000 COMPARE_TXS=200 COMPARE_FULL_BLOCKS=1000: the earlier small-block shape).
  */
 import { DuckDBInstance } from '@duckdb/node-api'
@@ -43,7 +44,7 @@ import { comparisonQueries, portablePaths, SWAP_D8, TOKEN, WHIRLPOOL, type Compa
 
 const BENCH = dirname(fileURLToPath(import.meta.url))
 const ROOT = join(BENCH, '..')
-const WORK = join(BENCH, 'tmp', 'compare')
+const WORK = process.env.COMPARE_WORK ?? join(BENCH, 'tmp', 'compare')
 const CLI = ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts')]
 
 /** the default shape: mainnet-sized blocks, as many as fit the bench in ~25-30 min on the 2-core box */
@@ -56,6 +57,9 @@ const FULL_BLOCKS = Number(process.env.COMPARE_FULL_BLOCKS ?? 200)
 const RUNS = Number(process.env.COMPARE_RUNS ?? 2)
 const PROFILE = process.env.COMPARE_PROFILE !== '0'
 const TAIL = process.env.COMPARE_TAIL !== '0'
+/** 1: keep the dataset, the PostgreSQL database and the Parquet files of an earlier run of the same shape */
+const REUSE = process.env.COMPARE_REUSE === '1'
+const SHAPE = `b${N_BLOCKS}-t${TXS}-s${SEED}`
 const FROM_SLOT = 310_000_000
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -82,11 +86,42 @@ interface DataInfo {
   importSummary: string
   /** when the archive was generated, if by an earlier run (cache hit) */
   cachedAt: string | null
+  /** the earlier run whose import, PostgreSQL load and Parquet export this run reuses (COMPARE_REUSE=1) */
+  reused: Prepared | null
 }
 
-function prepareData(): DataInfo {
-  // the archive is cached by its parameters (deterministic generator); the import always runs (timed)
-  const dir = join(WORK, `gen-b${N_BLOCKS}-t${TXS}-s${SEED}`)
+/** what the slow preparation produced, saved so that COMPARE_REUSE=1 can skip it */
+interface Prepared {
+  shape: string
+  /** when and by which commit the import ran */
+  at: string
+  head: string
+  importSeconds: number
+  importSummary: string
+  loadSeconds: number
+  rows: Record<string, number>
+  idxTimes: [string, number][]
+  analyzeS: number
+  parquetS: number
+}
+const PREPARED = join(WORK, 'prepared.json')
+
+function readPrepared(): Prepared | null {
+  if (!REUSE || !existsSync(PREPARED)) return null
+  const p = JSON.parse(readFileSync(PREPARED, 'utf8')) as Prepared
+  if (p.shape !== SHAPE) return null
+  const dataset = join(WORK, `gen-${SHAPE}`, 'dataset')
+  const files = [
+    dataset,
+    join(WORK, 'pg', 'data', 'PG_VERSION'),
+    ...['ix', 'tx'].map((n) => join(WORK, `${n}.parquet`)),
+  ]
+  return files.every((f) => existsSync(f)) ? p : null
+}
+
+function prepareData(reused: Prepared | null): DataInfo {
+  // the archive is cached by its parameters (deterministic generator); the import runs (timed) unless reused
+  const dir = join(WORK, `gen-${SHAPE}`)
   const done = join(dir, 'gen.json')
   const archive = join(dir, 'blocks.jsonl.gz')
   let gen: { summary: string; seconds: number; at: string }
@@ -122,6 +157,20 @@ function prepareData(): DataInfo {
     writeFileSync(done, JSON.stringify(gen, null, 2))
   }
   const datasetDir = join(dir, 'dataset')
+  if (reused) {
+    log(`reusing the dataset imported ${reused.at} (${reused.head})`)
+    return {
+      archive,
+      datasetDir,
+      genSummary: gen.summary,
+      genSeconds: gen.seconds,
+      importSeconds: reused.importSeconds,
+      importSummary: reused.importSummary,
+      cachedAt,
+      reused,
+    }
+  }
+  rmSync(PREPARED, { force: true })
   rmSync(datasetDir, { recursive: true, force: true })
   log('importing')
   const imp = cli(['import', '--no-progress', datasetDir, archive], 'solportal import')
@@ -134,6 +183,7 @@ function prepareData(): DataInfo {
     importSeconds: imp.seconds,
     importSummary: imp.stderr.trim().split('\n').pop() ?? '',
     cachedAt,
+    reused: null,
   }
 }
 
@@ -614,7 +664,9 @@ export async function run(): Promise<string> {
   const started = new Date()
   const load0 = os.loadavg()
   mkdirSync(WORK, { recursive: true })
-  const data = prepareData()
+  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim()
+  const data = prepareData(readPrepared())
+  const reused = data.reused
 
   let pg: PgCluster | null = null
   let server: Server | null = null
@@ -630,30 +682,37 @@ export async function run(): Promise<string> {
     // ---- 2. PostgreSQL
     const pgRoot = join(WORK, 'pg')
     log('starting PostgreSQL')
-    pg = await PgCluster.start(pgRoot, log)
+    pg = await PgCluster.start(pgRoot, log, { reuse: reused !== null })
     const pgVersion = pg.version()
-    pg.psql(['-c', schemaSql()])
     const teeDir = join(WORK, 'tsv')
-    rmSync(teeDir, { recursive: true, force: true })
-    mkdirSync(teeDir, { recursive: true })
-    log('COPY')
-    const loaded = await loadDataset(pg, data.datasetDir, teeDir)
-    log(`COPY done in ${loaded.seconds.toFixed(1)} s: ${JSON.stringify(loaded.rows)}`)
+    let loaded: { seconds: number; rows: Record<string, number> }
     const idxTimes: [string, number][] = []
-    for (const ix of INDEXES) {
-      const t0 = performance.now()
-      pg.psql(['-c', ix])
-      idxTimes.push([ix, (performance.now() - t0) / 1000])
-      log(`${ix}: ${idxTimes[idxTimes.length - 1][1].toFixed(1)} s`)
+    let analyzeS: number
+    if (reused) {
+      loaded = { seconds: reused.loadSeconds, rows: reused.rows }
+      idxTimes.push(...reused.idxTimes)
+      analyzeS = reused.analyzeS
+    } else {
+      pg.psql(['-c', schemaSql()])
+      rmSync(teeDir, { recursive: true, force: true })
+      mkdirSync(teeDir, { recursive: true })
+      log('COPY')
+      loaded = await loadDataset(pg, data.datasetDir, teeDir)
+      log(`COPY done in ${loaded.seconds.toFixed(1)} s: ${JSON.stringify(loaded.rows)}`)
+      for (const ix of INDEXES) {
+        const t0 = performance.now()
+        pg.psql(['-c', ix])
+        idxTimes.push([ix, (performance.now() - t0) / 1000])
+        log(`${ix}: ${idxTimes[idxTimes.length - 1][1].toFixed(1)} s`)
+      }
+      const ta = performance.now()
+      pg.psql(['-c', 'VACUUM ANALYZE'])
+      analyzeS = (performance.now() - ta) / 1000
     }
-    const ta = performance.now()
-    pg.psql(['-c', 'VACUUM ANALYZE'])
-    const analyzeS = (performance.now() - ta) / 1000
     const pgBytes = Number(pg.psql(['-At', '-c', 'SELECT pg_database_size(current_database())']).trim())
     const indexS = idxTimes.reduce((a, [, s]) => a + s, 0)
 
     // ---- lower bound data: Parquet from the same rows (the COPY text)
-    log('Parquet export (DuckDB)')
     const duck = await DuckDBInstance.create(':memory:')
     const con = await duck.connect()
     await con.run(`SET threads = 1`)
@@ -664,26 +723,44 @@ export async function run(): Promise<string> {
     const cols = (kind: keyof typeof RECORD_FIELDS) => ['', ...RECORD_FIELDS[kind].map((f) => f.name)]
     const pq = (n: string) => join(WORK, `${n}.parquet`)
     const tp = performance.now()
-    await con.run(
-      `COPY (SELECT c0::BIGINT AS block_number, c1_transactionIndex::INTEGER AS transaction_index, c3_programId AS program_id, c9_d8 AS d8, ` +
-        `CASE WHEN c4_accounts = '{}' THEN []::VARCHAR[] ELSE string_split(trim(c4_accounts, '{}'), ',') END AS accounts, c12_isCommitted = 't' AS is_committed ` +
-        `FROM ${tsv('instructions', cols('instruction'))}) TO '${pq('ix')}' (FORMAT parquet)`,
-    )
-    await con.run(
-      `COPY (SELECT c0::BIGINT AS block_number, c1_transactionIndex::INTEGER AS transaction_index, c14_feePayer AS fee_payer FROM ${tsv('transactions', cols('transaction'))}) TO '${pq('tx')}' (FORMAT parquet)`,
-    )
-    for (const [t, k] of [
-      ['logs', 'log'],
-      ['balances', 'balance'],
-      ['token_balances', 'tokenBalance'],
-      ['rewards', 'reward'],
-    ] as const) {
-      await con.run(`COPY (SELECT c0::BIGINT AS block_number FROM ${tsv(t, cols(k))}) TO '${pq(t)}' (FORMAT parquet)`)
+    if (!reused) {
+      log('Parquet export (DuckDB)')
+      await con.run(
+        `COPY (SELECT c0::BIGINT AS block_number, c1_transactionIndex::INTEGER AS transaction_index, c3_programId AS program_id, c9_d8 AS d8, ` +
+          `CASE WHEN c4_accounts = '{}' THEN []::VARCHAR[] ELSE string_split(trim(c4_accounts, '{}'), ',') END AS accounts, c12_isCommitted = 't' AS is_committed ` +
+          `FROM ${tsv('instructions', cols('instruction'))}) TO '${pq('ix')}' (FORMAT parquet)`,
+      )
+      await con.run(
+        `COPY (SELECT c0::BIGINT AS block_number, c1_transactionIndex::INTEGER AS transaction_index, c14_feePayer AS fee_payer FROM ${tsv('transactions', cols('transaction'))}) TO '${pq('tx')}' (FORMAT parquet)`,
+      )
+      for (const [t, k] of [
+        ['logs', 'log'],
+        ['balances', 'balance'],
+        ['token_balances', 'tokenBalance'],
+        ['rewards', 'reward'],
+      ] as const) {
+        await con.run(`COPY (SELECT c0::BIGINT AS block_number FROM ${tsv(t, cols(k))}) TO '${pq(t)}' (FORMAT parquet)`)
+      }
     }
     for (const v of ['ix', 'tx', 'logs', 'balances', 'token_balances', 'rewards'])
       await con.run(`CREATE VIEW ${v} AS SELECT * FROM read_parquet('${pq(v)}')`)
-    const parquetS = (performance.now() - tp) / 1000
+    const parquetS = reused ? reused.parquetS : (performance.now() - tp) / 1000
     rmSync(teeDir, { recursive: true, force: true })
+    if (!reused) {
+      const prepared: Prepared = {
+        shape: SHAPE,
+        at: started.toISOString(),
+        head,
+        importSeconds: data.importSeconds,
+        importSummary: data.importSummary,
+        loadSeconds: loaded.seconds,
+        rows: loaded.rows,
+        idxTimes,
+        analyzeS,
+        parquetS,
+      }
+      writeFileSync(PREPARED, JSON.stringify(prepared, null, 2))
+    }
     const one = async (sql: string) => Number((await con.runAndReadAll(sql)).getRows()[0][0])
 
     // ---- query parameters, picked from the data (DuckDB)
@@ -717,7 +794,6 @@ export async function run(): Promise<string> {
     log(`parameters: pool ${pool}, account ${account}, payer ${payer}`)
 
     // ---- 3. the queries
-    const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim()
     const dirty = spawnSync('git', ['status', '--porcelain', '--', 'src'], { cwd: ROOT, encoding: 'utf8' })
       .stdout.split('\n')
       .filter((l) => l.trim() && !l.startsWith('??'))
@@ -851,7 +927,9 @@ export async function run(): Promise<string> {
       '',
       `Run ${started.toISOString()} → ${new Date().toISOString()} (${((Date.now() - started.getTime()) / 60_000).toFixed(0)} min in all); node ${process.version}; PostgreSQL ${pgVersion}; ${os.cpus()[0]?.model} × ${os.cpus().length}; load average ${load0[0].toFixed(1)} at start, ${load1[0].toFixed(1)} at end (the 2 cores are shared with other work: absolute times are noisy, ratios measured back to back).`,
       '',
-      `${codeVersion}; import and PostgreSQL load ran in this run.`,
+      reused
+        ? `${codeVersion}. **Import, PostgreSQL load and Parquet export reused from an earlier run** (\`COMPARE_REUSE=1\`): run ${reused.at} at ${reused.head}; their times below are that run's.`
+        : `${codeVersion}; import and PostgreSQL load ran in this run.`,
       '',
       '### Targets',
       '',

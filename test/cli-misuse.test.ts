@@ -104,6 +104,18 @@ test('every misuse: one line naming the option on stderr, non-zero exit', async 
       want: /^solportal: error: --rpc must be an http:\/\/ or https:\/\/ URL, got 'localhost:8899'$/,
     },
     { args: ['serve', '--data-dir', join(work, 'd')], want: /^solportal: error: --data-dir applies only to/ },
+    {
+      args: ['serve', '--max-body-bytes', '1k'],
+      want: /^solportal: error: --max-body-bytes must be an integer in 1024\.\.2147483648, got '1k'$/,
+    },
+    {
+      args: ['serve', '--max-body-bytes', '100'],
+      want: /^solportal: error: --max-body-bytes must be an integer in 1024\.\.2147483648, got '100'$/,
+    },
+    {
+      args: ['serve', '--max-body-bytes', '100000', '--max-filter-values', '10000'],
+      want: /^solportal: error: --max-body-bytes 100000 cannot hold --max-filter-values 10000 addresses \(~\d+ bytes each\): raise it to \d+ or more$/,
+    },
     { args: ['serve', '--no-such-option'], want: /^error: unknown option '--no-such-option'$/ },
   ]
   try {

@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
@@ -135,6 +136,83 @@ test('the port opens before the datasets load; access lines for 200, 400, 404, 4
     assert.ok(sample(m.text, 'solportal_process_resident_memory_bytes')! > 0)
   } finally {
     release()
+    await s.stop()
+  }
+})
+
+/** one raw HTTP/1.1 exchange (bytes as given, no client-side checks); resolves with the status line */
+function rawRequest(port: number, head: Uint8Array, body: Uint8Array = Buffer.alloc(0)): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = connect(port, '127.0.0.1')
+    let got = ''
+    sock.on('data', (d) => (got += d.toString('latin1')))
+    sock.on('error', reject)
+    sock.on('close', () => resolve(got.split('\r\n')[0]))
+    sock.write(Buffer.concat([head, body]))
+  })
+}
+
+test('access lines stay one JSON line each whatever the request carries (control characters, raw bytes, long paths)', async () => {
+  const writes: string[] = []
+  const logger = createLogger({ level: 'info', destination: { write: (s: string) => void writes.push(s) } })
+  const s = await serve(options(), { logger })
+  const port = Number(new URL(s.url).port)
+  try {
+    await s.ready
+    const body = Buffer.from('{"type":"solana","fromBlock":0,"fields":{"block":{"n\\u000a\\u001b[2Jx":true}}}')
+    const hostile: [string, Uint8Array, Uint8Array?][] = [
+      [
+        'escaped line breaks and an ANSI escape',
+        Buffer.from('GET /datasets/%0A%0D%1B[31mfake%00/head HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      ],
+      [
+        'raw bytes above 0x7f',
+        Buffer.concat([
+          Buffer.from('GET /datasets/solana-mainnet/head?q='),
+          Buffer.from([0xff, 0xc3, 0x28, 0x85]),
+          Buffer.from(' HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+        ]),
+      ],
+      [
+        'a tab in the request id',
+        Buffer.from(
+          'GET /datasets/solana-mainnet/head HTTP/1.1\r\nHost: x\r\nX-Request-Id: a\tb\r\nConnection: close\r\n\r\n',
+        ),
+      ],
+      ['a long path', Buffer.from(`GET /${'%0A'.repeat(3000)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)],
+      [
+        'a body with escaped control characters',
+        Buffer.from(
+          `POST /datasets/solana-mainnet/stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+        ),
+        body,
+      ],
+    ]
+    for (const [what, head, b] of hostile) {
+      const status = await rawRequest(port, head, b)
+      assert.match(status, /^HTTP\/1\.1 [2-4]\d\d /, `${what}: ${status}`)
+    }
+    await until('an access line per request', () =>
+      writes.filter((w) => /"msg":"request( refused|")/.test(w)).length >= hostile.length ? true : undefined,
+    )
+    for (const w of writes) {
+      assert.ok(w.endsWith('\n') && w.indexOf('\n') === w.length - 1, `one line per write: ${JSON.stringify(w)}`)
+      assert.ok(
+        !/[\u0000-\u0009\u000b-\u001f\u007f\u2028\u2029]/.test(w),
+        `no raw control character: ${JSON.stringify(w)}`,
+      )
+      JSON.parse(w)
+    }
+    const paths = writes
+      .map((w) => JSON.parse(w) as Record<string, unknown>)
+      .filter((l) => l.msg === 'request')
+      .map((l) => String(l.path))
+    assert.ok(paths.includes('/datasets/%0A%0D%1B[31mfake%00/head'), paths.join('\n'))
+    assert.ok(
+      paths.every((p) => p.length <= 1000),
+      'paths are cut',
+    )
+  } finally {
     await s.stop()
   }
 })

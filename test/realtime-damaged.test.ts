@@ -186,6 +186,45 @@ test('a block that stays damaged stops ingestion with a clear error; it is not s
   }
 })
 
+test('a block whose blockhash or previousBlockhash is not a base58 hash is damage, not a fork', async () => {
+  const node = await FakeSolanaNode.start({ txPerBlock: 3, intervalMs: 0, initialBlocks: 10, skipRate: 0, seed: 8 })
+  const lines: string[] = []
+  const s = (k: number) => node.firstSlot + k
+  // a line break and a control character in the hash: the log line must not be split by them
+  node.injectBlockFault(s(2), { kind: 'bad-hash', member: 'blockhash', text: 'not\nbase58\u0007' }, 2)
+  node.injectBlockFault(s(4), { kind: 'bad-hash', member: 'previousBlockhash', text: '1111' })
+  const { ds, cold } = await open(node, lines)
+  try {
+    ds.start()
+    node.setFinalityLag(3)
+    await until('caught up', () => ds.store.head()?.hash === node.tip.hash && node.stats.blockFaults === 3, ds)
+    const stored = storedBlocks(ds, cold)
+    assert.deepEqual(
+      stored.map((b) => [b.header.number, b.header.hash, b.header.parentHash]),
+      node.chain().map((b) => [b.slot, b.hash, b.parentHash]),
+    )
+    assert.ok(stored.every((b) => b.header.hash !== '' && b.header.parentHash !== ''))
+    const refetches = lines.filter((l) => l.includes('damaged getBlock answer'))
+    assert.equal(refetches.length, 3, lines.join('\n'))
+    assert.ok(
+      refetches.some((l) =>
+        l.startsWith(`warn slot ${s(2)}: damaged getBlock answer (blockhash "not\\nbase58\\u0007" is not a 32-byte`),
+      ),
+      lines.join('\n'),
+    )
+    assert.ok(refetches.some((l) => l.includes(`slot ${s(4)}: damaged getBlock answer (previousBlockhash "1111"`)))
+    assert.ok(
+      lines.every((l) => !/[\u0000-\u001f]/.test(l)),
+      'no control character in a log line',
+    )
+    assert.ok(!lines.some((l) => /fork|diverges/.test(l)), `no fork reported:\n${lines.join('\n')}`)
+    assert.equal(ds.ingester.stats.forks, 0)
+  } finally {
+    await ds.stop()
+    await node.stop()
+  }
+})
+
 test('the count of failed sessions in a row starts again after a success', async () => {
   const node = await FakeSolanaNode.start({ txPerBlock: 2, intervalMs: 0, initialBlocks: 3, skipRate: 0, seed: 7 })
   const lines: string[] = []

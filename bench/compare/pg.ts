@@ -86,31 +86,38 @@ export class PgCluster {
     readonly port: number,
   ) {}
 
-  static async start(root: string, log: (s: string) => void): Promise<PgCluster> {
+  /**
+   * A new cluster in `root` (what was there is removed); with `reuse`, the cluster an earlier start left
+   * there (stopped cleanly: its UNLOGGED tables are kept) is started again with its database.
+   */
+  static async start(root: string, log: (s: string) => void, opts: { reuse?: boolean } = {}): Promise<PgCluster> {
     const bin = pgBinDir(log)
     const [uid, gid] = uidGid('postgres')
-    rmSync(root, { recursive: true, force: true })
-    mkdirSync(root, { recursive: true })
-    chownSync(root, uid, gid)
     const dataDir = join(root, 'data')
-    run(
-      'runuser',
-      [
-        '-u',
-        'postgres',
-        '--',
-        join(bin, 'initdb'),
-        '-D',
-        dataDir,
-        '--no-locale',
-        '-E',
-        'UTF8',
-        '--auth=trust',
-        '-U',
-        'postgres',
-      ],
-      'initdb',
-    )
+    const reuse = opts.reuse === true && existsSync(join(dataDir, 'PG_VERSION'))
+    if (!reuse) {
+      rmSync(root, { recursive: true, force: true })
+      mkdirSync(root, { recursive: true })
+      chownSync(root, uid, gid)
+      run(
+        'runuser',
+        [
+          '-u',
+          'postgres',
+          '--',
+          join(bin, 'initdb'),
+          '-D',
+          dataDir,
+          '--no-locale',
+          '-E',
+          'UTF8',
+          '--auth=trust',
+          '-U',
+          'postgres',
+        ],
+        'initdb',
+      )
+    }
     const port = await freePort()
     const conf =
       PG_SETTINGS.map(([k, v]) => `${k} = ${v}`).join('\n') + `\nport = ${port}\nunix_socket_directories = '${root}'\n`
@@ -135,7 +142,7 @@ export class PgCluster {
       'pg_ctl start',
     )
     const pg = new PgCluster(bin, dataDir, port)
-    pg.psql(['-d', 'postgres', '-c', 'CREATE DATABASE bench'])
+    if (!reuse) pg.psql(['-d', 'postgres', '-c', 'CREATE DATABASE bench'])
     return pg
   }
 

@@ -95,6 +95,8 @@ export type BlockFault =
   | { kind: 'oversize'; bytes: number }
   /** headers and the first bytes of the answer, then nothing until the client gives up */
   | { kind: 'stall' }
+  /** `blockhash` (or `previousBlockhash`) replaced by `text`, which is not a 32-byte base58 hash */
+  | { kind: 'bad-hash'; member: 'blockhash' | 'previousBlockhash'; text: string }
 
 class StallRequest extends Error {}
 
@@ -532,6 +534,7 @@ export class FakeSolanaNode {
     if (fault.kind === 'junk-transactions') block.transactions = txs.map((_t, i) => ({ junk: i }))
     else if (fault.kind === 'transactions-not-list') block.transactions = { count: txs.length }
     else if (fault.kind === 'no-meta') for (const t of txs) delete t.meta
+    else if (fault.kind === 'bad-hash') block[fault.member] = fault.text
     else if (fault.kind === 'null-instructions') {
       for (const t of txs) (t.transaction as { message: { instructions: unknown } }).message.instructions = [null]
     }

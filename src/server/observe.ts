@@ -10,9 +10,18 @@
  */
 import { randomUUID } from 'node:crypto'
 import type http from 'node:http'
+import type { Duplex } from 'node:stream'
 import type { Logger } from '../log.ts'
 import type { DatasetRegistry } from './datasets.ts'
 import type { Metrics } from './metrics.ts'
+
+/** bytes as ASCII text, every byte outside 0x20..0x7e written as \\xHH (no control or C1 characters) */
+function printable(b: Uint8Array): string {
+  let out = ''
+  for (const c of b)
+    out += c >= 0x20 && c <= 0x7e && c !== 0x5c ? String.fromCharCode(c) : `\\x${c.toString(16).padStart(2, '0')}`
+  return out
+}
 
 /** what the observer reads from the server */
 export interface ObservedServer {
@@ -133,6 +142,40 @@ export class Observer {
       if (status >= 500) this.logger.warn(line, 'request')
       else this.logger.info(line, 'request')
     })
+  }
+
+  /**
+   * A request Node's HTTP parser refused before the server saw it (malformed request line or
+   * header, bytes not allowed in a target, headers too large, headers or body not received in
+   * time): answered as Node would (431, 408 or 400, then the connection is closed) and logged as
+   * one access line and counted, so refused requests do not go unseen.
+   */
+  onClientError(err: Error & { code?: string; rawPacket?: Buffer }, socket: Duplex): void {
+    const code = err.code ?? 'unknown'
+    const status =
+      code === 'HPE_HEADER_OVERFLOW'
+        ? 431
+        : code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT'
+          ? 408
+          : 400
+    const reason =
+      status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'
+    // a reset connection, or one already being answered, gets nothing more
+    const answer = code !== 'ECONNRESET' && !socket.destroyed && !(socket as { _httpMessage?: unknown })._httpMessage
+    if (answer) socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+    else socket.destroy()
+    if (code === 'ECONNRESET') return
+    this.metrics?.observeRequest({ endpoint: 'unparsed', dataset: '', status, bytes: 0, seconds: 0 })
+    this.logger.info(
+      {
+        status: answer ? status : undefined,
+        error: code,
+        // the first bytes the parser refused, as text (JSON escapes what is not printable)
+        raw: err.rawPacket ? printable(err.rawPacket.subarray(0, 200)) : undefined,
+        client: (socket as { remoteAddress?: string }).remoteAddress,
+      },
+      'request refused by the HTTP parser',
+    )
   }
 
   /** answers /health, /ready and /metrics; false for every other path */

@@ -36,7 +36,7 @@ import {
   type FormatVersion,
   type WriteOptions,
 } from './cold/chunk-file.ts'
-import { DiskChunk, type ColumnCache } from './cold/disk-chunk.ts'
+import { CHUNK_OBJECT_BYTES, chunkKey, DiskChunk, type ColumnCache } from './cold/disk-chunk.ts'
 import { ByteLru, type CacheStats } from './cold/lru.ts'
 import { closeFds } from './cold/raw.ts'
 import {
@@ -140,7 +140,6 @@ export function estimateBlockBytes(b: Block): number {
 export class DiskColdStore implements ColdStore {
   private readonly cat: Catalogue
   private readonly cache: ColumnCache
-  private readonly chunkObjects = new Map<string, DiskChunk>()
   private queue: Promise<unknown> = Promise.resolve()
   /** running chunks() iterations per catalogue generation they started on */
   private readonly active = new Map<number, number>()
@@ -289,21 +288,24 @@ export class DiskColdStore implements ColdStore {
     return last ? { number: last.lastBlock, hash: last.lastHash } : null
   }
 
+  /**
+   * The chunk object of an entry. Chunk objects (each keeps its parsed footer, tens of KB) live in
+   * the same byte-bounded cache as the columns, accounted for their footer once it is read
+   * (`DiskChunk.footer`), so the memory budget covers them too: a query over thousands of chunks
+   * keeps only the recently used ones.
+   */
   private chunkOf(e: ChunkEntry): DiskChunk {
-    let c = this.chunkObjects.get(e.file)
-    if (c) {
-      this.chunkObjects.delete(e.file)
-      this.chunkObjects.set(e.file, c)
-      return c
+    const path = join(this.dir, 'chunks', e.file)
+    const key = chunkKey(path)
+    let c = this.cache.touch(key) as unknown as DiskChunk | undefined
+    if (c === undefined) {
+      c = new DiskChunk(path, e, this.cache)
+      this.cache.set(key, c as unknown as ArrayLike<unknown>, CHUNK_OBJECT_BYTES)
     }
-    c = new DiskChunk(join(this.dir, 'chunks', e.file), e, this.cache)
-    this.chunkObjects.set(e.file, c)
-    if (this.chunkObjects.size > 4096) this.chunkObjects.delete(this.chunkObjects.keys().next().value as string)
     return c
   }
 
   private forget(file: string): void {
-    this.chunkObjects.delete(file)
     const prefix = `${join(this.dir, 'chunks', file)}\0`
     this.cache.deleteWhere((k) => k.startsWith(prefix))
   }
@@ -625,7 +627,6 @@ export class DiskColdStore implements ColdStore {
     this.closed = true
     this.cat.close()
     this.cache.clear()
-    this.chunkObjects.clear()
     closeFds(join(this.dir, 'chunks') + '/')
     if (!this.opts.readOnly) await releaseLock(join(this.dir, 'LOCK'))
   }

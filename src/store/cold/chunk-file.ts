@@ -396,7 +396,8 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
 export class CorruptChunkError extends Error {}
 
 /** Read and check the footer of a chunk file. */
-export function readFooter(path: string): { footer: Footer; size: number } {
+/** a chunk file's footer, the file's size and the footer's size as JSON text (bytes) */
+export function readFooter(path: string): { footer: Footer; size: number; jsonBytes: number } {
   const fd = openSync(path, 'r')
   try {
     const size = fstatSync(fd).size
@@ -424,7 +425,7 @@ export function readFooter(path: string): { footer: Footer; size: number } {
         `${path}: chunk format version ${JSON.stringify(footer.v)} is not supported (reads ${READABLE_VERSIONS.join(', ')})`,
       )
     }
-    return { footer, size }
+    return { footer, size, jsonBytes: fj.byteLength }
   } finally {
     closeSync(fd)
   }

@@ -1,6 +1,8 @@
 /**
- * A byte-bounded LRU cache (Map insertion order = recency). Used for decoded columns of on-disk
- * chunks: a query touching many chunks never holds more than `maxBytes` of decoded columns.
+ * A byte-bounded LRU cache (Map insertion order = recency). The cold store keeps everything it
+ * holds per chunk in one such cache (decoded columns, encoded parts and pages read, built rows,
+ * filters, and the chunk objects with their footers), so a query touching many chunks never holds
+ * more than `maxBytes` of them (beyond what running queries still reference).
  */
 /** a cache's size, budget and counters */
 export interface CacheStats {
@@ -35,6 +37,15 @@ export class ByteLru<K, V> {
       return undefined
     }
     this.stats.hits++
+    this.map.delete(key)
+    this.map.set(key, e)
+    return e.value
+  }
+
+  /** `get` without counting a hit or a miss (lookups that are not cache reads, e.g. chunk objects) */
+  touch(key: K): V | undefined {
+    const e = this.map.get(key)
+    if (!e) return undefined
     this.map.delete(key)
     this.map.set(key, e)
     return e.value
