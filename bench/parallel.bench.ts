@@ -206,7 +206,7 @@ export async function run(): Promise<string> {
   return [
     `## Rendering in worker threads: pool 0 vs ${THREADS} (${nums.length} generated mainnet-shaped blocks of ${TXS} tx)`,
     '',
-    `Real server on loopback, client in the same process; MB/s of JSON lines (before gzip) over all the streams, median of ${ROUNDS} alternating rounds. ${os.availableParallelism()} cores; load average ${la(load0)} at start, ${la(load1)} at end. Peak RSS of the process (server, pool, client) ${rss.toFixed(0)} MiB.`,
+    `Real server on loopback, client in the same process; MB/s of JSON lines (before gzip) over all the streams, the upper median of ${ROUNDS} rounds (alternating which server goes first). ${os.availableParallelism()} cores; load average ${la(load0)} at start, ${la(load1)} at end. Peak RSS of the process (server, pool, client) ${rss.toFixed(0)} MiB.`,
     '',
     `| query | streams | JSON MB per stream | pool 0 MB/s | pool ${THREADS} MB/s | ratio | pool 0 gzip MB/s | pool ${THREADS} gzip MB/s | ratio | gzip ratio |`,
     '|---|---|---|---|---|---|---|---|---|---|',

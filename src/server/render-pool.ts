@@ -36,10 +36,14 @@ export interface RenderPoolOptions {
   minSlots?: number
 }
 
-/** worker threads by default: the available cores, at most 8 (none on a single core) */
+/**
+ * Worker threads by default: one core left to the main thread (HTTP, ordering, gzip's threadpool),
+ * at most 8; none below 4 cores: on 2 cores the workers only compete with the main thread for the
+ * same CPU (bench/parallel.bench.ts measured 0.5-0.9x of the in-thread MB/s there).
+ */
 export function defaultRenderThreads(): number {
   const n = availableParallelism()
-  return n < 2 ? 0 : Math.min(8, n)
+  return n < 4 ? 0 : Math.min(8, n - 1)
 }
 
 /** each worker's cold cache: `totalBytes` shared among the workers, 64 MiB at least */

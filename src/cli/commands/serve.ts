@@ -237,7 +237,7 @@ export function register(program: Command): void {
     .option('--s3-poll-ms <ms>', '--dataset-dir s3://...: how often new chunks are looked for (default 5000)')
     .option(
       '--render-threads <n>',
-      'worker threads rendering finalized ranges of stream responses (0 = render in the main thread; default the cores, at most 8)',
+      'worker threads rendering finalized ranges of stream responses (0 = render in the main thread; default: the cores less one, at most 8, none below 4 cores)',
     )
     .option('--quiet', 'log errors only')
     .action(async (opts: ServeOptions) => {
