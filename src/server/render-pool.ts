@@ -42,6 +42,11 @@ export function defaultRenderThreads(): number {
   return n < 2 ? 0 : Math.min(8, n)
 }
 
+/** each worker's cold cache: `totalBytes` shared among the workers, 64 MiB at least */
+export function workerCacheBytes(totalBytes: number, threads: number): number {
+  return Math.max(64 * 1024 * 1024, Math.floor(totalBytes / Math.max(1, threads)))
+}
+
 /** What the response loop takes from a pooled range: an engine block with its line as bytes. */
 export interface PooledBlock {
   number: number

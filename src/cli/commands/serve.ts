@@ -13,7 +13,7 @@ import { DEFAULT_LIMITS, PortalServer } from '../../server/http.ts'
 import { loadStaticStore } from '../../server/load.ts'
 import { Metrics } from '../../server/metrics.ts'
 import { Observer } from '../../server/observe.ts'
-import { defaultRenderThreads, RenderPool } from '../../server/render-pool.ts'
+import { defaultRenderThreads, RenderPool, workerCacheBytes } from '../../server/render-pool.ts'
 import { createLogger, levelFromEnv, messageLogger, type Logger } from '../../log.ts'
 import type { BlockStore } from '../../store/types.ts'
 import type { NodeHeadTracker } from '../../ingest/lag.ts'
@@ -289,7 +289,11 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
   const announce = opts.quiet && log.level !== 'silent' ? log.child({}, { level: 'info' }) : log
   const metrics = new Metrics()
   // worker threads start with the first stream that uses them
-  const renderPool = cfg.renderThreads > 0 ? new RenderPool({ threads: cfg.renderThreads }) : null
+  // each worker keeps its own cache of what it reads: --cache-mb shared among them (64 MiB at least)
+  const renderPool =
+    cfg.renderThreads > 0
+      ? new RenderPool({ threads: cfg.renderThreads, cacheBytes: workerCacheBytes(cfg.cacheBytes, cfg.renderThreads) })
+      : null
   const server = new PortalServer({
     renderPool,
     limits: {
