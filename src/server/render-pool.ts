@@ -145,8 +145,14 @@ export class RenderPool {
     this.minSlots = opts.minSlots ?? 8
   }
 
+  /** false when off, closed, or every worker has died (streams then render in the main thread) */
   get enabled(): boolean {
-    return this.threads > 0 && !this.closed
+    return this.threads > 0 && !this.closed && !(this.workers !== null && this.workers.every((w) => w.failed))
+  }
+
+  /** the worker threads started so far */
+  get threadHandles(): readonly Worker[] {
+    return (this.workers ?? []).map((w) => w.worker)
   }
 
   /** streams using the pool now */
