@@ -1,135 +1,173 @@
 /**
- * Tail latency over HTTP: a fake Solana node produces a block every 250 ms; it is followed by the
- * real-time pipeline (RPC → normalize → LMDB hot store) and served by the real server; N clients
- * hold open `/stream` requests without `toBlock` (resuming like Portal clients when a response
- * ends). Latency = from the node producing a block to a client reading its line, p50/p99 over all
- * clients and blocks, for 1 and 100 concurrent clients. Baseline in the same run: the latency from
- * production to the store having the block (`waitFor`), which HTTP cannot beat.
+ * Live tail with mainnet-sized blocks: a fake Solana node (child process, bench/tail/node-child.ts)
+ * re-slots generated mainnet-shaped blocks of ~1,500 transactions (`solportal gen`: ~70 % votes)
+ * and produces one every 400 ms (a mainnet slot); this process follows it with the real-time
+ * pipeline (RPC → parse + normalize → LMDB hot store) and serves it with the real server; N clients
+ * (another child process, bench/tail/clients-child.ts) hold open `/stream` requests without
+ * `toBlock`, resuming like Portal clients when a response ends.
+ *
+ * Measured per block: node answer → hot store (the ingester's `onStored`: from the last byte of
+ * the getBlock answer read to the hot store having the block), node block → hot store, and node
+ * block → client line (the node's production time to each client reading the block's line; both
+ * wall clocks of one machine), p50/p99, with 1 and 100 clients. The baseline, in the same run and
+ * back to back with it: `normalizeThreads: 0`, the earlier path where the main thread parses and
+ * normalizes every answer between the streams. Both fetch 4 blocks concurrently (the default).
+ *
+ * `TAIL_BLOCKS` (default 30) blocks per row; `TAIL_TXS` (default 1500) transactions per block.
  */
-import { setMaxListeners } from 'node:events'
-import http from 'node:http'
+import { fork, type ChildProcess, type ForkOptions } from 'node:child_process'
+import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
+import { writeArchive } from '../src/ingest/generate.ts'
+import { createRealtimeDataset, silentLogger, type StoredBlock } from '../src/ingest/realtime.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer } from '../src/server/http.ts'
-import { createRealtimeDataset, silentLogger } from '../src/ingest/realtime.ts'
 
-const BLOCKS = 40
-const INTERVAL_MS = 250
+const BLOCKS = Number(process.env.TAIL_BLOCKS ?? 30)
+const TXS = Number(process.env.TAIL_TXS ?? 1500)
+/** `TAIL_CLIENTS=1,100` and `TAIL_THREADS=1,0` (0: the baseline) choose the rows (the first row of the most clients is the figure bench/compare reads) */
+const CLIENTS = (process.env.TAIL_CLIENTS ?? '1,100').split(',').map(Number)
+const THREADS = (process.env.TAIL_THREADS ?? '1,0').split(',').map(Number)
+const INTERVAL_MS = 400
+const POLL_MS = 20
+const CHILD: ForkOptions = { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
+const now = () => performance.timeOrigin + performance.now()
 
 function pct(xs: number[], p: number): number {
+  if (xs.length === 0) return NaN
   const s = [...xs].sort((a, b) => a - b)
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]
 }
 
-/** A client that follows the head, resuming from last+1 whenever a response ends. */
-function follow(base: string, from: number, onBlock: (n: number) => void, signal: AbortSignal): Promise<void> {
-  let fromBlock = from
-  let parent: string | undefined
-  const once = () =>
-    new Promise<void>((resolve) => {
-      const body = JSON.stringify({
-        type: 'solana',
-        fromBlock,
-        ...(parent ? { parentBlockHash: parent } : {}),
-        includeAllBlocks: true,
-        fields: { block: { number: true, hash: true } },
-      })
-      const req = http.request(
-        `${base}/stream`,
-        { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' }, signal },
-        (res) => {
-          let buf = ''
-          res.setEncoding('utf8')
-          res.on('data', (c: string) => {
-            buf += c
-            let i
-            while ((i = buf.indexOf('\n')) >= 0) {
-              const h = (JSON.parse(buf.slice(0, i)) as { header: { number: number; hash: string } }).header
-              buf = buf.slice(i + 1)
-              onBlock(h.number)
-              fromBlock = h.number + 1
-              parent = h.hash
-            }
-          })
-          res.on('end', () => resolve())
-          res.on('error', () => resolve())
-        },
-      )
-      req.on('error', () => resolve())
-      req.end(body)
-    })
-  return (async () => {
-    while (!signal.aborted) await once()
-  })()
+function message<T>(child: ChildProcess, t: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onMsg = (m: { t: string }) => {
+      if (m.t !== t) return
+      child.off('message', onMsg)
+      child.off('exit', onExit)
+      resolve(m as T)
+    }
+    const onExit = (code: number) => reject(new Error(`child exited (${code}) before '${t}'`))
+    child.on('message', onMsg)
+    child.on('exit', onExit)
+  })
 }
 
-async function measure(clients: number): Promise<string> {
+interface Row {
+  path: string
+  clients: number
+  lines: number
+  expected: number
+  answerToStore: number[]
+  blockToStore: number[]
+  blockToClient: number[]
+}
+
+async function measure(archive: string, threads: number, clients: number): Promise<Row> {
   const dir = mkdtempSync(join(tmpdir(), 'solportal-bench-tail-'))
-  const node = await FakeSolanaNode.start({ intervalMs: 0, initialBlocks: 20, txPerBlock: 20, skipRate: 0.1, seed: 3 })
+  const node = fork(join(import.meta.dirname, 'tail', 'node-child.ts'), [archive, '3'], CHILD)
+  const ready = await message<{ url: string; tip: number; firstSlot: number }>(node, 'ready')
+  const stored = new Map<number, StoredBlock>()
   const ds = await createRealtimeDataset({
-    rpcUrl: node.url,
+    rpcUrl: ready.url,
     dataDir: dir,
-    startSlot: node.firstSlot,
-    pollIntervalMs: 20,
+    startSlot: ready.firstSlot,
+    pollIntervalMs: POLL_MS,
+    normalizeThreads: threads,
     noSync: true,
     logger: silentLogger,
+    onStored: (e) => stored.set(e.number, e),
   })
   ds.start()
-  await ds.store.waitFor(node.tip.slot, false, 60_000)
+  await ds.store.waitFor(ready.tip, false, 120_000)
   const server = new PortalServer({
     datasets: new DatasetRegistry([{ name: 'live', aliases: [], store: ds.store, realTime: true }]),
     rateLimit: null,
     log: () => {},
   })
   const base = `${await server.listen(0, '127.0.0.1')}/datasets/live`
+  const followers = fork(
+    join(import.meta.dirname, 'tail', 'clients-child.ts'),
+    [base, String(clients), String(ready.tip + 1)],
+    CHILD,
+  )
+  await message(followers, 'ready')
+  await new Promise((r) => setTimeout(r, 500))
 
   const producedAt = new Map<number, number>()
-  const storeLat: number[] = []
-  const httpLat: number[] = []
-  const abort = new AbortController()
-  setMaxListeners(0, abort.signal)
-  const start = node.tip.slot + 1
-  const followers = Array.from({ length: clients }, () =>
-    follow(
-      base,
-      start,
-      (n) => {
-        const t = producedAt.get(n)
-        if (t != null) httpLat.push(performance.now() - t)
-      },
-      abort.signal,
-    ),
-  )
-  await new Promise((r) => setTimeout(r, 300))
   for (let i = 0; i < BLOCKS; i++) {
-    const b = node.produce()
-    const t = performance.now()
-    producedAt.set(b.slot, t)
-    void ds.store.waitFor(b.slot, false, 10_000).then(() => storeLat.push(performance.now() - t))
-    await new Promise((r) => setTimeout(r, INTERVAL_MS))
+    const t0 = performance.now()
+    node.send({ t: 'produce' })
+    const p = await message<{ slot: number; at: number }>(node, 'produced')
+    producedAt.set(p.slot, p.at)
+    await new Promise((r) => setTimeout(r, Math.max(0, INTERVAL_MS - (performance.now() - t0))))
   }
+  const last = Math.max(...producedAt.keys())
+  await ds.store.waitFor(last, false, 30_000)
   await new Promise((r) => setTimeout(r, 1000))
-  abort.abort()
-  await Promise.allSettled(followers)
+  followers.send({ t: 'stop' })
+  const { seen } = await message<{ seen: [number, number][] }>(followers, 'done')
   await server.close()
   await ds.stop()
-  await node.stop()
+  node.send({ t: 'stop' })
+  await once(node, 'exit')
   rmSync(dir, { recursive: true, force: true })
-  const expected = BLOCKS * clients
-  const f = (x: number) => x.toFixed(1)
-  return `| ${clients} | ${BLOCKS} | ${httpLat.length}/${expected} | ${f(pct(storeLat, 50))} | ${f(pct(storeLat, 99))} | ${f(pct(httpLat, 50))} | ${f(pct(httpLat, 99))} |`
+
+  const row: Row = {
+    path: threads > 0 ? `worker thread (${threads})` : 'main thread (baseline)',
+    clients,
+    lines: 0,
+    expected: producedAt.size * clients,
+    answerToStore: [],
+    blockToStore: [],
+    blockToClient: [],
+  }
+  for (const [slot, at] of producedAt) {
+    const s = stored.get(slot)
+    if (!s) continue
+    row.answerToStore.push(s.storedAt - s.answeredAt)
+    row.blockToStore.push(performance.timeOrigin + s.storedAt - at)
+  }
+  for (const [slot, at] of seen) {
+    const t = producedAt.get(slot)
+    if (t === undefined) continue
+    row.lines++
+    row.blockToClient.push(at - t)
+  }
+  return row
 }
 
 export async function run(): Promise<string> {
-  const rows = [await measure(1), await measure(100)]
+  const load0 = loadavg()
+  const dir = mkdtempSync(join(tmpdir(), 'solportal-bench-tail-gen-'))
+  const archive = join(dir, 'blocks.jsonl.gz')
+  const gen = await writeArchive(archive, { blocks: 4, txsPerBlock: TXS, seed: 7 })
+  const rows: Row[] = []
+  // the current path and the baseline back to back for each client count
+  for (const clients of CLIENTS) for (const threads of THREADS) rows.push(await measure(archive, threads, clients))
+  rmSync(dir, { recursive: true, force: true })
+  const load1 = loadavg()
+  const f = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-')
+  const pp = (xs: number[]) => `${f(pct(xs, 50))} | ${f(pct(xs, 99))}`
+  const ratio = (a: Row, b: Row) => (pct(a.blockToClient, 99) / pct(b.blockToClient, 99)).toFixed(1)
   return [
-    `## Tail latency over HTTP (fake node → ingest → hot store → server → client; a block every ${INTERVAL_MS} ms, ingest poll 20 ms)`,
+    `## Live tail, mainnet-sized blocks (fake node → RPC → parse + normalize → hot store → server → clients)`,
     '',
-    '| clients | blocks | lines received / expected | store p50 ms | store p99 ms | client p50 ms | client p99 ms |',
-    '|---|---|---|---|---|---|---|',
-    ...rows,
+    `Blocks of ~${TXS} transactions (${gen.txs} in the ${gen.blocks} generated templates, ${Math.round((gen.bytes / gen.blocks / 1e6) * 10) / 10} MB of JSON each), one every ${INTERVAL_MS} ms, ${BLOCKS} per row; ingest poll ${POLL_MS} ms, 4 getBlock requests in flight. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} at start, ${load1.map((x) => x.toFixed(1)).join(' ')} at end.`,
+    '',
+    '| parse + normalize | clients | lines received / expected | answer → store p50 ms | answer → store p99 ms | block → store p50 ms | block → store p99 ms | client p50 ms | client p99 ms |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.path} | ${r.clients} | ${r.lines}/${r.expected} | ${pp(r.answerToStore)} | ${pp(r.blockToStore)} | ${pp(r.blockToClient)} |`,
+    ),
+    '',
+    'answer → store: from the last byte of the node’s getBlock answer read to the block in the hot store; block → store and client: from the node producing the block (it includes the poll interval and the node assembling its answer) to the hot store having it and to each client reading its line.',
+    '',
+    rows.length === 4
+      ? `Client p99, baseline ÷ worker: ${ratio(rows[1], rows[0])}× with 1 client, ${ratio(rows[3], rows[2])}× with 100.`
+      : '',
   ].join('\n')
 }

@@ -17,20 +17,26 @@
 import { join } from 'node:path'
 import { defaultLogger } from '../log.ts'
 import type { Block, NormalizationWarning } from '../model.ts'
-import { isVoteTransaction } from '../normalize/normalize.ts'
-import type { RpcBlock } from '../rpc/types.ts'
-import { describeCall, RpcSource, sleep, type Commitment, type RpcClientOptions } from './rpc.ts'
+import { normalizeIntact, type NormalizeFn } from './block-decode.ts'
+import { BlockWorkerPool, defaultDecodeThreads } from './block-workers.ts'
+import {
+  describeCall,
+  RpcSource,
+  sleep,
+  type Commitment,
+  type RpcClientOptions,
+  type SlotOutcome,
+  type SourceEvent,
+} from './rpc.ts'
 import { MemoryColdStore } from '../store/cold-memory.ts'
 import { HotStore } from '../store/hot.ts'
+import type { PackedBlock } from '../store/packed-block.ts'
 import { RealtimeStore } from '../store/realtime-store.ts'
 import type { ColdStore } from '../store/types.ts'
 
 // --- the ingester ------------------------------------------------------------------------------
 
-export type NormalizeFn = (line: { slot: number; block: RpcBlock }) => {
-  block: Block
-  warnings: NormalizationWarning[]
-}
+export type { NormalizeFn }
 
 export interface RealtimeLogger {
   info(msg: string): void
@@ -86,7 +92,18 @@ export interface RealtimeIngesterOptions {
   malformedBackoffMs?: number
   /** ingestion stopped for good (a block stayed damaged); the loop has ended when it is called */
   onFatal?: (err: Error) => void
+  /**
+   * every block stored (extended or replaced): when the node's answer was read and when the
+   * hot store had it (`performance.now()`)
+   */
+  onStored?: (e: StoredBlock) => void
   logger?: RealtimeLogger
+}
+
+export interface StoredBlock {
+  number: number
+  answeredAt: number
+  storedAt: number
 }
 
 /** Ingestion cannot go on without storing a damaged block: it stops. */
@@ -119,6 +136,7 @@ export class RealtimeIngester {
   private readonly malformedAttempts: number
   private readonly malformedBackoffMs: number
   private readonly onFatal?: (err: Error) => void
+  private readonly onStored?: (e: StoredBlock) => void
   /** consecutive failed sessions (reset by every stored block and every caught-up tip) */
   private failures = 0
   /** when finalized blocks were first seen waiting in the hot store (batching) */
@@ -163,6 +181,7 @@ export class RealtimeIngester {
     this.malformedAttempts = Math.max(1, opts.malformedAttempts ?? 5)
     this.malformedBackoffMs = opts.malformedBackoffMs ?? 1000
     this.onFatal = opts.onFatal
+    this.onStored = opts.onStored
     this.log = opts.logger ?? consoleLogger
   }
 
@@ -255,7 +274,7 @@ export class RealtimeIngester {
         await this.verifyTip(ev.head, signal)
         continue
       }
-      const { block, warnings } = await this.intactBlock(ev, signal)
+      const { block, warnings, answeredAt } = await this.intactBlock(ev, signal)
       for (const w of warnings) {
         this.stats.warnings++
         this.log.warn(
@@ -263,7 +282,10 @@ export class RealtimeIngester {
         )
       }
       const r = await this.hot.push(block)
-      if (r.status === 'extended' || r.status === 'replaced') this.failures = 0
+      if (r.status === 'extended' || r.status === 'replaced') {
+        this.failures = 0
+        this.onStored?.({ number: block.header.number, answeredAt, storedAt: performance.now() })
+      }
       switch (r.status) {
         case 'extended':
           this.stats.blocks++
@@ -301,23 +323,17 @@ export class RealtimeIngester {
    * with fewer transactions than the node has, and a damaged header never reaches fork resolution.
    */
   private async intactBlock(
-    ev: { kind: 'block'; slot: number; block: RpcBlock } | { kind: 'malformed'; slot: number; problem: string },
+    ev: Exclude<SourceEvent, { kind: 'tip' }>,
     signal: AbortSignal,
-  ): Promise<{ block: Block; warnings: NormalizationWarning[] }> {
+  ): Promise<{ block: Block | PackedBlock; warnings: NormalizationWarning[]; answeredAt: number }> {
     const slot = ev.slot
-    let answer: RpcBlock | null = ev.kind === 'block' ? ev.block : null
-    let problem = ev.kind === 'malformed' ? ev.problem : ''
+    let answer: Exclude<SlotOutcome, { kind: 'skipped' }> = ev
     for (let attempt = 1; ; attempt++) {
-      if (answer) {
-        try {
-          const r = this.normalize({ slot, block: answer })
-          const missing = missingTransactions(answer, r.block)
-          if (missing === null) return r
-          problem = missing
-        } catch (e) {
-          problem = `normalization failed: ${(e as Error).message}`
-        }
-      }
+      // a source with a decoder delivers blocks normalized and checked intact (block-decode.ts)
+      const r = answer.kind === 'block' ? normalizeIntact(slot, answer.block, this.normalize) : answer
+      if (r.kind === 'normalized')
+        return { block: r.block, warnings: r.warnings, answeredAt: answer.kind === 'malformed' ? 0 : answer.answeredAt }
+      const problem = r.problem
       if (attempt >= this.malformedAttempts) {
         throw new FatalIngestError(
           `slot ${slot}: the node's getBlock answer is still damaged after ${attempt} attempts (${problem}); the block was not stored`,
@@ -331,8 +347,7 @@ export class RealtimeIngester {
       await sleep(delay, signal)
       const o = await this.source.fetchSlot(slot, signal)
       if (o.kind === 'skipped') throw new Restart(slot, `slot ${slot} is no longer a block on the node`)
-      answer = o.kind === 'block' ? o.block : null
-      if (o.kind === 'malformed') problem = o.problem
+      answer = o
     }
   }
 
@@ -435,25 +450,6 @@ export class RealtimeIngester {
   }
 }
 
-/**
- * null when every transaction of the answer is in the normalized block (vote transactions may
- * be left out), else what is missing. Transactions keep their position as `transactionIndex`.
- */
-function missingTransactions(answer: RpcBlock, block: Block): string | null {
-  const txs = answer.transactions ?? []
-  const kept = new Set<number>()
-  for (const t of block.transactions) kept.add(t.transactionIndex)
-  let missing = 0
-  let first = -1
-  for (let i = 0; i < txs.length; i++) {
-    if (kept.has(i) || isVoteTransaction(txs[i])) continue
-    if (first < 0) first = i
-    missing++
-  }
-  if (missing === 0) return null
-  return `${missing} of ${txs.length} transactions could not be normalized (first: ${first})`
-}
-
 // --- wiring ------------------------------------------------------------------------------------
 
 export interface RealtimeDatasetOptions {
@@ -481,11 +477,18 @@ export interface RealtimeDatasetOptions {
   malformedAttempts?: number
   malformedBackoffMs?: number
   onFatal?: (err: Error) => void
+  onStored?: (e: StoredBlock) => void
   /** RPC client tuning (timeouts, stalls, size cap, retries, backoff); retries are logged */
   rpc?: Omit<RpcClientOptions, 'url'>
   /** normalizer (default: normalizeBlock of src/normalize/normalize.ts with `normalizeOptions`) */
   normalize?: NormalizeFn
   normalizeOptions?: { includeVotes?: boolean }
+  /**
+   * worker threads that parse and normalize the node's block answers (default: the cores beside
+   * the main thread, 1..4); 0 = in the main thread, between the streams (the earlier, slower
+   * path). A custom `normalize` always runs in the main thread.
+   */
+  normalizeThreads?: number
   /** skip fsync in the hot store (tests only) */
   noSync?: boolean
   logger?: RealtimeLogger
@@ -496,6 +499,8 @@ export interface RealtimeDataset {
   hot: HotStore
   cold: ColdStore
   ingester: RealtimeIngester
+  /** the worker threads that parse and normalize the node's answers (null: the main thread does) */
+  decoders: BlockWorkerPool | null
   /** start following the node */
   start(): void
   /** stop following and close the hot store (the cold store is the caller's, unless defaulted) */
@@ -520,6 +525,8 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
       `the cold store ends at ${hot.coldBehind.coldLast?.number ?? 'nothing'} but blocks up to ${hot.coldBehind.anchor.number} were finalized into it earlier (not durable?): the cold store has a gap`,
     )
   }
+  const threads = opts.normalize ? 0 : (opts.normalizeThreads ?? defaultDecodeThreads())
+  const pool = threads > 0 ? new BlockWorkerPool({ threads, normalize: opts.normalizeOptions }) : null
   const userOnRetry = opts.rpc?.onRetry
   const source = new RpcSource({
     client: {
@@ -532,6 +539,7 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
     },
     commitment: opts.commitment ?? 'confirmed',
     concurrency: opts.concurrency,
+    decoder: pool ?? undefined,
     pollIntervalMs: opts.pollIntervalMs,
     log: (m) => log.info(m),
   })
@@ -551,6 +559,7 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
     malformedAttempts: opts.malformedAttempts,
     malformedBackoffMs: opts.malformedBackoffMs,
     onFatal: opts.onFatal,
+    onStored: opts.onStored,
     logger: opts.logger,
   })
   return {
@@ -558,9 +567,11 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
     hot,
     cold,
     ingester,
+    decoders: pool,
     start: () => ingester.start(),
     stop: async () => {
       await ingester.stop()
+      await pool?.close()
       await hot.close()
       if (ownCold) await (cold as ColdStore).close?.()
     },

@@ -27,9 +27,12 @@
  */
 import { parseJsonExact } from '../rpc/json.ts'
 import { NodeHeadTracker } from './lag.ts'
+import type { Block, NormalizationWarning } from '../model.ts'
 import { isAddress } from '../util/base58.ts'
 import { safeJson } from '../util/safe-json.ts'
 import type { RpcBlock } from '../rpc/types.ts'
+import type { PackedBlock } from '../store/packed-block.ts'
+import type { DecodedBlock, DecodedEnvelope } from './block-decode.ts'
 
 export type Commitment = 'processed' | 'confirmed' | 'finalized'
 
@@ -176,11 +179,15 @@ export class RpcClient {
     return Math.random() * cap
   }
 
-  /** one JSON-RPC call; transient failures are retried, JSON-RPC errors thrown as RpcError */
-  async call<T>(method: string, params: unknown[], signal?: AbortSignal): Promise<T> {
+  /**
+   * one JSON-RPC call; transient failures are retried, JSON-RPC errors thrown as RpcError.
+   * `decode` turns the bytes of a 200 answer into the envelope (default: parsed here with exact
+   * u64 values); bytes it cannot read (it throws) are taken for a truncated answer.
+   */
+  async call<T>(method: string, params: unknown[], signal?: AbortSignal, decode?: BodyDecoder): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.callOnce<T>(method, params, signal)
+        return await this.callOnce<T>(method, params, signal, decode)
       } catch (e) {
         const err = e as Error
         const transient =
@@ -197,7 +204,7 @@ export class RpcClient {
     }
   }
 
-  private async callOnce<T>(method: string, params: unknown[], signal?: AbortSignal): Promise<T> {
+  private async callOnce<T>(method: string, params: unknown[], signal?: AbortSignal, decode?: BodyDecoder): Promise<T> {
     this.stats.calls++
     const id = this.nextId++
     // one controller per attempt (AbortSignal.any on a long-lived signal accumulates dependants)
@@ -227,7 +234,7 @@ export class RpcClient {
       signal.addEventListener('abort', onAbort, { once: true })
     }
     const sig = ctl.signal
-    let text: string
+    let bytes: Buffer
     let status: number
     try {
       const res = await fetch(this.url, {
@@ -243,7 +250,7 @@ export class RpcClient {
         await res.body?.cancel().catch(() => {})
         throw new TransientRpcError(`${method}: HTTP 429`, parseRetryAfter(res.headers.get('retry-after')))
       }
-      text = await this.readBody(method, res, ctl, armStall)
+      bytes = await this.readBody(method, res, ctl, armStall)
     } catch (e) {
       if (e instanceof TransientRpcError || e instanceof ResponseTooLargeError) throw e
       if (signal?.aborted) throw abortError(signal)
@@ -265,14 +272,18 @@ export class RpcClient {
       clearTimeout(stallTimer)
       signal?.removeEventListener('abort', onAbort)
     }
+    const text = () => bytes.toString('utf8', 0, Math.min(bytes.length, 800)).slice(0, 200)
     if (status >= 500 || status === 408) {
-      throw new TransientRpcError(`${method}: HTTP ${status}: ${text.slice(0, 200)}`)
+      throw new TransientRpcError(`${method}: HTTP ${status}: ${text()}`)
     }
     let body: { result?: unknown; error?: { code: number; message: string; data?: unknown } }
     try {
-      body = parseJsonExact(text) as typeof body
+      body = (
+        decode && status === 200 ? await decode(bytes, signal) : parseJsonExact(bytes.toString('utf8'))
+      ) as typeof body
     } catch (e) {
-      if (status !== 200) throw new Error(`${method}: HTTP ${status}: ${text.slice(0, 200)}`)
+      if (signal?.aborted) throw abortError(signal)
+      if (status !== 200) throw new Error(`${method}: HTTP ${status}: ${text()}`)
       // a truncated body is a dropped connection
       this.stats.dropped++
       throw new TransientRpcError(`${method}: malformed response: ${(e as Error).message}`, undefined, { cause: e })
@@ -280,15 +291,15 @@ export class RpcClient {
     if (body && typeof body === 'object' && body.error) {
       throw new RpcError(method, Number(body.error.code), String(body.error.message), body.error.data)
     }
-    if (status !== 200) throw new Error(`${method}: HTTP ${status}: ${text.slice(0, 200)}`)
+    if (status !== 200) throw new Error(`${method}: HTTP ${status}: ${text()}`)
     if (!body || typeof body !== 'object' || !('result' in body)) {
       throw new TransientRpcError(`${method}: response without result`)
     }
     return body.result as T
   }
 
-  /** the body as text, read chunk by chunk: abandoned (request aborted) past maxResponseBytes */
-  private async readBody(method: string, res: Response, ctl: AbortController, onData: () => void): Promise<string> {
+  /** the body's bytes, read chunk by chunk: abandoned (request aborted) past maxResponseBytes */
+  private async readBody(method: string, res: Response, ctl: AbortController, onData: () => void): Promise<Buffer> {
     const tooLarge = () => {
       this.stats.tooLarge++
       ctl.abort(new Error('answer too large'))
@@ -299,7 +310,7 @@ export class RpcClient {
       await res.body?.cancel().catch(() => {})
       throw tooLarge()
     }
-    if (!res.body) return ''
+    if (!res.body) return Buffer.alloc(0)
     const reader = res.body.getReader()
     const parts: Uint8Array[] = []
     let size = 0
@@ -315,7 +326,7 @@ export class RpcClient {
       }
       parts.push(value)
     }
-    return Buffer.concat(parts, size).toString('utf8')
+    return Buffer.concat(parts, size)
   }
 
   async getSlot(commitment: Commitment, signal?: AbortSignal): Promise<number> {
@@ -333,20 +344,7 @@ export class RpcClient {
    * Throws RpcError for JSON-RPC errors; resolves null when the node answers `null`.
    */
   async getBlock(slot: number, commitment: Commitment, signal?: AbortSignal): Promise<RpcBlock | null> {
-    return this.call<RpcBlock | null>(
-      'getBlock',
-      [
-        slot,
-        {
-          encoding: 'json',
-          transactionDetails: 'full',
-          rewards: true,
-          maxSupportedTransactionVersion: 0,
-          commitment,
-        },
-      ],
-      signal,
-    )
+    return this.call<RpcBlock | null>('getBlock', fullBlockParams(slot, commitment), signal)
   }
 
   /** only the header fields of a block (no transactions, no rewards) */
@@ -362,6 +360,21 @@ export class RpcClient {
   }
 }
 
+export function fullBlockParams(slot: number, commitment: Commitment): unknown[] {
+  return [
+    slot,
+    { encoding: 'json', transactionDetails: 'full', rewards: true, maxSupportedTransactionVersion: 0, commitment },
+  ]
+}
+
+/** turns the bytes of a 200 answer into the JSON-RPC envelope; throws when they are not JSON */
+export type BodyDecoder = (bytes: Buffer, signal?: AbortSignal) => Promise<unknown>
+
+/** decodes `getBlock` answers (block-workers.ts: in worker threads) */
+export interface BlockDecoder {
+  decode(bytes: Buffer, slot: number, signal?: AbortSignal): Promise<DecodedEnvelope>
+}
+
 /** A fetched block: the archive line shape of docs/query.md §1. */
 export interface RpcBlockLine {
   slot: number
@@ -369,7 +382,15 @@ export interface RpcBlockLine {
 }
 
 export type SourceEvent =
-  | { kind: 'block'; slot: number; block: RpcBlock }
+  | { kind: 'block'; slot: number; block: RpcBlock; answeredAt: number }
+  /** with a `decoder`: the block normalized and found intact */
+  | {
+      kind: 'normalized'
+      slot: number
+      block: Block | PackedBlock
+      warnings: NormalizationWarning[]
+      answeredAt: number
+    }
   /** the node's answer for a listed slot failed the shape check or the size cap: refetch it */
   | { kind: 'malformed'; slot: number; problem: string }
   /** the source has delivered everything up to the node's head at its commitment */
@@ -382,6 +403,11 @@ export interface RpcSourceOptions {
   commitment?: Commitment
   /** getBlock requests in flight (default 4); blocks are still delivered in slot order */
   concurrency?: number
+  /**
+   * where full getBlock answers are parsed, shape-checked and normalized (block-workers.ts);
+   * then blocks are delivered as `normalized` events. Default: parsed here, delivered as `block`.
+   */
+  decoder?: BlockDecoder
   /** slots listed per getBlocks call (default 1 000; the node allows up to 500 000) */
   maxRange?: number
   /** pause between polls of the node's head once caught up, ms (default 250) */
@@ -395,8 +421,12 @@ export interface RpcSourceOptions {
   log?: (msg: string) => void
 }
 
+/** `answeredAt`: when the answer's last byte was read (`performance.now()`) */
 export type SlotOutcome =
-  { kind: 'block'; block: RpcBlock } | { kind: 'skipped' } | { kind: 'malformed'; problem: string }
+  | { kind: 'block'; block: RpcBlock; answeredAt: number }
+  | { kind: 'normalized'; block: Block | PackedBlock; warnings: NormalizationWarning[]; answeredAt: number }
+  | { kind: 'skipped' }
+  | { kind: 'malformed'; problem: string }
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
@@ -452,6 +482,7 @@ export class RpcSource {
   private readonly pollIntervalMs: number
   private readonly notAvailableRetries: number
   private readonly log: (msg: string) => void
+  private readonly decoder?: BlockDecoder
   readonly stats = { blocks: 0, skipped: 0, notAvailable: 0, malformed: 0 }
   /** the node's head slots as this source reads them (ingest lag) */
   readonly nodeHead = new NodeHeadTracker()
@@ -464,14 +495,26 @@ export class RpcSource {
     this.pollIntervalMs = opts.pollIntervalMs ?? 250
     this.notAvailableRetries = opts.notAvailableRetries ?? 30
     this.log = opts.log ?? (() => {})
+    this.decoder = opts.decoder
   }
 
   /** fetch one listed slot, classifying the node's answer (shape-checked) */
   async fetchSlot(slot: number, signal?: AbortSignal, commitment = this.commitment): Promise<SlotOutcome> {
     for (let attempt = 0; ; attempt++) {
-      let block: RpcBlock | null
+      let block: RpcBlock | DecodedBlock | null
+      let answeredAt = 0
+      const decoder = this.decoder
+      const decode: BodyDecoder = (bytes, sig) => {
+        answeredAt = performance.now()
+        return decoder ? decoder.decode(bytes, slot, sig) : Promise.resolve(parseJsonExact(bytes.toString('utf8')))
+      }
       try {
-        block = await this.client.getBlock(slot, commitment, signal)
+        block = await this.client.call<RpcBlock | DecodedBlock | null>(
+          'getBlock',
+          fullBlockParams(slot, commitment),
+          signal,
+          decode,
+        )
       } catch (e) {
         if (e instanceof ResponseTooLargeError) {
           this.stats.malformed++
@@ -488,9 +531,15 @@ export class RpcSource {
           throw e
         }
       }
+      if (block && decoder) {
+        const d = block as DecodedBlock
+        if (d.kind === 'normalized') return { ...d, answeredAt }
+        this.stats.malformed++
+        return d
+      }
       if (block) {
         const problem = checkBlockShape(block)
-        if (problem === null) return { kind: 'block', block }
+        if (problem === null) return { kind: 'block', block: block as RpcBlock, answeredAt }
         this.stats.malformed++
         return { kind: 'malformed', problem }
       }
@@ -579,9 +628,9 @@ export class RpcSource {
         }
         const { slot, p } = queue.shift()!
         const r = await p
-        if (r.kind === 'block') {
+        if (r.kind === 'block' || r.kind === 'normalized') {
           this.stats.blocks++
-          yield { kind: 'block', slot, block: r.block }
+          yield { ...r, slot }
         } else if (r.kind === 'malformed') {
           yield { kind: 'malformed', slot, problem: r.problem }
         }

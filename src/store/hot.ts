@@ -25,8 +25,9 @@
  */
 import { EventEmitter } from 'node:events'
 import { mkdirSync } from 'node:fs'
-import { open, type Database, type RootDatabase } from 'lmdb'
+import { asBinary, open, type Database, type DatabaseOptions, type RootDatabase } from 'lmdb'
 import type { Block } from '../model.ts'
+import { isPackedBlock, lazyBlock, type PackedBlock } from './packed-block.ts'
 import type { HeadInfo } from './chunk.ts'
 import type { ColdStore } from './types.ts'
 
@@ -69,7 +70,7 @@ export interface HotStoreOptions {
 
 const ANCHOR_KEY = 'anchor'
 
-export function headerOf(b: Block): HotHeader {
+export function headerOf(b: Block | PackedBlock): HotHeader {
   const h = b.header
   return { number: h.number, hash: h.hash, parentNumber: h.parentNumber, parentHash: h.parentHash }
 }
@@ -94,7 +95,9 @@ export class HotStore extends EventEmitter {
     super()
     this.setMaxListeners(0)
     this.root = root
-    this.blocks = root.openDB<Block, number>({ name: 'blocks', keyEncoding: 'ordered-binary' })
+    // mapsAsObjects: a packed block (packed-block.ts) reads back as objects even where it has plain maps
+    const blockOptions = { name: 'blocks', keyEncoding: 'ordered-binary', mapsAsObjects: true } as const
+    this.blocks = root.openDB<Block, number>(blockOptions as DatabaseOptions & { name: string })
     this.meta = root.openDB<HeadInfo | null, string>({ name: 'meta' })
   }
 
@@ -191,8 +194,11 @@ export class HotStore extends EventEmitter {
     return i >= 0 && this.window[i].header.hash === hash
   }
 
-  /** store a block (EXTEND or REPLACE) or report why not */
-  push(block: Block): Promise<PushResult> {
+  /**
+   * store a block (EXTEND or REPLACE) or report why not. A packed block (packed-block.ts) is
+   * written as it is and decoded only when a reader first needs its records.
+   */
+  push(block: Block | PackedBlock): Promise<PushResult> {
     return this.locked(async () => {
       this.checkOpen()
       const h = headerOf(block)
@@ -217,9 +223,10 @@ export class HotStore extends EventEmitter {
       const removed = win.slice(parentIdx + 1)
       await this.root.transaction(() => {
         for (const e of removed) this.blocks.remove(e.header.number)
-        this.blocks.put(h.number, block)
+        this.blocks.put(h.number, isPackedBlock(block) ? (asBinary(block.packed) as unknown as Block) : block)
       })
-      this.window = [...win.slice(0, parentIdx + 1), { header: h, block }]
+      const entry = { header: h, block: isPackedBlock(block) ? lazyBlock(block) : block }
+      this.window = [...win.slice(0, parentIdx + 1), entry]
       this.emit('change')
       if (removed.length === 0) return { status: 'extended' } as const
       return {

@@ -1,0 +1,100 @@
+/**
+ * A node's `getBlock` answer, from the bytes of the HTTP body to a normalized block, in one step
+ * that runs in a worker thread (block-workers.ts) or, without workers, in the calling thread.
+ *
+ * `decodeBlockAnswer` parses the JSON-RPC envelope with exact u64 values, applies the shape check
+ * (`checkBlockShape`), normalizes the block and checks that every transaction of the answer is in
+ * the result (only vote transactions may be left out). Its result keeps the envelope's form so
+ * that the RPC client classifies errors as for any call: `{ error }` for a JSON-RPC error,
+ * `{ result: null }` for a null result, else `{ result: DecodedBlock }`; bytes that are not JSON
+ * throw (the client takes them for a truncated answer and retries).
+ */
+import type { Block, NormalizationWarning } from '../model.ts'
+import { isVoteTransaction, normalizeBlock } from '../normalize/normalize.ts'
+import { parseJsonExact } from '../rpc/json.ts'
+import type { RpcBlock } from '../rpc/types.ts'
+import { packBlock, type PackedBlock } from '../store/packed-block.ts'
+import { checkBlockShape } from './rpc.ts'
+
+export interface NormalizeOptions {
+  includeVotes?: boolean
+}
+
+/**
+ * a decoded block answer: the intact normalized block (packed when decoded in a worker thread,
+ * src/store/packed-block.ts), or what is wrong with the answer
+ */
+export type DecodedBlock =
+  | { kind: 'normalized'; block: Block | PackedBlock; warnings: NormalizationWarning[] }
+  | { kind: 'malformed'; problem: string }
+
+/** the JSON-RPC envelope with the result decoded */
+export interface DecodedEnvelope {
+  result?: DecodedBlock | null
+  error?: { code: number; message: string; data?: unknown }
+}
+
+export type NormalizeFn = (line: { slot: number; block: RpcBlock }) => {
+  block: Block
+  warnings: NormalizationWarning[]
+}
+
+/**
+ * The normalized block of a shape-checked answer, only if it is intact: normalizing did not throw
+ * and every transaction of the answer is in the result (only vote transactions may be left out).
+ */
+export function normalizeIntact(
+  slot: number,
+  answer: RpcBlock,
+  normalize: NormalizeFn,
+): { kind: 'normalized'; block: Block; warnings: NormalizationWarning[] } | { kind: 'malformed'; problem: string } {
+  try {
+    const r = normalize({ slot, block: answer })
+    const missing = missingTransactions(answer, r.block)
+    if (missing === null) return { kind: 'normalized', block: r.block, warnings: r.warnings }
+    return { kind: 'malformed', problem: missing }
+  } catch (e) {
+    return { kind: 'malformed', problem: `normalization failed: ${(e as Error).message}` }
+  }
+}
+
+/**
+ * parse, shape-check and normalize the body of a full `getBlock` answer for `slot`; `pack`: the
+ * normalized block is packed into one buffer (to be transferred to another thread)
+ */
+export function decodeBlockAnswer(
+  bytes: Uint8Array,
+  slot: number,
+  opts: NormalizeOptions = {},
+  pack = false,
+): DecodedEnvelope {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
+  const body = parseJsonExact(text) as { result?: unknown; error?: DecodedEnvelope['error'] } | null
+  if (!body || typeof body !== 'object') return body as unknown as DecodedEnvelope
+  if (body.error || !('result' in body)) return body as DecodedEnvelope
+  if (body.result === null) return { result: null }
+  const problem = checkBlockShape(body.result)
+  if (problem !== null) return { result: { kind: 'malformed', problem } }
+  const r = normalizeIntact(slot, body.result as RpcBlock, (l) => normalizeBlock(l, opts))
+  if (r.kind !== 'normalized' || !pack) return { result: r }
+  return { result: { ...r, block: packBlock(r.block) } }
+}
+
+/**
+ * null when every transaction of the answer is in the normalized block (vote transactions may
+ * be left out), else what is missing. Transactions keep their position as `transactionIndex`.
+ */
+export function missingTransactions(answer: RpcBlock, block: Block): string | null {
+  const txs = answer.transactions ?? []
+  const kept = new Set<number>()
+  for (const t of block.transactions) kept.add(t.transactionIndex)
+  let missing = 0
+  let first = -1
+  for (let i = 0; i < txs.length; i++) {
+    if (kept.has(i) || isVoteTransaction(txs[i])) continue
+    if (first < 0) first = i
+    missing++
+  }
+  if (missing === 0) return null
+  return `${missing} of ${txs.length} transactions could not be normalized (first: ${first})`
+}

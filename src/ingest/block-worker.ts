@@ -1,0 +1,36 @@
+/**
+ * A block decoding worker thread (block-workers.ts): parses, shape-checks and normalizes the
+ * `getBlock` answers the main thread transfers to it, one message at a time.
+ *
+ * In: `{ id, slot, bytes }` (the answer's body, transferred). Out: `{ id, env }` (the decoded
+ * envelope; the normalized block packed into one buffer, transferred: src/store/packed-block.ts) or
+ * `{ id, error }` (the bytes are not JSON, or decoding threw).
+ */
+import { parentPort, workerData } from 'node:worker_threads'
+import { decodeBlockAnswer, type DecodedEnvelope, type NormalizeOptions } from './block-decode.ts'
+
+export interface ToBlockWorker {
+  id: number
+  slot: number
+  bytes: Uint8Array
+}
+
+export type FromBlockWorker = { id: number; env: DecodedEnvelope } | { id: number; error: string }
+
+const port = parentPort
+if (port) {
+  const opts = (workerData ?? {}) as NormalizeOptions
+  port.on('message', (m: ToBlockWorker) => {
+    let out: FromBlockWorker
+    const transfer: ArrayBuffer[] = []
+    try {
+      const env = decodeBlockAnswer(m.bytes, m.slot, opts, true)
+      const b = env.result?.kind === 'normalized' ? env.result.block : null
+      if (b && 'packed' in b) transfer.push(b.packed.buffer as ArrayBuffer)
+      out = { id: m.id, env }
+    } catch (e) {
+      out = { id: m.id, error: e instanceof Error ? e.message : String(e) }
+    }
+    port.postMessage(out, transfer)
+  })
+}

@@ -1,0 +1,170 @@
+/**
+ * Parsing and normalizing the node's answers in worker threads (src/ingest/block-workers.ts):
+ * the pool decodes a real mainnet answer to the same block as the main thread does, packed into
+ * one buffer (src/store/packed-block.ts) that the hot store writes as it is and reads back equal,
+ * before and after a restart; errors keep the envelope's meaning; a dataset following a fake node
+ * through the workers stores exactly the normalized node blocks, as the main-thread path does.
+ */
+import assert from 'node:assert/strict'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { gunzipSync } from 'node:zlib'
+import { after, test } from 'node:test'
+import { decodeBlockAnswer } from '../src/ingest/block-decode.ts'
+import { BlockWorkerPool } from '../src/ingest/block-workers.ts'
+import { DEFAULT_TEMPLATE, FakeSolanaNode } from '../src/ingest/fake-node.ts'
+import { createRealtimeDataset, silentLogger } from '../src/ingest/realtime.ts'
+import { RpcClient } from '../src/ingest/rpc.ts'
+import type { Block } from '../src/model.ts'
+import { normalizeBlock } from '../src/normalize/normalize.ts'
+import { parseJsonExact } from '../src/rpc/json.ts'
+import type { RpcBlock } from '../src/rpc/types.ts'
+import { MemoryColdStore } from '../src/store/cold-memory.ts'
+import { HotStore } from '../src/store/hot.ts'
+import { isPackedBlock, lazyBlock, unpackBlock, type PackedBlock } from '../src/store/packed-block.ts'
+
+const dirs: string[] = []
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'solportal-workers-'))
+  dirs.push(d)
+  return d
+}
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+
+// the bundled whole mainnet block as a node's getBlock answer (raw text: u64 values exact)
+const line = gunzipSync(readFileSync(DEFAULT_TEMPLATE)).toString('utf8').trim()
+const archived = parseJsonExact(line) as { slot: number; block: RpcBlock }
+const blockText = line
+  .slice(line.indexOf('"block"') + '"block"'.length)
+  .replace(/^\s*:/, '')
+  .replace(/}\s*$/, '')
+const answer = Buffer.from(`{"jsonrpc":"2.0","id":1,"result":${blockText}}`)
+const expected = normalizeBlock(archived)
+
+test('a worker decodes a mainnet answer to the main thread’s block, packed; the hot store reads it back equal', async () => {
+  const pool = new BlockWorkerPool({ threads: 2 })
+  try {
+    const env = await pool.decode(Buffer.from(answer), archived.slot)
+    assert.equal(env.result?.kind, 'normalized')
+    const r = env.result as { kind: 'normalized'; block: Block | PackedBlock; warnings: unknown[] }
+    assert.ok(isPackedBlock(r.block), 'the block comes back packed')
+    assert.deepStrictEqual(r.block.header, expected.block.header)
+    assert.deepStrictEqual(unpackBlock(r.block.packed), expected.block)
+    assert.deepStrictEqual(r.warnings, expected.warnings)
+    // the same bytes decoded here, unpacked
+    assert.deepStrictEqual(decodeBlockAnswer(answer, archived.slot).result, {
+      kind: 'normalized',
+      ...expected,
+    })
+
+    // the hot store writes the buffer as it is; the block reads back equal, lazily and after a restart
+    const dir = tempDir()
+    const hot = await HotStore.open({ path: dir, noSync: true })
+    assert.equal((await hot.push(r.block)).status, 'extended')
+    const stored = hot.entries()[0].block
+    assert.deepStrictEqual(stored, expected.block)
+    assert.equal(
+      JSON.stringify(stored, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)),
+      JSON.stringify(expected.block, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)),
+    )
+    await hot.close()
+    const again = await HotStore.open({ path: dir, noSync: true })
+    assert.deepStrictEqual(again.entries()[0].block, expected.block)
+    await again.close()
+
+    // several answers at once, spread over the threads, each to its own block
+    const many = await Promise.all([1, 2].map(() => pool.decode(Buffer.from(answer), archived.slot)))
+    for (const e of many) {
+      const b = (e.result as { block: PackedBlock }).block
+      assert.deepStrictEqual(lazyBlock(b), expected.block)
+    }
+    assert.equal(pool.stats.decoded, 3)
+  } finally {
+    await pool.close()
+  }
+})
+
+test('worker answers keep the envelope’s meaning: errors, null, damaged shapes, bytes that are not JSON', async () => {
+  const pool = new BlockWorkerPool({ threads: 1 })
+  try {
+    const err = await pool.decode(
+      Buffer.from('{"jsonrpc":"2.0","id":1,"error":{"code":-32007,"message":"Slot 5 was skipped"}}'),
+      5,
+    )
+    assert.deepEqual(err.error, { code: -32007, message: 'Slot 5 was skipped' })
+    assert.deepEqual(await pool.decode(Buffer.from('{"jsonrpc":"2.0","id":1,"result":null}'), 5), { result: null })
+    const { blockhash, previousBlockhash } = archived.block
+    const bad = await pool.decode(
+      Buffer.from(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          result: { blockhash, previousBlockhash, parentSlot: 4, transactions: {} },
+        }),
+      ),
+      5,
+    )
+    assert.deepEqual(bad.result, { kind: 'malformed', problem: 'transactions is not a list' })
+    await assert.rejects(pool.decode(answer.subarray(0, answer.length >> 1), archived.slot))
+    // a small answer (a view into a shared buffer) is copied, not transferred: the caller's stays intact
+    const small = Buffer.from('{"jsonrpc":"2.0","id":1,"result":null}')
+    await pool.decode(small, 5)
+    assert.equal(small.toString(), '{"jsonrpc":"2.0","id":1,"result":null}')
+  } finally {
+    await pool.close()
+  }
+  await assert.rejects(pool.decode(Buffer.from('{}'), 1), /closed/)
+})
+
+test('following a node through the worker threads stores the normalized node blocks, as the main thread does', async () => {
+  for (const normalizeThreads of [1, 0]) {
+    const node = await FakeSolanaNode.start({
+      txPerBlock: 40,
+      intervalMs: 0,
+      initialBlocks: 12,
+      skipRate: 0.2,
+      seed: 9,
+    })
+    const ds = await createRealtimeDataset({
+      rpcUrl: node.url,
+      dataDir: tempDir(),
+      cold: new MemoryColdStore(),
+      startSlot: node.firstSlot,
+      pollIntervalMs: 5,
+      normalizeThreads,
+      noSync: true,
+      logger: silentLogger,
+    })
+    try {
+      const stored: number[] = []
+      const done = new Promise<void>((resolve) => {
+        const off = ds.store.onChange(() => {
+          if (ds.store.head()?.hash === node.tip.hash) {
+            off()
+            resolve()
+          }
+        })
+      })
+      ds.start()
+      await done
+      assert.equal(ds.decoders === null, normalizeThreads === 0)
+      if (ds.decoders) assert.ok(ds.decoders.stats.decoded >= 12, JSON.stringify(ds.decoders.stats))
+      const client = new RpcClient({ url: node.url })
+      for (const e of ds.hot.entries()) {
+        stored.push(e.header.number)
+        const rpc = (await client.getBlock(e.header.number, 'confirmed'))!
+        assert.deepStrictEqual(e.block, normalizeBlock({ slot: e.header.number, block: rpc }).block)
+      }
+      assert.deepEqual(
+        stored,
+        node.chain().map((b) => b.slot),
+      )
+    } finally {
+      await ds.stop()
+      await node.stop()
+    }
+  }
+})
