@@ -21,6 +21,25 @@ import { codesOf, view32 } from './encode.ts'
 import { CorruptChunkError, CRC_PAGE } from './chunk-file.ts'
 import { inflateFrame, type Frames } from './frames.ts'
 import { align8, pageOf } from './offsets.ts'
+import type { JsonTokens, LineBuf } from '../../query/bytes.ts'
+
+const NULL = Buffer.from('null')
+
+/** a list column as JSON arrays: row i holds elements [off[i], off[i + 1]), each written by `element` */
+function listTokens(off: Uint32Array, element: (k: number, out: LineBuf) => void): JsonTokens {
+  return {
+    write: (i, out) => {
+      const a = off[i]
+      const e = off[i + 1]
+      out.byte(0x5b)
+      for (let k = a; k < e; k++) {
+        if (k > a) out.byte(0x2c)
+        element(k, out)
+      }
+      out.byte(0x5d)
+    },
+  }
+}
 
 /**
  * n rows read by index (`view[i]`, `length`), each built by `make(i)` on its first read and kept
@@ -798,6 +817,46 @@ export class RawColumn {
       // a Map entry + the value (strings: about a byte per character; arrays: a pointer per element)
       P.account(48 + (typeof v === 'string' ? v.length : Array.isArray(v) ? 16 + 8 * v.length : 16))
       return v
+    }
+  }
+
+  /**
+   * Rows rendered straight from the stored JSON tokens (string dictionaries, plain strings, lists
+   * of strings with the format 2 index parts); null for other columns. The parts are read whole.
+   */
+  tokens(): JsonTokens | null {
+    const P = this.parts
+    if (this.e === 'addr') {
+      // instruction addresses: lists of small integers
+      const el = codesOf(P.part(1), this.width)
+      return listTokens(view32(P.part(0)), (k, out) => out.uint(el[k]))
+    }
+    if (!this.x) return null
+    const text = P.part(this.pText)
+    const toff = view32(P.part(this.pToff))
+    switch (this.e) {
+      case 'plain':
+        return { write: (i, out) => out.copy(text, toff[i], toff[i + 1] - 1) }
+      case 'dict': {
+        const codes = codesOf(P.part(this.pCodes), this.width)
+        const size = this.dictSize
+        return {
+          write: (i, out) => {
+            const c = codes[i]
+            if (c === size) out.raw(NULL)
+            else out.copy(text, toff[c], toff[c + 1] - 1)
+          },
+        }
+      }
+      case 'list': {
+        const codes = codesOf(P.part(this.pCodes), this.width)
+        return listTokens(view32(P.part(this.pOff)), (k, out) => {
+          const c = codes[k]
+          out.copy(text, toff[c], toff[c + 1] - 1)
+        })
+      }
+      default:
+        return null
     }
   }
 
