@@ -13,7 +13,7 @@ import { DEFAULT_LIMITS, PortalServer } from '../../server/http.ts'
 import { loadStaticStore } from '../../server/load.ts'
 import { Metrics } from '../../server/metrics.ts'
 import { Observer } from '../../server/observe.ts'
-import { defaultRenderThreads, RenderPool } from '../../server/render-pool.ts'
+import { defaultRenderThreads, RenderPool, workerCacheBytes } from '../../server/render-pool.ts'
 import { createLogger, levelFromEnv, messageLogger, type Logger } from '../../log.ts'
 import type { BlockStore } from '../../store/types.ts'
 import type { NodeHeadTracker } from '../../ingest/lag.ts'
@@ -160,7 +160,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     s3PollMs: intOption('s3-poll-ms', opts.s3PollMs ?? '5000', 100),
     renderThreads: intOption('render-threads', opts.renderThreads ?? String(defaultRenderThreads()), 0, 256),
   }
-  return { ...cfg, threadCacheBytes: Math.max(1024 * 1024, Math.floor(cfg.cacheBytes / (cfg.renderThreads + 1))) }
+  return { ...cfg, threadCacheBytes: workerCacheBytes(cfg.cacheBytes, cfg.renderThreads) }
 }
 
 export function register(program: Command): void {
@@ -243,7 +243,7 @@ export function register(program: Command): void {
     .option('--s3-poll-ms <ms>', '--dataset-dir s3://...: how often new chunks are looked for (default 5000)')
     .option(
       '--render-threads <n>',
-      'worker threads rendering finalized ranges of stream responses (0 = render in the main thread; default the cores, at most 8)',
+      'worker threads rendering finalized ranges of stream responses (0 = render in the main thread; default: the cores less one, at most 8, none below 4 cores)',
     )
     .option('--quiet', 'log errors only')
     .action(async (opts: ServeOptions) => {
@@ -295,6 +295,7 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
   const announce = opts.quiet && log.level !== 'silent' ? log.child({}, { level: 'info' }) : log
   const metrics = new Metrics()
   // worker threads start with the first stream that uses them
+  // each worker keeps its own cache of what it reads: --cache-mb split with the main thread's
   const renderPool =
     cfg.renderThreads > 0 ? new RenderPool({ threads: cfg.renderThreads, cacheBytes: cfg.threadCacheBytes }) : null
   const server = new PortalServer({
