@@ -46,9 +46,12 @@ export function defaultRenderThreads(): number {
   return n < 4 ? 0 : Math.min(8, n - 1)
 }
 
-/** each worker's cold cache: `totalBytes` shared among the workers, 64 MiB at least */
+/**
+ * The cold cache of each thread that opens a dataset (the main thread and every worker): the one
+ * budget `totalBytes` (serve --cache-mb) split evenly, 1 MiB at least
+ */
 export function workerCacheBytes(totalBytes: number, threads: number): number {
-  return Math.max(64 * 1024 * 1024, Math.floor(totalBytes / Math.max(1, threads)))
+  return Math.max(1024 * 1024, Math.floor(totalBytes / (Math.max(0, threads) + 1)))
 }
 
 /** What the response loop takes from a pooled range: an engine block with its line as bytes. */
