@@ -18,9 +18,31 @@ import { randomBlocks } from './support/random-blocks.ts'
 
 const blocks = randomBlocks(21, { blocks: 30, maxTx: 30 })
 
-test('LineBuf.uint writes what string conversion writes, u32 or not', () => {
+test('LineBuf.uint writes what string conversion writes, for integers up to 2^53 and others', () => {
   const o = new LineBuf(4)
-  for (const v of [0, -0, 7, 9, 10, 99, 100, 65535, 1e9 - 1, 1e9, 4294967295, 4294967296, -1, 1.5, NaN, 2 ** 53]) {
+  for (const v of [
+    0,
+    -0,
+    7,
+    9,
+    10,
+    99,
+    100,
+    65535,
+    1e9 - 1,
+    1e9,
+    4294967295,
+    4294967296,
+    1e15 - 1,
+    1e15,
+    2 ** 53 - 1,
+    2 ** 53,
+    1e16,
+    -1,
+    1.5,
+    NaN,
+    Infinity,
+  ]) {
     o.pos = 0
     o.uint(v)
     assert.equal(o.buf.toString('utf8', 0, o.pos), '' + v)

@@ -73,6 +73,22 @@ export async function* readTextLines(path: string): AsyncGenerator<string> {
  * them, in order. Gzip is detected by magic bytes. Empty lines are skipped. Errors name `file:line`.
  */
 export async function* readArchive(paths: string | string[]): AsyncIterable<ArchiveLine> {
+  for await (const { text, where } of readArchiveTexts(paths)) {
+    let line: ArchiveLine
+    try {
+      line = toArchiveLine(parseJsonExact(text))
+    } catch (e) {
+      throw new Error(`${where}: ${errorMessage(e)}`)
+    }
+    yield line
+  }
+}
+
+/**
+ * The non-empty lines of archive files as text, in `readArchive`'s order, each with its place
+ * (`file:line`, for messages). Read errors name the place.
+ */
+export async function* readArchiveTexts(paths: string | string[]): AsyncGenerator<{ text: string; where: string }> {
   const list = typeof paths === 'string' ? [paths] : paths
   for (const p of list) {
     for (const file of await listArchiveFiles(p)) {
@@ -83,25 +99,22 @@ export async function* readArchive(paths: string | string[]): AsyncIterable<Arch
       } catch (e) {
         throw new Error(`${file}: ${errorMessage(e)}`)
       }
-      for (;;) {
-        let next: IteratorResult<string>
-        try {
-          next = await lines.next()
-        } catch (e) {
-          throw new Error(`${file}:${lineNo + 1}: cannot read: ${errorMessage(e)}`)
+      try {
+        for (;;) {
+          let next: IteratorResult<string>
+          try {
+            next = await lines.next()
+          } catch (e) {
+            throw new Error(`${file}:${lineNo + 1}: cannot read: ${errorMessage(e)}`)
+          }
+          if (next.done) break
+          lineNo++
+          const text = next.value
+          if (text.trim() === '') continue
+          yield { text, where: `${file}:${lineNo}` }
         }
-        if (next.done) break
-        lineNo++
-        const text = next.value
-        if (text.trim() === '') continue
-        let line: ArchiveLine
-        try {
-          line = toArchiveLine(parseJsonExact(text))
-        } catch (e) {
-          await lines.return(undefined)
-          throw new Error(`${file}:${lineNo}: ${errorMessage(e)}`)
-        }
-        yield line
+      } finally {
+        await lines.return(undefined)
       }
     }
   }

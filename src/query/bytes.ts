@@ -27,9 +27,15 @@ export class LineBuf {
 
   /** constant bytes (pre-encoded keys and punctuation) */
   raw(k: Uint8Array): void {
-    this.ensure(k.length)
-    this.buf.set(k, this.pos)
-    this.pos += k.length
+    const n = k.length
+    if (this.pos + n > this.buf.length) this.ensure(n)
+    if (n < 32) {
+      // short constants (keys): a loop costs less than the call into set()
+      const d = this.buf
+      let p = this.pos
+      for (let i = 0; i < n; i++) d[p++] = k[i]
+    } else this.buf.set(k, this.pos)
+    this.pos += n
   }
 
   byte(c: number): void {
@@ -55,35 +61,19 @@ export class LineBuf {
     this.pos += this.buf.write(s, this.pos, 'utf8')
   }
 
-  /** a u32 value in decimal (anything else as JS converts it to a string) */
+  /** a non-negative integer up to 2^53 in decimal (anything else as JS converts it to a string) */
   uint(v: number): void {
-    if (!(v >= 0 && v <= 0xffffffff && v === Math.floor(v))) return this.str('' + v)
+    if (!(v >= 0 && v <= Number.MAX_SAFE_INTEGER && v === Math.floor(v))) return this.str('' + v)
     if (v < 10) return this.byte(48 + v)
-    this.ensure(10)
+    let n = 2
+    for (let t = 100; t <= v && n < 16; t *= 10) n++
+    this.ensure(n)
     const d = this.buf
-    let n =
-      v < 100
-        ? 2
-        : v < 1000
-          ? 3
-          : v < 10000
-            ? 4
-            : v < 100000
-              ? 5
-              : v < 1e6
-                ? 6
-                : v < 1e7
-                  ? 7
-                  : v < 1e8
-                    ? 8
-                    : v < 1e9
-                      ? 9
-                      : 10
     let p = this.pos + n
     this.pos = p
     while (n-- > 0) {
       const q = Math.floor(v / 10)
-      d[--p] = 48 + v - q * 10
+      d[--p] = 48 + (v - q * 10)
       v = q
     }
   }
@@ -96,7 +86,10 @@ export class LineBuf {
   }
 }
 
-/** A column's values in JSON form: writes row `i`'s JSON rendering (null included) into `out`. */
+/**
+ * A column's values in JSON form: writes row `i`'s JSON rendering (null included) into `out`, as
+ * the compiled writers render the column's values (u64 quoted unless bigints render as numbers).
+ */
 export interface JsonTokens {
   write(i: number, out: LineBuf): void
 }

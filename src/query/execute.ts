@@ -607,6 +607,7 @@ async function renderColumns(
   slicer: Slicer,
   /** take a column's stored JSON tokens where the table has them (byte output) */
   tokens: boolean,
+  bigintsAsNumbers: boolean,
 ): Promise<(ArrayLike<unknown> | JsonTokens)[] | null> {
   let few = false
   let count = 0
@@ -622,7 +623,9 @@ async function renderColumns(
   const out: (ArrayLike<unknown> | JsonTokens)[] = []
   for (const d of defs) {
     if (slicer.due && !(await slicer.take())) return null
-    out.push((few ? t.rowView!(d.name, count) : tokens ? t.tokens!(d.name) : null) ?? t.column(d.name))
+    out.push(
+      (few ? t.rowView!(d.name, count) : tokens ? t.tokens!(d.name, bigintsAsNumbers) : null) ?? t.column(d.name),
+    )
   }
   return out
 }
@@ -712,7 +715,7 @@ export async function* executeQuery(
       const s = run.selected.get(kp.kind)
       if (!s || !s.any) continue
       const t = run.table(kp.kind)
-      const cols = await renderColumns(t, kp.defs, s, t.blockOffsets[bLo], t.blockOffsets[bHi], slicer, bytes)
+      const cols = await renderColumns(t, kp.defs, s, t.blockOffsets[bLo], t.blockOffsets[bHi], slicer, bytes, bigints)
       if (cols === null) return
       const tokens = cols.map(isTokens)
       bound.push({

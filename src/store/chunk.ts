@@ -53,9 +53,9 @@ export interface Table {
   /**
    * Optional: `field` rendered from its stored JSON form (bytes copied, see query/bytes.ts), or null
    * when this table holds it in no such form. Same text as the compiled writers render from
-   * `column(field)` at every row index.
+   * `column(field)` at every row index (u64 and i64 as bare integers with `bigintsAsNumbers`).
    */
-  tokens?(field: string): JsonTokens | null
+  tokens?(field: string, bigintsAsNumbers: boolean): JsonTokens | null
 }
 
 export interface Chunk {

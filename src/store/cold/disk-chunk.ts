@@ -286,10 +286,10 @@ class DiskTable implements Table {
     return this.chunk.raw(m, this.rowCount).candidates(op, lo, hi)
   }
 
-  tokens(field: string): JsonTokens | null {
+  tokens(field: string, bigintsAsNumbers: boolean): JsonTokens | null {
     const m = this.entry(field)
-    if (m === null || (m.x !== 1 && m.e !== 'addr')) return null
-    return this.chunk.raw(m, this.rowCount).tokens()
+    if (m === null || (m.x !== 1 && m.e !== 'addr' && m.e !== 'u64' && m.e !== 'i64')) return null
+    return this.chunk.raw(m, this.rowCount).tokens(bigintsAsNumbers)
   }
 
   rowView(field: string, reads: number): ArrayLike<unknown> | null {
@@ -353,7 +353,7 @@ class PrefixChunk implements Chunk {
         match: (field: string, op: MatchOp, r: Int32Array, n: number) => base.match!(field, op, r, n),
         candidates: (field: string, op: MatchOp, lo: number, hi: number) => base.candidates!(field, op, lo, hi),
         rowView: (field: string, reads: number) => base.rowView!(field, reads),
-        tokens: (field: string) => base.tokens!(field),
+        tokens: (field: string, bigintsAsNumbers: boolean) => base.tokens!(field, bigintsAsNumbers),
       }
       this.tables.set(kind, t)
     }

@@ -824,8 +824,29 @@ export class RawColumn {
    * Rows rendered straight from the stored JSON tokens (string dictionaries, plain strings, lists
    * of strings with the format 2 index parts); null for other columns. The parts are read whole.
    */
-  tokens(): JsonTokens | null {
+  tokens(bigintsAsNumbers: boolean): JsonTokens | null {
     const P = this.parts
+    if (this.e === 'u64' || this.e === 'i64') {
+      // from the stored 64-bit integers: digits without a BigInt below 2^53 (u64), 2^32 (i64)
+      const p = P.part(0)
+      const w32 = view32(p)
+      const n = this.n
+      const big =
+        this.e === 'u64' ? new BigUint64Array(p.buffer, p.byteOffset, n) : new BigInt64Array(p.buffer, p.byteOffset, n)
+      const small = this.e === 'u64' ? 0x200000 : 1
+      const valid = this.v ? P.part(1) : null
+      const q = !bigintsAsNumbers
+      return {
+        write: (i, out) => {
+          if (valid !== null && valid[i] === 0) return out.raw(NULL)
+          if (q) out.byte(0x22)
+          const hi = w32[2 * i + 1]
+          if (hi < small) out.uint(hi * 4294967296 + w32[2 * i])
+          else out.str('' + big[i])
+          if (q) out.byte(0x22)
+        },
+      }
+    }
     if (this.e === 'addr') {
       // instruction addresses: lists of small integers
       const el = codesOf(P.part(1), this.width)
