@@ -68,6 +68,8 @@ type Json = any
 const log = (s: string) => process.stderr.write(`compare: ${s}\n`)
 const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d })
 const mb = (bytes: number) => bytes / 1e6
+/** seconds, or 'not recorded' (a reused preparation may lack a phase's time) */
+const secs = (x: number | null) => (x !== null && Number.isFinite(x) ? `${x.toFixed(1)} s` : 'not recorded')
 
 function cli(args: string[], what: string): { seconds: number; stderr: string } {
   const t0 = performance.now()
@@ -101,8 +103,9 @@ interface Prepared {
   loadSeconds: number
   rows: Record<string, number>
   idxTimes: [string, number][]
-  analyzeS: number
-  parquetS: number
+  /** null: not recorded */
+  analyzeS: number | null
+  parquetS: number | null
 }
 const PREPARED = join(WORK, 'prepared.json')
 
@@ -687,7 +690,7 @@ export async function run(): Promise<string> {
     const teeDir = join(WORK, 'tsv')
     let loaded: { seconds: number; rows: Record<string, number> }
     const idxTimes: [string, number][] = []
-    let analyzeS: number
+    let analyzeS: number | null
     if (reused) {
       loaded = { seconds: reused.loadSeconds, rows: reused.rows }
       idxTimes.push(...reused.idxTimes)
@@ -744,7 +747,7 @@ export async function run(): Promise<string> {
     }
     for (const v of ['ix', 'tx', 'logs', 'balances', 'token_balances', 'rewards'])
       await con.run(`CREATE VIEW ${v} AS SELECT * FROM read_parquet('${pq(v)}')`)
-    const parquetS = reused ? reused.parquetS : (performance.now() - tp) / 1000
+    const parquetS: number | null = reused ? reused.parquetS : (performance.now() - tp) / 1000
     rmSync(teeDir, { recursive: true, force: true })
     if (!reused) {
       const prepared: Prepared = {
@@ -962,7 +965,7 @@ export async function run(): Promise<string> {
       '',
       `**solportal import**: ${fmt(nBlocks)} blocks in ${data.importSeconds.toFixed(1)} s = ${fmt(nBlocks / data.importSeconds)} blocks/s (\`solportal import\` child process, wall time incl. gunzip + parse + normalize + columnar write); dataset dir ${fmt(mb(duBytes(data.datasetDir)))} MB; archive ${fmt(mb(statSync(data.archive).size))} MB gzip.`,
       '',
-      `**PostgreSQL load**: COPY of all tables ${loaded.seconds.toFixed(1)} s (${fmt(Object.values(rowsTotal).reduce((a, b) => a + b, 0) / loaded.seconds)} rows/s, ${fmt(nBlocks / loaded.seconds)} blocks/s; rows read back from solportal's cold store and streamed to 7 psql COPY FROM STDIN processes in one pass), indexes ${indexS.toFixed(1)} s, VACUUM ANALYZE ${analyzeS.toFixed(1)} s; total ${(loaded.seconds + indexS + analyzeS).toFixed(1)} s; database ${fmt(mb(pgBytes))} MB. Parquet export for the lower bound: ${parquetS.toFixed(1)} s.`,
+      `**PostgreSQL load**: COPY of all tables ${loaded.seconds.toFixed(1)} s (${fmt(Object.values(rowsTotal).reduce((a, b) => a + b, 0) / loaded.seconds)} rows/s, ${fmt(nBlocks / loaded.seconds)} blocks/s; rows read back from solportal's cold store and streamed to 7 psql COPY FROM STDIN processes in one pass), indexes ${indexS.toFixed(1)} s, VACUUM ANALYZE ${secs(analyzeS)}; total ${secs(loaded.seconds + indexS + (analyzeS ?? NaN))}; database ${fmt(mb(pgBytes))} MB. Parquet export for the lower bound: ${secs(parquetS)}.`,
       '',
       '### Results',
       '',

@@ -1,29 +1,97 @@
 /**
- * `solportal import` throughput on generated mainnet-shaped blocks: in-process (`--workers 1`) vs
- * worker threads (`--workers N`, N = available parallelism), alternating runs on the same archive,
- * and the generator's own speed. Checks that both modes wrote the same chunk files (sha256 in the
- * manifests).
+ * `solportal import` throughput on generated mainnet-shaped blocks (default 300 blocks of ~1,500
+ * transactions): in-process (`--workers 1`) and worker threads (`--workers N`, N = available
+ * parallelism), alternating runs on the same archive, with the CPU-seconds per block of every run
+ * (all threads) and the load average at start and end. Checks that both modes wrote the same
+ * chunk files (sha256 in the catalogue).
  *
- * Env: IMPORT_BLOCKS (default 200), IMPORT_TXS (mean transactions per block, default 1000),
+ * Then the CPU cost per block of each stage, measured in this thread on the archive's first
+ * blocks (one chunk's worth): reading + gunzip + line splitting, exact JSON parse, normalization,
+ * and chunk encoding (columns in JS, brotli frames on the thread pool: process CPU), from which
+ * the projection per core: the throughput when every stage had its cores, and the serial limits
+ * (the main thread reads every line; one worker parses a batch's lines in order).
+ *
+ * Env: IMPORT_BLOCKS (default 300), IMPORT_TXS (mean transactions per block, default 1500),
  * IMPORT_ROUNDS (default 2), IMPORT_WORKERS (default the available parallelism).
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { availableParallelism } from 'node:os'
+import { availableParallelism, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runImport } from '../src/cli/commands/import.ts'
+import { readTextLines, toArchiveLine } from '../src/ingest/archive.ts'
 import { writeArchive, type GenStats } from '../src/ingest/generate.ts'
+import type { Block } from '../src/model.ts'
+import { normalizeBlock } from '../src/normalize/normalize.ts'
+import { parseJsonExact } from '../src/rpc/json.ts'
+import { estimateBlockBytes } from '../src/store/cold.ts'
 import { readCatalogue } from '../src/store/cold/catalogue.ts'
+import { encodeChunk } from '../src/store/cold/chunk-file.ts'
 import { coldDir } from '../src/store/dataset-dir.ts'
 
 const WORK = join(fileURLToPath(new URL('.', import.meta.url)), 'tmp', 'import')
-const BLOCKS = Number(process.env.IMPORT_BLOCKS ?? 200)
-const TXS = Number(process.env.IMPORT_TXS ?? 1000)
+const BLOCKS = Number(process.env.IMPORT_BLOCKS ?? 300)
+const TXS = Number(process.env.IMPORT_TXS ?? 1500)
 const ROUNDS = Number(process.env.IMPORT_ROUNDS ?? 2)
 const WORKERS = Number(process.env.IMPORT_WORKERS ?? availableParallelism())
 
+/** the store's default chunk size (src/store/cold.ts) */
+const TARGET_BYTES = 32 * 1024 * 1024
+
 const log = (s: string) => process.stderr.write(`import bench: ${s}\n`)
 const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d })
+/** CPU seconds of the whole process (every thread) */
+const cpuNow = () => {
+  const c = process.cpuUsage()
+  return (c.user + c.system) / 1e6
+}
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' / ')
+
+interface Stages {
+  blocks: number
+  read: number
+  parse: number
+  normalize: number
+  encode: number
+}
+
+/** CPU seconds per block of each stage, on the first chunk's worth of blocks of the archive */
+async function stages(archive: string): Promise<Stages> {
+  let t = cpuNow()
+  const lines: string[] = []
+  for await (const l of readTextLines(archive)) {
+    if (l.trim()) lines.push(l)
+    if (lines.length >= 40) break
+  }
+  const read = cpuNow() - t
+  t = cpuNow()
+  const parsed = lines.map((l) => toArchiveLine(parseJsonExact(l)))
+  const parse = cpuNow() - t
+  t = cpuNow()
+  const all = parsed.map((p) => normalizeBlock(p, { includeVotes: false }).block)
+  const normalize = cpuNow() - t
+  const blocks: Block[] = []
+  let bytes = 0
+  for (const b of all) {
+    blocks.push(b)
+    bytes += estimateBlockBytes(b)
+    if (bytes >= TARGET_BYTES) break
+  }
+  t = cpuNow()
+  await encodeChunk(blocks)
+  const encode = cpuNow() - t
+  const n = lines.length
+  return {
+    blocks: blocks.length,
+    read: read / n,
+    parse: parse / n,
+    normalize: normalize / n,
+    encode: encode / blocks.length,
+  }
+}
 
 export async function run(): Promise<string> {
   mkdirSync(WORK, { recursive: true })
@@ -35,13 +103,14 @@ export async function run(): Promise<string> {
   } else {
     log(`generating ${BLOCKS} blocks of ~${TXS} transactions`)
     const t = performance.now()
-    const c = process.cpuUsage()
+    const c = cpuNow()
     const stats = await writeArchive(archive, { blocks: BLOCKS, txsPerBlock: TXS })
-    const cu = process.cpuUsage(c)
-    gen = { stats, seconds: (performance.now() - t) / 1000, cpu: (cu.user + cu.system) / 1e6, cached: false }
+    gen = { stats, seconds: (performance.now() - t) / 1000, cpu: cpuNow() - c, cached: false }
     writeFileSync(statsFile, JSON.stringify({ stats, seconds: gen.seconds, cpu: gen.cpu }))
   }
   const ix = gen.stats.nonVoteInstructions
+  const n = gen.stats.blocks
+  const load0 = load()
   const rows: string[] = []
   const sums = new Map<number, { s: number; cpu: number; n: number }>()
   let reference: string | null = null
@@ -49,16 +118,17 @@ export async function run(): Promise<string> {
     for (const workers of [1, WORKERS]) {
       const dir = join(WORK, `ds-w${workers}`)
       rmSync(dir, { recursive: true, force: true })
-      const c = process.cpuUsage()
+      const c = cpuNow()
       const r = await runImport(dir, [archive], { progress: 'none', workers })
-      const cu = process.cpuUsage(c)
-      const cpu = (cu.user + cu.system) / 1e6
+      const cpu = cpuNow() - c
       const files = JSON.stringify((await readCatalogue(coldDir(dir)))!.map((e) => [e.file, e.sha256]))
       if (reference === null) reference = files
       else if (files !== reference) throw new Error(`import bench: --workers ${workers} wrote other chunk files`)
-      log(`round ${round + 1}, ${workers} worker(s): ${r.seconds.toFixed(1)} s, CPU ${cpu.toFixed(1)} s`)
+      log(
+        `round ${round + 1}, ${workers} worker(s): ${r.seconds.toFixed(1)} s, CPU ${cpu.toFixed(1)} s (load ${load()})`,
+      )
       rows.push(
-        `| ${round + 1} | ${workers} | ${r.seconds.toFixed(1)} | ${fmt(r.imported / r.seconds, 1)} | ${fmt(ix / r.seconds)} | ${cpu.toFixed(1)} |`,
+        `| ${round + 1} | ${workers} | ${r.seconds.toFixed(1)} | ${fmt(r.imported / r.seconds, 1)} | ${fmt(ix / r.seconds)} | ${cpu.toFixed(1)} | ${fmt((cpu / r.imported) * 1000)} |`,
       )
       const x = sums.get(workers) ?? { s: 0, cpu: 0, n: 0 }
       x.s += r.seconds
@@ -68,20 +138,34 @@ export async function run(): Promise<string> {
       rmSync(dir, { recursive: true, force: true })
     }
   }
+  const load1 = load()
+  log('stage costs')
+  const st = await stages(archive)
+  const ms = (x: number) => fmt(x * 1000)
   const one = sums.get(1)!
   const many = sums.get(WORKERS)!
-  const perBlock = (n: number) => fmt(n / gen.stats.blocks)
+  const cpuPerBlock = many.cpu / many.n / n
+  const total = st.read + st.parse + st.normalize + st.encode
+  const perBlock = (x: number) => fmt(x / n)
   return [
-    `## import (${fmt(gen.stats.blocks)} generated blocks, ${perBlock(gen.stats.txs)} transactions, ${perBlock(ix)} non-vote instructions per block)`,
+    `## import (${fmt(n)} generated blocks, ${perBlock(gen.stats.txs)} transactions, ${perBlock(ix)} non-vote instructions per block)`,
     '',
     `Archive: ${(gen.stats.bytes / 2 ** 20).toFixed(0)} MiB of JSON (gzip level 1). Generator: ${gen.seconds.toFixed(1)} s, ` +
-      `${fmt(gen.stats.blocks / gen.seconds, 1)} blocks/s (CPU ${gen.cpu.toFixed(1)} s)${gen.cached ? ', measured when the archive was generated' : ''}.`,
+      `${fmt(n / gen.seconds, 1)} blocks/s (CPU ${gen.cpu.toFixed(1)} s)${gen.cached ? ', measured when the archive was generated' : ''}. ` +
+      `Load average (1 / 5 / 15 min) at start ${load0}, after the imports ${load1}.`,
     '',
-    '| round | workers | seconds | blocks/s | instructions/s | CPU s (all threads) |',
-    '|---|---|---|---|---|---|',
+    '| round | workers | seconds | blocks/s | instructions/s | CPU s (all threads) | CPU ms per block |',
+    '|---|---|---|---|---|---|---|',
     ...rows,
     '',
-    `Mean: 1 worker ${fmt((one.n * gen.stats.blocks) / one.s, 1)} blocks/s, ${WORKERS} workers ${fmt((many.n * gen.stats.blocks) / many.s, 1)} blocks/s ` +
+    `Mean: 1 worker ${fmt((one.n * n) / one.s, 1)} blocks/s, ${WORKERS} workers ${fmt((many.n * n) / many.s, 1)} blocks/s ` +
       `(${(one.s / one.n / (many.s / many.n)).toFixed(2)}×); the chunk files of both are identical (sha256).`,
+    '',
+    `CPU per block by stage (this thread, the first ${st.blocks}-block chunk; encoding counts the thread pool's brotli): ` +
+      `read + gunzip + lines ${ms(st.read)} ms, parse ${ms(st.parse)} ms, normalize ${ms(st.normalize)} ms, encode ${ms(st.encode)} ms; ` +
+      `${ms(total)} ms in all. Projection per core: ${fmt(1 / total, 1)} blocks/s per core of stage CPU ` +
+      `(measured in the ${WORKERS}-worker runs: ${fmt(cpuPerBlock * 1000)} ms per block, ${fmt(1 / cpuPerBlock, 1)} blocks/s per core); ` +
+      `the serial limits: the main thread's reading ${fmt(1 / st.read)} blocks/s, one worker parsing a batch's lines in order ` +
+      `${fmt(1 / (st.parse + st.normalize), 1)} blocks/s.`,
   ].join('\n')
 }

@@ -166,13 +166,18 @@ test('import to S3, two replicas answer like a local dataset, new blocks appear,
       { stagingDir: staging, targetBlocks: 8, workers: 1, progress: 'none', client: s3ClientFromEnv(env) },
       (m) => void importLog.push(m),
     )
-    await new Promise((r) => setTimeout(r, 1500))
+    // bring it back once the import has met the outage (a fixed sleep raced a slow import on a loaded box)
+    const retrying = /s3: (LIST|PUT|GET) s3:\/\/bucket\/solana\/main\/.* failed .*retrying/
+    for (const t0 = Date.now(); !importLog.some((l) => retrying.test(l));) {
+      if (Date.now() - t0 > 120_000) assert.fail(`the import never met the outage:\n${importLog.join('')}`)
+      await new Promise((r) => setTimeout(r, 50))
+    }
     ;({ s3 } = await startS3(s3dir, port))
     const res = await second
     assert.equal(res.imported, 20)
     assert.ok(res.uploaded > 0)
     assert.ok(
-      importLog.some((l) => /s3: (LIST|PUT|GET) s3:\/\/bucket\/solana\/main\/.* failed .*retrying/.test(l)),
+      importLog.some((l) => retrying.test(l)),
       importLog.join(''),
     )
     await runImport(local, [b], { targetBlocks: 8, workers: 1, progress: 'none' })

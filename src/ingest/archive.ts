@@ -10,9 +10,11 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { createGunzip } from 'node:zlib'
 import { parseJsonExact, stringifyExact } from '../rpc/json.ts'
+import { toArchiveLine } from '../rpc/line.ts'
 import type { ArchiveLine, RpcBlock } from '../rpc/types.ts'
 
 export type { ArchiveLine } from '../rpc/types.ts'
+export { toArchiveLine } from '../rpc/line.ts'
 
 /** Is this file name an archive file (`.jsonl` or `.jsonl.gz`)? */
 export function isArchiveFileName(name: string): boolean {
@@ -67,37 +69,26 @@ export async function* readTextLines(path: string): AsyncGenerator<string> {
 }
 
 /**
- * Checks and completes one parsed archive line. Throws an Error (without location) when the
- * line is not an object with an integer `slot` and an object `block`.
- */
-export function toArchiveLine(value: unknown): ArchiveLine {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new Error('expected an object {"slot", "hash", "height", "block"}')
-  }
-  const v = value as Record<string, unknown>
-  const slot = v.slot
-  if (typeof slot !== 'number' || !Number.isSafeInteger(slot) || slot < 0) {
-    throw new Error(`"slot" must be a non-negative integer, got ${JSON.stringify(slot) ?? 'nothing'}`)
-  }
-  const block = v.block
-  if (typeof block !== 'object' || block === null || Array.isArray(block)) {
-    throw new Error('"block" must be an object (a getBlock result)')
-  }
-  const b = block as RpcBlock
-  const hash = v.hash ?? b.blockhash
-  if (typeof hash !== 'string') throw new Error('"hash" must be a string (or block.blockhash present)')
-  const height = v.height !== undefined ? v.height : (b.blockHeight ?? null)
-  if (height !== null && (typeof height !== 'number' || !Number.isSafeInteger(height))) {
-    throw new Error(`"height" must be an integer or null, got ${JSON.stringify(height)}`)
-  }
-  return { slot, hash, height, block: b }
-}
-
-/**
  * Reads archive lines from a file, a directory (recursively, files sorted by path) or a list of
  * them, in order. Gzip is detected by magic bytes. Empty lines are skipped. Errors name `file:line`.
  */
 export async function* readArchive(paths: string | string[]): AsyncIterable<ArchiveLine> {
+  for await (const { text, where } of readArchiveTexts(paths)) {
+    let line: ArchiveLine
+    try {
+      line = toArchiveLine(parseJsonExact(text))
+    } catch (e) {
+      throw new Error(`${where}: ${errorMessage(e)}`)
+    }
+    yield line
+  }
+}
+
+/**
+ * The non-empty lines of archive files as text, in `readArchive`'s order, each with its place
+ * (`file:line`, for messages). Read errors name the place.
+ */
+export async function* readArchiveTexts(paths: string | string[]): AsyncGenerator<{ text: string; where: string }> {
   const list = typeof paths === 'string' ? [paths] : paths
   for (const p of list) {
     for (const file of await listArchiveFiles(p)) {
@@ -108,25 +99,22 @@ export async function* readArchive(paths: string | string[]): AsyncIterable<Arch
       } catch (e) {
         throw new Error(`${file}: ${errorMessage(e)}`)
       }
-      for (;;) {
-        let next: IteratorResult<string>
-        try {
-          next = await lines.next()
-        } catch (e) {
-          throw new Error(`${file}:${lineNo + 1}: cannot read: ${errorMessage(e)}`)
+      try {
+        for (;;) {
+          let next: IteratorResult<string>
+          try {
+            next = await lines.next()
+          } catch (e) {
+            throw new Error(`${file}:${lineNo + 1}: cannot read: ${errorMessage(e)}`)
+          }
+          if (next.done) break
+          lineNo++
+          const text = next.value
+          if (text.trim() === '') continue
+          yield { text, where: `${file}:${lineNo}` }
         }
-        if (next.done) break
-        lineNo++
-        const text = next.value
-        if (text.trim() === '') continue
-        let line: ArchiveLine
-        try {
-          line = toArchiveLine(parseJsonExact(text))
-        } catch (e) {
-          await lines.return(undefined)
-          throw new Error(`${file}:${lineNo}: ${errorMessage(e)}`)
-        }
-        yield line
+      } finally {
+        await lines.return(undefined)
       }
     }
   }

@@ -13,7 +13,6 @@ const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
 const MAP = new Int8Array(128).fill(-1)
 for (let i = 0; i < ALPHABET.length; i++) MAP[ALPHABET.charCodeAt(i)] = i
 
-const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
 const TWO32 = 4294967296
 
 let limbs = new Uint32Array(256)
@@ -31,13 +30,45 @@ export interface DataPrefix {
  * Returns null when `data` is not valid base58.
  */
 export function dataPrefixOf(data: string): DataPrefix | null {
+  const length = decodeData(data)
+  return length < 0 ? null : { prefix: prefixHex(length), length }
+}
+
+/** The first 16 bytes of the last `decodeData` (fewer when the data is shorter). */
+const PREFIX = new Uint8Array(16)
+const HEX_OUT = Buffer.alloc(34)
+HEX_OUT[0] = 48 // 0
+HEX_OUT[1] = 120 // x
+const HEX_DIGITS = Buffer.from('0123456789abcdef', 'latin1')
+
+/** `0x` + hex of the first min(16, length) bytes of the last `decodeData`, in one allocation. */
+export function prefixHex(length: number): string {
+  const k = length < 16 ? length : 16
+  for (let j = 0; j < k; j++) {
+    const b = PREFIX[j]
+    HEX_OUT[2 + 2 * j] = HEX_DIGITS[b >>> 4]
+    HEX_OUT[3 + 2 * j] = HEX_DIGITS[b & 15]
+  }
+  return HEX_OUT.toString('latin1', 0, 2 + 2 * k)
+}
+
+/** The first byte of the last `decodeData` (when its length is >= 1). */
+export function prefixByte(j: number): number {
+  return PREFIX[j]
+}
+
+/**
+ * Decodes base58 `data` just far enough to know its byte length and its first 16 bytes (kept for
+ * `prefixHex` / `prefixByte` until the next call). Returns the length, or -1 when `data` is not
+ * valid base58.
+ */
+export function decodeData(data: string): number {
   const n = data.length
   let zeros = 0
   while (zeros < n && data.charCodeAt(zeros) === 49 /* '1' */) zeros++
   if (zeros === n) {
-    let prefix = '0x'
-    for (let k = 0; k < zeros && k < 16; k++) prefix += '00'
-    return { prefix, length: zeros }
+    PREFIX.fill(0)
+    return zeros
   }
   if (n - zeros > LIMB_MAX_CHARS) return viaBigInt(data, zeros)
   const maxLimbs = (((n - zeros) * 0.733) >>> 2) + 2
@@ -51,7 +82,7 @@ export function dataPrefixOf(data: string): DataPrefix | null {
     for (let t = 0; t < 3 && i < n; t++, i++) {
       const c = data.charCodeAt(i)
       const v = c < 128 ? MAP[c] : -1
-      if (v < 0) return null
+      if (v < 0) return -1
       acc = acc * 58 + v
       mul *= 58
     }
@@ -72,28 +103,26 @@ export function dataPrefixOf(data: string): DataPrefix | null {
   const top = L[used - 1]
   const topBytes = top >= 0x1000000 ? 4 : top >= 0x10000 ? 3 : top >= 0x100 ? 2 : 1
   const length = zeros + (used - 1) * 4 + topBytes
-  let prefix = '0x'
   let k = 0
-  for (; k < zeros && k < 16; k++) prefix += '00'
+  for (; k < zeros && k < 16; k++) PREFIX[k] = 0
   // bytes of the number, most significant first
   let limb = used - 1
   let shift = (topBytes - 1) * 8
   while (k < 16 && limb >= 0) {
-    prefix += HEX[(L[limb] >>> shift) & 0xff]
-    k++
+    PREFIX[k++] = (L[limb] >>> shift) & 0xff
     if (shift === 0) {
       limb--
       shift = 24
     } else shift -= 8
   }
-  return { prefix, length }
+  return length
 }
 
 /** Above this many significant characters, the BigInt path is faster. */
 const LIMB_MAX_CHARS = 32
 const B58_POW9 = 58n ** 9n
 
-function viaBigInt(data: string, zeros: number): DataPrefix | null {
+function viaBigInt(data: string, zeros: number): number {
   const n = data.length
   let i = zeros
   let v = 0
@@ -102,7 +131,7 @@ function viaBigInt(data: string, zeros: number): DataPrefix | null {
   for (const e = i + first; i < e; i++) {
     const c = data.charCodeAt(i)
     const d = c < 128 ? MAP[c] : -1
-    if (d < 0) return null
+    if (d < 0) return -1
     v = v * 58 + d
   }
   let acc = BigInt(v)
@@ -111,20 +140,26 @@ function viaBigInt(data: string, zeros: number): DataPrefix | null {
     for (const e = i + 9; i < e; i++) {
       const c = data.charCodeAt(i)
       const d = c < 128 ? MAP[c] : -1
-      if (d < 0) return null
+      if (d < 0) return -1
       v = v * 58 + d
     }
     acc = acc * B58_POW9 + BigInt(v)
   }
   // acc > 0: its first digit is not '1'
-  let hex = acc.toString(16)
-  if (hex.length & 1) hex = '0' + hex
-  let prefix = '0x'
+  const hex = acc.toString(16)
+  const odd = hex.length & 1
   let k = 0
-  for (; k < zeros && k < 16; k++) prefix += '00'
-  prefix += hex.slice(0, 2 * (16 - k))
-  return { prefix, length: zeros + hex.length / 2 }
+  for (; k < zeros && k < 16; k++) PREFIX[k] = 0
+  // byte j of the number: hex digits [2j - odd, 2j + 2 - odd)
+  for (let j = 0; k < 16 && 2 * j - odd < hex.length; j++, k++) {
+    const hi = j === 0 && odd ? 0 : HEX_VALUE[hex.charCodeAt(2 * j - odd)]
+    PREFIX[k] = (hi << 4) | HEX_VALUE[hex.charCodeAt(2 * j + 1 - odd)]
+  }
+  return zeros + ((hex.length + odd) >>> 1)
 }
+
+const HEX_VALUE = new Uint8Array(128)
+for (let d = 0; d < 16; d++) HEX_VALUE['0123456789abcdef'.charCodeAt(d)] = d
 
 /** The discriminator fields of one instruction's data. */
 export interface Discriminators {

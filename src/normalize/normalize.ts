@@ -12,7 +12,7 @@ import type {
   TokenBalance,
   Transaction,
 } from '../model.ts'
-import { dataPrefixOf } from './data.ts'
+import { decodeData, prefixByte, prefixHex } from './data.ts'
 import { isAddress, isBase58Text, isSignature } from '../util/base58.ts'
 import { safeJson } from '../util/safe-json.ts'
 import { walkTransaction, type WalkInput } from './logwalk.ts'
@@ -60,6 +60,27 @@ function u64(v: unknown): bigint {
  * reports each problem as a warning (with slot, transaction index and signature when known).
  */
 export function normalizeBlock(line: ArchiveLine, opts?: NormalizeOptions): NormalizeResult {
+  return normalizeBlockFrom(line, opts, null)
+}
+
+/**
+ * The transactions of a block, given one at a time (`normalizeBlockFrom`): `count` of them,
+ * `at(i)` the i-th, parsed on demand. `at` may throw: the exception leaves `normalizeBlockFrom`.
+ */
+export interface TransactionSource {
+  count: number
+  at(i: number): RpcTransaction
+}
+
+/**
+ * `normalizeBlock`, with the transactions taken from `txs` instead of `line.block.transactions`
+ * when it is given (each one is then dropped before the next is asked for).
+ */
+export function normalizeBlockFrom(
+  line: ArchiveLine,
+  opts: NormalizeOptions | undefined,
+  txs: TransactionSource | null,
+): NormalizeResult {
   const warnings: NormalizationWarning[] = []
   const slot = line.slot
   const src: RpcBlock = line.block ?? ({} as RpcBlock)
@@ -100,13 +121,14 @@ export function normalizeBlock(line: ArchiveLine, opts?: NormalizeOptions): Norm
     rewards: [],
   }
 
-  const txs = src.transactions
-  if (txs != null && !Array.isArray(txs)) warn('block.transactions is not a list')
-  if (Array.isArray(txs)) {
+  const list = src.transactions
+  if (txs === null && list != null && !Array.isArray(list)) warn('block.transactions is not a list')
+  if (txs !== null || Array.isArray(list)) {
     const includeVotes = opts?.includeVotes === true
     const tn = new TxNormalizer(block, warnings, slot)
-    for (let i = 0; i < txs.length; i++) {
-      const tx = txs[i]
+    const n = txs !== null ? txs.count : list!.length
+    for (let i = 0; i < n; i++) {
+      const tx = txs !== null ? txs.at(i) : list![i]
       if (!includeVotes && isVoteTransaction(tx)) continue
       tn.process(i, tx)
     }
@@ -345,16 +367,21 @@ class TxNormalizer implements WalkInput {
       if (inner.length < instructions.length) inner.length = instructions.length
     }
 
-    checkData(instructions, 'message.instructions')
-    for (let k = 0; k < inner.length; k++) {
-      const list = inner[k]
-      if (list !== undefined) checkData(list, `meta.innerInstructions of instruction ${k}`)
-    }
-
-    // instructions and logs
+    // instructions and logs; instruction data is checked where it is decoded (makeInstruction)
     const walkWarnings = this.walkWarnings
     walkWarnings.length = 0
-    const walk = walkTransaction(this, { instructions: block.instructions, logs: block.logs, warnings: walkWarnings })
+    let walk
+    try {
+      walk = walkTransaction(this, { instructions: block.instructions, logs: block.logs, warnings: walkWarnings })
+    } catch (e) {
+      // the data checks come first, as if they had run before the walk: their message wins
+      checkData(instructions, 'message.instructions')
+      for (let k = 0; k < inner.length; k++) {
+        const list = inner[k]
+        if (list !== undefined) checkData(list, `meta.innerInstructions of instruction ${k}`)
+      }
+      throw e
+    }
     for (const w of walkWarnings) this.warn(w)
 
     // transaction
@@ -495,21 +522,13 @@ class TxNormalizer implements WalkInput {
     const accounts = new Array<string>(n)
     for (let k = 0; k < n; k++) accounts[k] = this.account(src[k])
     const data = typeof ins.data === 'string' ? ins.data : ''
-    const p = dataPrefixOf(data)
-    let d1: string | null = null
-    let d2: string | null = null
-    let d4: string | null = null
-    let d8: string | null = null
-    let dataPrefix = '0x'
-    if (p !== null) {
-      // data was checked to be base58 (checkData)
-      dataPrefix = p.prefix
-      const len = p.length
-      if (len >= 1) d1 = dataPrefix.slice(0, 4)
-      if (len >= 2) d2 = dataPrefix.slice(0, 6)
-      if (len >= 4) d4 = dataPrefix.slice(0, 10)
-      if (len >= 8) d8 = dataPrefix.slice(0, 18)
-    }
+    const len = decodeData(data)
+    if (len < 0) throw BAD_DATA // the caller names the instruction (checkData)
+    const dataPrefix = prefixHex(len)
+    const d1 = len >= 1 ? D1[prefixByte(0)] : null
+    const d2 = len >= 2 ? d2Of((prefixByte(0) << 8) | prefixByte(1)) : null
+    const d4 = len >= 4 ? dataPrefix.slice(0, 10) : null
+    const d8 = len >= 8 ? dataPrefix.slice(0, 18) : null
     return {
       transactionIndex: this.transactionIndex,
       instructionAddress,
@@ -527,6 +546,17 @@ class TxNormalizer implements WalkInput {
       hasDroppedLogMessages: false,
     }
   }
+}
+
+const BAD_DATA = new Error('instruction data is not base58')
+
+/** d1 values: `0x` + one byte */
+const D1: readonly string[] = Array.from({ length: 256 }, (_, b) => '0x' + b.toString(16).padStart(2, '0'))
+/** d2 values met so far, by the two bytes (at most 65,536 short strings) */
+const D2: (string | undefined)[] = new Array<string | undefined>(65536)
+
+function d2Of(v: number): string {
+  return (D2[v] ??= '0x' + v.toString(16).padStart(4, '0'))
 }
 
 function sortTail<T extends { account: string }>(list: T[], start: number): void {

@@ -6,8 +6,16 @@ import { BLOCK_MEMBERS, type FieldDef } from '../catalogue.ts'
 import type { RecordKind } from '../model.ts'
 import type { Chunk, MatchOp, Table } from '../store/chunk.ts'
 import type { BlockStore } from '../store/types.ts'
-import type { CompiledFilter, ItemRequest, ParsedQuery } from './parse.ts'
-import { compileWriter, selectedDefs, type RowWriter, type WriterFactory } from './render.ts'
+import { LineBuf, type JsonTokens } from './bytes.ts'
+import type { CompiledFilter, ItemRequest, ParsedQuery, SelectedField } from './parse.ts'
+import {
+  compileByteWriter,
+  compileWriter,
+  selectedDefs,
+  type ByteRowWriter,
+  type RowWriter,
+  type WriterFactory,
+} from './render.ts'
 import type { JoinKind, RelationDecl } from './spec.ts'
 import { lowerBound } from '../util/search.ts'
 
@@ -29,6 +37,11 @@ export interface ExecuteOptions {
   pause?: () => Promise<boolean>
   /** ms of work between pauses (default 8) */
   sliceMs?: number
+}
+
+const HEADER_OPEN = Buffer.from('{"header":')
+const noWriter: RowWriter = () => {
+  throw new Error('string writer of a chunk rendered as bytes')
 }
 
 /** the engine's clock for `pause`: one reading per PAUSE_ROWS rows rendered */
@@ -67,6 +80,11 @@ export interface OutputBlock {
   /** one JSON object, no newline */
   line: string
   /**
+   * the same line as UTF-8 bytes, when the engine rendered it as bytes (then `line` is decoded from
+   * them only when read): consumers that write bytes take these
+   */
+  bytes?: Buffer
+  /**
    * true when the block holds no selected row and is output only as a boundary of the range (the
    * first or last produced block, or where `shouldStop` ended it); false with `includeAllBlocks`
    */
@@ -81,6 +99,7 @@ interface KindPlan {
   /** relations of the query that add rows of this kind */
   incoming: RelationDecl[]
   defs: FieldDef[]
+  fields: readonly SelectedField[]
   writer: WriterFactory
 }
 
@@ -110,6 +129,7 @@ function makePlan(q: ParsedQuery, bigintsAsNumbers: boolean): Plan {
       requests,
       incoming,
       defs: selectedDefs(fields),
+      fields,
       writer: compileWriter(fields, bigintsAsNumbers),
     }
     kinds.push(kp)
@@ -585,7 +605,10 @@ async function renderColumns(
   lo: number,
   hi: number,
   slicer: Slicer,
-): Promise<ArrayLike<unknown>[] | null> {
+  /** take a column's stored JSON tokens where the table has them (byte output) */
+  tokens: boolean,
+  bigintsAsNumbers: boolean,
+): Promise<(ArrayLike<unknown> | JsonTokens)[] | null> {
   let few = false
   let count = 0
   if (t.rowView !== undefined && s.list !== null) {
@@ -597,12 +620,43 @@ async function renderColumns(
     for (let x = lo - s.base, end = hi - s.base; x < end && count < limit; x++) count += m[x]
     few = count < limit
   }
-  const out: ArrayLike<unknown>[] = []
+  const out: (ArrayLike<unknown> | JsonTokens)[] = []
   for (const d of defs) {
     if (slicer.due && !(await slicer.take())) return null
-    out.push((few ? t.rowView!(d.name, count) : null) ?? t.column(d.name))
+    out.push(
+      (few ? t.rowView!(d.name, count) : tokens ? t.tokens!(d.name, bigintsAsNumbers) : null) ?? t.column(d.name),
+    )
   }
   return out
+}
+
+function isTokens(c: ArrayLike<unknown> | JsonTokens): c is JsonTokens {
+  return typeof (c as JsonTokens).write === 'function'
+}
+
+/**
+ * A block rendered as bytes (the cold store's tokens copied): `bytes` is its line; `line`, the same
+ * as a string, is decoded only when read. Setting `line` drops both (a consumer done with it).
+ */
+class ByteBlock implements OutputBlock {
+  private text: string | null = null
+
+  constructor(
+    readonly number: number,
+    readonly hash: string,
+    public bytes: Buffer | undefined,
+    readonly empty: boolean,
+  ) {}
+
+  get line(): string {
+    if (this.text === null) this.text = this.bytes === undefined ? '' : this.bytes.toString('utf8')
+    return this.text
+  }
+
+  set line(v: string) {
+    this.text = v
+    this.bytes = undefined
+  }
 }
 
 interface BoundKind {
@@ -615,6 +669,9 @@ interface BoundKind {
   p: number
   offsets: ArrayLike<number>
   write: RowWriter
+  /** byte output: `open` as bytes and the byte writer (null in string output) */
+  openBytes: Uint8Array | null
+  writeBytes: ByteRowWriter | null
 }
 
 /**
@@ -629,7 +686,9 @@ export async function* executeQuery(
   const from = q.fromBlock
   const to = q.toBlock !== undefined && q.toBlock < opts.to ? q.toBlock : opts.to
   if (to < from) return
-  const plan = makePlan(q, opts.bigintsAsNumbers === true)
+  const bigints = opts.bigintsAsNumbers === true
+  const plan = makePlan(q, bigints)
+  let lineBuf: LineBuf | null = null
   const shouldStop = opts.shouldStop
   const slicer = new Slicer(opts.pause, opts.sliceMs ?? 8)
   const pausing = opts.pause !== undefined
@@ -646,12 +705,19 @@ export async function* executeQuery(
     const run = new ChunkRun(chunk, plan, bLo, bHi)
     if (!(await run.run(slicer))) return
     const bound: BoundKind[] = []
+    // byte output when every rendered table can hand over stored JSON tokens (the cold store)
+    let bytes = true
+    for (const kp of plan.kinds) {
+      const s = run.selected.get(kp.kind)
+      if (s && s.any && run.table(kp.kind).tokens === undefined) bytes = false
+    }
     for (const kp of plan.kinds) {
       const s = run.selected.get(kp.kind)
       if (!s || !s.any) continue
       const t = run.table(kp.kind)
-      const cols = await renderColumns(t, kp.defs, s, t.blockOffsets[bLo], t.blockOffsets[bHi], slicer)
+      const cols = await renderColumns(t, kp.defs, s, t.blockOffsets[bLo], t.blockOffsets[bHi], slicer, bytes, bigints)
       if (cols === null) return
+      const tokens = cols.map(isTokens)
       bound.push({
         open: kp.open,
         mask: s.mask,
@@ -659,11 +725,73 @@ export async function* executeQuery(
         rows: s.sorted(),
         p: 0,
         offsets: t.blockOffsets,
-        write: kp.writer(cols),
+        write: bytes ? noWriter : kp.writer(cols as ArrayLike<unknown>[]),
+        openBytes: bytes ? Buffer.from(kp.open) : null,
+        writeBytes: bytes ? compileByteWriter(kp.fields, bigints, tokens)(cols) : null,
       })
     }
     const header = plan.headerWriter(plan.headerDefs.map((d) => chunk.header(d.name as 'number')))
 
+    if (bytes) {
+      const o = (lineBuf ??= new LineBuf())
+      for (let b = bLo; b < bHi; b++) {
+        if (pending !== null) pending = null // a later block exists: the pending one was not the last
+        o.pos = 0
+        o.raw(HEADER_OPEN)
+        o.str(header(b))
+        const headerEnd = o.pos
+        for (let k = 0; k < bound.length; k++) {
+          const bk = bound[k]
+          const w = bk.writeBytes!
+          let open = false
+          const rows = bk.rows
+          if (rows !== null) {
+            const endRow = bk.offsets[b + 1]
+            let p = bk.p
+            for (; p < rows.length && rows[p] < endRow; p++) {
+              if (open) o.byte(0x2c)
+              else o.raw(bk.openBytes!)
+              open = true
+              w(rows[p], o)
+              if (pausing && p % PAUSE_ROWS === 0 && slicer.due && !(await slicer.take())) return
+            }
+            bk.p = p
+          } else {
+            const m = bk.mask
+            const base = bk.base
+            const end = bk.offsets[b + 1] - base
+            for (let x = bk.offsets[b] - base; x < end; x++) {
+              if (m[x] === 1) {
+                if (open) o.byte(0x2c)
+                else o.raw(bk.openBytes!)
+                open = true
+                w(x + base, o)
+              }
+              if (pausing && x % PAUSE_ROWS === 0 && slicer.due && !(await slicer.take())) return
+            }
+          }
+          if (open) o.byte(0x5d)
+        }
+        o.byte(0x7d)
+        const number = numbers[b]
+        const empty = o.pos === headerEnd + 1 && !q.includeAllBlocks
+        let emitted = false
+        if (!empty || first || number === to) {
+          emitted = true
+          yield new ByteBlock(number, hashes[b], o.take(0), empty)
+          slicer.reset()
+        } else if (b === bHi - 1) {
+          // possibly the last produced block of the range: keep it until a later block shows up
+          pending = new ByteBlock(number, hashes[b], o.take(0), empty)
+        }
+        first = false
+        if (shouldStop !== undefined && shouldStop()) {
+          if (!emitted) yield pending ?? new ByteBlock(number, hashes[b], o.take(0), empty)
+          return
+        }
+      }
+      continue
+    }
     for (let b = bLo; b < bHi; b++) {
       if (pending !== null) pending = null // a later block exists: the pending one was not the last
       let body = ''

@@ -3,6 +3,7 @@
  * no intermediate objects (docs/query.md §3).
  */
 import type { FieldDef } from '../catalogue.ts'
+import type { JsonTokens, LineBuf } from './bytes.ts'
 import type { SelectedField } from './parse.ts'
 
 /** Writes one record (row `i` of the bound columns) as a JSON object. */
@@ -181,4 +182,110 @@ function compile(fields: readonly SelectedField[], bigintsAsNumbers: boolean): W
   const src = `${lines.join('\n')}\nreturn function (i) {\n${body.join('\n')}\nreturn ${expr};\n}`
   const make = new Function('h', 'cols', src) as (h: typeof helpers, cols: readonly ArrayLike<unknown>[]) => RowWriter
   return (cols) => make(helpers, cols)
+}
+
+/** Writes one record (row `i` of the bound columns) as a JSON object into `out`. */
+export type ByteRowWriter = (i: number, out: LineBuf) => void
+/**
+ * Binds a byte writer to the columns of one chunk, in the order of `selectedDefs(fields)`: each
+ * either the column's values or its stored JSON tokens (as the writer was compiled for).
+ */
+export type ByteWriterFactory = (columns: readonly (ArrayLike<unknown> | JsonTokens)[]) => ByteRowWriter
+
+const BYTE_WRITERS = new Map<string, ByteWriterFactory>()
+const NULL_BYTES = Buffer.from('null')
+const TRUE_BYTES = Buffer.from('true')
+const FALSE_BYTES = Buffer.from('false')
+
+/**
+ * Compile (once per selection and set of token columns) a writer of records as bytes: keys and
+ * punctuation are pre-encoded constants, token columns (`tokens[c]` true) are copied as bytes,
+ * u32 values written as digits, other values rendered as the string writer does and encoded.
+ * Same text as `compileWriter` for the same values.
+ */
+export function compileByteWriter(
+  fields: readonly SelectedField[],
+  bigintsAsNumbers: boolean,
+  tokens: readonly boolean[],
+): ByteWriterFactory {
+  const key = selectionKey(fields, bigintsAsNumbers) + '\u0002' + tokens.map((t) => (t ? 1 : 0)).join('')
+  let w = BYTE_WRITERS.get(key)
+  if (w === undefined) {
+    w = compileBytes(fields, bigintsAsNumbers, tokens)
+    if (BYTE_WRITERS.size >= MAX_WRITERS) BYTE_WRITERS.delete(BYTE_WRITERS.keys().next().value as string)
+    BYTE_WRITERS.set(key, w)
+  }
+  return w
+}
+
+function compileBytes(
+  fields: readonly SelectedField[],
+  bigintsAsNumbers: boolean,
+  tokens: readonly boolean[],
+): ByteWriterFactory {
+  const defs = selectedDefs(fields)
+  const consts: Uint8Array[] = []
+  const lines: string[] = []
+  for (let c = 0; c < defs.length; c++) lines.push(`const c${c} = cols[${c}];`)
+  const body: string[] = []
+  let text = ''
+  const flush = () => {
+    if (text === '') return
+    const b = Buffer.from(text, 'utf8')
+    body.push(b.length === 1 ? `o.byte(${b[0]});` : `o.raw(K[${consts.length}]);`)
+    if (b.length !== 1) consts.push(b)
+    text = ''
+  }
+  const used = new Set<number>()
+  if (fields.length === 0) text = '{'
+  for (let k = 0; k < fields.length; k++) {
+    const f = fields[k]
+    const c = defs.indexOf(f.def)
+    text += (k === 0 ? '{' : ',') + JSON.stringify(f.key) + ':'
+    if (tokens[c]) {
+      flush()
+      body.push(`c${c}.write(i, o);`)
+      continue
+    }
+    if (!used.has(c)) {
+      body.push(`const v${c} = c${c}[i];`)
+      used.add(c)
+    }
+    const v = `v${c}`
+    const type = f.def.type
+    const nullable = f.def.nullable || type === 'json'
+    if (!nullable && type === 'u32') {
+      flush()
+      body.push(`o.uint(${v});`)
+      continue
+    }
+    if (type === 'bool') {
+      flush()
+      const val = `o.raw(${v} ? TRUE : FALSE);`
+      body.push(nullable ? `if (${v} === null || ${v} === undefined) o.raw(NUL); else ${val}` : val)
+      continue
+    }
+    if (!nullable && (type === 'safeAscii' || ((type === 'u64' || type === 'i64') && !bigintsAsNumbers))) {
+      text += '"'
+      flush()
+      body.push(`o.str('' + ${v});`)
+      text += '"'
+      continue
+    }
+    flush()
+    const val = valueExpr(f.def, v, bigintsAsNumbers)
+    body.push(nullable ? `if (${v} === null || ${v} === undefined) o.raw(NUL); else o.str(${val});` : `o.str(${val});`)
+  }
+  text += '}'
+  flush()
+  const src = `${lines.join('\n')}\nreturn function (i, o) {\n${body.join('\n')}\n}`
+  const make = new Function('h', 'K', 'NUL', 'TRUE', 'FALSE', 'cols', src) as (
+    h: typeof helpers,
+    K: readonly Uint8Array[],
+    nul: Uint8Array,
+    yes: Uint8Array,
+    no: Uint8Array,
+    cols: readonly (ArrayLike<unknown> | JsonTokens)[],
+  ) => ByteRowWriter
+  return (cols) => make(helpers, consts, NULL_BYTES, TRUE_BYTES, FALSE_BYTES, cols)
 }

@@ -103,6 +103,33 @@ function isDigit(c: number): boolean {
   return c >= 48 && c <= 57
 }
 
+/**
+ * `JSON.parse` of `text.slice(start, end)`, with quotes around the tokens at `positions`
+ * (absolute [start0, end0, ...], inside the range, known to lie outside string literals: from
+ * `bigIntegerAt`). The same value as `parseJsonExact` of that slice.
+ */
+export function parseJsonQuoting(text: string, start: number, end: number, positions: readonly number[]): unknown {
+  if (positions.length === 0) return JSON.parse(text.slice(start, end))
+  const parts: string[] = []
+  let last = start
+  for (let k = 0; k < positions.length; k += 2) {
+    parts.push(text.slice(last, positions[k]), '"', text.slice(positions[k], positions[k + 1]), '"')
+    last = positions[k + 1]
+  }
+  parts.push(text.slice(last, end))
+  return JSON.parse(parts.join(''))
+}
+
+/**
+ * For a run of digits [a, b) outside string literals: when it is a big-integer token that
+ * `parseJsonExact` turns into a string (more than 15 digits, delimiters around it), the token's
+ * start (its `-` included); else -1.
+ */
+export function bigIntegerAt(text: string, a: number, b: number): number {
+  if (b - a <= MAX_EXACT_DIGITS || !isNumberToken(text, a, b)) return -1
+  return a > 0 && text.charCodeAt(a - 1) === 45 /* - */ ? a - 1 : a
+}
+
 /** Is the digit run [a, b) (maybe after a `-`) between a `:[,` and a `,]}`, whitespace aside? */
 function isNumberToken(text: string, a: number, b: number): boolean {
   let j = a - 1

@@ -520,12 +520,15 @@ export class PortalServer {
                 } else {
                   pending = null
                   written++
-                  room = 'data' in b ? out.addBytes(b.data) : out.addLine(b.line)
+                  room = 'data' in b ? out.addBytes(b.data) : out.addLine(b.bytes ?? b.line)
                   // the writer has the bytes now: drop the string, so the engine's and this
                   // function's suspended frames (which keep `b` while the stream waits for its next
                   // turn) do not hold a block's JSON (MBs) per waiting stream
                   if ('data' in b) b.data = NO_BYTES
-                  else b.line = ''
+                  else {
+                    b.line = ''
+                    b.bytes = undefined
+                  }
                 }
               }
             } finally {
@@ -562,7 +565,8 @@ export class PortalServer {
         from = last.number + 1
       }
       if (pending && !gone.aborted) {
-        if (!('data' in pending ? out.addBytes(pending.data) : out.addLine(pending.line))) await out.drained()
+        const p = pending
+        if (!('data' in p ? out.addBytes(p.data) : out.addLine(p.bytes ?? p.line))) await out.drained()
       }
       await out.end()
     } catch (err) {

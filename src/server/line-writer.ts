@@ -114,15 +114,23 @@ export class LineWriter {
     this.res.destroy()
   }
 
-  async writeLine(line: string): Promise<void> {
+  async writeLine(line: string | Buffer): Promise<void> {
     if (!this.addLine(line)) await this.drained()
   }
 
   /**
    * The synchronous part of `writeLine` (batching, encoding, handing to the socket); false when
-   * the caller must then wait for `drained()` before writing more.
+   * the caller must then wait for `drained()` before writing more. A line may come as UTF-8 bytes
+   * (without its newline: the engine's byte output, `OutputBlock.bytes`).
    */
-  addLine(line: string): boolean {
+  addLine(line: string | Buffer): boolean {
+    if (typeof line !== 'string') {
+      this.buf.push(line, NEWLINE)
+      const n = line.length + 1
+      this.bufLen += n
+      this.bytes += n
+      return this.bufLen >= this.batchBytes ? this.pushNow() : true
+    }
     const n = Buffer.byteLength(line) + 1
     this.buf.push(line, '\n')
     this.bufLen += n
@@ -215,6 +223,8 @@ function adjacent(a: Buffer, b: Buffer): boolean {
 }
 
 /** the parts as one Buffer: strings encoded at once, a lone Buffer as it is */
+const NEWLINE = Buffer.from('\n')
+
 function toBuffer(parts: (string | Buffer)[]): Buffer {
   if (parts.length === 1 && typeof parts[0] !== 'string') return parts[0]
   if (parts.every((p) => typeof p === 'string')) return Buffer.from(parts.join(''))

@@ -36,10 +36,22 @@ export interface RenderPoolOptions {
   minSlots?: number
 }
 
-/** worker threads by default: the available cores, at most 8 (none on a single core) */
+/**
+ * Worker threads by default: one core left to the main thread (HTTP, ordering, gzip's threadpool),
+ * at most 8; none below 4 cores: on 2 cores the workers only compete with the main thread for the
+ * same CPU (bench/parallel.bench.ts measured 0.5-0.9x of the in-thread MB/s there).
+ */
 export function defaultRenderThreads(): number {
   const n = availableParallelism()
-  return n < 2 ? 0 : Math.min(8, n)
+  return n < 4 ? 0 : Math.min(8, n - 1)
+}
+
+/**
+ * The cold cache of each thread that opens a dataset (the main thread and every worker): the one
+ * budget `totalBytes` (serve --cache-mb) split evenly, 1 MiB at least
+ */
+export function workerCacheBytes(totalBytes: number, threads: number): number {
+  return Math.max(1024 * 1024, Math.floor(totalBytes / (Math.max(0, threads) + 1)))
 }
 
 /** What the response loop takes from a pooled range: an engine block with its line as bytes. */
@@ -136,8 +148,14 @@ export class RenderPool {
     this.minSlots = opts.minSlots ?? 8
   }
 
+  /** false when off, closed, or every worker has died (streams then render in the main thread) */
   get enabled(): boolean {
-    return this.threads > 0 && !this.closed
+    return this.threads > 0 && !this.closed && !(this.workers !== null && this.workers.every((w) => w.failed))
+  }
+
+  /** the worker threads started so far */
+  get threadHandles(): readonly Worker[] {
+    return (this.workers ?? []).map((w) => w.worker)
   }
 
   /** streams using the pool now */

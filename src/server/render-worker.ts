@@ -30,6 +30,8 @@ function storeOf(dir: string): Promise<DatasetDirStore> {
   return s
 }
 
+const NEWLINE = Buffer.from('\n')
+
 async function render(m: RenderRequest): Promise<Extract<RenderResult, { type: 'done' }>> {
   const st = streams.get(m.stream)
   if (!st) throw new Error(`render worker: stream ${m.stream} is not open`)
@@ -39,7 +41,7 @@ async function render(m: RenderRequest): Promise<Extract<RenderResult, { type: '
   const hashes: string[] = []
   const ends: number[] = []
   const empty: boolean[] = []
-  const parts: string[] = []
+  const parts: (string | Buffer)[] = []
   let end = 0
   const q = { ...st.q, fromBlock: m.from }
   for await (const b of executeQuery(store, q, {
@@ -47,14 +49,25 @@ async function render(m: RenderRequest): Promise<Extract<RenderResult, { type: '
     finalizedOnly: true,
     bigintsAsNumbers: st.bigintsAsNumbers,
   })) {
-    parts.push(b.line, '\n')
-    end += Buffer.byteLength(b.line) + 1
+    // the cold store's blocks come rendered as bytes: taken as they are
+    if (b.bytes !== undefined) {
+      parts.push(b.bytes, NEWLINE)
+      end += b.bytes.length + 1
+    } else {
+      parts.push(b.line, '\n')
+      end += Buffer.byteLength(b.line) + 1
+    }
     numbers.push(b.number)
     hashes.push(b.hash)
     ends.push(end)
     empty.push(b.empty)
   }
-  const buf = Buffer.from(parts.join(''))
+  const buf = parts.every((p) => typeof p === 'string')
+    ? Buffer.from(parts.join(''))
+    : Buffer.concat(
+        parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)),
+        end,
+      )
   // a Buffer of its own ArrayBuffer can be transferred; a pooled one (small) is copied
   const bytes =
     buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength

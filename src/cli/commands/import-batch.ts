@@ -6,10 +6,9 @@
  * A batch is closed by the block that makes it full (`targetBlocks` blocks, or `targetBytes` of
  * `estimateBlockBytes`), so where batches end depends only on the blocks, never on timing.
  */
-import { toArchiveLine } from '../../ingest/archive.ts'
 import type { Block } from '../../model.ts'
-import { parseJsonExact } from '../../rpc/json.ts'
-import { normalizeBlock, type NormalizationWarning } from '../../normalize/normalize.ts'
+import type { NormalizationWarning } from '../../normalize/normalize.ts'
+import { normalizeArchiveText } from '../../normalize/text.ts'
 import { estimateBlockBytes, type PreparedChunk } from '../../store/cold.ts'
 import { encodeChunk, readChunkBlocks, type WriteOptions } from '../../store/cold/chunk-file.ts'
 
@@ -48,14 +47,14 @@ export class BatchBuilder {
 
   /** Parse and normalize one archive line into the batch. Throws LineError for a bad line. */
   add(text: string): LineResult {
-    let line
+    let r
     try {
-      line = toArchiveLine(parseJsonExact(text))
+      // throws only for the line itself (bad JSON, not an archive line); content problems are warnings
+      r = normalizeArchiveText(text, { includeVotes: this.opts.includeVotes })
     } catch (e) {
       throw new LineError(e instanceof Error ? e.message : String(e))
     }
-    const { block, warnings } = normalizeBlock(line, { includeVotes: this.opts.includeVotes })
-    return { warnings, full: this.push(block) }
+    return { warnings: r.warnings, full: this.push(r.block) }
   }
 
   get size(): number {

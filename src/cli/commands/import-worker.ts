@@ -5,7 +5,9 @@
  * Messages in: `start` (a new batch, optionally beginning with the blocks of the store's unsealed
  * tail files), `line` (one archive line of the open batch), `end` (encode the open batch now).
  * Out: `ack` per line (warnings, whether the line filled the batch: then the batch is encoded at
- * once), `chunk` (the encoded chunk file bytes, transferred), `error` (a line or the batch failed).
+ * once), `late` for a line of a batch already full (the main thread sent it ahead; it goes to the
+ * next batch), `chunk` (the encoded chunk file bytes, transferred), `error` (a line or the batch
+ * failed).
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { BatchBuilder, type BatchOptions, type LineResult } from './import-batch.ts'
@@ -17,6 +19,7 @@ export type ToWorker =
 
 export type FromWorker =
   | { t: 'ack'; id: number; seq: number; warnings: LineResult['warnings']; full: boolean }
+  | { t: 'late'; id: number; seq: number }
   | {
       t: 'chunk'
       id: number
@@ -53,7 +56,8 @@ if (port) {
       open = m.id
       builder.startWith(m.tail)
     } else if (m.t === 'line') {
-      if (m.id !== open) return // a line of a batch already closed: the main thread sends it again
+      // a line of a batch already full: the main thread sends it again to the next one
+      if (m.id !== open) return post({ t: 'late', id: m.id, seq: m.seq })
       let r
       try {
         r = builder.add(m.text)

@@ -9,10 +9,12 @@
  *   batch of the next run rewrites together with its new blocks.
  * - Parallel (`--workers N`, default the available cores up to 8): whole batches go to worker
  *   threads (import-worker.ts) that parse, normalize and encode them and transfer the chunk file's
- *   bytes back; this thread reads and gunzips the input, checks the order, sends the lines and
- *   writes the chunks and manifests in order. Batch ends depend only on the blocks, so the files
- *   are byte for byte those of `--workers 1` (everything in this thread). At most `workers + 1`
- *   batches are in hand at a time: the input is not read further ahead.
+ *   bytes back; this thread reads and gunzips the input, checks the order, sends the lines (a few
+ *   ahead of their acks, LINES_AHEAD) and writes the chunks and manifests in order, while the
+ *   workers parse one batch and encode others (their brotli frames compress on the thread pool,
+ *   frames.ts). Batch ends depend only on the blocks, so the files are byte for byte those of
+ *   `--workers 1` (everything in this thread). At most `workers + 1` batches are in hand at a
+ *   time: the input is not read further ahead.
  * - Resumable: blocks at or below the store's last block that it holds with the same hash are
  *   skipped (cheaply: slot and hash are read from the line's start before any parsing), so
  *   re-running the same command after an interruption (Ctrl-C, kill -9, power loss) continues
@@ -142,8 +144,11 @@ class Progress {
 interface Backend {
   /** open batch `id` (the next one), beginning with the blocks of these chunk files */
   start(id: number, tail: readonly string[]): Promise<void>
-  /** add a line to the open batch `id` (rejects with LineError for a bad line) */
-  line(id: number, seq: number, text: string): Promise<LineResult>
+  /**
+   * add a line to the open batch `id` (rejects with LineError for a bad line); null when the batch
+   * was full before the line came (a line sent ahead): it belongs to the next batch
+   */
+  line(id: number, seq: number, text: string): Promise<LineResult | null>
   /** close the open batch `id` before it is full */
   end(id: number): void
   /** the encoded chunk of a closed batch */
@@ -156,18 +161,22 @@ type EncodedBatch = PreparedChunk & { sealed: boolean }
 class InProcessBackend implements Backend {
   private readonly builder: BatchBuilder
   private readonly chunks = new Map<number, Promise<EncodedBatch>>()
+  private open = -1
   constructor(opts: BatchOptions) {
     this.builder = new BatchBuilder(opts)
   }
-  async start(_id: number, tail: readonly string[]): Promise<void> {
+  async start(id: number, tail: readonly string[]): Promise<void> {
+    this.open = id
     this.builder.startWith(tail)
   }
-  async line(id: number, _seq: number, text: string): Promise<LineResult> {
+  async line(id: number, _seq: number, text: string): Promise<LineResult | null> {
+    if (id !== this.open) return null
     const r = this.builder.add(text)
     if (r.full) this.end(id)
     return r
   }
   end(id: number): void {
+    this.open = -1
     const p = this.builder.encode() // takes the batch's blocks at once
     p.catch(() => undefined) // awaited (and reported) by chunk()
     this.chunks.set(id, p)
@@ -195,14 +204,15 @@ class Deferred<T> {
 /**
  * Batches in worker threads (import-worker.ts): each batch goes whole to one worker (the one with
  * the fewest batches in hand), which parses, normalizes and encodes it, and transfers the chunk
- * file's bytes back. Lines are sent one at a time (the next after the previous one's ack), so the
- * main thread knows where a batch ends before it sends the next line. A worker that fails (an
- * exception, out of memory, exit) fails every pending and later call.
+ * file's bytes back. Lines are sent a few ahead of their acks (LINES_AHEAD): the worker answers
+ * `late` for those that came after the line that filled the batch, and the main thread, which
+ * learns where the batch ended from that line's ack, sends them again to the next batch. A worker
+ * that fails (an exception, out of memory, exit) fails every pending and later call.
  */
 class WorkerBackend implements Backend {
   private readonly workers: { w: Worker; batches: number }[] = []
   private readonly owner = new Map<number, number>()
-  private readonly acks = new Map<number, Deferred<LineResult>>()
+  private readonly acks = new Map<number, Deferred<LineResult | null>>()
   private readonly chunks = new Map<number, Deferred<EncodedBatch>>()
   private failure: Error | null = null
   private closing = false
@@ -230,6 +240,9 @@ class WorkerBackend implements Backend {
     if (m.t === 'ack') {
       this.acks.get(m.seq)?.resolve({ warnings: m.warnings, full: m.full })
       this.acks.delete(m.seq)
+    } else if (m.t === 'late') {
+      this.acks.get(m.seq)?.resolve(null)
+      this.acks.delete(m.seq)
     } else if (m.t === 'chunk') {
       this.workers[i].batches--
       this.chunks.get(m.id)?.resolve({ ...m.chunk, bytes: m.data.byteLength, parts: [m.data], sealed: m.sealed })
@@ -253,9 +266,9 @@ class WorkerBackend implements Backend {
     this.post(id, { t: 'start', id, tail: [...tail] })
   }
 
-  line(id: number, seq: number, text: string): Promise<LineResult> {
+  line(id: number, seq: number, text: string): Promise<LineResult | null> {
     if (this.failure) return Promise.reject(this.failure)
-    const d = new Deferred<LineResult>()
+    const d = new Deferred<LineResult | null>()
     this.acks.set(seq, d)
     this.post(id, { t: 'line', id, seq, text })
     return d.promise
@@ -278,6 +291,12 @@ class WorkerBackend implements Backend {
     await Promise.all(this.workers.map((x) => x.w.terminate()))
   }
 }
+
+/**
+ * Lines sent to a worker before the first of them is acknowledged: the worker always has the next
+ * line at hand (no round trip per block); a few blocks' text in memory
+ */
+const LINES_AHEAD = 4
 
 /** Worker threads used by default: one per core the process may use, at most 8 (memory: a batch each). */
 export function defaultWorkers(): number {
@@ -351,10 +370,11 @@ export async function runImport(
     let seq = 0
     let normalized = 0
     let nextId = 0
-    /** the batch lines go to; its new blocks (not those of the tail) */
+    /** the batch lines go to; its new blocks acknowledged so far (not those of the tail) */
     let open: { id: number; first: number; last: number; count: number } | null = null
-    /** the line sent last, not acknowledged yet */
-    let sent: { ack: Promise<LineResult>; where: string } | null = null
+    /** lines sent to the open batch, not acknowledged yet, oldest first */
+    const sent: { ack: Promise<LineResult | null>; where: string; slot: number; text: string }[] = []
+    const ahead = workers > 1 ? LINES_AHEAD : 1
     let writer: Promise<void> = Promise.resolve()
     const closeBatch = (b: { id: number; first: number; last: number; count: number }) => {
       const chunk = backend!.chunk(b.id)
@@ -369,18 +389,29 @@ export async function runImport(
       writer.catch(() => undefined) // awaited below
       writes.push(writer)
     }
+    /** send a line to the open batch (opening the next one when none is) */
+    const send = async (slot: number, text: string, where: string) => {
+      if (!open) {
+        while (writes.length > workers) await writes.shift()
+        open = { id: nextId++, first: slot, last: slot, count: 0 }
+        await backend!.start(open.id, open.id === 0 ? tail : [])
+      }
+      sent.push({ ack: backend!.line(open.id, seq++, text), where, slot, text })
+    }
+    /** wait for the ack of the oldest line sent */
     const settle = async () => {
-      if (!sent) return
-      const { ack, where } = sent
-      sent = null
-      let r: LineResult
+      const { ack, where, slot } = sent.shift()!
+      let r: LineResult | null
       try {
         r = await ack
       } catch (e) {
         if (e instanceof LineError) throw new ImportError(`${where}: ${e.message}`)
         throw e
       }
+      if (r === null) throw new ImportError(`${where}: internal error: a line was refused by its batch`)
       normalized++
+      open!.last = slot
+      open!.count++
       for (const w of r.warnings) {
         if (res.warnings++ < maxWarnings) {
           log(
@@ -391,6 +422,11 @@ export async function runImport(
       if (r.full) {
         closeBatch(open!)
         open = null
+        // the lines sent after this one came late to that batch (its worker answers `late`, which
+        // nobody awaits): they open the next one
+        const again = sent.splice(0)
+        for (const x of again) x.ack.catch(() => undefined)
+        for (const x of again) await send(x.slot, x.text, x.where)
       }
     }
     outer: for (const file of files) {
@@ -441,23 +477,18 @@ export async function runImport(
           continue
         }
         if (missing.count) break outer
-        await settle()
-        if (!open) {
-          while (writes.length > workers) await writes.shift()
-          open = { id: nextId++, first: slot, last: slot, count: 0 }
-          await backend.start(open.id, open.id === 0 ? tail : [])
-        }
-        open.last = slot
-        open.count++
-        sent = { ack: backend.line(open.id, seq++, text), where }
+        while (sent.length >= ahead) await settle()
+        await send(slot, text, where)
         progress.update(chars, normalized, res.skipped)
       }
     }
     if (missing.count) throw new ImportError(missing.message(store.firstBlock()!, resumeAfter))
-    await settle()
-    if (open) {
-      backend.end(open.id)
-      closeBatch(open)
+    while (sent.length) await settle()
+    // (assigned by send and settle: not narrowed to null here)
+    const last = open as { id: number; first: number; last: number; count: number } | null
+    if (last) {
+      backend.end(last.id)
+      closeBatch(last)
     }
     for (const w of writes) await w
     progress.update(chars, res.imported, res.skipped, true)

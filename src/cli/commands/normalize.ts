@@ -6,10 +6,11 @@
 import type { Command } from 'commander'
 import { readFile, stat } from 'node:fs/promises'
 import { gunzipSync } from 'node:zlib'
-import { isArchiveFileName, readArchive, toArchiveLine } from '../../ingest/archive.ts'
+import { isArchiveFileName, readArchiveTexts, toArchiveLine } from '../../ingest/archive.ts'
 import type { Block, NormalizationWarning } from '../../model.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
 import { normalizeBlock } from '../../normalize/normalize.ts'
+import { normalizeArchiveText } from '../../normalize/text.ts'
 import type { ArchiveLine, RpcBlock } from '../../rpc/types.ts'
 
 export interface NormalizeCliOptions {
@@ -37,10 +38,11 @@ async function* linesOf(
   file: string,
   opts: NormalizeCliOptions,
   warn: (m: string) => void,
-): AsyncIterable<ArchiveLine> {
+): AsyncIterable<ArchiveLine | { text: string; where: string }> {
   const st = await stat(file)
   if (st.isDirectory() || isArchiveFileName(file)) {
-    yield* readArchive(file)
+    // archive lines are normalized from their text (one transaction parsed at a time)
+    yield* readArchiveTexts(file)
     return
   }
   let buf = await readFile(file)
@@ -90,7 +92,15 @@ export async function runNormalize(
   let warnings = 0
   for (const file of files) {
     for await (const line of linesOf(file, opts, warn)) {
-      const r = normalizeBlock(line, { includeVotes: opts.includeVotes === true })
+      const nopts = { includeVotes: opts.includeVotes === true }
+      let r
+      if ('text' in line) {
+        try {
+          r = normalizeArchiveText(line.text, nopts)
+        } catch (e) {
+          throw new Error(`${line.where}: ${e instanceof Error ? e.message : String(e)}`)
+        }
+      } else r = normalizeBlock(line, nopts)
       for (const w of r.warnings) warn(formatWarning(w))
       warnings += r.warnings.length
       await write(blockToJson(r.block) + '\n')

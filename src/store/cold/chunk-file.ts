@@ -24,7 +24,7 @@ import { RECORD_KINDS } from '../../model.ts'
 import { BLOOM_SCHEMES, bloomHas, buildBloom } from './bloom.ts'
 import { align8 } from './offsets.ts'
 import { decodeColumn, encodeColumn, type Decoded, type Enc, type Encoded } from './encode.ts'
-import { compressFrames, unframe } from './frames.ts'
+import { compressFrames, framing, unframe, type Framed } from './frames.ts'
 
 export const MAGIC = Buffer.from('SPCOLD01', 'latin1')
 export const END_MAGIC = Buffer.from('SPCOLDZZ', 'latin1')
@@ -146,11 +146,10 @@ export interface WrittenChunk {
  * Fences of a value-ordered dictionary (format 4): for each frame of its text part, the first
  * code whose token starts in that frame and its value, so a lookup searches one frame's codes.
  */
-function fences(enc: Encoded, fr: readonly number[][]): [number, string][] {
-  const pText = enc.e === 'list' ? 1 : 0
+function fences(enc: Encoded, textLog: number): [number, string][] {
   const toff = enc.parts[enc.e === 'list' ? 4 : 3]
   const off = new Uint32Array(toff.buffer, toff.byteOffset, toff.byteLength / 4)
-  const size = 2 ** fr[pText][0]
+  const size = 2 ** textLog
   const out: [number, string][] = []
   let last = -1
   for (let c = 0; c + 1 < off.length; c++) {
@@ -251,19 +250,26 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
     }
   }
 
+  /**
+   * format 4: blobs whose frames are being compressed (frames.ts, on the thread pool), in file
+   * order; their places (o) and frame tables are filled in once all columns are encoded
+   */
+  const framed: { meta: ColMeta; f: Promise<Framed> }[] = []
+
   const emit = (enc: Encoded, t: FieldType): ColMeta => {
     const p = enc.parts.map((x) => x.byteLength)
     if (version >= 4) {
       const f = compressFrames(enc.e, enc.parts, opts.frameLog)
-      const meta: ColMeta = { e: enc.e, t, o: pos, l: f.bytes, p, c: crc32Of(f.stored), fr: f.fr, fc: f.fc }
+      f.catch(() => undefined) // awaited (and reported) below
+      const meta: ColMeta = { e: enc.e, t, o: 0, l: 0, p, c: 0, fr: [], fc: [] }
       if (enc.w) meta.w = enc.w
       if (enc.v) meta.v = enc.v
       if (enc.x) meta.x = enc.x
       if (enc.s) {
         meta.s = enc.s
-        meta.fx = fences(enc, f.fr)
+        meta.fx = fences(enc, opts.frameLog ?? framing(enc.e, enc.e === 'list' ? 1 : 0).log)
       }
-      store(f.stored)
+      framed.push({ meta, f })
       return meta
     }
     let raw: Uint8Array
@@ -353,6 +359,16 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
     offsets[blocks.length] = rows.length
     const off = emit({ e: 'u32', parts: [new Uint8Array(offsets.buffer)] }, 'u32')
     kinds[kind] = { rows: rows.length, off, cols: await encodeTable(columnsOf(kind), rows, kind) }
+  }
+
+  for (const { meta, f: pending } of framed) {
+    const f = await pending
+    meta.o = pos
+    meta.l = f.bytes
+    meta.c = crc32Of(f.stored)
+    meta.fr = f.fr
+    meta.fc = f.fc
+    store(f.stored)
   }
 
   // prune section

@@ -23,6 +23,7 @@ import {
 import { framesOf } from './frames.ts'
 import type { ByteLru } from './lru.ts'
 import { Parts, RawColumn } from './raw.ts'
+import type { JsonTokens } from '../../query/bytes.ts'
 
 /** the columns a reader expects of each kind (default: the catalogue's) */
 export type ColumnsOf = (kind: RecordKind) => readonly FieldDef[]
@@ -285,6 +286,12 @@ class DiskTable implements Table {
     return this.chunk.raw(m, this.rowCount).candidates(op, lo, hi)
   }
 
+  tokens(field: string, bigintsAsNumbers: boolean): JsonTokens | null {
+    const m = this.entry(field)
+    if (m === null || (m.x !== 1 && m.e !== 'addr' && m.e !== 'u64' && m.e !== 'i64')) return null
+    return this.chunk.raw(m, this.rowCount).tokens(bigintsAsNumbers)
+  }
+
   rowView(field: string, reads: number): ArrayLike<unknown> | null {
     const m = this.entry(field)
     const c = this.chunk
@@ -346,6 +353,7 @@ class PrefixChunk implements Chunk {
         match: (field: string, op: MatchOp, r: Int32Array, n: number) => base.match!(field, op, r, n),
         candidates: (field: string, op: MatchOp, lo: number, hi: number) => base.candidates!(field, op, lo, hi),
         rowView: (field: string, reads: number) => base.rowView!(field, reads),
+        tokens: (field: string, bigintsAsNumbers: boolean) => base.tokens!(field, bigintsAsNumbers),
       }
       this.tables.set(kind, t)
     }

@@ -94,6 +94,7 @@ function encodeStrings(
   json: boolean,
   withIndex: boolean,
   sortDicts: boolean,
+  ascii = false,
 ): Encoded {
   const n = values.length
   const index = new Map<string, number>()
@@ -138,18 +139,17 @@ function encodeStrings(
       const text = `[${texts!.map((t) => (t === null ? 'null' : t)).join(',')}]`
       return { e: 'jplain', parts: [utf8(text)], distinct: dict }
     }
-    const toks = new Array<string>(n)
-    for (let i = 0; i < n; i++) toks[i] = JSON.stringify((values[i] as string | null | undefined) ?? null)
-    if (!withIndex) return { e: 'plain', parts: [utf8(`[${toks.join(',')}]`)], distinct: dict }
+    const [text, off] = jsonArray(values as ArrayLike<string | null | undefined>, ascii)
+    if (!withIndex) return { e: 'plain', parts: [text], distinct: dict }
     // format 2: + the byte offset of every row's JSON token (row access without parsing the text)
-    return { e: 'plain', parts: [utf8(`[${toks.join(',')}]`), u8(tokenOffsets(toks))], x: 1, distinct: dict }
+    return { e: 'plain', parts: [text, u8(off)], x: 1, distinct: dict }
   }
   if (json) return { e: 'jdict', parts: [utf8(`[${dict.join(',')}]`), packCodes(codes, w)], w, distinct: dict }
   if (!withIndex) return { e: 'dict', parts: [utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
   if (sortDicts) {
     // format 4: the dictionary in value order, so code order is value order (no sorted codes part)
-    const sorted = sortDict(dict, codes)
-    const [dictText, , toff] = indexedDict(sorted)
+    const sorted = sortDict(dict, codes, index)
+    const [dictText, , toff] = indexedDict(sorted, true, ascii)
     return {
       e: 'dict',
       parts: [dictText, packCodes(codes, w), EMPTY, u8(toff)],
@@ -159,7 +159,7 @@ function encodeStrings(
       distinct: sorted,
     }
   }
-  const [dictText, sorted, toff] = indexedDict(dict)
+  const [dictText, sorted, toff] = indexedDict(dict, false, ascii)
   return { e: 'dict', parts: [dictText, packCodes(codes, w), u8(sorted), u8(toff)], w, x: 1, distinct: dict }
 }
 
@@ -172,48 +172,84 @@ function byValue(a: string, b: string): number {
 
 /**
  * The dictionary in value order; `codes` (indexes into `dict`, values >= dict.length untouched:
- * null) are rewritten in place to index the returned one.
+ * null) are rewritten in place to index the returned one; `index` maps each value to its code.
  */
-function sortDict(dict: readonly string[], codes: Uint32Array): string[] {
-  const order = new Uint32Array(dict.length)
-  for (let i = 0; i < order.length; i++) order[i] = i
-  order.sort((a, b) => byValue(dict[a], dict[b]))
+function sortDict(dict: readonly string[], codes: Uint32Array, index: ReadonlyMap<string, number>): string[] {
+  // the default sort of strings is byValue's order, without a call per comparison
+  const out = dict.slice().sort()
   const rank = new Uint32Array(dict.length)
-  const out = new Array<string>(dict.length)
-  for (let r = 0; r < order.length; r++) {
-    rank[order[r]] = r
-    out[r] = dict[order[r]]
-  }
+  for (let r = 0; r < out.length; r++) rank[index.get(out[r])!] = r
   for (let i = 0; i < codes.length; i++) if (codes[i] < dict.length) codes[i] = rank[codes[i]]
   return out
 }
 
 /**
- * Byte offsets of the JSON tokens of `toks` in `[tok0,tok1,...]` (UTF-8): n + 1 entries, token k
- * spans [off[k], off[k + 1] - 1) (each token is followed by one byte, `,` or `]`).
+ * The JSON array of `values` (strings; null or undefined as null) as UTF-8, and the byte offsets
+ * of its tokens in it: n + 1 entries, token k spans [off[k], off[k + 1] - 1) (each token is
+ * followed by one byte, `,` or `]`). `ascii`: the strings are safeAscii (catalogue.ts: proven at
+ * ingest to need no escaping), so each token is the string between quotes, one byte a character
+ * (no token strings built: the same bytes as JSON.stringify, without its garbage).
  */
-function tokenOffsets(toks: readonly string[]): Uint32Array {
-  const off = new Uint32Array(toks.length + 1)
+function jsonArray(values: ArrayLike<string | null | undefined>, ascii: boolean): [Uint8Array, Uint32Array] {
+  const n = values.length
+  const off = new Uint32Array(n + 1)
   let pos = 1
-  for (let k = 0; k < toks.length; k++) {
+  if (ascii) {
+    let nulls = 0
+    for (let k = 0; k < n; k++) {
+      off[k] = pos
+      const v = values[k]
+      if (v === null || v === undefined) {
+        nulls++
+        pos += 5
+      } else pos += v.length + 3
+    }
+    off[n] = pos
+    if (n === 0) return [utf8('[]'), off]
+    if (nulls === 0) return [Buffer.from(`["${(values as readonly string[]).join('","')}"]`, 'latin1'), off]
+    const out = Buffer.allocUnsafe(pos)
+    out[0] = 0x5b // [
+    for (let k = 0; k < n; k++) {
+      const v = values[k]
+      let p = off[k]
+      if (v === null || v === undefined) p += out.write('null', p, 'latin1')
+      else {
+        out[p++] = 0x22 // "
+        p += out.write(v, p, 'latin1')
+        out[p++] = 0x22
+      }
+      out[p] = k + 1 < n ? 0x2c : 0x5d // , or ]
+    }
+    return [out, off]
+  }
+  const toks = new Array<string>(n)
+  for (let k = 0; k < n; k++) {
+    toks[k] = JSON.stringify(values[k] ?? null)
     off[k] = pos
     pos += Buffer.byteLength(toks[k], 'utf8') + 1
   }
-  off[toks.length] = pos
-  return off
+  off[n] = pos
+  return [utf8(`[${toks.join(',')}]`), off]
 }
 
 /**
  * A string dictionary as JSON text (in code order) + its codes sorted by value (JS string order)
  * + the byte offsets of its tokens: a value's code is found by binary search over a few tokens,
- * without parsing the whole dictionary.
+ * without parsing the whole dictionary. `inOrder`: the dictionary is in value order already (the
+ * sorted codes are then left empty); `ascii`: its values are safeAscii (`jsonArray`).
  */
-function indexedDict(dict: readonly string[]): [Uint8Array, Uint32Array, Uint32Array] {
-  const toks = dict.map((d) => JSON.stringify(d))
-  const sorted = new Uint32Array(dict.length)
-  for (let i = 0; i < sorted.length; i++) sorted[i] = i
-  sorted.sort((a, b) => byValue(dict[a], dict[b]))
-  return [utf8(`[${toks.join(',')}]`), sorted, tokenOffsets(toks)]
+function indexedDict(
+  dict: readonly string[],
+  inOrder: boolean,
+  ascii: boolean,
+): [Uint8Array, Uint32Array, Uint32Array] {
+  const sorted = new Uint32Array(inOrder ? 0 : dict.length)
+  if (!inOrder) {
+    for (let i = 0; i < sorted.length; i++) sorted[i] = i
+    sorted.sort((a, b) => byValue(dict[a], dict[b]))
+  }
+  const [text, off] = jsonArray(dict, ascii)
+  return [text, sorted, off]
 }
 
 /**
@@ -276,7 +312,7 @@ export function encodeColumn(
     }
     case 'safeAscii':
     case 'string':
-      return encodeStrings(name, values, false, withIndex, sortDicts)
+      return encodeStrings(name, values, false, withIndex, sortDicts, type === 'safeAscii')
     case 'json':
       return encodeStrings(name, values, true, false, false)
     case 'address': {
@@ -330,8 +366,8 @@ export function encodeColumn(
       const w = widthFor(dict.length)
       if (!withIndex)
         return { e: 'list', parts: [u8(offsets), utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
-      const values2 = sortDicts ? sortDict(dict, codes) : dict
-      const [dictText, sorted, toff] = indexedDict(values2)
+      const values2 = sortDicts ? sortDict(dict, codes, index) : dict
+      const [dictText, sorted, toff] = indexedDict(values2, sortDicts, true)
       const parts = [u8(offsets), dictText, packCodes(codes, w), sortDicts ? EMPTY : u8(sorted), u8(toff)]
       const longest = longestList(offsets)
       if (positions && longest <= 0xffff) {

@@ -21,6 +21,25 @@ import { codesOf, view32 } from './encode.ts'
 import { CorruptChunkError, CRC_PAGE } from './chunk-file.ts'
 import { inflateFrame, type Frames } from './frames.ts'
 import { align8, pageOf } from './offsets.ts'
+import type { JsonTokens, LineBuf } from '../../query/bytes.ts'
+
+const NULL = Buffer.from('null')
+
+/** a list column as JSON arrays: row i holds elements [off[i], off[i + 1]), each written by `element` */
+function listTokens(off: Uint32Array, element: (k: number, out: LineBuf) => void): JsonTokens {
+  return {
+    write: (i, out) => {
+      const a = off[i]
+      const e = off[i + 1]
+      out.byte(0x5b)
+      for (let k = a; k < e; k++) {
+        if (k > a) out.byte(0x2c)
+        element(k, out)
+      }
+      out.byte(0x5d)
+    },
+  }
+}
 
 /**
  * n rows read by index (`view[i]`, `length`), each built by `make(i)` on its first read and kept
@@ -798,6 +817,67 @@ export class RawColumn {
       // a Map entry + the value (strings: about a byte per character; arrays: a pointer per element)
       P.account(48 + (typeof v === 'string' ? v.length : Array.isArray(v) ? 16 + 8 * v.length : 16))
       return v
+    }
+  }
+
+  /**
+   * Rows rendered straight from the stored JSON tokens (string dictionaries, plain strings, lists
+   * of strings with the format 2 index parts); null for other columns. The parts are read whole.
+   */
+  tokens(bigintsAsNumbers: boolean): JsonTokens | null {
+    const P = this.parts
+    if (this.e === 'u64' || this.e === 'i64') {
+      // from the stored 64-bit integers: digits without a BigInt below 2^53 (u64), 2^32 (i64)
+      const p = P.part(0)
+      const w32 = view32(p)
+      const n = this.n
+      const big =
+        this.e === 'u64' ? new BigUint64Array(p.buffer, p.byteOffset, n) : new BigInt64Array(p.buffer, p.byteOffset, n)
+      const small = this.e === 'u64' ? 0x200000 : 1
+      const valid = this.v ? P.part(1) : null
+      const q = !bigintsAsNumbers
+      return {
+        write: (i, out) => {
+          if (valid !== null && valid[i] === 0) return out.raw(NULL)
+          if (q) out.byte(0x22)
+          const hi = w32[2 * i + 1]
+          if (hi < small) out.uint(hi * 4294967296 + w32[2 * i])
+          else out.str('' + big[i])
+          if (q) out.byte(0x22)
+        },
+      }
+    }
+    if (this.e === 'addr') {
+      // instruction addresses: lists of small integers
+      const el = codesOf(P.part(1), this.width)
+      return listTokens(view32(P.part(0)), (k, out) => out.uint(el[k]))
+    }
+    if (!this.x) return null
+    const text = P.part(this.pText)
+    const toff = view32(P.part(this.pToff))
+    switch (this.e) {
+      case 'plain':
+        return { write: (i, out) => out.copy(text, toff[i], toff[i + 1] - 1) }
+      case 'dict': {
+        const codes = codesOf(P.part(this.pCodes), this.width)
+        const size = this.dictSize
+        return {
+          write: (i, out) => {
+            const c = codes[i]
+            if (c === size) out.raw(NULL)
+            else out.copy(text, toff[c], toff[c + 1] - 1)
+          },
+        }
+      }
+      case 'list': {
+        const codes = codesOf(P.part(this.pCodes), this.width)
+        return listTokens(view32(P.part(this.pOff)), (k, out) => {
+          const c = codes[k]
+          out.copy(text, toff[c], toff[c + 1] - 1)
+        })
+      }
+      default:
+        return null
     }
   }
 

@@ -1,0 +1,176 @@
+/**
+ * `normalizeArchiveText` (text in, records out, one transaction parsed at a time) must give exactly
+ * what `normalizeBlock(toArchiveLine(parseJsonExact(text)))` gives, and throw what it throws.
+ */
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { gunzipSync } from 'node:zlib'
+import fc from 'fast-check'
+import { normalizeBlock, type NormalizeResult } from '../src/normalize/normalize.ts'
+import { normalizeArchiveText } from '../src/normalize/text.ts'
+import { parseJsonExact, stringifyExact } from '../src/rpc/json.ts'
+import { toArchiveLine } from '../src/rpc/line.ts'
+import { parseElement, splitTransactions } from '../src/rpc/split.ts'
+import { DATA, wholeBlock } from './fixtures/normalize/blocks.ts'
+import { CB, PA, PB, consumed, invoke, log, success, synthBlock } from './fixtures/normalize/synth.ts'
+
+function plain(text: string, includeVotes = false): NormalizeResult | { error: string } {
+  try {
+    return normalizeBlock(toArchiveLine(parseJsonExact(text)), { includeVotes })
+  } catch (e) {
+    return { error: `${(e as Error).name}: ${(e as Error).message}` }
+  }
+}
+
+function viaText(text: string, includeVotes = false): NormalizeResult | { error: string } {
+  try {
+    return normalizeArchiveText(text, { includeVotes })
+  } catch (e) {
+    return { error: `${(e as Error).name}: ${(e as Error).message}` }
+  }
+}
+
+function same(text: string, what: string): void {
+  for (const includeVotes of [false, true]) {
+    assert.deepStrictEqual(
+      viaText(text, includeVotes),
+      plain(text, includeVotes),
+      `${what} (includeVotes ${includeVotes})`,
+    )
+  }
+}
+
+const mainnetText = (): string =>
+  gunzipSync(readFileSync(join(DATA, 'blocks/254170887.jsonl.gz')))
+    .toString('utf8')
+    .trim()
+
+test('the whole mainnet block (votes, big balances, v0 transactions): same records and warnings', () => {
+  const text = mainnetText()
+  const split = splitTransactions(text, ['block'])
+  assert.ok(split, 'the mainnet block splits')
+  assert.equal(split.spans.length / 2, wholeBlock().block.transactions!.length)
+  // balances above 2^53 in it are found as big integers, outside strings
+  assert.ok(split.bigInts.some((b) => b !== null && b.length > 0))
+  same(text, 'mainnet block')
+})
+
+test('the bundled litesvm sample and compact / pretty-printed re-serializations: same result', () => {
+  const sample = gunzipSync(readFileSync(join(DATA, '../sample/litesvm.jsonl.gz')))
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+  assert.ok(sample.length > 10)
+  for (const t of sample.slice(0, 20)) same(t, 'sample line')
+  const line = wholeBlock()
+  same(stringifyExact(line), 'compact')
+  const pretty = JSON.stringify(JSON.parse(stringifyExact(line)), null, 2)
+  assert.ok(splitTransactions(pretty, ['block']))
+  same(pretty, 'pretty-printed')
+})
+
+/** one synthetic block with a few transactions, as text */
+function synthText(): string {
+  const line = synthBlock([
+    {
+      top: [{ p: PA, data: '3Bxs4NPCZMKNg6oy' }],
+      logs: [invoke(PA, 1), log('12345678901234567890, "x": 98765432109876543210]'), consumed(PA, 100), success(PA)],
+      sig: 'Sa',
+    },
+    {
+      top: [
+        { p: CB, data: 'JC3gyu' },
+        { p: PB, data: '2' },
+      ],
+      logs: [invoke(CB, 1), success(CB), invoke(PB, 1), success(PB)],
+      sig: 'Sb',
+    },
+  ])
+  const text = stringifyExact(line)
+  // balances above 2^53 (exact only as strings) on the first transaction
+  return text
+    .replace('"preBalances":[10,', '"preBalances":[18446744073709551615,')
+    .replace('"postBalances":[5,', '"postBalances":[18446744073709551614,')
+}
+
+test('big integers: outside strings quoted exactly, inside log text untouched', () => {
+  const text = synthText()
+  const r = viaText(text) as NormalizeResult
+  assert.ok(!('error' in r))
+  const b = r.block.balances.find((x) => x.pre === 18446744073709551615n)
+  assert.ok(b, 'the u64 balance is exact')
+  assert.equal(b.post, 18446744073709551614n)
+  assert.ok(r.block.logs.some((l) => l.message.includes('12345678901234567890, "x": 98765432109876543210]')))
+  same(text, 'synthetic')
+})
+
+test('shapes the split does not follow fall back to the plain path (same result or same error)', () => {
+  const text = synthText()
+  const cases: [string, string][] = [
+    ['escaped key', text.replace('"transactions":', '"transactio\\u006es":')],
+    ['repeated transactions key', text.replace('"transactions":', '"transactions":[],"transactions":')],
+    ['repeated block key', text.replace('"block":', '"block":{},"block":')],
+    ['transactions not a list', text.replace(/"transactions":\[.*\],"rewards"/, '"transactions":7,"rewards"')],
+    ['a number among transactions', text.replace('"transactions":[', '"transactions":[12345678901234567890,')],
+    ['a null transaction', text.replace('"transactions":[', '"transactions":[null,')],
+    ['invalid JSON inside a transaction', text.replace('"accountKeys":[', '"accountKeys":[,')],
+    ['invalid JSON in the header', text.replace('"blockhash":', '"blockhash"')],
+    ['trailing garbage', text + ' x'],
+    [
+      'bad slot and a broken transaction',
+      text.replace('"slot":', '"slot":-').replace('"accountKeys":[', '"accountKeys":[,'),
+    ],
+    ['bad slot', text.replace(/"slot":\d+/, '"slot":"x"')],
+    ['not an object', '[' + text + ']'],
+    ['truncated', text.slice(0, text.length - 100)],
+    ['unterminated string', text.slice(0, text.indexOf('"accountKeys"') + 5)],
+  ]
+  for (const [what, t] of cases) same(t, what)
+  const errored = cases.map(([, t]) => viaText(t)).filter((r) => 'error' in r)
+  assert.ok(errored.length >= 6, 'the broken texts throw')
+  assert.equal(splitTransactions(cases[1][1], ['block']), null)
+})
+
+test('random values anywhere in the block: same result as the plain path (property)', () => {
+  const base = JSON.parse(stringifyExact(wholeBlock())) as { block: { transactions: Record<string, unknown>[] } }
+  base.block.transactions = base.block.transactions.slice(150, 170)
+  const ws = fc.constantFrom('', ' ', '\n', '\t ')
+  fc.assert(
+    fc.property(
+      fc.jsonValue(),
+      fc.nat(19),
+      fc.string(),
+      ws,
+      fc.bigInt({ min: 0n, max: 2n ** 64n }),
+      (v, k, key, w, big) => {
+        const copy = JSON.parse(JSON.stringify(base)) as typeof base
+        copy.block.transactions[k][key] = v
+        ;(copy.block as Record<string, unknown>)[key] = v
+        let text = JSON.stringify(copy).replaceAll(',"', ',' + w + '"')
+        text = text.replace('"fee":', `"fee":${w}${big}${w},"fee2":`)
+        same(text, 'random')
+      },
+    ),
+    { numRuns: 60 },
+  )
+})
+
+test('splitTransactions: each element parses to what the whole parse has there', () => {
+  const text = synthText()
+  const split = splitTransactions(text, ['block'])
+  assert.ok(split)
+  const whole = parseJsonExact(text) as { block: { transactions: unknown[] } }
+  const n = split.spans.length / 2
+  assert.equal(n, whole.block.transactions.length)
+  for (let i = 0; i < n; i++) assert.deepStrictEqual(parseElement(text, split, i), whole.block.transactions[i])
+  assert.deepStrictEqual(parseJsonExact(split.skeleton), { ...whole, block: { ...whole.block, transactions: [] } })
+  // a bare getBlock result and a JSON-RPC answer split the same way
+  const bare = stringifyExact(whole.block)
+  assert.equal(splitTransactions(bare, [])?.spans.length, split.spans.length)
+  assert.equal(
+    splitTransactions(`{"jsonrpc":"2.0","result":${bare},"id":1}`, ['result'])?.spans.length,
+    split.spans.length,
+  )
+})
