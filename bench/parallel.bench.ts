@@ -17,7 +17,7 @@ import zlib from 'node:zlib'
 import { REPO_ROOT } from '../src/ingest/sample.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer } from '../src/server/http.ts'
-import { RenderPool, workerCacheBytes } from '../src/server/render-pool.ts'
+import { RenderPool } from '../src/server/render-pool.ts'
 import { openDatasetDir } from '../src/store/dataset-dir.ts'
 import { allFields, everyField, TOKEN } from './support.ts'
 
@@ -136,8 +136,9 @@ export async function run(): Promise<string> {
       },
     },
   ]
-  // the in-thread server's cache (openDatasetDir's default, 192 MiB) shared among the workers, as serve does
-  const pool = new RenderPool({ threads: THREADS, cacheBytes: workerCacheBytes(CACHE_MB * 2 ** 20, THREADS) })
+  // each worker: the in-thread server's cache (openDatasetDir's default, 192 MiB) over the workers
+  // (96 MiB each for 2: the 60-block Token query's columns fit, no run decodes them again)
+  const pool = new RenderPool({ threads: THREADS, cacheBytes: Math.floor((CACHE_MB * 2 ** 20) / THREADS) })
   const limits = { responseTimeMs: 3_600_000, responseBytes: 2 ** 40 }
   const datasets = () =>
     new DatasetRegistry([{ name: 'd', aliases: [], store, realTime: false, coldDir: store.cold.dir }])
