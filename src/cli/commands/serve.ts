@@ -41,6 +41,7 @@ export interface ServeOptions {
   rpcMaxBodyMb?: string
   rpcStallMs?: string
   rpcDamagedAttempts?: string
+  ingestThreads?: string
   bigintsAsNumbers?: boolean
   includeVotes?: boolean
   responseTimeMs: string
@@ -71,6 +72,7 @@ interface ServeSettings {
   rpcMaxBodyBytes: number
   rpcStallMs: number
   rpcDamagedAttempts: number
+  ingestThreads: number
   responseTimeMs: number
   responseBytes: number
   headWaitMs: number
@@ -138,6 +140,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
       1024,
     rpcStallMs: intOption('rpc-stall-ms', opts.rpcStallMs ?? String(DEFAULT_STALL_TIMEOUT_MS), 1),
     rpcDamagedAttempts: intOption('rpc-damaged-attempts', opts.rpcDamagedAttempts ?? '5', 1, 1000),
+    ingestThreads: intOption('ingest-threads', opts.ingestThreads ?? '0', 0, 64),
     responseTimeMs: intOption('response-time-ms', opts.responseTimeMs, 1),
     responseBytes: intOption('response-bytes', opts.responseBytes, 1),
     headWaitMs: intOption('head-wait-ms', opts.headWaitMs),
@@ -182,6 +185,11 @@ export function register(program: Command): void {
       '--rpc-max-body-mb <n>',
       'largest node answer read, MiB (a bigger one is abandoned while reading and fetched again)',
       String(DEFAULT_MAX_RESPONSE_BYTES / 1024 / 1024),
+    )
+    .option(
+      '--ingest-threads <n>',
+      "--rpc, --demo: worker threads that parse and normalize the node's blocks (0: the main thread)",
+      '0',
     )
     .option(
       '--rpc-damaged-attempts <n>',
@@ -373,7 +381,12 @@ async function loadDatasets(
     const ingestLog = messageLogger(log.child({ component: 'ingest' }))
     let ds: Awaited<ReturnType<typeof rt.createRealtimeDataset>>
     if (opts.demo) {
-      ds = await rt.createDemoDataset({ logger: ingestLog, dataDir: opts.dataDir, onFatal })
+      ds = await rt.createDemoDataset({
+        logger: ingestLog,
+        dataDir: opts.dataDir,
+        onFatal,
+        normalizeThreads: cfg.ingestThreads,
+      })
       log.info(`demo: fake Solana node at ${(ds as Awaited<ReturnType<typeof rt.createDemoDataset>>).node.url}`)
     } else {
       const { DiskColdStore } = await import('../../store/cold.ts')
@@ -391,6 +404,7 @@ async function loadDatasets(
         normalizeOptions: { includeVotes: opts.includeVotes },
         rpc: { maxResponseBytes: cfg.rpcMaxBodyBytes, stallTimeoutMs: cfg.rpcStallMs },
         malformedAttempts: cfg.rpcDamagedAttempts,
+        normalizeThreads: cfg.ingestThreads,
         onFatal,
         logger: ingestLog,
       })
