@@ -19,7 +19,6 @@
  * Segment sizes adapt to the query: the first segments are a few slots (the first bytes go out
  * soon), the next ones aim at `segmentBytes` of output from the bytes per slot seen so far.
  */
-import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import type { QueryLimits } from '../query/index.ts'
 
@@ -37,13 +36,15 @@ export interface RenderPoolOptions {
 }
 
 /**
- * Worker threads by default: one core left to the main thread (HTTP, ordering, gzip's threadpool),
- * at most 8; none below 4 cores: on 2 cores the workers only compete with the main thread for the
- * same CPU (bench/parallel.bench.ts measured 0.5-0.9x of the in-thread MB/s there).
+ * Worker threads by default: none. The pool is opt-in (`serve --render-threads N`) until its memory
+ * is bounded: with 2 threads, 8 concurrent wide streams reached 3.6 GB RSS (array buffers of
+ * transferred segments held by the main thread), against 0.7 GB without the pool; and on 2 cores
+ * the workers only compete with the main thread for the same CPU (bench/parallel.bench.ts measured
+ * 0.5-0.9x of the in-thread MB/s there). On a machine with idle cores, the cores less one (at most
+ * 8) is the setting to measure.
  */
 export function defaultRenderThreads(): number {
-  const n = availableParallelism()
-  return n < 4 ? 0 : Math.min(8, n - 1)
+  return 0
 }
 
 /**

@@ -251,7 +251,7 @@ export function register(program: Command): void {
     .option('--s3-poll-ms <ms>', '--dataset-dir s3://...: how often new chunks are looked for (default 5000)')
     .option(
       '--render-threads <n>',
-      'worker threads rendering finalized ranges of stream responses (0 = render in the main thread; default: the cores less one, at most 8, none below 4 cores)',
+      'worker threads rendering finalized ranges of stream responses (default 0 = render in the main thread; opt-in: memory under many wide streams is not bounded yet)',
     )
     .option('--quiet', 'log errors only')
     .action(async (opts: ServeOptions) => {
