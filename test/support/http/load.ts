@@ -161,31 +161,65 @@ export async function mixedLoad(o: MixedLoadOptions): Promise<MixedLoadResult> {
   for (let i = 0; i < o.clients.slow; i++) loop({ bytesPerSecond: 100 * 1024 })
   for (let i = 0; i < o.clients.disconnect; i++) loop({ dropAfterFirst: true })
   const stalled = Array.from({ length: o.clients.never }, () => neverReader(o.port, `${o.dataset}/stream`, body, false))
-  // the small query, timed, from an address of its own
+  // the small query, timed, from an address of its own and from a process of its own: timed in
+  // this process, it would also measure this process's event loop, as busy with the 200 clients
+  // as the server is
   const probes: number[] = []
-  const probe = (async () => {
-    await new Promise((r) => setTimeout(r, Math.min(2_000, o.durationMs / 4)))
-    while (Date.now() < end) {
-      const t0 = performance.now()
-      const r = await postFrom(
-        streamUrl,
-        { fromBlock: o.probeBlock, toBlock: o.probeBlock, fields: { block: { number: true } } },
-        { localAddress: '127.0.0.254' },
-      )
-      if (r.status !== 200) throw new Error(`small query: status ${r.status}`)
-      probes.push(performance.now() - t0)
-      await new Promise((r) => setTimeout(r, 250))
-    }
-  })()
+  const probe = smallQueries(streamUrl, o.probeBlock, Math.min(2_000, o.durationMs / 4), end)
   const cut = setTimeout(() => {
     for (const r of open) r.destroy()
   }, o.durationMs)
   try {
-    await Promise.all([...loops, probe])
+    await Promise.all(loops)
+    probes.push(...(await probe))
   } finally {
     clearTimeout(cut)
     clearInterval(sampler)
     for (const s of stalled) s.close()
   }
   return { peakRss, probes, statuses, completed, received }
+}
+
+/** the client of `smallQueries`: one POST at a time, its latency in ms a line on stdout */
+const PROBE_CLIENT = `
+import http from 'node:http'
+const [url, block, delayMs, end] = process.argv.slice(1)
+const body = JSON.stringify({ type: 'solana', fromBlock: +block, toBlock: +block, fields: { block: { number: true } } })
+const post = () => new Promise((resolve, reject) => {
+  const req = http.request(url, { method: 'POST', agent: false, localAddress: '127.0.0.254', headers: { 'Content-Type': 'application/json' } }, (res) => {
+    res.resume()
+    res.on('end', () => resolve(res.statusCode))
+    res.on('error', reject)
+  })
+  req.on('error', reject)
+  req.end(body)
+})
+await new Promise((r) => setTimeout(r, +delayMs))
+while (Date.now() < +end) {
+  const t0 = performance.now()
+  const status = await post()
+  if (status !== 200) throw new Error('small query: status ' + status)
+  console.log(performance.now() - t0)
+  await new Promise((r) => setTimeout(r, 250))
+}
+`
+
+/** small queries for one block, made by a child process until `end` (epoch ms): their latencies */
+function smallQueries(url: string, block: number, delayMs: number, end: number): Promise<number[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ['--input-type=module', '-e', PROBE_CLIENT, url, String(block), String(delayMs), String(end)],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    )
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (d: Buffer) => (out += d))
+    child.stderr.on('data', (d: Buffer) => (err += d))
+    child.on('error', reject)
+    child.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`small-query client exited with ${code}: ${err}`))
+      resolve(out.split('\n').filter(Boolean).map(Number))
+    })
+  })
 }
