@@ -205,8 +205,10 @@ export async function run(): Promise<string> {
     if (!existsSync(gArchive)) {
       // deterministic: kept in STORAGE_WORK for the next run
       log(`generating ${BLOCKS} blocks of ~${TXS} transactions`)
-      await writeArchive(`${gArchive}.tmp`, { blocks: BLOCKS, txsPerBlock: TXS, gzipLevel: 6 })
-      renameSync(`${gArchive}.tmp`, gArchive)
+      // (the temporary name ends in .gz too: writeArchive gzips by the name)
+      const tmp = gArchive.replace(/\.gz$/, '.tmp.gz')
+      await writeArchive(tmp, { blocks: BLOCKS, txsPerBlock: TXS, gzipLevel: 6 })
+      renameSync(tmp, gArchive)
     }
     rows.push(await measure(`generated (${BLOCKS} blocks, ~${TXS} tx each)`, gArchive, work, statSync(gArchive).size))
     const out = [

@@ -9,9 +9,10 @@
  * Measured per block: node answer → hot store (the ingester's `onStored`: from the last byte of
  * the getBlock answer read to the hot store having the block), node block → hot store, and node
  * block → client line (the node's production time to each client reading the block's line; both
- * wall clocks of one machine), p50/p99, with 1 and 100 clients. The baseline, in the same run and
- * back to back with it: `normalizeThreads: 0`, the earlier path where the main thread parses and
- * normalizes every answer between the streams. Both fetch 4 blocks concurrently (the default).
+ * wall clocks of one machine), p50/p99, with 1 and 100 clients, for the default path (the main
+ * thread parses and normalizes every answer between the streams, `normalizeThreads: 0`) and, back
+ * to back in the same run, worker threads (`normalizeThreads: 1`). Both fetch 4 blocks
+ * concurrently (the default).
  *
  * `TAIL_BLOCKS` (default 30) blocks per row; `TAIL_TXS` (default 1500) transactions per block.
  */
@@ -27,9 +28,9 @@ import { PortalServer } from '../src/server/http.ts'
 
 const BLOCKS = Number(process.env.TAIL_BLOCKS ?? 30)
 const TXS = Number(process.env.TAIL_TXS ?? 1500)
-/** `TAIL_CLIENTS=1,100` and `TAIL_THREADS=1,0` (0: the baseline) choose the rows (the first row of the most clients is the figure bench/compare reads) */
+/** `TAIL_CLIENTS=1,100` and `TAIL_THREADS=0,1` (0: the default main-thread path) choose the rows (the first row of the most clients is the figure bench/compare reads) */
 const CLIENTS = (process.env.TAIL_CLIENTS ?? '1,100').split(',').map(Number)
-const THREADS = (process.env.TAIL_THREADS ?? '1,0').split(',').map(Number)
+const THREADS = (process.env.TAIL_THREADS ?? '0,1').split(',').map(Number)
 const INTERVAL_MS = 400
 const POLL_MS = 20
 const CHILD: ForkOptions = { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
@@ -63,6 +64,8 @@ interface Row {
   answerToStore: number[]
   blockToStore: number[]
   blockToClient: number[]
+  /** share of the time the main thread (ingest applying blocks + the server) was busy */
+  busy: number
 }
 
 async function measure(archive: string, threads: number, clients: number): Promise<Row> {
@@ -97,6 +100,7 @@ async function measure(archive: string, threads: number, clients: number): Promi
   await new Promise((r) => setTimeout(r, 500))
 
   const producedAt = new Map<number, number>()
+  const elu0 = performance.eventLoopUtilization()
   for (let i = 0; i < BLOCKS; i++) {
     const t0 = performance.now()
     node.send({ t: 'produce' })
@@ -106,6 +110,7 @@ async function measure(archive: string, threads: number, clients: number): Promi
   }
   const last = Math.max(...producedAt.keys())
   await ds.store.waitFor(last, false, 30_000)
+  const busy = performance.eventLoopUtilization(elu0).utilization
   await new Promise((r) => setTimeout(r, 1000))
   followers.send({ t: 'stop' })
   const { seen } = await message<{ seen: [number, number][] }>(followers, 'done')
@@ -116,13 +121,14 @@ async function measure(archive: string, threads: number, clients: number): Promi
   rmSync(dir, { recursive: true, force: true })
 
   const row: Row = {
-    path: threads > 0 ? `worker thread (${threads})` : 'main thread (baseline)',
+    path: threads > 0 ? `worker threads (${threads})` : 'main thread (default)',
     clients,
     lines: 0,
     expected: producedAt.size * clients,
     answerToStore: [],
     blockToStore: [],
     blockToClient: [],
+    busy,
   }
   for (const [slot, at] of producedAt) {
     const s = stored.get(slot)
@@ -145,7 +151,7 @@ export async function run(): Promise<string> {
   const archive = join(dir, 'blocks.jsonl.gz')
   const gen = await writeArchive(archive, { blocks: 4, txsPerBlock: TXS, seed: 7 })
   const rows: Row[] = []
-  // the current path and the baseline back to back for each client count
+  // the default path and the worker threads back to back for each client count
   for (const clients of CLIENTS) for (const threads of THREADS) rows.push(await measure(archive, threads, clients))
   rmSync(dir, { recursive: true, force: true })
   const load1 = loadavg()
@@ -157,17 +163,17 @@ export async function run(): Promise<string> {
     '',
     `Blocks of ~${TXS} transactions (${gen.txs} in the ${gen.blocks} generated templates, ${Math.round((gen.bytes / gen.blocks / 1e6) * 10) / 10} MB of JSON each), one every ${INTERVAL_MS} ms, ${BLOCKS} per row; ingest poll ${POLL_MS} ms, 4 getBlock requests in flight. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} at start, ${load1.map((x) => x.toFixed(1)).join(' ')} at end.`,
     '',
-    '| parse + normalize | clients | lines received / expected | answer → store p50 ms | answer → store p99 ms | block → store p50 ms | block → store p99 ms | client p50 ms | client p99 ms |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| parse + normalize | clients | lines received / expected | answer → store p50 ms | answer → store p99 ms | block → store p50 ms | block → store p99 ms | client p50 ms | client p99 ms | main thread busy |',
+    '|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| ${r.path} | ${r.clients} | ${r.lines}/${r.expected} | ${pp(r.answerToStore)} | ${pp(r.blockToStore)} | ${pp(r.blockToClient)} |`,
+        `| ${r.path} | ${r.clients} | ${r.lines}/${r.expected} | ${pp(r.answerToStore)} | ${pp(r.blockToStore)} | ${pp(r.blockToClient)} | ${(r.busy * 100).toFixed(0)} % |`,
     ),
     '',
-    'answer → store: from the last byte of the node’s getBlock answer read to the block in the hot store; block → store and client: from the node producing the block (it includes the poll interval and the node assembling its answer) to the hot store having it and to each client reading its line.',
+    'answer → store: from the last byte of the node’s getBlock answer read to the block in the hot store; block → store and client: from the node producing the block (it includes the poll interval and the node assembling its answer) to the hot store having it and to each client reading its line. Main thread busy: its event loop utilization while the blocks were produced (ingest applying blocks, the server, and on the main-thread path parse + normalize).',
     '',
     rows.length === 4
-      ? `Client p99, baseline ÷ worker: ${ratio(rows[1], rows[0])}× with 1 client, ${ratio(rows[3], rows[2])}× with 100.`
+      ? `Client p99, main thread ÷ worker: ${ratio(rows[0], rows[1])}× with 1 client, ${ratio(rows[2], rows[3])}× with 100.`
       : '',
   ].join('\n')
 }

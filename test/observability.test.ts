@@ -16,6 +16,7 @@ import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
 import { createLogger } from '../src/log.ts'
 import { postJson, request } from './support/http/client.ts'
 import { serveOptions } from './support/serve-options.ts'
+import { defaultRenderThreads } from '../src/server/render-pool.ts'
 
 const options = serveOptions
 
@@ -240,7 +241,11 @@ test('/metrics follows the ingest lag behind a fake node; cold cache and block c
     assert.equal(sample(t, 'solportal_ingest_lag_seconds', ds), 0)
     const blocks0 = sample(t, 'solportal_ingest_blocks_total', ds)!
     assert.ok(blocks0 >= 1)
-    assert.equal(sample(t, 'solportal_cold_cache_max_bytes', ds), 192 * 1024 * 1024)
+    // --cache-mb (192) is split evenly between the main thread's store and the render threads'
+    assert.equal(
+      sample(t, 'solportal_cold_cache_max_bytes', ds),
+      Math.floor((192 * 1024 * 1024) / (defaultRenderThreads() + 1)),
+    )
     assert.ok(sample(t, 'solportal_cold_cache_hits_total', ds)! >= 0)
 
     // the node's new blocks cannot be fetched ("not available yet"): the lag grows

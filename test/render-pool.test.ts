@@ -208,3 +208,25 @@ test('the pool never renders more than its read-ahead beyond what the socket too
   req.destroy()
   await until(() => pool.activeStreams === 0 && pool.pendingSegments === 0, 'the stream to end')
 })
+
+test('when every worker has died, streams render in the main thread', async () => {
+  const pool = newPool({ threads: 1 })
+  const plain = await start(null)
+  const pooled = await start(pool)
+  const first = blocks[0].header.number
+  const body = everything(first, first + 30)
+  const expected = (await post(plain + 'd/stream', body)).text
+  assert.equal((await post(pooled + 'd/stream', body)).text, expected)
+  assert.ok(pool.stats.segments > 0)
+  await until(() => pool.pendingSegments === 0, 'the segments to finish')
+  const [worker] = pool.threadHandles
+  const exited = new Promise((resolve) => worker.once('exit', resolve))
+  await worker.terminate()
+  await exited
+  assert.equal(pool.enabled, false)
+  const segments = pool.stats.segments
+  const after = await post(pooled + 'd/stream', body)
+  assert.equal(after.status, 200)
+  assert.equal(after.text, expected)
+  assert.equal(pool.stats.segments, segments)
+})

@@ -18,7 +18,7 @@ import { join } from 'node:path'
 import { defaultLogger } from '../log.ts'
 import type { Block, NormalizationWarning } from '../model.ts'
 import { normalizeIntact, type NormalizeFn } from './block-decode.ts'
-import { BlockWorkerPool, defaultDecodeThreads } from './block-workers.ts'
+import { BlockWorkerPool } from './block-workers.ts'
 import {
   describeCall,
   RpcSource,
@@ -484,9 +484,10 @@ export interface RealtimeDatasetOptions {
   normalize?: NormalizeFn
   normalizeOptions?: { includeVotes?: boolean }
   /**
-   * worker threads that parse and normalize the node's block answers (default: the cores beside
-   * the main thread, 1..4); 0 = in the main thread, between the streams (the earlier, slower
-   * path). A custom `normalize` always runs in the main thread.
+   * worker threads that parse and normalize the node's block answers (default 0: in the main
+   * thread, between the streams). Workers leave the main thread ~1/3 busy instead of ~9/10 with
+   * mainnet-sized blocks, but on the shared 2-core box they measured slower from answer to store
+   * (bench/results/tail.md), so they are opt-in. A custom `normalize` always runs in the main thread.
    */
   normalizeThreads?: number
   /** skip fsync in the hot store (tests only) */
@@ -525,7 +526,7 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
       `the cold store ends at ${hot.coldBehind.coldLast?.number ?? 'nothing'} but blocks up to ${hot.coldBehind.anchor.number} were finalized into it earlier (not durable?): the cold store has a gap`,
     )
   }
-  const threads = opts.normalize ? 0 : (opts.normalizeThreads ?? defaultDecodeThreads())
+  const threads = opts.normalize ? 0 : (opts.normalizeThreads ?? 0)
   const pool = threads > 0 ? new BlockWorkerPool({ threads, normalize: opts.normalizeOptions }) : null
   const userOnRetry = opts.rpc?.onRetry
   const source = new RpcSource({
@@ -592,6 +593,8 @@ export interface DemoDatasetOptions {
   cold?: ColdStore
   logger?: RealtimeLogger
   onFatal?: (err: Error) => void
+  /** see RealtimeDatasetOptions */
+  normalizeThreads?: number
 }
 
 export async function createDemoDataset(
@@ -621,6 +624,7 @@ export async function createDemoDataset(
     pollIntervalMs: 100,
     logger: opts.logger,
     onFatal: opts.onFatal,
+    normalizeThreads: opts.normalizeThreads,
   })
   return {
     ...ds,

@@ -27,9 +27,15 @@ export class LineBuf {
 
   /** constant bytes (pre-encoded keys and punctuation) */
   raw(k: Uint8Array): void {
-    this.ensure(k.length)
-    this.buf.set(k, this.pos)
-    this.pos += k.length
+    const n = k.length
+    if (this.pos + n > this.buf.length) this.ensure(n)
+    if (n < 32) {
+      // short constants (keys): a loop costs less than the call into set()
+      const d = this.buf
+      let p = this.pos
+      for (let i = 0; i < n; i++) d[p++] = k[i]
+    } else this.buf.set(k, this.pos)
+    this.pos += n
   }
 
   byte(c: number): void {

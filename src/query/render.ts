@@ -194,6 +194,8 @@ export type ByteWriterFactory = (columns: readonly (ArrayLike<unknown> | JsonTok
 
 const BYTE_WRITERS = new Map<string, ByteWriterFactory>()
 const NULL_BYTES = Buffer.from('null')
+const TRUE_BYTES = Buffer.from('true')
+const FALSE_BYTES = Buffer.from('false')
 
 /**
  * Compile (once per selection and set of token columns) a writer of records as bytes: keys and
@@ -257,6 +259,12 @@ function compileBytes(
       body.push(`o.uint(${v});`)
       continue
     }
+    if (type === 'bool') {
+      flush()
+      const val = `o.raw(${v} ? TRUE : FALSE);`
+      body.push(nullable ? `if (${v} === null || ${v} === undefined) o.raw(NUL); else ${val}` : val)
+      continue
+    }
     if (!nullable && (type === 'safeAscii' || ((type === 'u64' || type === 'i64') && !bigintsAsNumbers))) {
       text += '"'
       flush()
@@ -271,11 +279,13 @@ function compileBytes(
   text += '}'
   flush()
   const src = `${lines.join('\n')}\nreturn function (i, o) {\n${body.join('\n')}\n}`
-  const make = new Function('h', 'K', 'NUL', 'cols', src) as (
+  const make = new Function('h', 'K', 'NUL', 'TRUE', 'FALSE', 'cols', src) as (
     h: typeof helpers,
     K: readonly Uint8Array[],
     nul: Uint8Array,
+    yes: Uint8Array,
+    no: Uint8Array,
     cols: readonly (ArrayLike<unknown> | JsonTokens)[],
   ) => ByteRowWriter
-  return (cols) => make(helpers, consts, NULL_BYTES, cols)
+  return (cols) => make(helpers, consts, NULL_BYTES, TRUE_BYTES, FALSE_BYTES, cols)
 }

@@ -525,7 +525,10 @@ export class PortalServer {
                   // function's suspended frames (which keep `b` while the stream waits for its next
                   // turn) do not hold a block's JSON (MBs) per waiting stream
                   if ('data' in b) b.data = NO_BYTES
-                  else b.line = ''
+                  else {
+                    b.line = ''
+                    b.bytes = undefined
+                  }
                 }
               }
             } finally {

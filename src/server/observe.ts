@@ -160,17 +160,18 @@ export class Observer {
           : 400
     const reason =
       status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'
-    // a reset connection, or one already being answered, gets nothing more
-    const answer = code !== 'ECONNRESET' && !socket.destroyed && !(socket as { _httpMessage?: unknown })._httpMessage
-    if (answer) socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
-    else socket.destroy()
+    // as Node's own handler: an answer only if nothing was written on the connection yet, then the
+    // connection is closed
+    const answer = code !== 'ECONNRESET' && socket.writable && (socket as { bytesWritten?: number }).bytesWritten === 0
+    if (answer) socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+    socket.destroy()
     if (code === 'ECONNRESET') return
     this.metrics?.observeRequest({ endpoint: 'unparsed', dataset: '', status, bytes: 0, seconds: 0 })
     this.logger.info(
       {
         status: answer ? status : undefined,
         error: code,
-        // the first bytes the parser refused, as text (JSON escapes what is not printable)
+        // the first bytes the parser refused, as printable ASCII (other bytes as \\xHH)
         raw: err.rawPacket ? printable(err.rawPacket.subarray(0, 200)) : undefined,
         client: (socket as { remoteAddress?: string }).remoteAddress,
       },

@@ -19,7 +19,6 @@
  * Segment sizes adapt to the query: the first segments are a few slots (the first bytes go out
  * soon), the next ones aim at `segmentBytes` of output from the bytes per slot seen so far.
  */
-import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import type { QueryLimits } from '../query/index.ts'
 
@@ -36,15 +35,24 @@ export interface RenderPoolOptions {
   minSlots?: number
 }
 
-/** worker threads by default: the available cores, at most 8 (none on a single core) */
+/**
+ * Worker threads by default: none. The pool is opt-in (`serve --render-threads N`) until its memory
+ * is bounded: with 2 threads, 8 concurrent wide streams reached 3.6 GB RSS (array buffers of
+ * transferred segments held by the main thread), against 0.7 GB without the pool; and on 2 cores
+ * the workers only compete with the main thread for the same CPU (bench/parallel.bench.ts measured
+ * 0.5-0.9x of the in-thread MB/s there). On a machine with idle cores, the cores less one (at most
+ * 8) is the setting to measure.
+ */
 export function defaultRenderThreads(): number {
-  const n = availableParallelism()
-  return n < 2 ? 0 : Math.min(8, n)
+  return 0
 }
 
-/** each worker's cold cache: `totalBytes` shared among the workers, 64 MiB at least */
+/**
+ * The cold cache of each thread that opens a dataset (the main thread and every worker): the one
+ * budget `totalBytes` (serve --cache-mb) split evenly, 1 MiB at least
+ */
 export function workerCacheBytes(totalBytes: number, threads: number): number {
-  return Math.max(64 * 1024 * 1024, Math.floor(totalBytes / Math.max(1, threads)))
+  return Math.max(1024 * 1024, Math.floor(totalBytes / (Math.max(0, threads) + 1)))
 }
 
 /** What the response loop takes from a pooled range: an engine block with its line as bytes. */
@@ -141,8 +149,14 @@ export class RenderPool {
     this.minSlots = opts.minSlots ?? 8
   }
 
+  /** false when off, closed, or every worker has died (streams then render in the main thread) */
   get enabled(): boolean {
-    return this.threads > 0 && !this.closed
+    return this.threads > 0 && !this.closed && !(this.workers !== null && this.workers.every((w) => w.failed))
+  }
+
+  /** the worker threads started so far */
+  get threadHandles(): readonly Worker[] {
+    return (this.workers ?? []).map((w) => w.worker)
   }
 
   /** streams using the pool now */

@@ -41,6 +41,7 @@ export interface ServeOptions {
   rpcMaxBodyMb?: string
   rpcStallMs?: string
   rpcDamagedAttempts?: string
+  ingestThreads?: string
   bigintsAsNumbers?: boolean
   includeVotes?: boolean
   responseTimeMs: string
@@ -71,6 +72,7 @@ interface ServeSettings {
   rpcMaxBodyBytes: number
   rpcStallMs: number
   rpcDamagedAttempts: number
+  ingestThreads: number
   responseTimeMs: number
   responseBytes: number
   headWaitMs: number
@@ -83,6 +85,11 @@ interface ServeSettings {
   streamBufferBytes: number
   rateLimit: number
   cacheBytes: number
+  /**
+   * the cache of each thread's cold stores: --cache-mb is the total over the main thread and the
+   * render threads (each opens the store and keeps a cache of its own), split evenly
+   */
+  threadCacheBytes: number
   cacheDiskBytes: number
   s3PollMs: number
   renderThreads: number
@@ -123,7 +130,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
   if (opts.datasetDir && !s3) existingPath('dataset-dir', opts.datasetDir, 'dir')
   if (!s3 && (opts.cacheDir || opts.cacheDiskMb || opts.s3PollMs))
     throw new UsageError('--cache-dir, --cache-disk-mb and --s3-poll-ms apply only to --dataset-dir s3://...')
-  return {
+  const cfg = {
     port: portOption('port', opts.port),
     commitment: choiceOption('commitment', opts.commitment, ['confirmed', 'finalized'] as const),
     rpcConcurrency: intOption('rpc-concurrency', opts.rpcConcurrency, 1, 256),
@@ -133,6 +140,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
       1024,
     rpcStallMs: intOption('rpc-stall-ms', opts.rpcStallMs ?? String(DEFAULT_STALL_TIMEOUT_MS), 1),
     rpcDamagedAttempts: intOption('rpc-damaged-attempts', opts.rpcDamagedAttempts ?? '5', 1, 1000),
+    ingestThreads: intOption('ingest-threads', opts.ingestThreads ?? '0', 0, 64),
     responseTimeMs: intOption('response-time-ms', opts.responseTimeMs, 1),
     responseBytes: intOption('response-bytes', opts.responseBytes, 1),
     headWaitMs: intOption('head-wait-ms', opts.headWaitMs),
@@ -155,6 +163,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     s3PollMs: intOption('s3-poll-ms', opts.s3PollMs ?? '5000', 100),
     renderThreads: intOption('render-threads', opts.renderThreads ?? String(defaultRenderThreads()), 0, 256),
   }
+  return { ...cfg, threadCacheBytes: workerCacheBytes(cfg.cacheBytes, cfg.renderThreads) }
 }
 
 export function register(program: Command): void {
@@ -176,6 +185,11 @@ export function register(program: Command): void {
       '--rpc-max-body-mb <n>',
       'largest node answer read, MiB (a bigger one is abandoned while reading and fetched again)',
       String(DEFAULT_MAX_RESPONSE_BYTES / 1024 / 1024),
+    )
+    .option(
+      '--ingest-threads <n>',
+      "--rpc, --demo: worker threads that parse and normalize the node's blocks (0: the main thread)",
+      '0',
     )
     .option(
       '--rpc-damaged-attempts <n>',
@@ -229,7 +243,7 @@ export function register(program: Command): void {
     .option('--rate-limit <n>', 'requests per second per client address (0 = off)', '200')
     .option(
       '--cache-mb <n>',
-      'memory for cold-store columns, pages and filters read from disk (--dataset-dir, --rpc)',
+      'memory for cold-store columns, pages, filters and chunk footers read from disk (--dataset-dir, --rpc), in all: split evenly between the main thread and the render threads',
       '192',
     )
     .option('--cache-dir <dir>', '--dataset-dir s3://...: local cache of the fetched objects (default a temporary one)')
@@ -237,7 +251,7 @@ export function register(program: Command): void {
     .option('--s3-poll-ms <ms>', '--dataset-dir s3://...: how often new chunks are looked for (default 5000)')
     .option(
       '--render-threads <n>',
-      'worker threads rendering finalized ranges of stream responses (0 = render in the main thread; default the cores, at most 8)',
+      'worker threads rendering finalized ranges of stream responses (default 0 = render in the main thread; opt-in: memory under many wide streams is not bounded yet)',
     )
     .option('--quiet', 'log errors only')
     .action(async (opts: ServeOptions) => {
@@ -289,11 +303,9 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
   const announce = opts.quiet && log.level !== 'silent' ? log.child({}, { level: 'info' }) : log
   const metrics = new Metrics()
   // worker threads start with the first stream that uses them
-  // each worker keeps its own cache of what it reads: --cache-mb shared among them (64 MiB at least)
+  // each worker keeps its own cache of what it reads: --cache-mb split with the main thread's
   const renderPool =
-    cfg.renderThreads > 0
-      ? new RenderPool({ threads: cfg.renderThreads, cacheBytes: workerCacheBytes(cfg.cacheBytes, cfg.renderThreads) })
-      : null
+    cfg.renderThreads > 0 ? new RenderPool({ threads: cfg.renderThreads, cacheBytes: cfg.threadCacheBytes }) : null
   const server = new PortalServer({
     renderPool,
     limits: {
@@ -369,13 +381,18 @@ async function loadDatasets(
     const ingestLog = messageLogger(log.child({ component: 'ingest' }))
     let ds: Awaited<ReturnType<typeof rt.createRealtimeDataset>>
     if (opts.demo) {
-      ds = await rt.createDemoDataset({ logger: ingestLog, dataDir: opts.dataDir, onFatal })
+      ds = await rt.createDemoDataset({
+        logger: ingestLog,
+        dataDir: opts.dataDir,
+        onFatal,
+        normalizeThreads: cfg.ingestThreads,
+      })
       log.info(`demo: fake Solana node at ${(ds as Awaited<ReturnType<typeof rt.createDemoDataset>>).node.url}`)
     } else {
       const { DiskColdStore } = await import('../../store/cold.ts')
       const { coldDir } = await import('../../store/dataset-dir.ts')
       const dataDir = opts.dataDir! // checked: --rpc needs --data-dir
-      const cold = await DiskColdStore.open(coldDir(dataDir), { cacheBytes: cfg.cacheBytes })
+      const cold = await DiskColdStore.open(coldDir(dataDir), { cacheBytes: cfg.threadCacheBytes })
       renderDir = cold.dir
       metrics.addColdCache('solana-mainnet', () => cold.cacheStats())
       ds = await rt.createRealtimeDataset({
@@ -387,6 +404,7 @@ async function loadDatasets(
         normalizeOptions: { includeVotes: opts.includeVotes },
         rpc: { maxResponseBytes: cfg.rpcMaxBodyBytes, stallTimeoutMs: cfg.rpcStallMs },
         malformedAttempts: cfg.rpcDamagedAttempts,
+        normalizeThreads: cfg.ingestThreads,
         onFatal,
         logger: ingestLog,
       })
@@ -421,7 +439,7 @@ async function loadDatasets(
         cacheDir: opts.cacheDir,
         cacheDiskBytes: cfg.cacheDiskBytes,
         pollMs: cfg.s3PollMs,
-        cacheBytes: cfg.cacheBytes,
+        cacheBytes: cfg.threadCacheBytes,
         log: (m) => s3log.warn(m),
       })
       store = replica.store
@@ -429,7 +447,7 @@ async function loadDatasets(
       onStop = () => replica.close()
     } else {
       const { openDatasetDir } = await import('../../store/dataset-dir.ts')
-      store = await openDatasetDir(opts.datasetDir, { cacheBytes: cfg.cacheBytes }).catch((e: Error) => {
+      store = await openDatasetDir(opts.datasetDir, { cacheBytes: cfg.threadCacheBytes }).catch((e: Error) => {
         throw new UsageError(`--dataset-dir ${opts.datasetDir}: ${e.message}`)
       })
       onStop = () => store.close()
@@ -445,7 +463,7 @@ async function loadDatasets(
     const { openArchiveDataset } = await import('./serve-archive.ts')
     const ds = await openArchiveDataset(opts.archive, {
       includeVotes: opts.includeVotes,
-      cacheBytes: cfg.cacheBytes,
+      cacheBytes: cfg.threadCacheBytes,
       signal,
       log,
     })

@@ -20,10 +20,11 @@
  * everywhere, 7.67 MB this way, 7.91 MB at 5 everywhere; compression CPU -30%). Decoding costs
  * the same.
  *
- * Frames are compressed on libuv's thread pool (`brotliCompress`), a few at a time per thread
+ * Frames are compressed on libuv's thread pool (`brotliCompress`), one or two at a time per thread
  * (COMPRESS_AHEAD), so a chunk's encoding goes on in JS while earlier columns compress; the bytes
  * are those of the synchronous call.
  */
+import { isMainThread } from 'node:worker_threads'
 import { brotliCompress, brotliDecompressSync, constants, crc32 } from 'node:zlib'
 import type { Enc } from './encode.ts'
 import { align8 } from './offsets.ts'
@@ -146,8 +147,12 @@ export interface Framed {
   fc: number[]
 }
 
-/** frames being compressed on the thread pool by this thread, at most COMPRESS_AHEAD */
-const COMPRESS_AHEAD = 2
+/**
+ * frames being compressed on the thread pool by this thread, at most COMPRESS_AHEAD: two on the
+ * main thread, one in a worker thread (import workers share the process's pool of 4 threads with
+ * each other and with the main thread's gunzip and file writes, which must not wait behind them)
+ */
+const COMPRESS_AHEAD = isMainThread ? 2 : 1
 let compressing = 0
 const waiting: (() => void)[] = []
 
