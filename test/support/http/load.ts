@@ -6,7 +6,8 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import http from 'node:http'
-import { everything, neverReader, postFrom } from './hostile.ts'
+import { fileURLToPath } from 'node:url'
+import { everything, neverReader } from './hostile.ts'
 
 export interface Serving {
   child: ChildProcess
@@ -164,52 +165,28 @@ export async function mixedLoad(o: MixedLoadOptions): Promise<MixedLoadResult> {
   // the small query, timed, from an address of its own and from a process of its own: timed in
   // this process, it would also measure this process's event loop, as busy with the 200 clients
   // as the server is
-  const probes: number[] = []
   const probe = smallQueries(streamUrl, o.probeBlock, Math.min(2_000, o.durationMs / 4), end)
   const cut = setTimeout(() => {
     for (const r of open) r.destroy()
   }, o.durationMs)
   try {
-    await Promise.all(loops)
-    probes.push(...(await probe))
+    await Promise.all([...loops, probe])
   } finally {
     clearTimeout(cut)
     clearInterval(sampler)
     for (const s of stalled) s.close()
   }
-  return { peakRss, probes, statuses, completed, received }
+  return { peakRss, probes: await probe, statuses, completed, received }
 }
 
-/** the client of `smallQueries`: one POST at a time, its latency in ms a line on stdout */
-const PROBE_CLIENT = `
-import http from 'node:http'
-const [url, block, delayMs, end] = process.argv.slice(1)
-const body = JSON.stringify({ type: 'solana', fromBlock: +block, toBlock: +block, fields: { block: { number: true } } })
-const post = () => new Promise((resolve, reject) => {
-  const req = http.request(url, { method: 'POST', agent: false, localAddress: '127.0.0.254', headers: { 'Content-Type': 'application/json' } }, (res) => {
-    res.resume()
-    res.on('end', () => resolve(res.statusCode))
-    res.on('error', reject)
-  })
-  req.on('error', reject)
-  req.end(body)
-})
-await new Promise((r) => setTimeout(r, +delayMs))
-while (Date.now() < +end) {
-  const t0 = performance.now()
-  const status = await post()
-  if (status !== 200) throw new Error('small query: status ' + status)
-  console.log(performance.now() - t0)
-  await new Promise((r) => setTimeout(r, 250))
-}
-`
+const SMALL_QUERIES_CHILD = fileURLToPath(new URL('./small-queries-child.ts', import.meta.url))
 
-/** small queries for one block, made by a child process until `end` (epoch ms): their latencies */
+/** small queries for one block, made by a child process (small-queries-child.ts) until `end` (epoch ms): their latencies */
 function smallQueries(url: string, block: number, delayMs: number, end: number): Promise<number[]> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      ['--input-type=module', '-e', PROBE_CLIENT, url, String(block), String(delayMs), String(end)],
+      ['--import', 'tsx', SMALL_QUERIES_CHILD, url, String(block), String(delayMs), String(end)],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     )
     let out = ''
