@@ -19,7 +19,7 @@ import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer } from '../src/server/http.ts'
 import { RenderPool } from '../src/server/render-pool.ts'
 import { openDatasetDir } from '../src/store/dataset-dir.ts'
-import { allFields, everyField, TOKEN } from './support.ts'
+import { allFields, everything, TOKEN } from './support.ts'
 
 const BLOCKS = Number(process.env.PARALLEL_BLOCKS ?? 150)
 const TXS = Number(process.env.PARALLEL_TXS ?? 1000)
@@ -122,18 +122,7 @@ export async function run(): Promise<string> {
     },
     {
       name: `everything, all fields (${Math.min(nums.length, FULL_BLOCKS)} blocks)`,
-      body: {
-        type: 'solana',
-        fromBlock: from,
-        toBlock: fullTo,
-        fields: everyField(),
-        transactions: [{}],
-        instructions: [{}],
-        logs: [{}],
-        balances: [{}],
-        tokenBalances: [{}],
-        rewards: [{}],
-      },
+      body: everything(from, fullTo),
     },
   ]
   // each worker: the in-thread server's cache (openDatasetDir's default, 192 MiB) over the workers

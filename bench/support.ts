@@ -14,6 +14,22 @@ export function everyField(): Record<string, Record<string, true>> {
   return Object.fromEntries(SELECTOR_NAMES.map((s) => [s, allFields(s)]))
 }
 
+/** every field of every selector, every row of every kind, over [fromBlock, toBlock] */
+export function everything(fromBlock: number, toBlock?: number): Record<string, unknown> {
+  return {
+    type: 'solana',
+    fromBlock,
+    ...(toBlock != null ? { toBlock } : {}),
+    fields: everyField(),
+    transactions: [{}],
+    instructions: [{}],
+    logs: [{}],
+    balances: [{}],
+    tokenBalances: [{}],
+    rewards: [{}],
+  }
+}
+
 export const WHIRLPOOL = 'whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc'
 export const SWAP_D8 = '0xf8c69e91e17587c8'
 export const TOKEN = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA'
@@ -121,19 +137,7 @@ export function comparisonQueries(
     },
     {
       name: `Q5 everything, all fields, first ${p.fullBlocks.toLocaleString('en-US')} blocks`,
-      body: {
-        type: 'solana',
-        fromBlock: from,
-        toBlock: p.fullTo,
-        includeAllBlocks: true,
-        fields: everyField(),
-        transactions: [{}],
-        instructions: [{}],
-        logs: [{}],
-        balances: [{}],
-        tokenBalances: [{}],
-        rewards: [{}],
-      },
+      body: { ...everything(from, p.fullTo), includeAllBlocks: true },
     },
   ]
 }

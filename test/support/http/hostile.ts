@@ -4,23 +4,9 @@
  */
 import http from 'node:http'
 import net from 'node:net'
-import { everyField } from '../../../bench/support.ts'
+import { everything } from '../../../bench/support.ts'
 
-/** every field of every selector, every row of every kind, over [fromBlock, toBlock] */
-export function everything(fromBlock: number, toBlock?: number): Record<string, unknown> {
-  return {
-    type: 'solana',
-    fromBlock,
-    ...(toBlock != null ? { toBlock } : {}),
-    fields: everyField(),
-    transactions: [{}],
-    instructions: [{}],
-    logs: [{}],
-    balances: [{}],
-    tokenBalances: [{}],
-    rewards: [{}],
-  }
-}
+export { everything }
 
 /** Send raw bytes, collect everything until the server closes (or `ms` pass): the raw answer. */
 export function rawExchange(port: number, data: string | Buffer, ms = 5_000): Promise<string> {
