@@ -248,6 +248,43 @@ test('a client that never reads is cut after the write timeout and frees its slo
   }
 })
 
+test(
+  'clients that never read fill the stream buffer budget: a point query still answers from the reserve',
+  { timeout: 60_000 },
+  async () => {
+    const blocks = bigBlocks(48, 1024 * 1024)
+    const budget = 256 * 1024
+    const { url, port, server } = await start(new StaticStore(blocks), {
+      streamBufferBytes: budget,
+      writeTimeoutMs: 0,
+      responseBytes: 1e9,
+      responseTimeMs: 120_000,
+    })
+    const stallers: { close: () => void }[] = []
+    try {
+      const q = { fromBlock: blocks[0].header.number, fields: { log: { message: true } }, logs: [{}] }
+      for (let i = 0; i < 4; i++) stallers.push(neverReader(port, '/datasets/d/stream', q))
+      // 1 MiB blocks pile up in sockets nobody reads: the budget is overfull, no response of the
+      // ordinary kind renders, and none of these is cut (no write timeout)
+      await until(() => server.bufferedBytes >= 2 * budget, 20_000, 'the budget to fill')
+      const mid = blocks[20].header.number
+      const r = await postJson(`${url}/datasets/d/stream`, {
+        fromBlock: mid,
+        toBlock: mid,
+        fields: { block: { number: true } },
+      })
+      assert.equal(r.status, 200)
+      assert.deepEqual(JSON.parse(r.text), { header: { number: mid } })
+      assert.equal(server.activeStreamCount, 4, 'the stalled responses are still open')
+      // bounded: twice the budget plus the reserve plus a block per rendering stream (2)
+      assert.ok(server.bufferedBytes <= 3 * budget + 2 * 1.5 * 1024 * 1024, `${server.bufferedBytes} bytes in flight`)
+    } finally {
+      for (const st of stallers) st.close()
+      await server.close()
+    }
+  },
+)
+
 test('a chunk failing its checksum: 500 before any line, a cut connection after lines', async () => {
   const blocks = generateBlocks({ seed: 21, count: 30, txPerBlock: 30 })
   const dir = tempDir()
