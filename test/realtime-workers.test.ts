@@ -6,9 +6,12 @@
  * through the workers stores exactly the normalized node blocks, as the main-thread path does.
  */
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { gunzipSync } from 'node:zlib'
 import { after, test } from 'node:test'
 import { decodeBlockAnswer } from '../src/ingest/block-decode.ts'
@@ -117,6 +120,28 @@ test('worker answers keep the envelope’s meaning: errors, null, damaged shapes
     await pool.close()
   }
   await assert.rejects(pool.decode(Buffer.from('{}'), 1), /closed/)
+})
+
+test('the worker threads start in a process whose entry point is inline code (node --input-type=module -e)', async () => {
+  // the bench harness runs benches so; a worker inheriting `--input-type` died at once, and the
+  // RPC client, taking that for damaged transport, asked again forever: no block reached the store
+  const url = pathToFileURL(join(import.meta.dirname, '..', 'src', 'ingest', 'block-workers.ts')).href
+  const code = `const { BlockWorkerPool } = await import(${JSON.stringify(url)})
+const pool = new BlockWorkerPool({ threads: 1 })
+const env = await pool.decode(Buffer.from('{"jsonrpc":"2.0","id":1,"result":null}'), 5)
+await pool.close()
+process.stdout.write(JSON.stringify(env))`
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    cwd: join(import.meta.dirname, '..'),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  let err = ''
+  child.stdout.on('data', (c: Buffer) => (out += c))
+  child.stderr.on('data', (c: Buffer) => (err += c))
+  const [status] = (await once(child, 'close')) as [number]
+  assert.equal(status, 0, err)
+  assert.deepEqual(JSON.parse(out), { result: null })
 })
 
 test('following a node through the worker threads stores the normalized node blocks, as the main thread does', async () => {

@@ -17,6 +17,7 @@ import { Worker } from 'node:worker_threads'
 import type { DecodedEnvelope, NormalizeOptions } from './block-decode.ts'
 import type { FromBlockWorker, ToBlockWorker } from './block-worker.ts'
 import type { BlockDecoder } from './rpc.ts'
+import { workerExecArgv } from '../util/worker-argv.ts'
 
 interface Pending {
   resolve: (env: DecodedEnvelope) => void
@@ -52,7 +53,10 @@ export class BlockWorkerPool implements BlockDecoder {
   }
 
   private spawn(): Slot {
-    const w = new Worker(new URL('./block-worker.mjs', import.meta.url), { workerData: this.normalize })
+    const w = new Worker(new URL('./block-worker.mjs', import.meta.url), {
+      workerData: this.normalize,
+      execArgv: workerExecArgv(),
+    })
     const slot: Slot = { w, pending: new Map(), dead: false }
     const fail = (err: Error) => {
       if (slot.dead) return
