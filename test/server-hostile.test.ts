@@ -23,7 +23,7 @@ import { StaticStore } from '../src/store/static.ts'
 import type { BlockStore } from '../src/store/types.ts'
 import { generateBlocks } from './support/cold/gen.ts'
 import { tempDir, writeStore } from './support/cold/util.ts'
-import { postJson, request } from './support/http/client.ts'
+import { lines, postJson, request } from './support/http/client.ts'
 import { everything, neverReader, postFrom, rawExchange, slowUpload, statusOf, until } from './support/http/hostile.ts'
 import { GENESIS, mkChain } from './support/realtime/blocks.ts'
 
@@ -284,6 +284,56 @@ test(
     }
   },
 )
+
+test('a flood of point queries does not starve a big stream', { timeout: 120_000 }, async () => {
+  const blocks = bigBlocks(48, 256 * 1024)
+  const { url, server } = await start(new StaticStore(blocks), { responseBytes: 1e9, responseTimeMs: 120_000 })
+  try {
+    // 16 clients asking for one block each, one request after another, until the big stream ends:
+    // point queries go first (smallest response first, a reserve of their own), yet the big
+    // stream must get every block while they keep coming
+    let bigDone = false
+    let answered = 0
+    const flood = async (i: number) => {
+      for (let k = i; !bigDone; k += 16) {
+        const n = blocks[k % blocks.length].header.number
+        const r = await postJson(`${url}/datasets/d/stream`, {
+          fromBlock: n,
+          toBlock: n,
+          fields: { block: { number: true } },
+        })
+        assert.equal(r.status, 200)
+        assert.deepEqual(JSON.parse(r.text), { header: { number: n } })
+        answered++
+      }
+    }
+    const floods = Array.from({ length: 16 }, (_, i) => flood(i))
+    await until(() => answered >= 32, 30_000, 'the point queries to flow')
+    const before = answered
+    const big = await postJson(`${url}/datasets/d/stream`, {
+      fromBlock: blocks[0].header.number,
+      fields: { block: { number: true }, log: { message: true } },
+      logs: [{}],
+    })
+    const during = answered - before
+    bigDone = true
+    await Promise.all(floods)
+    assert.equal(big.status, 200)
+    const got = lines(big) as { header: { number: number }; logs: unknown[] }[]
+    assert.deepEqual(
+      got.map((b) => b.header.number),
+      blocks.map((b) => b.header.number),
+    )
+    assert.ok(
+      got.every((b) => b.logs.length === 1),
+      'every block with its log',
+    )
+    assert.ok(during >= 16, `${during} point queries answered while the big stream ran`)
+    assert.equal(server.bufferedBytes, 0)
+  } finally {
+    await server.close()
+  }
+})
 
 test('a chunk failing its checksum: 500 before any line, a cut connection after lines', async () => {
   const blocks = generateBlocks({ seed: 21, count: 30, txPerBlock: 30 })
