@@ -15,7 +15,8 @@
  * (`normalizeThreads: 0`, the baseline). Both fetch 4 blocks concurrently (the default).
  *
  * `TAIL_BLOCKS` (default 30) blocks per row; `TAIL_TXS` (default 1500) transactions per block;
- * `TAIL_COLD=disk` finalizes into a DiskColdStore (as `serve --rpc --data-dir` does) and
+ * `TAIL_COLD=disk` finalizes into a disk cold store written by a thread of its own (as `serve --rpc
+ * --data-dir` does) and
  * `TAIL_FINALITY_LAG` (default 32) sets how far the node's finality lags (with the default no
  * block of a 30-block row is finalized: the rows measure the hot path only).
  */
@@ -27,7 +28,7 @@ import { join } from 'node:path'
 import { writeArchive } from '../src/ingest/generate.ts'
 import { defaultDecodeThreads } from '../src/ingest/block-workers.ts'
 import { createRealtimeDataset, silentLogger, type StoredBlock } from '../src/ingest/realtime.ts'
-import { DiskColdStore } from '../src/store/cold.ts'
+import { ColdWriterThread, FINALIZE_BATCHES } from '../src/ingest/cold-writer.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer } from '../src/server/http.ts'
 
@@ -37,7 +38,7 @@ const TXS = Number(process.env.TAIL_TXS ?? 1500)
 const CLIENTS = (process.env.TAIL_CLIENTS ?? '1,100').split(',').map(Number)
 const THREADS = (process.env.TAIL_THREADS ?? `${defaultDecodeThreads()},0`).split(',').map(Number)
 const INTERVAL_MS = 400
-/** `TAIL_COLD=disk`: finalized blocks go to a DiskColdStore (as `serve --rpc` does) instead of memory */
+/** `TAIL_COLD=disk`: finalized blocks go to a disk cold store (as `serve --rpc` does) instead of memory */
 const COLD = process.env.TAIL_COLD ?? 'memory'
 /** slots the node's finalized head lags its confirmed head (32: no block is finalized during a 30-block row) */
 const FINALITY_LAG = Number(process.env.TAIL_FINALITY_LAG ?? 32)
@@ -86,11 +87,12 @@ async function measure(archive: string, threads: number, clients: number): Promi
   const node = fork(join(import.meta.dirname, 'tail', 'node-child.ts'), [archive, '3', String(FINALITY_LAG)], CHILD)
   const ready = await message<{ url: string; tip: number; firstSlot: number }>(node, 'ready')
   const stored = new Map<number, StoredBlock>()
-  const cold = COLD === 'disk' ? await DiskColdStore.open(join(dir, 'cold')) : undefined
+  const cold = COLD === 'disk' ? await ColdWriterThread.open(join(dir, 'cold')) : undefined
   const ds = await createRealtimeDataset({
     rpcUrl: ready.url,
     dataDir: dir,
     cold,
+    ...(cold ? FINALIZE_BATCHES : {}),
     startSlot: ready.firstSlot,
     pollIntervalMs: POLL_MS,
     normalizeThreads: threads,

@@ -389,12 +389,13 @@ async function loadDatasets(
       })
       log.info(`demo: fake Solana node at ${(ds as Awaited<ReturnType<typeof rt.createDemoDataset>>).node.url}`)
     } else {
-      const { DiskColdStore } = await import('../../store/cold.ts')
+      const { ColdWriterThread, FINALIZE_BATCHES } = await import('../../ingest/cold-writer.ts')
       const { coldDir } = await import('../../store/dataset-dir.ts')
       const dataDir = opts.dataDir! // checked: --rpc needs --data-dir
-      const cold = await DiskColdStore.open(coldDir(dataDir), { cacheBytes: cfg.threadCacheBytes })
-      renderDir = cold.dir
-      metrics.addColdCache('solana-mainnet', () => cold.cacheStats())
+      // chunks are encoded and merged in a thread of their own, never between the streams
+      const cold = await ColdWriterThread.open(coldDir(dataDir), { cacheBytes: cfg.threadCacheBytes })
+      renderDir = cold.reader.dir
+      metrics.addColdCache('solana-mainnet', () => cold.reader.cacheStats())
       ds = await rt.createRealtimeDataset({
         rpcUrl: opts.rpc!,
         dataDir,
@@ -405,6 +406,7 @@ async function loadDatasets(
         rpc: { maxResponseBytes: cfg.rpcMaxBodyBytes, stallTimeoutMs: cfg.rpcStallMs },
         malformedAttempts: cfg.rpcDamagedAttempts,
         normalizeThreads: cfg.ingestThreads,
+        ...FINALIZE_BATCHES,
         onFatal,
         logger: ingestLog,
       })
