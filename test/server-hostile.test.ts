@@ -23,7 +23,7 @@ import { StaticStore } from '../src/store/static.ts'
 import type { BlockStore } from '../src/store/types.ts'
 import { generateBlocks } from './support/cold/gen.ts'
 import { tempDir, writeStore } from './support/cold/util.ts'
-import { postJson, request } from './support/http/client.ts'
+import { lines, postJson, request } from './support/http/client.ts'
 import { everything, neverReader, postFrom, rawExchange, slowUpload, statusOf, until } from './support/http/hostile.ts'
 import { GENESIS, mkChain } from './support/realtime/blocks.ts'
 
@@ -243,6 +243,93 @@ test('a client that never reads is cut after the write timeout and frees its slo
     assert.equal(r.status, 200)
     assert.equal(server.bufferedBytes, 0)
     staller.close()
+  } finally {
+    await server.close()
+  }
+})
+
+test(
+  'clients that never read fill the stream buffer budget: a point query still answers from the reserve',
+  { timeout: 60_000 },
+  async () => {
+    const blocks = bigBlocks(48, 1024 * 1024)
+    const budget = 256 * 1024
+    const { url, port, server } = await start(new StaticStore(blocks), {
+      streamBufferBytes: budget,
+      writeTimeoutMs: 0,
+      responseBytes: 1e9,
+      responseTimeMs: 120_000,
+    })
+    const stallers: { close: () => void }[] = []
+    try {
+      const q = { fromBlock: blocks[0].header.number, fields: { log: { message: true } }, logs: [{}] }
+      for (let i = 0; i < 4; i++) stallers.push(neverReader(port, '/datasets/d/stream', q))
+      // 1 MiB blocks pile up in sockets nobody reads: the budget is overfull, no response of the
+      // ordinary kind renders, and none of these is cut (no write timeout)
+      await until(() => server.bufferedBytes >= 2 * budget, 20_000, 'the budget to fill')
+      const mid = blocks[20].header.number
+      const r = await postJson(`${url}/datasets/d/stream`, {
+        fromBlock: mid,
+        toBlock: mid,
+        fields: { block: { number: true } },
+      })
+      assert.equal(r.status, 200)
+      assert.deepEqual(JSON.parse(r.text), { header: { number: mid } })
+      assert.equal(server.activeStreamCount, 4, 'the stalled responses are still open')
+      // bounded: twice the budget plus the reserve plus a block per rendering stream (2)
+      assert.ok(server.bufferedBytes <= 3 * budget + 2 * 1.5 * 1024 * 1024, `${server.bufferedBytes} bytes in flight`)
+    } finally {
+      for (const st of stallers) st.close()
+      await server.close()
+    }
+  },
+)
+
+test('a flood of point queries does not starve a big stream', { timeout: 120_000 }, async () => {
+  const blocks = bigBlocks(48, 256 * 1024)
+  const { url, server } = await start(new StaticStore(blocks), { responseBytes: 1e9, responseTimeMs: 120_000 })
+  try {
+    // 16 clients asking for one block each, one request after another, until the big stream ends:
+    // point queries go first (smallest response first, a reserve of their own), yet the big
+    // stream must get every block while they keep coming
+    let bigDone = false
+    let answered = 0
+    const flood = async (i: number) => {
+      for (let k = i; !bigDone; k += 16) {
+        const n = blocks[k % blocks.length].header.number
+        const r = await postJson(`${url}/datasets/d/stream`, {
+          fromBlock: n,
+          toBlock: n,
+          fields: { block: { number: true } },
+        })
+        assert.equal(r.status, 200)
+        assert.deepEqual(JSON.parse(r.text), { header: { number: n } })
+        answered++
+      }
+    }
+    const floods = Array.from({ length: 16 }, (_, i) => flood(i))
+    await until(() => answered >= 32, 30_000, 'the point queries to flow')
+    const before = answered
+    const big = await postJson(`${url}/datasets/d/stream`, {
+      fromBlock: blocks[0].header.number,
+      fields: { block: { number: true }, log: { message: true } },
+      logs: [{}],
+    })
+    const during = answered - before
+    bigDone = true
+    await Promise.all(floods)
+    assert.equal(big.status, 200)
+    const got = lines(big) as { header: { number: number }; logs: unknown[] }[]
+    assert.deepEqual(
+      got.map((b) => b.header.number),
+      blocks.map((b) => b.header.number),
+    )
+    assert.ok(
+      got.every((b) => b.logs.length === 1),
+      'every block with its log',
+    )
+    assert.ok(during >= 16, `${during} point queries answered while the big stream ran`)
+    assert.equal(server.bufferedBytes, 0)
   } finally {
     await server.close()
   }

@@ -11,7 +11,7 @@ import zlib from 'node:zlib'
 import { mulberry32 } from '../src/util/prng.ts'
 import { request } from './support/http/client.ts'
 import { everything, postFrom, rawExchange, statusOf } from './support/http/hostile.ts'
-import { mixedLoad, rssOf, startServe, type Serving } from './support/http/load.ts'
+import { mixedLoad, rssOf, smallQueries, startServe, type Serving } from './support/http/load.ts'
 
 const GiB = 1024 ** 3
 const DS = '/datasets/solana-mainnet-complete'
@@ -181,8 +181,17 @@ test('5,000 fuzzed malformed requests: 2xx/4xx only, never a 5xx; the process st
   console.log(`fuzz: ${JSON.stringify(table)}, peak RSS ${peak >> 20} MiB`)
 })
 
-test('200 concurrent streams, 50 never reading: memory bounded, others served, a small query answers', async () => {
+/** the q-quantile of `xs` (nearest rank) */
+function quantile(xs: number[], q: number): number {
+  const a = [...xs].sort((x, y) => x - y)
+  return a[Math.max(0, Math.ceil(q * a.length) - 1)]
+}
+
+test('200 concurrent streams, 50 never reading: memory bounded, others served, a small query answers within 1 s', async () => {
   const idle = rssOf(s.child.pid!)
+  // the same small query on the idle server, from the same kind of child process: how slow this
+  // box is right now, for the bound below
+  const unloaded = await smallQueries(`${s.url}${DS}/stream`, head, 0, Date.now() + 2_500)
   const r = await mixedLoad({
     url: s.url,
     port: s.port,
@@ -196,9 +205,17 @@ test('200 concurrent streams, 50 never reading: memory bounded, others served, a
   })
   const statuses = JSON.stringify([...r.statuses])
   console.log(
-    `load: idle RSS ${idle >> 20} MiB, peak ${r.peakRss >> 20} MiB; small query ${r.probes.length} times, ` +
+    `load: idle RSS ${idle >> 20} MiB, peak ${r.peakRss >> 20} MiB; small query unloaded ` +
+      `${unloaded.map(Math.round).join(' ')} ms; loaded ${r.probes.length} times, median ` +
+      `${Math.round(quantile(r.probes, 0.5))}, p95 ${Math.round(quantile(r.probes, 0.95))}, ` +
       `max ${Math.round(Math.max(...r.probes))} ms (${r.probes.map(Math.round).join(' ')}); statuses ${statuses}; ${r.completed} responses read to the end, ` +
-      `${r.received >> 20} MiB received`,
+      `${r.received >> 20} MiB received; per client (min/median KiB): ` +
+      [...r.perClient]
+        .map(([k, v]) => {
+          const a = [...v].sort((x, y) => x - y)
+          return `${k} ${a[0] >> 10}/${a[a.length >> 1] >> 10}`
+        })
+        .join(', '),
   )
   // 1 GiB: runs of this load on the 2-core box peak at 233-595 MiB since the response loop drops
   // each block's line once written (731-1,330 MiB before, when every stream waiting for its turn
@@ -207,13 +224,25 @@ test('200 concurrent streams, 50 never reading: memory bounded, others served, a
   assert.ok(r.peakRss < GiB, `peak RSS ${r.peakRss >> 20} MiB`)
   assert.ok(r.received > 50 * 2 ** 20, `${r.received >> 20} MiB received by the reading clients`)
   for (const status of r.statuses.keys()) assert.ok(status === 200 || status === 0, statuses)
-  assert.ok(r.probes.length >= 1)
-  // The other streams render in slices of ~10 ms and give their turn to a smaller response
-  // (RenderScheduler.shouldYield). Timed from a process of its own, the small query takes 46-310 ms
-  // on the 2-core box (load average 3-6), except one or two answers a run that take 2.4-3.4 s
-  // (the server is busy throughout: a fifth of its samples are garbage collection, and the bundled
-  // sample's in-memory store still renders strings that are re-encoded to UTF-8, 5 MB for the
-  // mainnet block); 3.6-17 s before the engine paused inside a block. 10 s keeps a margin for CI.
-  assert.ok(Math.max(...r.probes) < 10_000, `small query took ${Math.round(Math.max(...r.probes))} ms`)
+  assert.ok(r.probes.length >= 5, `${r.probes.length} small queries`)
+  assert.ok(unloaded.length >= 1)
+  // The target: a small query answers within 1 s under this load. Streams render smallest
+  // response first in slices of ~10 ms (RenderScheduler), and a point query renders from a reserve
+  // of the stream buffer budget of its own: before that reserve, one or two answers a run took
+  // 2.4-3.5 s (the budget was full of 5 MB blocks held by the sockets of the slow and never-reading
+  // clients, so nothing rendered until a never-reading client was cut or a slow one took its
+  // block); with it the answers take 2-350 ms on the 2-core box at load average 4-5. The median
+  // and the 95th percentile (with ~30 answers a run, all but one) must be under 1 s, or under 10
+  // times the same query's unloaded latency measured just before when the box itself is that slow
+  // (a CI machine running other jobs); one answer may be an outlier of the box's own scheduling
+  // (the old failure was one or two a run: with 20 answers or fewer, p95 is the slowest).
+  const bound = Math.max(1_000, 10 * quantile(unloaded, 0.5))
+  for (const [name, q] of [
+    ['median', 0.5],
+    ['p95', 0.95],
+  ] as const) {
+    const v = quantile(r.probes, q)
+    assert.ok(v < bound, `small query ${name} ${Math.round(v)} ms (bound ${Math.round(bound)} ms)`)
+  }
   assert.equal(s.child.exitCode, null, 'the server is alive')
 })

@@ -10,9 +10,9 @@ import { ByteBudget, RenderScheduler } from '../src/server/budget.ts'
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** acquire and record the grant order; resolves to the release function */
-function taker(s: RenderScheduler, order: string[], name: string, served: number, resume = false) {
+function taker(s: RenderScheduler, order: string[], name: string, served: number, resume = false, span = 10) {
   const signal = new AbortController().signal
-  return s.acquire(served, 10, signal, resume).then((release) => {
+  return s.acquire(served, span, signal, resume).then((release) => {
     order.push(name)
     return release!
   })
@@ -78,4 +78,37 @@ test('after a slice of turns without an event loop turn, the next turn waits for
   r2()
   for (let i = 0; i < 5; i++) await Promise.resolve()
   assert.equal(g2, true)
+})
+
+test('a short response renders from the reserve while slow clients fill the budget; the reserve is bounded', async () => {
+  // budget 1000 bytes, reserve 500; small = under 100 bytes sent; short = fewer than 5 blocks asked for
+  const budget = new ByteBudget(1000, 500)
+  const s = new RenderScheduler(2, budget, 100, 1_000_000, 5)
+  assert.equal(s.reserveBytesOf(4), 100)
+  assert.equal(s.reserveBytesOf(5), 0)
+  assert.equal(s.reserveBytesOf(Number.MAX_SAFE_INTEGER), 0)
+  budget.take(2000) // overfull: big blocks held by sockets that do not drain
+  assert.equal(budget.overfull, true)
+  const order: string[] = []
+  const longSmall = taker(s, order, 'long', 0, false, Number.MAX_SAFE_INTEGER)
+  const shortBig = taker(s, order, 'short but big', 100, false, 0)
+  const short = taker(s, order, 'short', 0, false, 0)
+  ;(await short)()
+  await tick()
+  assert.deepEqual(order, ['short'], 'only the short response still under 100 bytes renders')
+  // the reserve used up (short responses whose clients do not read): short ones wait too
+  budget.take(500, true)
+  assert.equal(budget.reserveFull, true)
+  const short2 = taker(s, order, 'short2', 0, false, 1)
+  await tick()
+  assert.deepEqual(order, ['short'])
+  budget.release(1, true)
+  ;(await short2)()
+  assert.deepEqual(order, ['short', 'short2'])
+  assert.equal(budget.inFlight, 2499)
+  // room in the main account again: the others render, smallest first
+  budget.release(2000)
+  ;(await longSmall)()
+  ;(await shortBig)()
+  assert.deepEqual(order, ['short', 'short2', 'long', 'short but big'])
 })

@@ -624,7 +624,11 @@ async function renderColumns(
   for (const d of defs) {
     if (slicer.due && !(await slicer.take())) return null
     out.push(
-      (few ? t.rowView!(d.name, count) : tokens ? t.tokens!(d.name, bigintsAsNumbers) : null) ?? t.column(d.name),
+      (few
+        ? ((tokens ? (t.rowTokens?.(d.name, count) ?? null) : null) ?? t.rowView!(d.name, count))
+        : tokens
+          ? t.tokens!(d.name, bigintsAsNumbers)
+          : null) ?? t.column(d.name),
     )
   }
   return out

@@ -18,12 +18,22 @@
  */
 export class ByteBudget {
   private used = 0
+  private reserved = 0
   private readonly listeners: (() => void)[] = []
 
-  constructor(readonly capacity: number) {}
+  /**
+   * `capacity`: bytes in flight of ordinary responses; `reserve`: bytes in flight of short
+   * responses (see `RenderScheduler`), a separate account so that slow clients holding big blocks
+   * do not stop a point query
+   */
+  constructor(
+    readonly capacity: number,
+    readonly reserve: number = capacity,
+  ) {}
 
+  /** bytes in flight, both accounts */
   get inFlight(): number {
-    return this.used
+    return this.used + this.reserved
   }
 
   get full(): boolean {
@@ -35,18 +45,30 @@ export class ByteBudget {
     return this.used >= 2 * this.capacity
   }
 
-  take(n: number): void {
-    this.used += n
+  /** the reserve of short responses is used up */
+  get reserveFull(): boolean {
+    return this.reserved >= this.reserve
   }
 
-  release(n: number): void {
-    const was = this.full ? (this.overfull ? 2 : 1) : 0
-    this.used -= n
-    const now = this.full ? (this.overfull ? 2 : 1) : 0
-    if (now < was) for (const l of this.listeners) l()
+  /** count `n` bytes in flight, in the reserve when `reserve` */
+  take(n: number, reserve = false): void {
+    if (reserve) this.reserved += n
+    else this.used += n
   }
 
-  /** `listener` runs whenever the budget stops being full or overfull */
+  release(n: number, reserve = false): void {
+    const was = this.level()
+    if (reserve) this.reserved -= n
+    else this.used -= n
+    if (this.level() < was) for (const l of this.listeners) l()
+  }
+
+  /** 0..5: how full the accounts are (a drop means someone may render again) */
+  private level(): number {
+    return (this.full ? (this.overfull ? 2 : 1) : 0) + (this.reserveFull ? 3 : 0)
+  }
+
+  /** `listener` runs whenever the budget stops being full or overfull, or the reserve has room again */
   onRoom(listener: () => void): void {
     this.listeners.push(listener)
   }
@@ -80,6 +102,12 @@ export class RenderScheduler {
      * loop's I/O phase (new requests, drains and closes are seen between renders under any load).
      */
     private readonly sliceMs = 10,
+    /**
+     * A response that asked for fewer blocks than this (a point query) and sent less than
+     * `smallBytes` is short: it renders from a reserve of its own while the budget is full (see
+     * `ByteBudget.reserve`; its writes are counted there, `reserveBytesOf`).
+     */
+    private readonly shortBlocks = 0,
   ) {
     budget.onRoom(() => this.pump())
   }
@@ -135,8 +163,15 @@ export class RenderScheduler {
     return false
   }
 
+  /** bytes of a response (from its start) counted in the budget's reserve: see `shortBlocks` */
+  reserveBytesOf(span: number): number {
+    return span < this.shortBlocks ? this.smallBytes : 0
+  }
+
   private grantable(w: Waiter): boolean {
-    return w.resume || !(this.budget.overfull || (this.budget.full && w.served >= this.smallBytes))
+    if (w.resume) return true
+    if (w.served < this.smallBytes && w.span < this.shortBlocks && !this.budget.reserveFull) return true
+    return !(this.budget.overfull || (this.budget.full && w.served >= this.smallBytes))
   }
 
   private pump(): void {

@@ -57,6 +57,12 @@ export interface ServerLimits {
   renderConcurrency: number
   /** a response that sent less than this renders even when the stream buffer budget is full */
   smallResponseBytes: number
+  /**
+   * a response asking for fewer blocks than this that sent less than `smallResponseBytes` renders
+   * from a reserve of `streamBufferBytes` of its own: point queries are not held up by slow clients
+   * filling the budget
+   */
+  shortResponseBlocks: number
   /** on close(), open streams end on a complete line; after this long the remaining connections are cut (ms) */
   shutdownGraceMs: number
   /** how long a stream request for a block above the head waits before 204 (ms) */
@@ -82,6 +88,7 @@ export const DEFAULT_LIMITS: ServerLimits = {
   shutdownGraceMs: 5_000,
   renderConcurrency: 2,
   smallResponseBytes: 256 * 1024,
+  shortResponseBlocks: 100,
   headWaitMs: 5_000,
   responseTimeMs: 10_000,
   responseBytes: 20 * 1024 * 1024,
@@ -127,7 +134,13 @@ export class PortalServer {
     this.limiter = opts.rateLimit ? new RateLimiter(opts.rateLimit) : null
     this.perClient = new PerClientCap(this.limits.maxStreamsPerClient)
     this.budget = new ByteBudget(this.limits.streamBufferBytes)
-    this.scheduler = new RenderScheduler(this.limits.renderConcurrency, this.budget, this.limits.smallResponseBytes)
+    this.scheduler = new RenderScheduler(
+      this.limits.renderConcurrency,
+      this.budget,
+      this.limits.smallResponseBytes,
+      undefined,
+      this.limits.shortResponseBlocks,
+    )
     const { maxItemRequests, maxFilterValues, maxBodyBytes } = this.limits
     this.pages = new Pages({ limits: { maxItemRequests, maxFilterValues }, maxBodyBytes })
     this.log = opts.log ?? ((level, msg) => defaultLogger()[level](msg))
@@ -458,6 +471,8 @@ export class PortalServer {
       ...this.headHeaders(ds, finalizedOnly),
     }
     if (gzip) headers['Content-Encoding'] = 'gzip'
+    // blocks the request asks for (an open range: the whole dataset to its head, and more)
+    const span = q.toBlock != null ? q.toBlock - q.fromBlock : Number.MAX_SAFE_INTEGER
     // the 200 goes out with the first line: a failure before it is still a 5xx
     const out = new LineWriter(
       res,
@@ -466,12 +481,11 @@ export class PortalServer {
         gzipLevel: gzip ? this.limits.gzipLevel : null,
         writeTimeoutMs: this.limits.writeTimeoutMs,
         budget: this.budget,
+        reserveBytes: this.scheduler.reserveBytesOf(span),
       },
       gone,
     )
     const deadline = Date.now() + this.limits.responseTimeMs
-    // blocks the request asks for (an open range: the whole dataset to its head, and more)
-    const span = q.toBlock != null ? q.toBlock - q.fromBlock : Number.MAX_SAFE_INTEGER
     const shouldStop = () => stop.aborted || out.bytes >= this.limits.responseBytes || Date.now() >= deadline
     const bigintsAsNumbers = ds.bigintsAsNumbers ?? false
 

@@ -26,6 +26,8 @@ export interface LineWriterOptions {
   /** destroy the response when its socket takes no pending byte for this long (ms); 0 = never */
   writeTimeoutMs: number
   budget: ByteBudget | null
+  /** the first this many bytes of the response are counted in the budget's reserve (`ByteBudget.reserve`) */
+  reserveBytes?: number
   /** lines are gathered into writes of about this many bytes */
   batchBytes?: number
 }
@@ -39,8 +41,11 @@ export class LineWriter {
   private gz: zlib.Gzip | null = null
   private started_ = false
   private closed = false
-  /** bytes taken from the budget and not yet released */
+  /** bytes taken from the budget (its main account, its reserve) and not yet released */
   private held = 0
+  private heldReserve = 0
+  /** bytes handed to the sink so far */
+  private pushed = 0
   private watchdog: NodeJS.Timeout | null = null
   private readonly batchBytes: number
 
@@ -105,7 +110,9 @@ export class LineWriter {
     this.watchdog = null
     if (this.gz && !this.gz.destroyed && !this.res.writableFinished) this.gz.destroy()
     if (this.held > 0) this.opts.budget?.release(this.held)
+    if (this.heldReserve > 0) this.opts.budget?.release(this.heldReserve, true)
     this.held = 0
+    this.heldReserve = 0
   }
 
   /** cut the response: the client sees the connection end without a clean end of the body */
@@ -173,14 +180,18 @@ export class LineWriter {
     if (this.gone) return true
     this.start()
     const budget = this.opts.budget
+    const reserve = this.pushed < (this.opts.reserveBytes ?? 0)
+    this.pushed += n
     if (budget) {
-      budget.take(n)
-      this.held += n
+      budget.take(n, reserve)
+      if (reserve) this.heldReserve += n
+      else this.held += n
     }
     return this.sink.write(data, () => {
       if (this.closed || !budget) return
-      this.held -= n
-      budget.release(n)
+      if (reserve) this.heldReserve -= n
+      else this.held -= n
+      budget.release(n, reserve)
     })
   }
 

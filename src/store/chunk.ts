@@ -56,6 +56,12 @@ export interface Table {
    * `column(field)` at every row index (u64 and i64 as bare integers with `bigintsAsNumbers`).
    */
   tokens?(field: string, bigintsAsNumbers: boolean): JsonTokens | null
+  /**
+   * Optional: `tokens` for reading a few rows (each row's JSON built when first written, nothing
+   * read up front), or null when this table has no such form (then `rowView`). Same text as
+   * `tokens`. `reads`: about how many rows will be written.
+   */
+  rowTokens?(field: string, reads: number): JsonTokens | null
 }
 
 export interface Chunk {

@@ -292,6 +292,14 @@ class DiskTable implements Table {
     return this.chunk.raw(m, this.rowCount).tokens(bigintsAsNumbers)
   }
 
+  rowTokens(field: string, reads: number): JsonTokens | null {
+    const m = this.entry(field)
+    const c = this.chunk
+    // already decoded: nothing cheaper
+    if (m === null || m.x !== 1 || c.cache.has(`${c.path}\0${this.kind}.${field}`)) return null
+    return c.raw(m, this.rowCount).rowTokens(reads)
+  }
+
   rowView(field: string, reads: number): ArrayLike<unknown> | null {
     const m = this.entry(field)
     const c = this.chunk
@@ -353,6 +361,7 @@ class PrefixChunk implements Chunk {
         match: (field: string, op: MatchOp, r: Int32Array, n: number) => base.match!(field, op, r, n),
         candidates: (field: string, op: MatchOp, lo: number, hi: number) => base.candidates!(field, op, lo, hi),
         rowView: (field: string, reads: number) => base.rowView!(field, reads),
+        rowTokens: (field: string, reads: number) => base.rowTokens!(field, reads),
         tokens: (field: string, bigintsAsNumbers: boolean) => base.tokens!(field, bigintsAsNumbers),
       }
       this.tables.set(kind, t)

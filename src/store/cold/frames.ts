@@ -255,6 +255,12 @@ export function framesOf(m: { p: readonly number[]; fr?: number[][]; fc?: number
 }
 
 /**
+ * Frames decompressed by this thread since it started (reads of format 4 blobs), and their raw
+ * bytes: what tests and benches count to see which reads a query really paid for.
+ */
+export const frameStats = { frames: 0, bytes: 0 }
+
+/**
  * Decompress frame j of part `p` (its stored bytes `z`, `rawLen` raw bytes) into out at pos;
  * `what` names the blob in errors. The frame's crc32 is checked first.
  */
@@ -273,6 +279,8 @@ export function inflateFrame(
   if (p.len[j] < 0) out.set(z, pos)
   else {
     const raw = brotliDecompressSync(z)
+    frameStats.frames++
+    frameStats.bytes += raw.byteLength
     if (raw.byteLength !== rawLen) throw fail(`frame decompressed to ${raw.byteLength} bytes, ${rawLen} expected`)
     out.set(raw, pos)
   }

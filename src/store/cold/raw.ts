@@ -422,6 +422,8 @@ export class RawColumn {
   private readonly found = new Map<string, number>()
   /** rows built by row views so far (plain, dict, list, addr), kept instead of their pages */
   private readonly built = new Map<number, unknown>()
+  /** rows' JSON bytes built by `rowTokens` so far, kept instead of their pages */
+  private readonly builtBytes = new Map<number, Buffer>()
   private readonly pair = new Uint32Array(2)
   /** part indexes: text, codes, sorted codes, token offsets, row offsets (-1 = none) */
   private readonly pText: number
@@ -462,9 +464,7 @@ export class RawColumn {
 
   /** the value of dictionary code c (dict, list) or of row c (plain) */
   private token(c: number): unknown {
-    const P = this.parts
-    P.u32Pair(this.pToff, c, this.pair)
-    return JSON.parse(P.range(this.pText, this.pair[0], this.pair[1] - 1).toString('utf8'))
+    return JSON.parse(this.tokenBytes(c).toString('utf8'))
   }
 
   private dictValue(c: number): unknown {
@@ -881,17 +881,18 @@ export class RawColumn {
     }
   }
 
-  rowView(reads: number): ArrayLike<unknown> | null {
-    const n = this.n
+  /**
+   * Parts read whole when many rows are read; else rows are built from pages read and not kept,
+   * and the built rows are kept with the column (a few rows' values are far smaller than the
+   * pages holding them: a chunk's dictionary of accounts is megabytes, a row's list of accounts a
+   * few dozen pointers), so a repeated query reads nothing (a list's dictionary is read whole when
+   * the rows' elements are many times its pages).
+   */
+  private prefetch(reads: number): void {
     const P = this.parts
-    // parts read whole when many rows are read; else rows are built from pages read and not
-    // kept, and the built rows are kept with the column (a few rows' values are far smaller than
-    // the pages holding them: a chunk's dictionary of accounts is megabytes, a row's list of
-    // accounts a few dozen pointers), so a repeated query reads nothing
-    // (a list's dictionary is read whole when the rows' elements are many times its pages)
     let wholeDict = false
     if (this.e === 'list' && this.x) {
-      const tokens = (reads * P.lens[this.pCodes]) / this.w / Math.max(1, n)
+      const tokens = (reads * P.lens[this.pCodes]) / this.w / Math.max(1, this.n)
       wholeDict = tokens >= 16 * Math.ceil(P.lens[this.pText] / PAGE)
     }
     for (let i = 0; i < P.lens.length; i++) {
@@ -902,6 +903,77 @@ export class RawColumn {
       }
       P.prefer(i, reads)
     }
+  }
+
+  /** the JSON token of dictionary code c (dict, list) or of row c (plain), as a view or a copy */
+  private tokenBytes(c: number): Buffer {
+    const P = this.parts
+    P.u32Pair(this.pToff, c, this.pair)
+    return P.range(this.pText, this.pair[0], this.pair[1] - 1)
+  }
+
+  /**
+   * The rows of a few-rows read in their stored JSON form (`tokens` for a few rows): each row's
+   * bytes are built on its first read from the tokens it holds and kept with the column (the
+   * pages they came from are not: as `rowView`), so rendering it again is one copy, with no JS
+   * string parsed, joined or encoded. Null for columns without JSON tokens (then `rowView`).
+   */
+  rowTokens(reads: number): JsonTokens | null {
+    if (!this.x || (this.e !== 'plain' && this.e !== 'dict' && this.e !== 'list')) return null
+    this.prefetch(reads)
+    const P = this.parts
+    const kept = this.builtBytes
+    const w = this.w
+    const size = this.dictSize
+    const e = this.e
+    const build = (i: number): Buffer => {
+      const was = P.transient
+      P.transient = true
+      let b: Buffer
+      try {
+        if (e === 'plain') b = Buffer.from(this.tokenBytes(i))
+        else if (e === 'dict') {
+          const c = P.uw(this.pCodes, i, w)
+          b = c === size ? NULL : Buffer.from(this.tokenBytes(c))
+        } else {
+          const [a, z] = this.listRange(i)
+          const codes = this.listCodes(a, z)
+          const toks: Buffer[] = []
+          let len = 2 + Math.max(0, codes.length - 1)
+          for (let j = 0; j < codes.length; j++) {
+            const t = this.tokenBytes(codes[j])
+            toks.push(t)
+            len += t.length
+          }
+          b = Buffer.allocUnsafeSlow(len)
+          let o = 0
+          b[o++] = 0x5b
+          for (let j = 0; j < toks.length; j++) {
+            if (j > 0) b[o++] = 0x2c
+            o += toks[j].copy(b, o)
+          }
+          b[o] = 0x5d
+        }
+      } finally {
+        P.transient = was
+      }
+      // a Map entry and the bytes
+      P.account(64 + b.length)
+      return b
+    }
+    return {
+      write: (i, out) => {
+        let b = kept.get(i)
+        if (b === undefined) kept.set(i, (b = build(i)))
+        out.copy(b, 0, b.length)
+      },
+    }
+  }
+
+  rowView(reads: number): ArrayLike<unknown> | null {
+    const n = this.n
+    const P = this.parts
+    this.prefetch(reads)
     switch (this.e) {
       case 'plain':
         if (!this.x) return null

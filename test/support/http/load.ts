@@ -88,6 +88,8 @@ export interface MixedLoadResult {
   completed: number
   /** bytes received by the clients that read */
   received: number
+  /** bytes each reading client received, by kind (fast, gzip, slow) */
+  perClient: Map<string, number[]>
 }
 
 /** requests still open; `mixedLoad` cuts them when its time is up */
@@ -99,6 +101,7 @@ function readStream(
   body: unknown,
   localAddress: string,
   opts: { gzip?: boolean; bytesPerSecond?: number; dropAfterFirst?: boolean },
+  onBytes: (n: number) => void,
 ): Promise<number> {
   return new Promise((resolve) => {
     const req = http.request(
@@ -113,6 +116,7 @@ function readStream(
         const status = res.statusCode ?? 0
         res.on('data', (c: Buffer) => {
           received += c.length
+          onBytes(c.length)
           if (opts.dropAfterFirst) return void req.destroy()
           if (opts.bytesPerSecond) {
             res.pause()
@@ -143,12 +147,16 @@ export async function mixedLoad(o: MixedLoadOptions): Promise<MixedLoadResult> {
   let next = 0
   const addr = () => o.addresses[next++ % o.addresses.length]
   const loops: Promise<void>[] = []
-  const loop = (opts: Parameters<typeof readStream>[3]) => {
+  const perClient = new Map<string, number[]>()
+  const loop = (kind: string, opts: Parameters<typeof readStream>[3]) => {
     const a = addr()
+    const mine = perClient.get(kind) ?? []
+    perClient.set(kind, mine)
+    const at = mine.push(0) - 1
     loops.push(
       (async () => {
         while (Date.now() < end) {
-          const s = await readStream(streamUrl, body, a, opts)
+          const s = await readStream(streamUrl, body, a, opts, (n) => (mine[at] += n))
           if (Date.now() >= end) break // cut at the end
           count(s)
           if (s === 200 && !opts.dropAfterFirst) completed++
@@ -157,10 +165,10 @@ export async function mixedLoad(o: MixedLoadOptions): Promise<MixedLoadResult> {
       })(),
     )
   }
-  for (let i = 0; i < o.clients.fast; i++) loop({})
-  for (let i = 0; i < o.clients.gzip; i++) loop({ gzip: true })
-  for (let i = 0; i < o.clients.slow; i++) loop({ bytesPerSecond: 100 * 1024 })
-  for (let i = 0; i < o.clients.disconnect; i++) loop({ dropAfterFirst: true })
+  for (let i = 0; i < o.clients.fast; i++) loop('fast', {})
+  for (let i = 0; i < o.clients.gzip; i++) loop('gzip', { gzip: true })
+  for (let i = 0; i < o.clients.slow; i++) loop('slow', { bytesPerSecond: 100 * 1024 })
+  for (let i = 0; i < o.clients.disconnect; i++) loop('disconnect', { dropAfterFirst: true })
   const stalled = Array.from({ length: o.clients.never }, () => neverReader(o.port, `${o.dataset}/stream`, body, false))
   // the small query, timed, from an address of its own and from a process of its own: timed in
   // this process, it would also measure this process's event loop, as busy with the 200 clients
@@ -176,13 +184,13 @@ export async function mixedLoad(o: MixedLoadOptions): Promise<MixedLoadResult> {
     clearInterval(sampler)
     for (const s of stalled) s.close()
   }
-  return { peakRss, probes: await probe, statuses, completed, received }
+  return { peakRss, probes: await probe, statuses, completed, received, perClient }
 }
 
 const SMALL_QUERIES_CHILD = fileURLToPath(new URL('./small-queries-child.ts', import.meta.url))
 
 /** small queries for one block, made by a child process (small-queries-child.ts) until `end` (epoch ms): their latencies */
-function smallQueries(url: string, block: number, delayMs: number, end: number): Promise<number[]> {
+export function smallQueries(url: string, block: number, delayMs: number, end: number): Promise<number[]> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,

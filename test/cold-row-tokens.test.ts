@@ -1,0 +1,107 @@
+// Few-rows output of the cold store in byte form: Table.rowTokens writes each row's stored JSON
+// tokens (built once per row and kept) with the same bytes as Table.tokens, and a selective query
+// rendered from it gives the in-memory store's lines and, run again, decompresses no frame.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { columnsOf } from '../src/catalogue.ts'
+import { RECORD_KINDS } from '../src/model.ts'
+import { LineBuf } from '../src/query/bytes.ts'
+import { executeQuery, parseQuery } from '../src/query/index.ts'
+import type { Chunk } from '../src/store/chunk.ts'
+import { DiskColdStore } from '../src/store/cold.ts'
+import { frameStats } from '../src/store/cold/frames.ts'
+import { StaticStore } from '../src/store/static.ts'
+import type { BlockStore } from '../src/store/types.ts'
+import { generateBlocks, rng } from './support/cold/gen.ts'
+import { datasetOf, tempDir, writeStore } from './support/cold/util.ts'
+
+test('Table.rowTokens writes the bytes Table.tokens writes, row by row, in any order and again', async () => {
+  const blocks = generateBlocks({ seed: 5, count: 24, accounts: 300 })
+  const rand = rng(3)
+  let rows = 0
+  let columns = 0
+  // formats 3 and 4; the default cache, a 1-byte one (every read from the file again), 2 KiB frames
+  for (const [formatVersion, cacheBytes, frameLog] of [
+    [3, undefined, undefined],
+    [4, undefined, undefined],
+    [4, 1, undefined],
+    [4, undefined, 11],
+  ] as const) {
+    const dir = tempDir()
+    await writeStore(dir, blocks, { targetBlocks: 8, formatVersion, frameLog })
+    const s = await DiskColdStore.open(dir, { readOnly: true, cacheBytes })
+    const chunks: Chunk[] = []
+    for await (const c of s.chunks(0, Number.MAX_SAFE_INTEGER)) chunks.push(c)
+    for (const c of chunks) {
+      for (const kind of RECORD_KINDS) {
+        const t = c.table(kind)
+        const n = t.rowCount
+        for (const d of columnsOf(kind)) {
+          const few = t.rowTokens!(d.name, 4)
+          if (few === null) continue
+          const all = t.tokens!(d.name, false)
+          assert.notEqual(all, null, `${kind}.${d.name}: a column with row tokens has tokens`)
+          columns++
+          const order = Array.from({ length: n }, (_, i) => i).filter(() => rand() < 0.5)
+          order.sort(() => rand() - 0.5)
+          for (const i of [...order, ...order.slice(0, 5)]) {
+            const a = new LineBuf(16)
+            const b = new LineBuf(16)
+            few.write(i, a)
+            all!.write(i, b)
+            assert.equal(
+              a.buf.toString('utf8', 0, a.pos),
+              b.buf.toString('utf8', 0, b.pos),
+              `${kind}.${d.name} row ${i}`,
+            )
+            rows++
+          }
+        }
+      }
+    }
+    await s.close()
+  }
+  assert.ok(columns > 20 && rows > 1000, `${columns} columns, ${rows} rows compared`)
+})
+
+async function lines(store: BlockStore, body: Record<string, unknown>, to: number): Promise<string[]> {
+  const out: string[] = []
+  for await (const b of executeQuery(store, parseQuery(body), { to, finalizedOnly: false })) {
+    assert.ok(b.bytes === undefined || b.bytes instanceof Buffer)
+    out.push(b.line)
+  }
+  return out
+}
+
+test('a one-account query renders from row tokens: the in-memory lines, and no frame decompressed when run again', async () => {
+  const blocks = generateBlocks({ seed: 9, count: 40, accounts: 2000 })
+  const first = blocks[0].header.number
+  const last = blocks[blocks.length - 1].header.number
+  // an account of few instructions (the selected rows are few in each chunk)
+  const uses = new Map<string, number>()
+  for (const b of blocks)
+    for (const ins of b.instructions) for (const a of ins.accounts) uses.set(a, (uses.get(a) ?? 0) + 1)
+  const account = [...uses]
+    .filter(([, k]) => k >= 3 && k <= 20)
+    .sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1))[0][0]
+  const body = {
+    type: 'solana',
+    fromBlock: first,
+    fields: {
+      block: { number: true },
+      instruction: { transactionIndex: true, instructionAddress: true, programId: true, accounts: true, data: true },
+      transaction: { signatures: true, feePayer: true },
+    },
+    instructions: [{ mentionsAccount: [account], transaction: true }],
+  }
+  const want = await lines(new StaticStore(blocks, 8), body, last)
+  assert.ok(want.length > 1)
+  const cold = await datasetOf(blocks, { targetBlocks: 8 })
+  const f0 = frameStats.frames
+  assert.deepEqual(await lines(cold, body, last), want)
+  assert.ok(frameStats.frames > f0, 'the first run reads frames')
+  const f1 = frameStats.frames
+  assert.deepEqual(await lines(cold, body, last), want)
+  assert.equal(frameStats.frames, f1, 'the second run decompresses nothing')
+  await cold.close()
+})
