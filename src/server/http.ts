@@ -555,6 +555,9 @@ export class PortalServer {
               break
             }
             if (!room) await out.drained()
+            // the range's last block is out: end the engine's iteration now, without waiting for
+            // another turn only to learn that nothing follows (a one-block query waits for one turn)
+            if (last !== null && last.number >= to) break
           }
         } finally {
           // an early exit ends the engine's iteration (its stores' readers finish)
