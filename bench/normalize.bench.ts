@@ -5,7 +5,8 @@
  *    `mapRpcBlock` of `@subsquid/solana-normalization`, the devDependency), on the same blocks in
  *    the same run, alternating rounds: the whole mainnet block(s) of data/mainnet/blocks and
  *    mainnet-shaped generated blocks (~1,500 transactions each). Two ratios: parse + normalize
- *    (JSON text in, records out) and normalize alone (both sides start from their parsed object).
+ *    (JSON text in, records out) and normalize alone (both sides start from their parsed object);
+ *    then the CPU time of each stage of both pipelines run alone (where the time goes).
  * 2. blocks/s, transactions/s and instructions/s of `normalizeBlock` over every block of
  *    data/mainnet (and data/sample/*.jsonl.gz), parsed once and normalized repeatedly;
  * 3. JSON parse throughput of `parseJsonExact` against plain `JSON.parse` on the same texts.
@@ -21,6 +22,7 @@ import { BlockGenerator, loadTemplates } from '../src/ingest/generate.ts'
 import { isVoteTransaction } from '../src/normalize/normalize.ts'
 import { normalizeArchiveText } from '../src/normalize/text.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
+import { parseElement, splitTransactions } from '../src/rpc/split.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import type { ArchiveLine, RpcBlock } from '../src/rpc/types.ts'
 
@@ -152,9 +154,68 @@ function duelSources(generated: number): DuelSource[] {
   return [mainnet, { name: `\`solportal gen\` blocks, ${gen.stats.txs / generated} tx/block`, texts }]
 }
 
+/** The stages of both pipelines, each run alone: CPU milliseconds per block. */
+interface Stages {
+  split: number
+  parse: number
+  normalize: number
+  total: number
+  refParse: number
+  refMap: number
+  refTotal: number
+}
+
+/**
+ * Each stage of both pipelines over the same texts, `rounds` rounds, the stages in turn inside a
+ * round (so that all of them see the same machine state); process CPU time per block.
+ */
+function stages(texts: readonly string[], rounds: number): Stages {
+  const ARCHIVE = ['block']
+  const parsed = texts.map((t) => toArchiveLine(parseJsonExact(t)))
+  const prepared = texts.map((t) => refPrepare(JSON.parse(t) as ArchiveLine))
+  const fns: Record<keyof Stages, () => number> = {
+    split: () => sumOver(texts, (t) => splitTransactions(t, ARCHIVE)?.spans.length ?? 0),
+    parse: () =>
+      sumOver(texts, (t) => {
+        const sp = splitTransactions(t, ARCHIVE)!
+        let n = 0
+        for (let i = 0; i < sp.spans.length / 2; i++) if (parseElement(t, sp, i) !== null) n++
+        return n + (parseJsonExact(sp.skeleton) !== null ? 1 : 0)
+      }),
+    normalize: () => sumOver(parsed, oursParsed),
+    total: () => sumOver(texts, oursText),
+    refParse: () => sumOver(texts, (t) => (JSON.parse(t) as ArchiveLine).slot),
+    refMap: () => sumOver(prepared, refParsed),
+    refTotal: () => sumOver(texts, refText),
+  }
+  const keys = Object.keys(fns) as (keyof Stages)[]
+  const cpu = {} as Stages
+  for (const k of keys) {
+    fns[k]() // warm-up
+    cpu[k] = 0
+  }
+  for (let r = 0; r < rounds; r++) {
+    for (let j = 0; j < keys.length; j++) {
+      const k = keys[(r + j) % keys.length]
+      const c0 = cpuMs()
+      if (fns[k]() < 0) throw new Error('unreachable')
+      cpu[k] += cpuMs() - c0
+    }
+  }
+  for (const k of keys) cpu[k] /= rounds * texts.length
+  return cpu
+}
+
+function sumOver<T>(items: readonly T[], fn: (x: T) => number): number {
+  let n = 0
+  for (const x of items) n += fn(x)
+  return n
+}
+
 async function vsReference(): Promise<string[]> {
   const load0 = loadavg()[0]
   const rows: string[] = []
+  const stageRows: string[] = []
   for (const s of duelSources(4)) {
     const mb = s.texts.reduce((a, t) => a + Buffer.byteLength(t), 0) / 1e6
     const rounds = 10
@@ -162,6 +223,11 @@ async function vsReference(): Promise<string[]> {
     const oursLines = s.texts.map((t) => toArchiveLine(parseJsonExact(t)))
     const refLines = s.texts.map((t) => refPrepare(JSON.parse(t) as ArchiveLine))
     const alone = duel(oursLines, oursParsed, refLines, refParsed, rounds)
+    const st = stages(s.texts, 6)
+    const ms = (x: number) => x.toFixed(1)
+    stageRows.push(
+      `| ${s.name} | ${ms(st.split)} | ${ms(st.parse)} | ${ms(st.normalize)} | ${ms(st.total)} | ${ms(st.refParse)} | ${ms(st.refMap)} | ${ms(st.refTotal)} |`,
+    )
     const txs = oursLines.reduce((a, l) => a + (l.block.transactions?.length ?? 0), 0)
     const per = (ms: number) => fmt((s.texts.length * rounds) / (ms / 1000))
     const ratio = (d: Duel, k: keyof Cost) => (d.ref[k] / d.ours[k]).toFixed(2)
@@ -182,6 +248,17 @@ async function vsReference(): Promise<string[]> {
     '| blocks | n | tx/block | MB | parse+normalize blocks/s | reference | ratio | ratio, CPU time | normalize alone blocks/s | reference | ratio | ratio, CPU time |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
+    '',
+    'Where the time goes: each stage run alone over the same blocks (stages in turn, 6 rounds), process',
+    'CPU milliseconds per block. solportal: the split of the block text into transactions; the split',
+    'plus `parseJsonExact` of every transaction and of the rest of the block; `normalizeBlock` of the',
+    'parsed block; `normalizeArchiveText` (the split, parse and normalize of one transaction at a',
+    'time). Reference: `JSON.parse` of the block; `mapRpcBlock` of the parsed block (votes dropped',
+    'beforehand, not timed); both with the vote drop.',
+    '',
+    '| blocks | split | split + parse | normalize alone | parse+normalize | reference `JSON.parse` | reference normalize alone | reference parse+normalize |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...stageRows,
     '',
     `Load average (1 min): ${load0.toFixed(1)} at start, ${load1.toFixed(1)} at end.`,
     '',

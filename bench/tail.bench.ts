@@ -9,12 +9,16 @@
  * Measured per block: node answer → hot store (the ingester's `onStored`: from the last byte of
  * the getBlock answer read to the hot store having the block), node block → hot store, and node
  * block → client line (the node's production time to each client reading the block's line; both
- * wall clocks of one machine), p50/p99, with 1 and 100 clients, for the default path (the main
- * thread parses and normalizes every answer between the streams, `normalizeThreads: 0`) and, back
- * to back in the same run, worker threads (`normalizeThreads: 1`). Both fetch 4 blocks
- * concurrently (the default).
+ * wall clocks of one machine), p50/p99, with 1 and 100 clients, for the default path (a worker
+ * thread parses and normalizes every answer, `serve`'s default `--ingest-threads`: the cores less
+ * one) and, back to back in the same run, the main thread doing it between the streams
+ * (`normalizeThreads: 0`, the baseline). Both fetch 4 blocks concurrently (the default).
  *
- * `TAIL_BLOCKS` (default 30) blocks per row; `TAIL_TXS` (default 1500) transactions per block.
+ * `TAIL_BLOCKS` (default 30) blocks per row; `TAIL_TXS` (default 1500) transactions per block;
+ * `TAIL_COLD=disk` finalizes into a disk cold store written by a thread of its own (as `serve --rpc
+ * --data-dir` does) and
+ * `TAIL_FINALITY_LAG` (default 32) sets how far the node's finality lags (with the default no
+ * block of a 30-block row is finalized: the rows measure the hot path only).
  */
 import { fork, type ChildProcess, type ForkOptions } from 'node:child_process'
 import { once } from 'node:events'
@@ -22,16 +26,27 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { writeArchive } from '../src/ingest/generate.ts'
+import { defaultDecodeThreads } from '../src/ingest/block-workers.ts'
 import { createRealtimeDataset, silentLogger, type StoredBlock } from '../src/ingest/realtime.ts'
+import { ColdWriterThread, FINALIZE_BATCHES } from '../src/ingest/cold-writer.ts'
+import { DiskColdStore } from '../src/store/cold.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer } from '../src/server/http.ts'
 
 const BLOCKS = Number(process.env.TAIL_BLOCKS ?? 30)
 const TXS = Number(process.env.TAIL_TXS ?? 1500)
-/** `TAIL_CLIENTS=1,100` and `TAIL_THREADS=0,1` (0: the default main-thread path) choose the rows (the first row of the most clients is the figure bench/compare reads) */
+/** `TAIL_CLIENTS=1,100` and `TAIL_THREADS=1,0` (0: parse + normalize on the main thread) choose the rows (the first row of the most clients is the figure bench/compare reads) */
 const CLIENTS = (process.env.TAIL_CLIENTS ?? '1,100').split(',').map(Number)
-const THREADS = (process.env.TAIL_THREADS ?? '0,1').split(',').map(Number)
+const THREADS = (process.env.TAIL_THREADS ?? `${defaultDecodeThreads()},0`).split(',').map(Number)
 const INTERVAL_MS = 400
+/**
+ * `TAIL_COLD=disk`: finalized blocks go to a disk cold store written by a thread of its own, by
+ * batches (as `serve --rpc` does) instead of memory; `disk-main`: the same store written on the
+ * main thread as blocks finalize (how `serve --rpc` did it before); a list makes rows of each
+ */
+const COLDS = (process.env.TAIL_COLD ?? 'memory').split(',')
+/** slots the node's finalized head lags its confirmed head (32: no block is finalized during a 30-block row) */
+const FINALITY_LAG = Number(process.env.TAIL_FINALITY_LAG ?? 32)
 const POLL_MS = 20
 const CHILD: ForkOptions = { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
 const now = () => performance.timeOrigin + performance.now()
@@ -58,24 +73,37 @@ function message<T>(child: ChildProcess, t: string): Promise<T> {
 
 interface Row {
   path: string
+  threads: number
+  cold: string
   clients: number
   lines: number
   expected: number
+  blockToAnswer: number[]
   answerToStore: number[]
   blockToStore: number[]
   blockToClient: number[]
   /** share of the time the main thread (ingest applying blocks + the server) was busy */
   busy: number
+  /** the clients' responses by HTTP status */
+  statuses: string
 }
 
-async function measure(archive: string, threads: number, clients: number): Promise<Row> {
+async function measure(archive: string, threads: number, clients: number, coldKind: string): Promise<Row> {
   const dir = mkdtempSync(join(tmpdir(), 'solportal-bench-tail-'))
-  const node = fork(join(import.meta.dirname, 'tail', 'node-child.ts'), [archive, '3'], CHILD)
+  const node = fork(join(import.meta.dirname, 'tail', 'node-child.ts'), [archive, '3', String(FINALITY_LAG)], CHILD)
   const ready = await message<{ url: string; tip: number; firstSlot: number }>(node, 'ready')
   const stored = new Map<number, StoredBlock>()
+  const cold =
+    coldKind === 'disk'
+      ? await ColdWriterThread.open(join(dir, 'cold'))
+      : coldKind === 'disk-main'
+        ? await DiskColdStore.open(join(dir, 'cold'))
+        : undefined
   const ds = await createRealtimeDataset({
     rpcUrl: ready.url,
     dataDir: dir,
+    cold,
+    ...(coldKind === 'disk' ? FINALIZE_BATCHES : {}),
     startSlot: ready.firstSlot,
     pollIntervalMs: POLL_MS,
     normalizeThreads: threads,
@@ -88,6 +116,8 @@ async function measure(archive: string, threads: number, clients: number): Promi
   const server = new PortalServer({
     datasets: new DatasetRegistry([{ name: 'live', aliases: [], store: ds.store, realTime: true }]),
     rateLimit: null,
+    // the clients stand for as many client addresses, though all connect from loopback
+    limits: { maxStreamsPerClient: Math.max(64, clients) },
     log: () => {},
   })
   const base = `${await server.listen(0, '127.0.0.1')}/datasets/live`
@@ -113,26 +143,42 @@ async function measure(archive: string, threads: number, clients: number): Promi
   const busy = performance.eventLoopUtilization(elu0).utilization
   await new Promise((r) => setTimeout(r, 1000))
   followers.send({ t: 'stop' })
-  const { seen } = await message<{ seen: [number, number][] }>(followers, 'done')
+  const { seen, statuses } = await message<{ seen: [number, number][]; statuses: Record<string, number> }>(
+    followers,
+    'done',
+  )
   await server.close()
   await ds.stop()
+  await cold?.close()
   node.send({ t: 'stop' })
   await once(node, 'exit')
   rmSync(dir, { recursive: true, force: true })
 
   const row: Row = {
-    path: threads > 0 ? `worker threads (${threads})` : 'main thread (default)',
+    threads,
+    cold: coldKind,
+    path:
+      (threads > 0 ? `worker threads (${threads})` : 'main thread') +
+      (threads === defaultDecodeThreads() ? ' (default)' : '') +
+      (coldKind === 'memory'
+        ? ''
+        : `, cold store: ${coldKind === 'disk' ? 'disk, writer thread' : 'disk, main thread'}`),
     clients,
     lines: 0,
     expected: producedAt.size * clients,
+    blockToAnswer: [],
     answerToStore: [],
     blockToStore: [],
     blockToClient: [],
     busy,
+    statuses: Object.entries(statuses)
+      .map(([k, v]) => `${v} × ${k}`)
+      .join(', '),
   }
   for (const [slot, at] of producedAt) {
     const s = stored.get(slot)
     if (!s) continue
+    row.blockToAnswer.push(performance.timeOrigin + s.answeredAt - at)
     row.answerToStore.push(s.storedAt - s.answeredAt)
     row.blockToStore.push(performance.timeOrigin + s.storedAt - at)
   }
@@ -151,8 +197,10 @@ export async function run(): Promise<string> {
   const archive = join(dir, 'blocks.jsonl.gz')
   const gen = await writeArchive(archive, { blocks: 4, txsPerBlock: TXS, seed: 7 })
   const rows: Row[] = []
-  // the default path and the worker threads back to back for each client count
-  for (const clients of CLIENTS) for (const threads of THREADS) rows.push(await measure(archive, threads, clients))
+  // the paths back to back for each client count
+  for (const coldKind of COLDS)
+    for (const clients of CLIENTS)
+      for (const threads of THREADS) rows.push(await measure(archive, threads, clients, coldKind))
   rmSync(dir, { recursive: true, force: true })
   const load1 = loadavg()
   const f = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-')
@@ -161,19 +209,23 @@ export async function run(): Promise<string> {
   return [
     `## Live tail, mainnet-sized blocks (fake node → RPC → parse + normalize → hot store → server → clients)`,
     '',
-    `Blocks of ~${TXS} transactions (${gen.txs} in the ${gen.blocks} generated templates, ${Math.round((gen.bytes / gen.blocks / 1e6) * 10) / 10} MB of JSON each), one every ${INTERVAL_MS} ms, ${BLOCKS} per row; ingest poll ${POLL_MS} ms, 4 getBlock requests in flight. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} at start, ${load1.map((x) => x.toFixed(1)).join(' ')} at end.`,
+    `Blocks of ~${TXS} transactions (${gen.txs} in the ${gen.blocks} generated templates, ${Math.round((gen.bytes / gen.blocks / 1e6) * 10) / 10} MB of JSON each), one every ${INTERVAL_MS} ms, ${BLOCKS} per row; ingest poll ${POLL_MS} ms, 4 getBlock requests in flight; the node finalizes ${FINALITY_LAG} slots behind its head. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} at start, ${load1.map((x) => x.toFixed(1)).join(' ')} at end.`,
     '',
-    '| parse + normalize | clients | lines received / expected | answer → store p50 ms | answer → store p99 ms | block → store p50 ms | block → store p99 ms | client p50 ms | client p99 ms | main thread busy |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| parse + normalize | clients | lines received / expected | block → answer p50 ms | answer → store p50 ms | answer → store p99 ms | block → store p50 ms | block → store p99 ms | client p50 ms | client p99 ms | main thread busy | responses |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| ${r.path} | ${r.clients} | ${r.lines}/${r.expected} | ${pp(r.answerToStore)} | ${pp(r.blockToStore)} | ${pp(r.blockToClient)} | ${(r.busy * 100).toFixed(0)} % |`,
+        `| ${r.path} | ${r.clients} | ${r.lines}/${r.expected} | ${f(pct(r.blockToAnswer, 50))} | ${pp(r.answerToStore)} | ${pp(r.blockToStore)} | ${pp(r.blockToClient)} | ${(r.busy * 100).toFixed(0)} % | ${r.statuses} |`,
     ),
     '',
-    'answer → store: from the last byte of the node’s getBlock answer read to the block in the hot store; block → store and client: from the node producing the block (it includes the poll interval and the node assembling its answer) to the hot store having it and to each client reading its line. Main thread busy: its event loop utilization while the blocks were produced (ingest applying blocks, the server, and on the main-thread path parse + normalize).',
+    'block → answer: from the node producing the block to the last byte of its getBlock answer read (the poll interval, the node assembling its answer, the transfer); answer → store: from the last byte of the node’s getBlock answer read to the block in the hot store; block → store and client: from the node producing the block (it includes the poll interval and the node assembling its answer) to the hot store having it and to each client reading its line. Main thread busy: its event loop utilization while the blocks were produced (ingest applying blocks, the server, and on the main-thread path parse + normalize). Responses: the clients’ requests by HTTP status (a 204 is asked again at once).',
     '',
-    rows.length === 4
-      ? `Client p99, main thread ÷ worker: ${ratio(rows[0], rows[1])}× with 1 client, ${ratio(rows[2], rows[3])}× with 100.`
-      : '',
+    ...CLIENTS.map((c) => {
+      const main = rows.find((r) => r.clients === c && r.threads === 0 && r.cold === COLDS[0])
+      const workers = rows.find((r) => r.clients === c && r.threads > 0 && r.cold === COLDS[0])
+      return main && workers
+        ? `Client p99 with ${c} client(s), main thread ÷ worker threads: ${ratio(main, workers)}×.`
+        : ''
+    }),
   ].join('\n')
 }

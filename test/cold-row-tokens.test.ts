@@ -1,14 +1,17 @@
 // Few-rows output of the cold store in byte form: Table.rowTokens writes each row's stored JSON
-// tokens (built once per row and kept) with the same bytes as Table.tokens, and a selective query
-// rendered from it gives the in-memory store's lines and, run again, decompresses no frame.
+// tokens (built once per row and kept) with the same bytes as Table.tokens; the parts it read
+// whole to build them leave the cache when the rows are written; a selective query rendered from
+// it gives the in-memory store's lines and, run again, decompresses no frame.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { columnsOf } from '../src/catalogue.ts'
 import { RECORD_KINDS } from '../src/model.ts'
-import { LineBuf } from '../src/query/bytes.ts'
+import { LineBuf, type JsonTokens } from '../src/query/bytes.ts'
 import { executeQuery, parseQuery } from '../src/query/index.ts'
 import type { Chunk } from '../src/store/chunk.ts'
 import { DiskColdStore } from '../src/store/cold.ts'
+import { readFooter } from '../src/store/cold/chunk-file.ts'
+import type { DiskChunk } from '../src/store/cold/disk-chunk.ts'
 import { frameStats } from '../src/store/cold/frames.ts'
 import { StaticStore } from '../src/store/static.ts'
 import type { BlockStore } from '../src/store/types.ts'
@@ -104,4 +107,44 @@ test('a one-account query renders from row tokens: the in-memory lines, and no f
   assert.deepEqual(await lines(cold, body, last), want)
   assert.equal(frameStats.frames, f1, 'the second run decompresses nothing')
   await cold.close()
+})
+
+test('parts read whole to build a few rows are dropped once the rows are written; the built rows stay', async () => {
+  const blocks = generateBlocks({ seed: 13, count: 16, accounts: 3000 })
+  const dir = tempDir()
+  await writeStore(dir, blocks, { targetBlocks: 16 })
+  const s = await DiskColdStore.open(dir, { readOnly: true })
+  const chunks: Chunk[] = []
+  for await (const c of s.chunks(0, Number.MAX_SAFE_INTEGER)) chunks.push(c)
+  assert.equal(chunks.length, 1)
+  const c = chunks[0] as DiskChunk
+  const t = c.table('instruction')
+  const n = t.rowCount
+  const parts = (readFooter(c.path).footer.kinds.instruction.cols.accounts.p as number[]).slice(0, 5)
+  const whole = parts.reduce((a, b) => a + b, 0)
+  // every 10th row: few rows (1 in 10), but enough to read the parts whole
+  const rows = Array.from({ length: Math.floor(n / 10) }, (_, k) => 10 * k)
+  const render = (tok: JsonTokens) => {
+    const out = new LineBuf()
+    for (const r of rows) tok.write(r, out)
+    return out.buf.toString('latin1', 0, out.pos)
+  }
+  const before = s.cacheStats().bytes
+  const f0 = frameStats.frames
+  const tok = t.rowTokens!('accounts', rows.length)!
+  const text = render(tok)
+  const held = s.cacheStats().bytes - before
+  assert.ok(frameStats.frames > f0)
+  assert.ok(held > 0.8 * whole, `held ${held} bytes while rendering, parts ${whole}`)
+  tok.done!()
+  const kept = s.cacheStats().bytes - before
+  assert.ok(kept < held - 0.8 * parts[1], `kept ${kept} bytes after done, ${held} before`)
+  assert.equal(text, render(t.tokens!('accounts', false)!))
+  // again: the built rows, nothing read
+  const f1 = frameStats.frames
+  const again = t.rowTokens!('accounts', rows.length)!
+  assert.equal(render(again), text)
+  again.done!()
+  assert.equal(frameStats.frames, f1)
+  await s.close()
 })

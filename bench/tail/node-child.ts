@@ -1,6 +1,6 @@
 /**
  * Child process of bench/tail.bench.ts: a fake Solana node (src/ingest/fake-node.ts) over the
- * archive file argv[2], producing a block only when the parent asks (IPC `produce`) and answering
+ * archive file argv[2] (argv[3] blocks at start, finality lagging argv[4] slots), producing a block only when the parent asks (IPC `produce`) and answering
  * with the slot and the wall-clock time (ms since the epoch, sub-ms) at which it became available.
  * Running the node in its own process keeps the cost of assembling its ~5 MB answers out of the
  * measured process.
@@ -13,7 +13,7 @@ const node = await FakeSolanaNode.start({
   intervalMs: 0,
   initialBlocks: Number(process.argv[3] ?? 3),
   skipRate: 0.1,
-  finalityLag: 32,
+  finalityLag: Number(process.argv[4] ?? 32),
   seed: 3,
 })
 process.send!({ t: 'ready', url: node.url, tip: node.tip.slot, firstSlot: node.firstSlot })

@@ -151,6 +151,8 @@ export class RealtimeIngester {
   /** consecutive session restarts without a stored block */
   private idleRestarts = 0
   private restartFrom: number | null = null
+  /** the move of finalized blocks to the cold store in progress (finalizeStep) */
+  private finalizeRun: Promise<void> | null = null
   readonly stats = {
     blocks: 0,
     forks: 0,
@@ -202,6 +204,7 @@ export class RealtimeIngester {
     if (!loop) return
     this.ctl?.abort()
     await loop
+    await this.finalizeRun
     this.loop = null
     this.ctl = null
   }
@@ -386,6 +389,7 @@ export class RealtimeIngester {
   /** move blocks the node reports finalized from the hot store to the cold store */
   private async finalizeStep(signal: AbortSignal): Promise<void> {
     this.lastFinalize = Date.now()
+    if (this.finalizeRun) return // one move at a time
     const win = this.hot.entries()
     if (win.length === 0) return
     const f = await this.source.client.getSlot('finalized', signal)
@@ -409,8 +413,20 @@ export class RealtimeIngester {
         throw new Restart(ancestor + 1, `stored block ${e.number} is not on the node's finalized chain (fork)`)
       }
     }
-    const moved = await this.hot.finalize(e.number, this.cold)
-    this.stats.finalized += moved.length
+    // the move runs beside the loop: appending to a disk cold store takes seconds with
+    // mainnet-sized blocks, and new blocks keep being stored meanwhile (HotStore.finalize)
+    const run = this.hot.finalize(e.number, this.cold).then(
+      (moved) => {
+        this.stats.finalized += moved.length
+      },
+      (err: Error) => {
+        this.lastError = err
+        if (!signal.aborted) this.log.warn(`finalizing up to slot ${e.number} failed: ${err.message}; retrying later`)
+      },
+    )
+    this.finalizeRun = run.finally(() => {
+      this.finalizeRun = null
+    })
   }
 
   /** at the tip: make sure the stored tip is still on the node's chain */
@@ -484,10 +500,11 @@ export interface RealtimeDatasetOptions {
   normalize?: NormalizeFn
   normalizeOptions?: { includeVotes?: boolean }
   /**
-   * worker threads that parse and normalize the node's block answers (default 0: in the main
-   * thread, between the streams). Workers leave the main thread ~1/3 busy instead of ~9/10 with
-   * mainnet-sized blocks, but on the shared 2-core box they measured slower from answer to store
-   * (bench/results/tail.md), so they are opt-in. A custom `normalize` always runs in the main thread.
+   * worker threads that parse and normalize the node's block answers (default 0 here: in the
+   * calling thread, between the streams; `serve` defaults to the cores less one). With
+   * mainnet-sized blocks one worker gives the same latency as the main thread and leaves the main
+   * thread a third to a half as busy (bench/results/tail.md). A custom `normalize` always runs in
+   * the main thread.
    */
   normalizeThreads?: number
   /** skip fsync in the hot store (tests only) */

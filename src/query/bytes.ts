@@ -92,4 +92,6 @@ export class LineBuf {
  */
 export interface JsonTokens {
   write(i: number, out: LineBuf): void
+  /** optional: the rows of this use are written (what was read only to build them may be dropped) */
+  done?(): void
 }

@@ -709,6 +709,8 @@ export async function* executeQuery(
     const run = new ChunkRun(chunk, plan, bLo, bHi)
     if (!(await run.run(slicer))) return
     const bound: BoundKind[] = []
+    /** the columns of this chunk's render (`done` once its blocks are written) */
+    const used: (ArrayLike<unknown> | JsonTokens)[] = []
     // byte output when every rendered table can hand over stored JSON tokens (the cold store)
     let bytes = true
     for (const kp of plan.kinds) {
@@ -721,6 +723,7 @@ export async function* executeQuery(
       const t = run.table(kp.kind)
       const cols = await renderColumns(t, kp.defs, s, t.blockOffsets[bLo], t.blockOffsets[bHi], slicer, bytes, bigints)
       if (cols === null) return
+      used.push(...cols)
       const tokens = cols.map(isTokens)
       bound.push({
         open: kp.open,
@@ -794,6 +797,7 @@ export async function* executeQuery(
           return
         }
       }
+      for (const c of used) if (isTokens(c)) c.done?.()
       continue
     }
     for (let b = bLo; b < bHi; b++) {

@@ -82,6 +82,9 @@ export class HotStore extends EventEmitter {
   private window: readonly HotEntry[] = []
   private anchorInfo: HeadInfo | null = null
   private writeLock: Promise<unknown> = Promise.resolve()
+  private finalizeQueue: Promise<unknown> = Promise.resolve()
+  /** the highest block a running finalize() is moving to the cold store (see finalize) */
+  private finalizing: number | null = null
   private closed = false
   /** blocks dropped on open because they were already in the cold store (or failed to link) */
   readonly droppedOnOpen: number[] = []
@@ -221,6 +224,9 @@ export class HotStore extends EventEmitter {
         if (parentIdx < 0 || win[parentIdx].header.hash !== h.parentHash) return { status: 'unlinked' } as const
       }
       const removed = win.slice(parentIdx + 1)
+      // a block being moved to the cold store is final: not replaced (see finalize)
+      if (this.finalizing !== null && removed.length && removed[0].header.number <= this.finalizing)
+        return { status: 'unlinked' } as const
       await this.root.transaction(() => {
         for (const e of removed) this.blocks.remove(e.header.number)
         this.blocks.put(h.number, isPackedBlock(block) ? (asBinary(block.packed) as unknown as Block) : block)
@@ -242,6 +248,8 @@ export class HotStore extends EventEmitter {
       this.checkOpen()
       if (this.anchorInfo && n < this.anchorInfo.number)
         throw new Error(`rollback to ${n} is below the finalized block ${this.anchorInfo.number}`)
+      if (this.finalizing !== null && n < this.finalizing)
+        throw new Error(`rollback to ${n} is below the block ${this.finalizing} being finalized`)
       const win = this.window
       const keep = win.filter((e) => e.header.number <= n)
       const removed = win.slice(keep.length)
@@ -259,32 +267,57 @@ export class HotStore extends EventEmitter {
    * Move the window blocks numbered ≤ upTo to the cold store, in order: cold.append first
    * (durable when it resolves), then delete them here and move the anchor, atomically.
    * Returns the moved blocks.
+   *
+   * The write lock is not held while the cold store appends (with mainnet-sized blocks that takes
+   * seconds): new blocks are pushed meanwhile. The blocks being moved are already final for the
+   * window: until they leave it, a push that would replace them is `unlinked` and a rollback
+   * below them throws, as for blocks below the anchor. One finalize runs at a time.
    */
   finalize(upTo: number, cold: ColdStore, hooks?: { afterColdAppend?: () => void | Promise<void> }): Promise<Block[]> {
-    return this.locked(async () => {
+    const run = this.finalizeQueue.then(() => this.finalizeNow(upTo, cold, hooks))
+    this.finalizeQueue = run.catch(() => {})
+    return run
+  }
+
+  private async finalizeNow(
+    upTo: number,
+    cold: ColdStore,
+    hooks?: { afterColdAppend?: () => void | Promise<void> },
+  ): Promise<Block[]> {
+    const moving = await this.locked(async () => {
       this.checkOpen()
       const win = this.window
       let k = 0
       while (k < win.length && win[k].header.number <= upTo) k++
       if (k === 0) return []
-      const moving = win.slice(0, k)
+      const m = win.slice(0, k)
+      this.finalizing = m[k - 1].header.number
+      return m
+    })
+    if (moving.length === 0) return []
+    try {
       const coldLast = cold.lastBlock()
       // blocks already in the cold store (only after a crash in between; load() drops them too)
       const fresh = coldLast ? moving.filter((e) => e.header.number > coldLast.number) : moving
       if (fresh.length) await cold.append(fresh.map((e) => e.block))
       await hooks?.afterColdAppend?.()
-      this.checkOpen()
-      const last = moving[moving.length - 1].header
-      const anchor: HeadInfo = { number: last.number, hash: last.hash }
-      await this.root.transaction(() => {
-        for (const e of moving) this.blocks.remove(e.header.number)
-        this.meta.put(ANCHOR_KEY, anchor)
+      return await this.locked(async () => {
+        this.checkOpen()
+        const last = moving[moving.length - 1].header
+        const anchor: HeadInfo = { number: last.number, hash: last.hash }
+        await this.root.transaction(() => {
+          for (const e of moving) this.blocks.remove(e.header.number)
+          this.meta.put(ANCHOR_KEY, anchor)
+        })
+        this.anchorInfo = anchor
+        // the moved blocks are still the window's first (nothing could replace them meanwhile)
+        this.window = this.window.slice(moving.length)
+        this.emit('change')
+        return moving.map((e) => e.block)
       })
-      this.anchorInfo = anchor
-      this.window = win.slice(k)
-      this.emit('change')
-      return moving.map((e) => e.block)
-    })
+    } finally {
+      this.finalizing = null
+    }
   }
 
   async close(): Promise<void> {

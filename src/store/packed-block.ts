@@ -35,6 +35,17 @@ export function unpackBlock(packed: Uint8Array): Block {
   return unpackr.unpack(packed) as Block
 }
 
+/** the buffers of lazy blocks not decoded yet */
+const stillPacked = new WeakMap<Block, Uint8Array>()
+
+/**
+ * The block as one msgpack buffer (`unpackBlock` reads it): a lazy block's own buffer while it
+ * is not decoded (not to be modified: the block still reads from it), else newly packed.
+ */
+export function packedBytes(block: Block): Uint8Array {
+  return stillPacked.get(block) ?? packBlock(block).packed
+}
+
 const RECORD_LISTS = ['transactions', 'instructions', 'logs', 'balances', 'tokenBalances', 'rewards'] as const
 
 /**
@@ -49,10 +60,12 @@ export function lazyBlock(p: PackedBlock): Block {
     if (!full) {
       full = unpackBlock(packed!)
       packed = null
+      stillPacked.delete(block)
     }
     return full
   }
   const block = { header: p.header } as Block
+  stillPacked.set(block, p.packed)
   for (const k of RECORD_LISTS) {
     Object.defineProperty(block, k, { enumerable: true, configurable: true, get: () => get()[k] })
   }

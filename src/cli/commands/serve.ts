@@ -4,6 +4,7 @@
  * in-process fake chain with `--demo`.
  */
 import type { Command } from 'commander'
+import { defaultDecodeThreads } from '../../ingest/block-workers.ts'
 import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc.ts'
 import { sampleLines } from '../../ingest/sample.ts'
 import type { DatasetConfig } from '../../server/datasets.ts'
@@ -140,7 +141,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
       1024,
     rpcStallMs: intOption('rpc-stall-ms', opts.rpcStallMs ?? String(DEFAULT_STALL_TIMEOUT_MS), 1),
     rpcDamagedAttempts: intOption('rpc-damaged-attempts', opts.rpcDamagedAttempts ?? '5', 1, 1000),
-    ingestThreads: intOption('ingest-threads', opts.ingestThreads ?? '0', 0, 64),
+    ingestThreads: intOption('ingest-threads', opts.ingestThreads ?? String(defaultDecodeThreads()), 0, 64),
     responseTimeMs: intOption('response-time-ms', opts.responseTimeMs, 1),
     responseBytes: intOption('response-bytes', opts.responseBytes, 1),
     headWaitMs: intOption('head-wait-ms', opts.headWaitMs),
@@ -188,8 +189,7 @@ export function register(program: Command): void {
     )
     .option(
       '--ingest-threads <n>',
-      "--rpc, --demo: worker threads that parse and normalize the node's blocks (0: the main thread)",
-      '0',
+      "--rpc, --demo: worker threads that parse and normalize the node's blocks (0: the main thread; default: the cores less one, 1 to 4)",
     )
     .option(
       '--rpc-damaged-attempts <n>',
@@ -389,12 +389,13 @@ async function loadDatasets(
       })
       log.info(`demo: fake Solana node at ${(ds as Awaited<ReturnType<typeof rt.createDemoDataset>>).node.url}`)
     } else {
-      const { DiskColdStore } = await import('../../store/cold.ts')
+      const { ColdWriterThread, FINALIZE_BATCHES } = await import('../../ingest/cold-writer.ts')
       const { coldDir } = await import('../../store/dataset-dir.ts')
       const dataDir = opts.dataDir! // checked: --rpc needs --data-dir
-      const cold = await DiskColdStore.open(coldDir(dataDir), { cacheBytes: cfg.threadCacheBytes })
-      renderDir = cold.dir
-      metrics.addColdCache('solana-mainnet', () => cold.cacheStats())
+      // chunks are encoded and merged in a thread of their own, never between the streams
+      const cold = await ColdWriterThread.open(coldDir(dataDir), { cacheBytes: cfg.threadCacheBytes })
+      renderDir = cold.reader.dir
+      metrics.addColdCache('solana-mainnet', () => cold.reader.cacheStats())
       ds = await rt.createRealtimeDataset({
         rpcUrl: opts.rpc!,
         dataDir,
@@ -405,6 +406,7 @@ async function loadDatasets(
         rpc: { maxResponseBytes: cfg.rpcMaxBodyBytes, stallTimeoutMs: cfg.rpcStallMs },
         malformedAttempts: cfg.rpcDamagedAttempts,
         normalizeThreads: cfg.ingestThreads,
+        ...FINALIZE_BATCHES,
         onFatal,
         logger: ingestLog,
       })

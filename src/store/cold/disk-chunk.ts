@@ -166,7 +166,11 @@ export class DiskChunk implements Chunk {
       // accounted for the bytes it holds (whole parts, pages read on demand, parsed values), which
       // grow as queries read it
       this.cache.set(k, v as unknown as ArrayLike<unknown>, 256 + parts.bytes)
-      parts.onGrow = (d) => this.cache.grow(k, d)
+      // only while this very object is the cached one (an evicted column may still be in use)
+      const col = v as unknown as ArrayLike<unknown>
+      parts.onGrow = (d) => {
+        if (this.cache.peek(k) === col) this.cache.grow(k, d)
+      }
     }
     return v
   }
@@ -296,7 +300,7 @@ class DiskTable implements Table {
     const m = this.entry(field)
     const c = this.chunk
     // already decoded: nothing cheaper
-    if (m === null || m.x !== 1 || c.cache.has(`${c.path}\0${this.kind}.${field}`)) return null
+    if (m === null || (m.x !== 1 && m.e !== 'addr') || c.cache.has(`${c.path}\0${this.kind}.${field}`)) return null
     return c.raw(m, this.rowCount).rowTokens(reads)
   }
 

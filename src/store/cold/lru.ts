@@ -51,6 +51,11 @@ export class ByteLru<K, V> {
     return e.value
   }
 
+  /** the value without counting a lookup or making it recent */
+  peek(key: K): V | undefined {
+    return this.map.get(key)?.value
+  }
+
   has(key: K): boolean {
     return this.map.has(key)
   }

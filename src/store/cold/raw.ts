@@ -195,6 +195,8 @@ export class Parts {
   /** blob offset of each part (format 4: in the virtual blob of frames.ts) */
   private readonly offs: number[] = []
   private readonly pages = new Map<number, Buffer>()
+  /** parts read whole for one use only (`lend`), with their bytes: dropped by `unlend` */
+  private readonly lent = new Map<number, number>()
   private held = 0
   /** called with the bytes added to memory */
   onGrow: ((delta: number) => void) | null = null
@@ -291,7 +293,9 @@ export class Parts {
 
   part(i: number): Uint8Array {
     let p = this.full[i]
-    if (p === undefined) {
+    // lent until now: kept from here on
+    if (p !== undefined) this.lent.delete(i)
+    else {
       const o = this.offs[i]
       const len = this.lens[i]
       if (len === 0) return (this.full[i] = new Uint8Array(0))
@@ -313,11 +317,36 @@ export class Parts {
   /**
    * About `reads` values of part i are wanted: read it whole when that is cheaper than reading a
    * page per value (one read costs a few microseconds, about as much as copying ~8 KiB); returns
-   * whether it is in memory.
+   * whether it is in memory. `lend`: read for one use only, dropped by `unlend` (unless a reader
+   * asks for the part meanwhile).
    */
-  prefer(i: number, reads: number): boolean {
-    if (this.full[i] === undefined && reads * 8192 >= this.lens[i]) this.part(i)
+  prefer(i: number, reads: number, lend = false): boolean {
+    if (this.full[i] === undefined && reads * 8192 >= this.lens[i]) {
+      if (lend) this.lendPart(i)
+      else this.part(i)
+    }
     return this.full[i] !== undefined
+  }
+
+  /** part i read whole (accounted) for one use, without its pages (see `unlend`) */
+  lendPart(i: number): void {
+    if (this.full[i] !== undefined || this.lens[i] === 0) return
+    const o = this.offs[i]
+    const len = this.lens[i]
+    const k0 = pageOf(o, PAGE)
+    const run = this.readPages(k0, pageOf(o + len - 1, PAGE) + 1)
+    this.full[i] = new Uint8Array(run.buffer, run.byteOffset + o - k0 * PAGE, len)
+    this.lent.set(i, run.byteLength)
+  }
+
+  /** drop the parts lent and not asked for since (their bytes leave the cache's count) */
+  unlend(): void {
+    for (const [i, bytes] of this.lent) {
+      this.full[i] = undefined
+      this.v32[i] = undefined
+      this.account(-bytes)
+    }
+    this.lent.clear()
   }
 
   /**
@@ -888,7 +917,7 @@ export class RawColumn {
    * few dozen pointers), so a repeated query reads nothing (a list's dictionary is read whole when
    * the rows' elements are many times its pages).
    */
-  private prefetch(reads: number): void {
+  private prefetch(reads: number, lend = false): void {
     const P = this.parts
     let wholeDict = false
     if (this.e === 'list' && this.x) {
@@ -898,10 +927,13 @@ export class RawColumn {
     for (let i = 0; i < P.lens.length; i++) {
       if (i === this.pSorted || (this.e === 'list' && i >= 5)) continue
       if (this.e === 'list' && (i === this.pText || i === this.pToff)) {
-        if (wholeDict) P.part(i)
+        if (wholeDict) {
+          if (lend) P.lendPart(i)
+          else P.part(i)
+        }
         continue
       }
-      P.prefer(i, reads)
+      P.prefer(i, reads, lend)
     }
   }
 
@@ -919,19 +951,33 @@ export class RawColumn {
    * string parsed, joined or encoded. Null for columns without JSON tokens (then `rowView`).
    */
   rowTokens(reads: number): JsonTokens | null {
-    if (!this.x || (this.e !== 'plain' && this.e !== 'dict' && this.e !== 'list')) return null
-    this.prefetch(reads)
+    const e = this.e
+    if (e !== 'addr' && (!this.x || (e !== 'plain' && e !== 'dict' && e !== 'list'))) return null
     const P = this.parts
+    // parts worth reading whole are read on the first row to build (none when every row was
+    // built by an earlier run), and only for this use: `done` drops them, the built rows stay
+    let fetched = false
     const kept = this.builtBytes
     const w = this.w
     const size = this.dictSize
-    const e = this.e
     const build = (i: number): Buffer => {
+      if (!fetched) {
+        fetched = true
+        this.prefetch(reads, true)
+      }
       const was = P.transient
       P.transient = true
       let b: Buffer
       try {
-        if (e === 'plain') b = Buffer.from(this.tokenBytes(i))
+        if (e === 'addr') {
+          // instruction addresses: a list of small integers
+          P.u32Pair(0, i, this.pair)
+          const a = this.pair[0]
+          const z = this.pair[1]
+          let t = '['
+          for (let j = a; j < z; j++) t += (j > a ? ',' : '') + P.uw(1, j, w)
+          b = Buffer.from(t + ']', 'latin1')
+        } else if (e === 'plain') b = Buffer.from(this.tokenBytes(i))
         else if (e === 'dict') {
           const c = P.uw(this.pCodes, i, w)
           b = c === size ? NULL : Buffer.from(this.tokenBytes(c))
@@ -967,6 +1013,7 @@ export class RawColumn {
         if (b === undefined) kept.set(i, (b = build(i)))
         out.copy(b, 0, b.length)
       },
+      done: () => P.unlend(),
     }
   }
 

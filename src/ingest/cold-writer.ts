@@ -1,0 +1,159 @@
+/**
+ * A live follower's cold store with its writes in a worker thread (cold-writer-worker.ts).
+ *
+ * Finalized blocks move from the hot store to the cold store as they finalize, a few at a time:
+ * the DiskColdStore writes each append as a small chunk and merges small chunks into bigger ones,
+ * so every block is encoded several times; with mainnet-sized blocks that is seconds of CPU per
+ * second of chain, which on the main thread stalled every stream (the tail bench with
+ * `TAIL_COLD=disk`). Here the worker thread owns the store as its one writer; this thread reads
+ * the same directory through a read-only DiskColdStore (`reader`: queries, heads, the render
+ * threads) that picks up each append once it is durable. The append protocol, its durability and
+ * its crash repair are the DiskColdStore's own; the hot store deletes finalized blocks only after
+ * `append` resolved, as with any ColdStore.
+ */
+import { Worker } from 'node:worker_threads'
+import type { Block } from '../model.ts'
+import type { Chunk, HeadInfo } from '../store/chunk.ts'
+import { DiskColdStore, type DiskColdStoreOptions } from '../store/cold.ts'
+import { packedBytes } from '../store/packed-block.ts'
+import type { ColdStore } from '../store/types.ts'
+import { workerExecArgv } from '../util/worker-argv.ts'
+import type { ColdWriterSetup, FromColdWriter, ToColdWriter } from './cold-writer-worker.ts'
+
+/**
+ * How a follower with this cold store moves finalized blocks (RealtimeIngesterOptions): by 20
+ * (at mainnet size ~32 MiB of chunk, sealed at once) or once the oldest waited 30 s. Appends of
+ * a block or two, as they finalize, were each written as a small chunk and rewritten by merge
+ * after merge: every block encoded 3-4 times.
+ */
+export const FINALIZE_BATCHES = { finalizeMinBlocks: 20, finalizeMaxDelayMs: 30_000 } as const
+
+const WRITER_CACHE_BYTES = 16 * 1024 * 1024
+
+export class ColdWriterThread implements ColdStore {
+  private readonly pending = new Map<number, { resolve: (last: HeadInfo | null) => void; reject: (e: Error) => void }>()
+  private nextId = 1
+  private failure: Error | null = null
+  private closed = false
+
+  private constructor(
+    private readonly worker: Worker,
+    /** the same directory, read-only, in this thread */
+    readonly reader: DiskColdStore,
+  ) {}
+
+  /**
+   * Open the store at `dir` for writing in a worker thread (creating it when missing) and for
+   * reading here. `options` apply to both (the reader is opened read-only, with `verify: 'none'`:
+   * the writer checked the files).
+   */
+  static async open(dir: string, options: Omit<DiskColdStoreOptions, 'readOnly'> = {}): Promise<ColdWriterThread> {
+    // the writer reads only for merges: a small cache of its own
+    const cacheBytes = Math.min(options.cacheBytes ?? WRITER_CACHE_BYTES, WRITER_CACHE_BYTES)
+    const setup: ColdWriterSetup = { dir, options: { ...options, cacheBytes, acquireChunk: undefined } }
+    const worker = new Worker(new URL('./cold-writer-worker.mjs', import.meta.url), {
+      workerData: setup,
+      execArgv: workerExecArgv(),
+    })
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const onExit = (code: number) => reject(new Error(`cold store writer thread exited (code ${code})`))
+        worker.once('error', reject)
+        worker.once('exit', onExit)
+        worker.once('message', (m: FromColdWriter) => {
+          worker.off('error', reject)
+          worker.off('exit', onExit)
+          if (m.t === 'ready') resolve()
+          else reject(new Error(m.t === 'error' ? m.message : `unexpected ${m.t}`))
+        })
+      })
+    } catch (e) {
+      await worker.terminate()
+      throw e
+    }
+    let reader: DiskColdStore
+    try {
+      reader = await DiskColdStore.open(dir, { ...options, readOnly: true, verify: 'none' })
+    } catch (e) {
+      await worker.terminate()
+      throw e
+    }
+    const s = new ColdWriterThread(worker, reader)
+    worker.on('message', (m: FromColdWriter) => s.answer(m))
+    worker.on('error', (e) => s.fail(new Error(`cold store writer thread failed: ${e.message}`)))
+    worker.on('exit', (code) => s.fail(new Error(`cold store writer thread exited (code ${code})`)))
+    worker.unref()
+    return s
+  }
+
+  private answer(m: FromColdWriter): void {
+    if (m.t !== 'done' && m.t !== 'failed') return
+    const p = this.pending.get(m.id)
+    if (!p) return
+    this.pending.delete(m.id)
+    if (this.pending.size === 0) this.worker.unref()
+    if (m.t === 'done') p.resolve(m.last)
+    else p.reject(new Error(m.message))
+  }
+
+  private fail(err: Error): void {
+    if (this.closed) return
+    this.failure ??= err
+    for (const p of this.pending.values()) p.reject(err)
+    this.pending.clear()
+  }
+
+  private send(m: ToColdWriter, transfer: ArrayBuffer[] = []): Promise<HeadInfo | null> {
+    if (this.failure) return Promise.reject(this.failure)
+    return new Promise((resolve, reject) => {
+      this.pending.set(m.id, { resolve, reject })
+      this.worker.ref()
+      this.worker.postMessage(m, transfer)
+    })
+  }
+
+  firstBlock(): number | null {
+    return this.reader.firstBlock()
+  }
+
+  lastBlock(): HeadInfo | null {
+    return this.reader.lastBlock()
+  }
+
+  chunks(from: number, to: number): AsyncIterable<Chunk> {
+    return this.reader.chunks(from, to)
+  }
+
+  chainBefore(n: number, limit: number): Promise<HeadInfo[]> {
+    return this.reader.chainBefore(n, limit)
+  }
+
+  /** append in the writer thread; resolves once durable there and visible here */
+  async append(blocks: Block[]): Promise<void> {
+    if (this.closed) throw new Error('cold store closed')
+    if (blocks.length === 0) return
+    // copies (a lazy block still reads from its own buffer), transferred
+    const packed = blocks.map((b) => new Uint8Array(packedBytes(b)))
+    const last = await this.send(
+      { t: 'append', id: this.nextId++, blocks: packed },
+      packed.map((p) => p.buffer as ArrayBuffer),
+    )
+    this.reader.refresh()
+    const seen = this.reader.lastBlock()
+    if (!last || !seen || seen.number !== last.number || seen.hash !== last.hash)
+      throw new Error(
+        `cold store: the writer thread ends at ${last?.number ?? 'nothing'}, its reader at ${seen?.number ?? 'nothing'}`,
+      )
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    try {
+      if (!this.failure) await this.send({ t: 'close', id: this.nextId++ })
+    } finally {
+      this.closed = true
+      await this.worker.terminate()
+      await this.reader.close()
+    }
+  }
+}
