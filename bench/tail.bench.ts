@@ -29,6 +29,7 @@ import { writeArchive } from '../src/ingest/generate.ts'
 import { defaultDecodeThreads } from '../src/ingest/block-workers.ts'
 import { createRealtimeDataset, silentLogger, type StoredBlock } from '../src/ingest/realtime.ts'
 import { ColdWriterThread, FINALIZE_BATCHES } from '../src/ingest/cold-writer.ts'
+import { DiskColdStore } from '../src/store/cold.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer } from '../src/server/http.ts'
 
@@ -38,8 +39,12 @@ const TXS = Number(process.env.TAIL_TXS ?? 1500)
 const CLIENTS = (process.env.TAIL_CLIENTS ?? '1,100').split(',').map(Number)
 const THREADS = (process.env.TAIL_THREADS ?? `${defaultDecodeThreads()},0`).split(',').map(Number)
 const INTERVAL_MS = 400
-/** `TAIL_COLD=disk`: finalized blocks go to a disk cold store (as `serve --rpc` does) instead of memory */
-const COLD = process.env.TAIL_COLD ?? 'memory'
+/**
+ * `TAIL_COLD=disk`: finalized blocks go to a disk cold store written by a thread of its own, by
+ * batches (as `serve --rpc` does) instead of memory; `disk-main`: the same store written on the
+ * main thread as blocks finalize (how `serve --rpc` did it before); a list makes rows of each
+ */
+const COLDS = (process.env.TAIL_COLD ?? 'memory').split(',')
 /** slots the node's finalized head lags its confirmed head (32: no block is finalized during a 30-block row) */
 const FINALITY_LAG = Number(process.env.TAIL_FINALITY_LAG ?? 32)
 const POLL_MS = 20
@@ -69,6 +74,7 @@ function message<T>(child: ChildProcess, t: string): Promise<T> {
 interface Row {
   path: string
   threads: number
+  cold: string
   clients: number
   lines: number
   expected: number
@@ -82,17 +88,22 @@ interface Row {
   statuses: string
 }
 
-async function measure(archive: string, threads: number, clients: number): Promise<Row> {
+async function measure(archive: string, threads: number, clients: number, coldKind: string): Promise<Row> {
   const dir = mkdtempSync(join(tmpdir(), 'solportal-bench-tail-'))
   const node = fork(join(import.meta.dirname, 'tail', 'node-child.ts'), [archive, '3', String(FINALITY_LAG)], CHILD)
   const ready = await message<{ url: string; tip: number; firstSlot: number }>(node, 'ready')
   const stored = new Map<number, StoredBlock>()
-  const cold = COLD === 'disk' ? await ColdWriterThread.open(join(dir, 'cold')) : undefined
+  const cold =
+    coldKind === 'disk'
+      ? await ColdWriterThread.open(join(dir, 'cold'))
+      : coldKind === 'disk-main'
+        ? await DiskColdStore.open(join(dir, 'cold'))
+        : undefined
   const ds = await createRealtimeDataset({
     rpcUrl: ready.url,
     dataDir: dir,
     cold,
-    ...(cold ? FINALIZE_BATCHES : {}),
+    ...(coldKind === 'disk' ? FINALIZE_BATCHES : {}),
     startSlot: ready.firstSlot,
     pollIntervalMs: POLL_MS,
     normalizeThreads: threads,
@@ -145,9 +156,13 @@ async function measure(archive: string, threads: number, clients: number): Promi
 
   const row: Row = {
     threads,
+    cold: coldKind,
     path:
       (threads > 0 ? `worker threads (${threads})` : 'main thread') +
-      (threads === defaultDecodeThreads() ? ' (default)' : ''),
+      (threads === defaultDecodeThreads() ? ' (default)' : '') +
+      (coldKind === 'memory'
+        ? ''
+        : `, cold store: ${coldKind === 'disk' ? 'disk, writer thread' : 'disk, main thread'}`),
     clients,
     lines: 0,
     expected: producedAt.size * clients,
@@ -183,7 +198,9 @@ export async function run(): Promise<string> {
   const gen = await writeArchive(archive, { blocks: 4, txsPerBlock: TXS, seed: 7 })
   const rows: Row[] = []
   // the paths back to back for each client count
-  for (const clients of CLIENTS) for (const threads of THREADS) rows.push(await measure(archive, threads, clients))
+  for (const coldKind of COLDS)
+    for (const clients of CLIENTS)
+      for (const threads of THREADS) rows.push(await measure(archive, threads, clients, coldKind))
   rmSync(dir, { recursive: true, force: true })
   const load1 = loadavg()
   const f = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-')
@@ -192,7 +209,7 @@ export async function run(): Promise<string> {
   return [
     `## Live tail, mainnet-sized blocks (fake node → RPC → parse + normalize → hot store → server → clients)`,
     '',
-    `Blocks of ~${TXS} transactions (${gen.txs} in the ${gen.blocks} generated templates, ${Math.round((gen.bytes / gen.blocks / 1e6) * 10) / 10} MB of JSON each), one every ${INTERVAL_MS} ms, ${BLOCKS} per row; ingest poll ${POLL_MS} ms, 4 getBlock requests in flight. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} at start, ${load1.map((x) => x.toFixed(1)).join(' ')} at end.`,
+    `Blocks of ~${TXS} transactions (${gen.txs} in the ${gen.blocks} generated templates, ${Math.round((gen.bytes / gen.blocks / 1e6) * 10) / 10} MB of JSON each), one every ${INTERVAL_MS} ms, ${BLOCKS} per row; ingest poll ${POLL_MS} ms, 4 getBlock requests in flight; the node finalizes ${FINALITY_LAG} slots behind its head. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} at start, ${load1.map((x) => x.toFixed(1)).join(' ')} at end.`,
     '',
     '| parse + normalize | clients | lines received / expected | block → answer p50 ms | answer → store p50 ms | answer → store p99 ms | block → store p50 ms | block → store p99 ms | client p50 ms | client p99 ms | main thread busy | responses |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
@@ -204,8 +221,8 @@ export async function run(): Promise<string> {
     'block → answer: from the node producing the block to the last byte of its getBlock answer read (the poll interval, the node assembling its answer, the transfer); answer → store: from the last byte of the node’s getBlock answer read to the block in the hot store; block → store and client: from the node producing the block (it includes the poll interval and the node assembling its answer) to the hot store having it and to each client reading its line. Main thread busy: its event loop utilization while the blocks were produced (ingest applying blocks, the server, and on the main-thread path parse + normalize). Responses: the clients’ requests by HTTP status (a 204 is asked again at once).',
     '',
     ...CLIENTS.map((c) => {
-      const main = rows.find((r) => r.clients === c && r.threads === 0)
-      const workers = rows.find((r) => r.clients === c && r.threads > 0)
+      const main = rows.find((r) => r.clients === c && r.threads === 0 && r.cold === COLDS[0])
+      const workers = rows.find((r) => r.clients === c && r.threads > 0 && r.cold === COLDS[0])
       return main && workers
         ? `Client p99 with ${c} client(s), main thread ÷ worker threads: ${ratio(main, workers)}×.`
         : ''

@@ -84,6 +84,10 @@ test('every misuse: one line naming the option on stderr, non-zero exit', async 
       args: ['gen', '--blocks', '2', '--out', join(missing, 'x.jsonl')],
       want: /^solportal: error: --out \S+: directory \S+missing does not exist$/,
     },
+    {
+      args: ['serve', '--rpc', 'http://127.0.0.1:1', '--data-dir', '.', '--rpc-poll-ms', '0'],
+      want: /^solportal: error: --rpc-poll-ms must be an integer in 1\.\.60000, got '0'$/,
+    },
     { args: ['fake-node', '--skip-rate', 'abc'], want: /^solportal: error: --skip-rate must be a number/ },
     { args: ['fake-node', '--interval-ms', '-1'], want: /^solportal: error: --interval-ms must be an integer/ },
     { args: ['fake-node', '--port', '70000'], want: /^solportal: error: --port must be an integer in 0\.\.65535/ },

@@ -1,7 +1,8 @@
 /**
  * The byte writer: the same text as the string writer for every field of every kind (values,
  * nulls, both u64 renderings), and the cold store's blocks rendered as bytes from its stored JSON
- * tokens, byte for byte the lines of the in-memory store.
+ * tokens, byte for byte the lines of the in-memory store; the in-memory store's blocks rendered as
+ * bytes from its values, byte for byte the engine's string output.
  */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
@@ -9,6 +10,8 @@ import { SELECTOR_NAMES, SELECTOR_INDEX } from '../src/catalogue.ts'
 import { LineBuf } from '../src/query/bytes.ts'
 import { executeQuery, parseQuery } from '../src/query/index.ts'
 import { compileByteWriter, compileWriter, selectedDefs } from '../src/query/render.ts'
+import type { RecordKind } from '../src/model.ts'
+import type { Chunk, Table } from '../src/store/chunk.ts'
 import { MemoryChunk } from '../src/store/memory.ts'
 import { StaticStore } from '../src/store/static.ts'
 import type { BlockStore } from '../src/store/types.ts'
@@ -113,4 +116,54 @@ test('the cold store renders blocks as bytes from its tokens: the in-memory stor
     }
   }
   await cold.close()
+})
+
+test('the in-memory store renders blocks as bytes: the string output`s lines exactly', async () => {
+  const memory = new StaticStore(blocks, 8)
+  // the same chunks with tables that offer no byte form: the engine's string output
+  const stringsOnly = (c: Chunk): Chunk =>
+    new Proxy(c, {
+      get(target, prop) {
+        if (prop !== 'table') {
+          const v = Reflect.get(target, prop, target) as unknown
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
+        }
+        return (kind: RecordKind): Table => {
+          const t = target.table(kind)
+          return { rowCount: t.rowCount, blockOffsets: t.blockOffsets, column: (f) => t.column(f) }
+        }
+      },
+    })
+  const strings = new Proxy(memory, {
+    get(target, prop) {
+      if (prop === 'chunks') {
+        return async function* (from: number, to: number, fin: boolean) {
+          for await (const c of target.chunks(from, to, fin)) yield stringsOnly(c)
+        }
+      }
+      const v = Reflect.get(target, prop, target) as unknown
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
+    },
+  })
+  const first = blocks[0].header.number
+  for (const body of [
+    everything(first),
+    everything(first, first + 5),
+    { fromBlock: first, fields: { log: { message: true, programId: true } }, logs: [{}] },
+    {
+      ...everything(first),
+      includeAllBlocks: true,
+      rewards: [{ pubkey: [blocks.flatMap((b) => b.rewards)[0].pubkey] }],
+    },
+  ]) {
+    const want = await lines(strings, body)
+    const got = await lines(memory, body)
+    assert.ok(want.length > 0)
+    assert.equal(got.length, want.length)
+    for (let i = 0; i < got.length; i++) {
+      assert.equal(want[i].bytes, undefined, 'the reference renders strings')
+      assert.ok(got[i].bytes instanceof Buffer, 'rendered as bytes')
+      assert.equal(got[i].bytes!.toString('utf8'), want[i].line)
+    }
+  }
 })

@@ -275,6 +275,11 @@ test(
       })
       assert.equal(r.status, 200)
       assert.deepEqual(JSON.parse(r.text), { header: { number: mid } })
+      // an open range near the head (a client following it) is as short
+      const near = blocks[blocks.length - 2].header.number
+      const tail = await postJson(`${url}/datasets/d/stream`, { fromBlock: near, fields: { block: { number: true } } })
+      assert.equal(tail.status, 200)
+      assert.deepEqual(lines(tail), [{ header: { number: near } }, { header: { number: near + 1 } }])
       assert.equal(server.activeStreamCount, 4, 'the stalled responses are still open')
       // bounded: twice the budget plus the reserve plus a block per rendering stream (2)
       assert.ok(server.bufferedBytes <= 3 * budget + 2 * 1.5 * 1024 * 1024, `${server.bufferedBytes} bytes in flight`)

@@ -500,10 +500,11 @@ export interface RealtimeDatasetOptions {
   normalize?: NormalizeFn
   normalizeOptions?: { includeVotes?: boolean }
   /**
-   * worker threads that parse and normalize the node's block answers (default 0: in the main
-   * thread, between the streams). Workers leave the main thread ~1/3 busy instead of ~9/10 with
-   * mainnet-sized blocks, but on the shared 2-core box they measured slower from answer to store
-   * (bench/results/tail.md), so they are opt-in. A custom `normalize` always runs in the main thread.
+   * worker threads that parse and normalize the node's block answers (default 0 here: in the
+   * calling thread, between the streams; `serve` defaults to the cores less one). With
+   * mainnet-sized blocks one worker gives the same latency as the main thread and leaves the main
+   * thread a third to a half as busy (bench/results/tail.md). A custom `normalize` always runs in
+   * the main thread.
    */
   normalizeThreads?: number
   /** skip fsync in the hot store (tests only) */

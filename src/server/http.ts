@@ -471,8 +471,9 @@ export class PortalServer {
       ...this.headHeaders(ds, finalizedOnly),
     }
     if (gzip) headers['Content-Encoding'] = 'gzip'
-    // blocks the request asks for (an open range: the whole dataset to its head, and more)
-    const span = q.toBlock != null ? q.toBlock - q.fromBlock : Number.MAX_SAFE_INTEGER
+    // blocks the request asks for, up to the current head: a client following the head asks for
+    // few (its later blocks arrive while it waits), one reading from far back for many
+    const span = Math.min(q.toBlock ?? Number.MAX_SAFE_INTEGER, head!.number) - q.fromBlock
     // the 200 goes out with the first line: a failure before it is still a 5xx
     const out = new LineWriter(
       res,
@@ -554,6 +555,9 @@ export class PortalServer {
               break
             }
             if (!room) await out.drained()
+            // the range's last block is out: end the engine's iteration now, without waiting for
+            // another turn only to learn that nothing follows (a one-block query waits for one turn)
+            if (last !== null && last.number >= to) break
           }
         } finally {
           // an early exit ends the engine's iteration (its stores' readers finish)

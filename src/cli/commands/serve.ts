@@ -41,6 +41,7 @@ export interface ServeOptions {
   rpcConcurrency: string
   rpcMaxBodyMb?: string
   rpcStallMs?: string
+  rpcPollMs?: string
   rpcDamagedAttempts?: string
   ingestThreads?: string
   bigintsAsNumbers?: boolean
@@ -72,6 +73,7 @@ interface ServeSettings {
   rpcConcurrency: number
   rpcMaxBodyBytes: number
   rpcStallMs: number
+  rpcPollMs: number
   rpcDamagedAttempts: number
   ingestThreads: number
   responseTimeMs: number
@@ -140,6 +142,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
       1024 *
       1024,
     rpcStallMs: intOption('rpc-stall-ms', opts.rpcStallMs ?? String(DEFAULT_STALL_TIMEOUT_MS), 1),
+    rpcPollMs: intOption('rpc-poll-ms', opts.rpcPollMs ?? '250', 1, 60_000),
     rpcDamagedAttempts: intOption('rpc-damaged-attempts', opts.rpcDamagedAttempts ?? '5', 1, 1000),
     ingestThreads: intOption('ingest-threads', opts.ingestThreads ?? String(defaultDecodeThreads()), 0, 64),
     responseTimeMs: intOption('response-time-ms', opts.responseTimeMs, 1),
@@ -182,6 +185,11 @@ export function register(program: Command): void {
     .option('--data-dir <dir>', 'storage of the followed chain (hot LMDB + cold chunks)')
     .option('--commitment <level>', 'commitment of the followed chain: confirmed or finalized', 'confirmed')
     .option('--rpc-concurrency <n>', 'getBlock requests in flight', '4')
+    .option(
+      '--rpc-poll-ms <ms>',
+      "once caught up, how often the node's head is asked for (getSlot): up to this much is added to a new block's latency",
+      '250',
+    )
     .option(
       '--rpc-max-body-mb <n>',
       'largest node answer read, MiB (a bigger one is abandoned while reading and fetched again)',
@@ -402,6 +410,7 @@ async function loadDatasets(
         cold,
         commitment: cfg.commitment,
         concurrency: cfg.rpcConcurrency,
+        pollIntervalMs: cfg.rpcPollMs,
         normalizeOptions: { includeVotes: opts.includeVotes },
         rpc: { maxResponseBytes: cfg.rpcMaxBodyBytes, stallTimeoutMs: cfg.rpcStallMs },
         malformedAttempts: cfg.rpcDamagedAttempts,

@@ -1,6 +1,6 @@
 /**
  * Child process of `mixedLoad` (load.ts): after DELAY_MS, small queries for one block one at a
- * time until END (epoch ms), 250 ms apart, each from 127.0.0.254; prints each latency (ms) on a
+ * time until END (epoch ms), 100 ms apart, each from 127.0.0.254; prints each latency (ms) on a
  * line of stdout. Args: URL BLOCK DELAY_MS END.
  */
 import { postFrom } from './hostile.ts'
@@ -16,5 +16,5 @@ while (Date.now() < Number(end)) {
   )
   if (r.status !== 200) throw new Error(`small query: status ${r.status}`)
   console.log(performance.now() - t0)
-  await new Promise((r) => setTimeout(r, 250))
+  await new Promise((r) => setTimeout(r, 100))
 }
