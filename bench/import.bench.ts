@@ -8,8 +8,10 @@
  * Then the CPU cost per block of each stage, measured in this thread on the archive's first
  * blocks (one chunk's worth): reading + gunzip + line splitting, exact JSON parse, normalization,
  * and chunk encoding (columns in JS, brotli frames on the thread pool: process CPU), from which
- * the projection per core: the throughput when every stage had its cores, and the serial limits
- * (the main thread reads every line; one worker parses a batch's lines in order).
+ * the projection per core: the throughput when every stage had its cores, the serial limits
+ * (the main thread reads every line; one worker parses a batch's lines in order), and the
+ * projection for 1, 2, 4 and 8 idle cores (the measured CPU per block spread over them, capped by
+ * the serial limits).
  *
  * Env: IMPORT_BLOCKS (default 300), IMPORT_TXS (mean transactions per block, default 1500),
  * IMPORT_ROUNDS (default 2), IMPORT_WORKERS (default the available parallelism).
@@ -19,7 +21,8 @@ import { availableParallelism, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runImport } from '../src/cli/commands/import.ts'
-import { readTextLines, toArchiveLine } from '../src/ingest/archive.ts'
+import { readImportLines } from '../src/cli/commands/import-lines.ts'
+import { toArchiveLine } from '../src/ingest/archive.ts'
 import { writeArchive, type GenStats } from '../src/ingest/generate.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
@@ -62,7 +65,7 @@ interface Stages {
 async function stages(archive: string): Promise<Stages> {
   let t = cpuNow()
   const lines: string[] = []
-  for await (const l of readTextLines(archive)) {
+  for await (const l of readImportLines(archive)) {
     if (l.trim()) lines.push(l)
     if (lines.length >= 40) break
   }
@@ -167,5 +170,12 @@ export async function run(): Promise<string> {
       `(measured in the ${WORKERS}-worker runs: ${fmt(cpuPerBlock * 1000)} ms per block, ${fmt(1 / cpuPerBlock, 1)} blocks/s per core); ` +
       `the serial limits: the main thread's reading ${fmt(1 / st.read)} blocks/s, one worker parsing a batch's lines in order ` +
       `${fmt(1 / (st.parse + st.normalize), 1)} blocks/s.`,
+    '',
+    `Projection by cores (idle cores, each worker on its own; the measured CPU per block of the ${WORKERS}-worker runs ` +
+      `spread over the cores, capped by the serial limits above): ` +
+      [1, 2, 4, 8]
+        .map((c) => `${c} ${fmt(Math.min(c / cpuPerBlock, 1 / st.read, 1 / (st.parse + st.normalize)), 1)}`)
+        .join(', ') +
+      ' blocks/s.',
   ].join('\n')
 }
