@@ -1,6 +1,7 @@
 /**
  * An import worker thread: parses, normalizes and encodes the batches the main thread
- * (import.ts, `WorkerBackend`) gives it, one message at a time, in order.
+ * (import.ts, `WorkerBackend`) gives it, in order; the next batch is parsed while the previous one
+ * encodes.
  *
  * Messages in: `start` (a new batch, optionally beginning with the blocks of the store's unsealed
  * tail files), `line` (one archive line of the open batch), `end` (encode the open batch now).
@@ -34,24 +35,45 @@ if (port) {
   const builder = new BatchBuilder(workerData as BatchOptions)
   let open: number | null = null
   const post = (m: FromWorker, transfer?: ArrayBuffer[]) => port.postMessage(m, transfer)
-
-  const encode = async (id: number) => {
-    open = null
-    const c = await builder.encode()
-    // one fresh buffer, transferred (parts may be views into shared pools)
-    const data = new Uint8Array(c.bytes)
-    let k = 0
-    for (const p of c.parts) {
-      data.set(p, k)
-      k += p.byteLength
-    }
-    const { firstBlock, lastBlock, blockCount, lastHash, sha256 } = c
-    post({ t: 'chunk', id, chunk: { firstBlock, lastBlock, blockCount, lastHash, sha256 }, sealed: c.sealed, data }, [
-      data.buffer,
-    ])
+  const fail = (id: number, e: unknown) => {
+    const message = e instanceof Error ? (e.stack ?? e.message) : String(e)
+    post({ t: 'error', id, seq: null, message, line: false })
   }
 
-  const handle = async (m: ToWorker) => {
+  /**
+   * Chunks being encoded, in batch order. `encode` takes the batch's blocks at once, so the next
+   * batch's lines are parsed and normalized while the earlier one encodes (its columns yield to the
+   * event loop between big ones; its brotli frames compress on the thread pool): at most one batch
+   * encoding behind the open one, as the main thread gives a worker at most two batches at a time.
+   */
+  let encoded: Promise<void> = Promise.resolve()
+  const encode = (id: number) => {
+    open = null
+    const c = builder.encode()
+    c.catch(() => undefined) // reported in order below
+    encoded = encoded.then(async () => {
+      let chunk
+      try {
+        chunk = await c
+      } catch (e) {
+        return fail(id, e)
+      }
+      // one fresh buffer, transferred (parts may be views into shared pools)
+      const data = new Uint8Array(chunk.bytes)
+      let k = 0
+      for (const p of chunk.parts) {
+        data.set(p, k)
+        k += p.byteLength
+      }
+      const { firstBlock, lastBlock, blockCount, lastHash, sha256 } = chunk
+      post(
+        { t: 'chunk', id, chunk: { firstBlock, lastBlock, blockCount, lastHash, sha256 }, sealed: chunk.sealed, data },
+        [data.buffer],
+      )
+    })
+  }
+
+  const handle = (m: ToWorker) => {
     if (m.t === 'start') {
       open = m.id
       builder.startWith(m.tail)
@@ -66,21 +88,19 @@ if (port) {
         return
       }
       post({ t: 'ack', id: m.id, seq: m.seq, warnings: r.warnings, full: r.full })
-      if (r.full) await encode(m.id)
+      if (r.full) encode(m.id)
     } else if (m.t === 'end') {
       if (m.id !== open || builder.size === 0) throw new Error(`end of batch ${m.id}, which is not open`)
-      await encode(m.id)
+      encode(m.id)
     }
   }
 
-  // one message at a time: encoding yields to the event loop between big columns
-  let queue = Promise.resolve()
+  // messages in order, each at once (parsing a line is synchronous; encoding goes on behind)
   port.on('message', (m: ToWorker) => {
-    queue = queue
-      .then(() => handle(m))
-      .catch((e: unknown) => {
-        const message = e instanceof Error ? (e.stack ?? e.message) : String(e)
-        post({ t: 'error', id: m.id, seq: null, message, line: false })
-      })
+    try {
+      handle(m)
+    } catch (e) {
+      fail(m.id, e)
+    }
   })
 }

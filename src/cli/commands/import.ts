@@ -24,14 +24,15 @@
  * - Input must ascend across all files in command-line order: a block at or below the previous
  *   one is an error naming file:line.
  * - Progress on stderr: blocks, blocks/s, percentage and ETA from the input size (gzip files by
- *   their ISIZE trailer). Lines are read with the archive module's line reader (the one
- *   `readArchive` uses) so that positions are known.
+ *   their ISIZE trailer). Lines are read as the archive module's line reader (the one
+ *   `readArchive` uses) reads them, with less main-thread work (import-lines.ts).
  */
 import type { Command } from 'commander'
 import { open, stat } from 'node:fs/promises'
 import { availableParallelism } from 'node:os'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
-import { listArchiveFiles, readTextLines, toArchiveLine } from '../../ingest/archive.ts'
+import { listArchiveFiles, toArchiveLine } from '../../ingest/archive.ts'
+import { readImportLines } from './import-lines.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
 import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold.ts'
 import type { FormatVersion } from '../../store/cold/chunk-file.ts'
@@ -431,7 +432,7 @@ export async function runImport(
     }
     outer: for (const file of files) {
       let lineNo = 0
-      for await (const text of readTextLines(file)) {
+      for await (const text of readImportLines(file)) {
         lineNo++
         chars += text.length + 1
         if (opts.signal?.aborted) {

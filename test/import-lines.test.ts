@@ -1,0 +1,42 @@
+// `solportal import`'s line reader (import-lines.ts) gives the lines of the archive module's
+// reader (readline), on plain and gzip files: CRLF and lone CR line ends, lines of several MB
+// spanning many reads, multi-byte UTF-8 characters cut between reads, empty lines, no final newline.
+import assert from 'node:assert/strict'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { gzipSync } from 'node:zlib'
+import { readImportLines } from '../src/cli/commands/import-lines.ts'
+import { readTextLines } from '../src/ingest/archive.ts'
+import { tempDir } from './support/cold/util.ts'
+
+async function all(lines: AsyncIterable<string>): Promise<string[]> {
+  const out: string[] = []
+  for await (const l of lines) out.push(l)
+  return out
+}
+
+test('import lines equal the archive reader lines, plain and gzip', async () => {
+  const dir = tempDir()
+  // a long line whose multi-byte characters fall across 64 KiB / 256 KiB read boundaries
+  const long = '{"slot":1,"x":"' + 'aé€😀'.repeat(300_000) + '"}'
+  const cases: Record<string, string> = {
+    simple: 'a\nb\nc\n',
+    noFinalNewline: 'a\nbé',
+    crlf: 'one\r\ntwo\r\n\r\nthree',
+    loneCr: 'x\ry\r\nz\r',
+    empty: '',
+    blanks: '\n\n \n\t\n',
+    long: `${long}\n\n${long}\r\n${long}`,
+  }
+  for (const [name, text] of Object.entries(cases)) {
+    for (const gz of [false, true]) {
+      const f = join(dir, `${name}${gz ? '.jsonl.gz' : '.jsonl'}`)
+      writeFileSync(f, gz ? gzipSync(text) : text)
+      const want = await all(readTextLines(f))
+      const got = await all(readImportLines(f))
+      assert.equal(got.length, want.length, `${name} gz=${gz}: line count`)
+      for (let i = 0; i < want.length; i++) assert.ok(got[i] === want[i], `${name} gz=${gz}: line ${i + 1} differs`)
+    }
+  }
+})
