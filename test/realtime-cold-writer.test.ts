@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
+import type { Worker } from 'node:worker_threads'
 import { ColdWriterThread } from '../src/ingest/cold-writer.ts'
 import type { Block } from '../src/model.ts'
 import type { Chunk } from '../src/store/chunk.ts'
@@ -129,7 +130,11 @@ test('ColdWriterThread appends in its own thread, durably; this thread reads the
   }
   cold = await ColdWriterThread.open(dir)
   try {
-    await cold.append(chain.slice(20))
+    await cold.append(chain.slice(20, 25))
+    // a writer thread that dies is replaced on the next append (taking over its lock)
+    await (cold as unknown as { worker: Worker }).worker.terminate()
+    await cold.append(chain.slice(25))
+    assert.equal(cold.starts, 2)
     const last = chain[29].header.number
     assert.deepEqual(await readBack(cold.chunks(0, last), 0, last), expected(chain))
   } finally {

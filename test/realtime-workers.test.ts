@@ -6,8 +6,6 @@
  * through the workers stores exactly the normalized node blocks, as the main-thread path does.
  */
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -26,6 +24,7 @@ import type { RpcBlock } from '../src/rpc/types.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
 import { HotStore } from '../src/store/hot.ts'
 import { isPackedBlock, lazyBlock, unpackBlock, type PackedBlock } from '../src/store/packed-block.ts'
+import { runInline } from './support/inline.ts'
 
 const dirs: string[] = []
 function tempDir(): string {
@@ -131,15 +130,7 @@ const pool = new BlockWorkerPool({ threads: 1 })
 const env = await pool.decode(Buffer.from('{"jsonrpc":"2.0","id":1,"result":null}'), 5)
 await pool.close()
 process.stdout.write(JSON.stringify(env))`
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
-    cwd: join(import.meta.dirname, '..'),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let out = ''
-  let err = ''
-  child.stdout.on('data', (c: Buffer) => (out += c))
-  child.stderr.on('data', (c: Buffer) => (err += c))
-  const [status] = (await once(child, 'close')) as [number]
+  const { status, out, err } = await runInline(code)
   assert.equal(status, 0, err)
   assert.deepEqual(JSON.parse(out), { result: null })
 })

@@ -2,7 +2,9 @@
 // the same bytes as the in-thread path, workers released when the client leaves, bounded read-ahead.
 import assert from 'node:assert/strict'
 import http from 'node:http'
+import { join } from 'node:path'
 import { after, before, test } from 'node:test'
+import { pathToFileURL } from 'node:url'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer, type ServerLimits } from '../src/server/http.ts'
 import { RenderPool } from '../src/server/render-pool.ts'
@@ -12,6 +14,7 @@ import { datasetOf } from './support/cold/util.ts'
 import { request } from './support/http/client.ts'
 import { everything } from './support/http/hostile.ts'
 import { makePools, randomBlocks, Rng } from './support/random-blocks.ts'
+import { runInline } from './support/inline.ts'
 import type { Block } from '../src/model.ts'
 
 const P = makePools()
@@ -229,4 +232,18 @@ test('when every worker has died, streams render in the main thread', async () =
   assert.equal(after.status, 200)
   assert.equal(after.text, expected)
   assert.equal(pool.stats.segments, segments)
+})
+
+test('the render workers start in a process whose entry point is inline code (node --input-type=module -e)', async () => {
+  // a worker inheriting `--input-type` dies at once; the worker answers for the missing store
+  // (its own error) only when it runs
+  const url = pathToFileURL(join(import.meta.dirname, '..', 'src', 'server', 'render-pool.ts')).href
+  const code = `const { RenderPool } = await import(${JSON.stringify(url)})
+const pool = new RenderPool({ threads: 1, minSlots: 1 })
+const s = pool.stream('/no-such-cold-store', { type: 'solana', fromBlock: 1, toBlock: 1 }, {}, false)
+try { for await (const b of s.blocks(1, 1)) {} } catch (e) { process.stdout.write(e.message) }
+await pool.close()`
+  const { status, out, err } = await runInline(code)
+  assert.equal(status, 0, err)
+  assert.match(out, /^render worker: .*no cold store here/)
 })

@@ -30,14 +30,43 @@ export const FINALIZE_BATCHES = { finalizeMinBlocks: 20, finalizeMaxDelayMs: 30_
 
 const WRITER_CACHE_BYTES = 16 * 1024 * 1024
 
+/** start a writer thread on `setup` and wait until its store is open */
+async function startWriter(setup: ColdWriterSetup): Promise<Worker> {
+  const worker = new Worker(new URL('./cold-writer-worker.mjs', import.meta.url), {
+    workerData: setup,
+    execArgv: workerExecArgv(),
+  })
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const onExit = (code: number) => reject(new Error(`cold store writer thread exited (code ${code})`))
+      worker.once('error', reject)
+      worker.once('exit', onExit)
+      worker.once('message', (m: FromColdWriter) => {
+        worker.off('error', reject)
+        worker.off('exit', onExit)
+        if (m.t === 'ready') resolve()
+        else reject(new Error(m.t === 'error' ? m.message : `unexpected ${m.t}`))
+      })
+    })
+  } catch (e) {
+    await worker.terminate()
+    throw e
+  }
+  return worker
+}
+
 export class ColdWriterThread implements ColdStore {
   private readonly pending = new Map<number, { resolve: (last: HeadInfo | null) => void; reject: (e: Error) => void }>()
   private nextId = 1
+  /** why the writer thread is gone (null while it runs) */
   private failure: Error | null = null
   private closed = false
+  private worker!: Worker
+  /** writer threads started (a thread that dies is replaced on the next append) */
+  starts = 0
 
   private constructor(
-    private readonly worker: Worker,
+    private readonly setup: ColdWriterSetup,
     /** the same directory, read-only, in this thread */
     readonly reader: DiskColdStore,
   ) {}
@@ -51,26 +80,7 @@ export class ColdWriterThread implements ColdStore {
     // the writer reads only for merges: a small cache of its own
     const cacheBytes = Math.min(options.cacheBytes ?? WRITER_CACHE_BYTES, WRITER_CACHE_BYTES)
     const setup: ColdWriterSetup = { dir, options: { ...options, cacheBytes, acquireChunk: undefined } }
-    const worker = new Worker(new URL('./cold-writer-worker.mjs', import.meta.url), {
-      workerData: setup,
-      execArgv: workerExecArgv(),
-    })
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const onExit = (code: number) => reject(new Error(`cold store writer thread exited (code ${code})`))
-        worker.once('error', reject)
-        worker.once('exit', onExit)
-        worker.once('message', (m: FromColdWriter) => {
-          worker.off('error', reject)
-          worker.off('exit', onExit)
-          if (m.t === 'ready') resolve()
-          else reject(new Error(m.t === 'error' ? m.message : `unexpected ${m.t}`))
-        })
-      })
-    } catch (e) {
-      await worker.terminate()
-      throw e
-    }
+    const worker = await startWriter(setup)
     let reader: DiskColdStore
     try {
       reader = await DiskColdStore.open(dir, { ...options, readOnly: true, verify: 'none' })
@@ -78,12 +88,19 @@ export class ColdWriterThread implements ColdStore {
       await worker.terminate()
       throw e
     }
-    const s = new ColdWriterThread(worker, reader)
-    worker.on('message', (m: FromColdWriter) => s.answer(m))
-    worker.on('error', (e) => s.fail(new Error(`cold store writer thread failed: ${e.message}`)))
-    worker.on('exit', (code) => s.fail(new Error(`cold store writer thread exited (code ${code})`)))
-    worker.unref()
+    const s = new ColdWriterThread(setup, reader)
+    s.attach(worker)
     return s
+  }
+
+  private attach(worker: Worker): void {
+    this.worker = worker
+    this.failure = null
+    this.starts++
+    worker.on('message', (m: FromColdWriter) => this.answer(m))
+    worker.on('error', (e) => this.fail(worker, new Error(`cold store writer thread failed: ${e.message}`)))
+    worker.on('exit', (code) => this.fail(worker, new Error(`cold store writer thread exited (code ${code})`)))
+    worker.unref()
   }
 
   private answer(m: FromColdWriter): void {
@@ -96,9 +113,10 @@ export class ColdWriterThread implements ColdStore {
     else p.reject(new Error(m.message))
   }
 
-  private fail(err: Error): void {
-    if (this.closed) return
+  private fail(worker: Worker, err: Error): void {
+    if (this.closed || worker !== this.worker) return
     this.failure ??= err
+    void worker.terminate()
     for (const p of this.pending.values()) p.reject(err)
     this.pending.clear()
   }
@@ -132,6 +150,9 @@ export class ColdWriterThread implements ColdStore {
   async append(blocks: Block[]): Promise<void> {
     if (this.closed) throw new Error('cold store closed')
     if (blocks.length === 0) return
+    // a writer thread that died is replaced (its lock is this process's: taken over); what it
+    // left half written is repaired when the new one opens the store, as after a crash
+    if (this.failure) this.attach(await startWriter(this.setup))
     // copies (a lazy block still reads from its own buffer), transferred
     const packed = blocks.map((b) => new Uint8Array(packedBytes(b)))
     const last = await this.send(

@@ -21,6 +21,7 @@
  */
 import { Worker } from 'node:worker_threads'
 import type { QueryLimits } from '../query/index.ts'
+import { workerExecArgv } from '../util/worker-argv.ts'
 
 export interface RenderPoolOptions {
   /** worker threads (0: no pool) */
@@ -230,7 +231,10 @@ export class RenderPool {
     const setup: WorkerSetup = { cacheBytes: this.cacheBytes }
     const ws: PoolWorker[] = []
     for (let i = 0; i < this.threads; i++) {
-      const worker = new Worker(new URL('./render-worker.mjs', import.meta.url), { workerData: setup })
+      const worker = new Worker(new URL('./render-worker.mjs', import.meta.url), {
+        workerData: setup,
+        execArgv: workerExecArgv(),
+      })
       const pw: PoolWorker = { worker, running: new Map(), streams: new Set(), failed: null }
       worker.unref()
       worker.on('message', (r: RenderResult) => this.answer(pw, r))
