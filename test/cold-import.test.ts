@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto'
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { runImport, type ImportOptions } from '../src/cli/commands/import.ts'
 import { readArchive } from '../src/ingest/archive.ts'
 import type { Block } from '../src/model.ts'
@@ -20,6 +20,7 @@ import { readChunkBlocks } from '../src/store/cold/chunk-file.ts'
 import { coldDir, openDatasetDir } from '../src/store/dataset-dir.ts'
 import { writeArchive } from './support/cold/archive-gen.ts'
 import { tempDir } from './support/cold/util.ts'
+import { runInline } from './support/inline.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -239,4 +240,16 @@ test('a bad line or a failing worker ends a parallel import with an error, not a
     /import worker \d failed: .*out of memory/,
   )
   assert.ok(Date.now() - t0 < 60_000)
+})
+
+test('import worker threads start in a process whose entry point is inline code (node --input-type=module -e)', async () => {
+  // a worker inheriting `--input-type` died at once and the import ended with an error
+  const src = (f: string) => JSON.stringify(pathToFileURL(join(import.meta.dirname, '..', 'src', f)).href)
+  const code = `const { runImport } = await import(${src('cli/commands/import.ts')})
+const { sampleArchives } = await import(${src('ingest/sample.ts')})
+const r = await runImport(${JSON.stringify(tempDir())}, sampleArchives(), { workers: 2, progress: 'none' }, () => {})
+process.stdout.write(String(r.imported))`
+  const { status, out, err } = await runInline(code)
+  assert.equal(status, 0, err)
+  assert.ok(Number(out) > 0, out)
 })

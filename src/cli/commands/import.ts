@@ -41,6 +41,7 @@ import type { FromWorker, ToWorker } from './import-worker.ts'
 import { archiveLineHash, MissingBlocks, PresentBlocks } from './import-present.ts'
 import { intOption } from '../options.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
+import { workerExecArgv } from '../../util/worker-argv.ts'
 
 export interface ImportOptions {
   includeVotes?: boolean
@@ -220,7 +221,11 @@ class WorkerBackend implements Backend {
 
   constructor(n: number, opts: BatchOptions, resourceLimits?: ResourceLimits) {
     for (let i = 0; i < n; i++) {
-      const w = new Worker(new URL('./import-worker.mjs', import.meta.url), { workerData: opts, resourceLimits })
+      const w = new Worker(new URL('./import-worker.mjs', import.meta.url), {
+        workerData: opts,
+        resourceLimits,
+        execArgv: workerExecArgv(),
+      })
       w.on('message', (m: FromWorker) => this.onMessage(i, m))
       w.on('error', (e) => this.fail(new ImportError(`import worker ${i + 1} failed: ${e.message}`)))
       w.on('exit', (code) => {
