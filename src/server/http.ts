@@ -535,7 +535,7 @@ export class PortalServer {
                 } else {
                   pending = null
                   written++
-                  room = 'data' in b ? out.addBytes(b.data) : out.addLine(b.bytes ?? b.line)
+                  room = addBlock(out, b)
                   // the writer has the bytes now: drop the string, so the engine's and this
                   // function's suspended frames (which keep `b` while the stream waits for its next
                   // turn) do not hold a block's JSON (MBs) per waiting stream
@@ -582,10 +582,7 @@ export class PortalServer {
         if (!head || head.number <= last.number) break
         from = last.number + 1
       }
-      if (pending && !gone.aborted) {
-        const p = pending
-        if (!('data' in p ? out.addBytes(p.data) : out.addLine(p.bytes ?? p.line))) await out.drained()
-      }
+      if (pending && !gone.aborted && !addBlock(out, pending)) await out.drained()
       await out.end()
     } catch (err) {
       // Nothing sent yet: the caller answers 5xx. Lines sent: cut the connection (no clean end of
@@ -627,6 +624,11 @@ export class PortalServer {
 }
 
 const NO_BYTES = Buffer.alloc(0)
+
+/** a block's line to the writer, as the engine or a render worker made it; false: wait for `drained()` */
+function addBlock(out: LineWriter, b: OutputBlock | PooledBlock): boolean {
+  return 'data' in b ? out.addBytes(b.data) : out.addLine(b.bytes ?? b.line)
+}
 
 function sendJson(res: http.ServerResponse, value: unknown): void {
   const body = JSON.stringify(value)

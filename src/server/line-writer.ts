@@ -121,13 +121,9 @@ export class LineWriter {
     this.res.destroy()
   }
 
-  async writeLine(line: string | Buffer): Promise<void> {
-    if (!this.addLine(line)) await this.drained()
-  }
-
   /**
-   * The synchronous part of `writeLine` (batching, encoding, handing to the socket); false when
-   * the caller must then wait for `drained()` before writing more. A line may come as UTF-8 bytes
+   * A line to the response (batching, encoding, handing to the socket); false when the caller
+   * must then wait for `drained()` before writing more. A line may come as UTF-8 bytes
    * (without its newline: the engine's byte output, `OutputBlock.bytes`).
    */
   addLine(line: string | Buffer): boolean {
@@ -233,9 +229,9 @@ function adjacent(a: Buffer, b: Buffer): boolean {
   return a.buffer === b.buffer && a.byteOffset + a.length === b.byteOffset
 }
 
-/** the parts as one Buffer: strings encoded at once, a lone Buffer as it is */
 const NEWLINE = Buffer.from('\n')
 
+/** the parts as one Buffer: strings encoded at once, a lone Buffer as it is */
 function toBuffer(parts: (string | Buffer)[]): Buffer {
   if (parts.length === 1 && typeof parts[0] !== 'string') return parts[0]
   if (parts.every((p) => typeof p === 'string')) return Buffer.from(parts.join(''))
