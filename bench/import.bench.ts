@@ -21,8 +21,7 @@ import { availableParallelism, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runImport } from '../src/cli/commands/import.ts'
-import { readImportLines } from '../src/cli/commands/import-lines.ts'
-import { toArchiveLine } from '../src/ingest/archive.ts'
+import { readTextLines, toArchiveLine } from '../src/ingest/archive.ts'
 import { writeArchive, type GenStats } from '../src/ingest/generate.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
@@ -65,7 +64,7 @@ interface Stages {
 async function stages(archive: string): Promise<Stages> {
   let t = cpuNow()
   const lines: string[] = []
-  for await (const l of readImportLines(archive)) {
+  for await (const l of readTextLines(archive)) {
     if (l.trim()) lines.push(l)
     if (lines.length >= 40) break
   }

@@ -24,15 +24,14 @@
  * - Input must ascend across all files in command-line order: a block at or below the previous
  *   one is an error naming file:line.
  * - Progress on stderr: blocks, blocks/s, percentage and ETA from the input size (gzip files by
- *   their ISIZE trailer). Lines are read as the archive module's line reader (the one
- *   `readArchive` uses) reads them, with less main-thread work (import-lines.ts).
+ *   their ISIZE trailer). Lines are read by the archive module's line reader (`readTextLines`,
+ *   the one `readArchive` uses).
  */
 import type { Command } from 'commander'
 import { open, stat } from 'node:fs/promises'
 import { availableParallelism } from 'node:os'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
-import { listArchiveFiles, toArchiveLine } from '../../ingest/archive.ts'
-import { readImportLines } from './import-lines.ts'
+import { listArchiveFiles, readTextLines, toArchiveLine } from '../../ingest/archive.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
 import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold.ts'
 import type { FormatVersion } from '../../store/cold/chunk-file.ts'
@@ -437,7 +436,7 @@ export async function runImport(
     }
     outer: for (const file of files) {
       let lineNo = 0
-      for await (const text of readImportLines(file)) {
+      for await (const text of readTextLines(file)) {
         lineNo++
         chars += text.length + 1
         if (opts.signal?.aborted) {

@@ -1,14 +1,27 @@
-// `solportal import`'s line reader (import-lines.ts) gives the lines of the archive module's
-// reader (readline), on plain and gzip files: CRLF and lone CR line ends, lines of several MB
-// spanning many reads, multi-byte UTF-8 characters cut between reads, empty lines, no final newline.
+// The archive line reader (readTextLines: `import`, `readArchive`, `serve --archive`) gives the
+// lines node's readline gives, on plain and gzip files: CRLF and lone CR line ends, lines of
+// several MB spanning many reads, multi-byte UTF-8 characters cut between reads, empty lines, no
+// final newline.
 import assert from 'node:assert/strict'
-import { writeFileSync } from 'node:fs'
+import { createReadStream, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { createInterface } from 'node:readline'
 import { test } from 'node:test'
-import { gzipSync } from 'node:zlib'
-import { readImportLines } from '../src/cli/commands/import-lines.ts'
+import { createGunzip, gzipSync } from 'node:zlib'
 import { readTextLines } from '../src/ingest/archive.ts'
 import { tempDir } from './support/cold/util.ts'
+
+/** the reference: readline over the (gunzipped) file */
+async function* readlineLines(path: string, gz: boolean): AsyncGenerator<string> {
+  const file = createReadStream(path)
+  const rl = createInterface({ input: gz ? file.pipe(createGunzip()) : file, crlfDelay: Infinity })
+  try {
+    yield* rl
+  } finally {
+    rl.close()
+    file.destroy()
+  }
+}
 
 async function all(lines: AsyncIterable<string>): Promise<string[]> {
   const out: string[] = []
@@ -16,7 +29,7 @@ async function all(lines: AsyncIterable<string>): Promise<string[]> {
   return out
 }
 
-test('import lines equal the archive reader lines, plain and gzip', async () => {
+test('archive lines equal readline lines, plain and gzip', async () => {
   const dir = tempDir()
   // a long line whose multi-byte characters fall across 64 KiB / 256 KiB read boundaries
   const long = '{"slot":1,"x":"' + 'aé€😀'.repeat(300_000) + '"}'
@@ -33,8 +46,8 @@ test('import lines equal the archive reader lines, plain and gzip', async () => 
     for (const gz of [false, true]) {
       const f = join(dir, `${name}${gz ? '.jsonl.gz' : '.jsonl'}`)
       writeFileSync(f, gz ? gzipSync(text) : text)
-      const want = await all(readTextLines(f))
-      const got = await all(readImportLines(f))
+      const want = await all(readlineLines(f, gz))
+      const got = await all(readTextLines(f))
       assert.equal(got.length, want.length, `${name} gz=${gz}: line count`)
       for (let i = 0; i < want.length; i++) assert.ok(got[i] === want[i], `${name} gz=${gz}: line ${i + 1} differs`)
     }
