@@ -8,6 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { decodeBlockAnswer, type DecodedEnvelope, type NormalizeOptions } from './block-decode.ts'
+import { errorMessage } from '../util/errors.ts'
 
 export interface ToBlockWorker {
   id: number
@@ -29,7 +30,7 @@ if (port) {
       if (b && 'packed' in b) transfer.push(b.packed.buffer as ArrayBuffer)
       out = { id: m.id, env }
     } catch (e) {
-      out = { id: m.id, error: e instanceof Error ? e.message : String(e) }
+      out = { id: m.id, error: errorMessage(e) }
     }
     port.postMessage(out, transfer)
   })
