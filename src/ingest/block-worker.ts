@@ -8,6 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { decodeBlockAnswer, type DecodedEnvelope, type NormalizeOptions } from './block-decode.ts'
+import { errorMessage } from '../util/errors.ts'
 import { wallNow } from '../util/wall-clock.ts'
 
 export interface ToBlockWorker {
@@ -32,7 +33,7 @@ if (port) {
       if (r?.marks) r.marks.sent = wallNow()
       out = { id: m.id, env }
     } catch (e) {
-      out = { id: m.id, error: e instanceof Error ? e.message : String(e) }
+      out = { id: m.id, error: errorMessage(e) }
     }
     port.postMessage(out, transfer)
   })
