@@ -70,7 +70,7 @@ export interface PooledBlock {
   number: number
   hash: string
   empty: boolean
-  /** the JSON line and its newline */
+  /** the JSON line (UTF-8, without its newline) */
   data: Buffer
 }
 
@@ -103,10 +103,18 @@ export type RenderResult =
   | {
       type: 'done'
       id: number
-      bytes: ArrayBuffer
+      /**
+       * the lines: a big line in a buffer of its own (moved, not copied, from the worker), the
+       * small ones together in one
+       */
+      buffers: ArrayBuffer[]
+      /** bytes of the lines (newlines counted) */
+      size: number
       numbers: number[]
       hashes: string[]
-      /** end offset of each block's line (newline included) in `bytes` */
+      /** each block's line: the buffer it is in, and where */
+      buffer: number[]
+      starts: number[]
       ends: number[]
       empty: boolean[]
     }
@@ -275,7 +283,7 @@ export class RenderPool {
     if (t) {
       if (r.type === 'done') {
         this.stats.segments++
-        this.stats.bytes += r.bytes.byteLength
+        this.stats.bytes += r.size
         t.resolve(r)
       } else t.reject(new RenderError(`render worker: ${r.message}`))
     }
@@ -451,10 +459,10 @@ export class PoolStream {
     const seg: Segment = { from, to, local, result: null, held: 0, dropped: false, task, promise }
     promise.then(
       (r) => {
-        this.seen(seg.to - seg.from + 1, r.bytes.byteLength)
+        this.seen(seg.to - seg.from + 1, r.size)
         if (seg.dropped) return
         seg.result = r
-        seg.held = r.bytes.byteLength
+        seg.held = r.size
         this.heldBytes += seg.held
         this.budget?.take(seg.held)
       },
@@ -503,7 +511,7 @@ export class PoolStream {
         if (seg.local) {
           this.pool.stats.local++
           for await (const b of local!(seg.from, seg.to)) {
-            this.seen(0, b.bytes?.length ?? 0)
+            this.seen(0, (b.bytes?.length ?? 0) + 1)
             yield b
             if (shouldStop?.()) return
             this.fill(to, true)
@@ -520,15 +528,13 @@ export class PoolStream {
         try {
           if (seg.result === null && wait && !(await wait(seg.promise!))) return
           const r = await seg.promise!
-          const data = Buffer.from(r.bytes)
-          let start = 0
           this.left = r.numbers.length
           for (let i = 0; i < r.numbers.length; i++) {
-            const end = r.ends[i]
+            const start = r.starts[i]
+            const data = Buffer.from(r.buffers[r.buffer[i]], start, r.ends[i] - start)
             this.left--
-            this.unhold(seg, end - start)
-            yield { number: r.numbers[i], hash: r.hashes[i], empty: r.empty[i], data: data.subarray(start, end) }
-            start = end
+            this.unhold(seg, data.length + 1)
+            yield { number: r.numbers[i], hash: r.hashes[i], empty: r.empty[i], data }
             if (shouldStop?.()) return
           }
         } finally {

@@ -31,7 +31,8 @@ function storeOf(dir: string): Promise<DatasetDirStore> {
   return s
 }
 
-const NEWLINE = Buffer.from('\n')
+/** a line at least this long goes in a buffer of its own, moved to the main thread */
+const OWN_BUFFER = 64 * 1024
 
 async function render(m: RenderRequest): Promise<Extract<RenderResult, { type: 'done' }>> {
   const st = streams.get(m.stream)
@@ -40,10 +41,15 @@ async function render(m: RenderRequest): Promise<Extract<RenderResult, { type: '
   const store = await storeOf(m.dir)
   const numbers: number[] = []
   const hashes: string[] = []
+  const buffer: number[] = []
+  const starts: number[] = []
   const ends: number[] = []
   const empty: boolean[] = []
-  const parts: (string | Buffer)[] = []
-  let end = 0
+  // buffers[0]: the small lines, concatenated at the end
+  const buffers: ArrayBuffer[] = [new ArrayBuffer(0)]
+  const small: Buffer[] = []
+  let smallEnd = 0
+  let size = 0
   const q = { ...st.q, fromBlock: m.from }
   for await (const b of executeQuery(store, q, {
     to: m.to,
@@ -51,30 +57,37 @@ async function render(m: RenderRequest): Promise<Extract<RenderResult, { type: '
     bigintsAsNumbers: st.bigintsAsNumbers,
   })) {
     // the cold store's blocks come rendered as bytes: taken as they are
-    if (b.bytes !== undefined) {
-      parts.push(b.bytes, NEWLINE)
-      end += b.bytes.length + 1
+    const line = b.bytes ?? Buffer.from(b.line)
+    if (line.length >= OWN_BUFFER) {
+      // (a Buffer this big has an ArrayBuffer of its own, unless it is a view into a bigger one)
+      const whole = line.byteOffset === 0 && line.length === line.buffer.byteLength
+      buffers.push(
+        whole
+          ? (line.buffer as ArrayBuffer)
+          : (line.buffer.slice(line.byteOffset, line.byteOffset + line.length) as ArrayBuffer),
+      )
+      buffer.push(buffers.length - 1)
+      starts.push(0)
+      ends.push(line.length)
     } else {
-      parts.push(b.line, '\n')
-      end += Buffer.byteLength(b.line) + 1
+      small.push(line)
+      buffer.push(0)
+      starts.push(smallEnd)
+      smallEnd += line.length
+      ends.push(smallEnd)
     }
+    size += line.length + 1
     numbers.push(b.number)
     hashes.push(b.hash)
-    ends.push(end)
     empty.push(b.empty)
   }
-  const buf = parts.every((p) => typeof p === 'string')
-    ? Buffer.from(parts.join(''))
-    : Buffer.concat(
-        parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)),
-        end,
-      )
-  // a Buffer of its own ArrayBuffer can be transferred; a pooled one (small) is copied
-  const bytes =
-    buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength
-      ? (buf.buffer as ArrayBuffer)
-      : (buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer)
-  return { type: 'done', id: m.id, bytes, numbers, hashes, ends, empty }
+  if (small.length > 0) {
+    const all = Buffer.allocUnsafeSlow(smallEnd)
+    let at = 0
+    for (const l of small) at += l.copy(all, at)
+    buffers[0] = all.buffer as ArrayBuffer
+  }
+  return { type: 'done', id: m.id, buffers, size, numbers, hashes, buffer, starts, ends, empty }
 }
 
 port.on('message', (m: WorkerMessage) => {
@@ -87,7 +100,7 @@ port.on('message', (m: WorkerMessage) => {
       return
     case 'render':
       render(m).then(
-        (r) => port.postMessage(r, [r.bytes]),
+        (r) => port.postMessage(r, r.buffers),
         (e: unknown) =>
           port.postMessage({
             type: 'error',
