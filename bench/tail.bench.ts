@@ -82,6 +82,12 @@ interface Row {
   answerToStore: number[]
   blockToStore: number[]
   blockToClient: number[]
+  /** the hot store having a block → each client reading its line */
+  storeToClient: number[]
+  /** per stage of answer → store (STAGES), ms per block */
+  stages: Map<string, number[]>
+  /** the stages of the block slowest from answer to store */
+  slowest: { number: number; total: number; stages: Map<string, number> } | null
   /** share of the time the main thread (ingest applying blocks + the server) was busy */
   busy: number
   /** the clients' responses by HTTP status */
@@ -170,6 +176,9 @@ async function measure(archive: string, threads: number, clients: number, coldKi
     answerToStore: [],
     blockToStore: [],
     blockToClient: [],
+    storeToClient: [],
+    stages: new Map(),
+    slowest: null,
     busy,
     statuses: Object.entries(statuses)
       .map(([k, v]) => `${v} × ${k}`)
@@ -181,14 +190,48 @@ async function measure(archive: string, threads: number, clients: number, coldKi
     row.blockToAnswer.push(performance.timeOrigin + s.answeredAt - at)
     row.answerToStore.push(s.storedAt - s.answeredAt)
     row.blockToStore.push(performance.timeOrigin + s.storedAt - at)
+    const st = stagesOf(s)
+    for (const [k, v] of st) row.stages.set(k, [...(row.stages.get(k) ?? []), v])
+    const total = s.storedAt - s.answeredAt
+    if (!row.slowest || total > row.slowest.total) row.slowest = { number: slot, total, stages: st }
   }
   for (const [slot, at] of seen) {
     const t = producedAt.get(slot)
     if (t === undefined) continue
     row.lines++
     row.blockToClient.push(at - t)
+    const s = stored.get(slot)
+    if (s) row.storeToClient.push(at - (performance.timeOrigin + s.storedAt))
   }
   return row
+}
+
+/**
+ * The stages of answer → store, in order: each ends at the named mark (wall clock); a stage whose
+ * marks are missing (the main-thread path has no worker marks) is left out.
+ */
+const STAGES: [name: string, mark: keyof NonNullable<StoredBlock['marks']> | 'stored'][] = [
+  ['to worker', 'start'],
+  ['parse', 'parsed'],
+  ['normalize', 'normalized'],
+  ['pack', 'packed'],
+  ['worker → main', 'received'],
+  ['wait for apply', 'locked'],
+  ['LMDB write', 'committed'],
+  ['wake streams', 'emitted'],
+  ['after wake', 'stored'],
+]
+
+function stagesOf(s: StoredBlock): Map<string, number> {
+  const out = new Map<string, number>()
+  let prev = performance.timeOrigin + s.answeredAt
+  for (const [name, mark] of STAGES) {
+    const at = mark === 'stored' ? performance.timeOrigin + s.storedAt : s.marks?.[mark]
+    if (at === undefined) continue
+    out.set(name, at - prev)
+    prev = at
+  }
+  return out
 }
 
 export async function run(): Promise<string> {
@@ -216,6 +259,15 @@ export async function run(): Promise<string> {
     ...rows.map(
       (r) =>
         `| ${r.path} | ${r.clients} | ${r.lines}/${r.expected} | ${f(pct(r.blockToAnswer, 50))} | ${pp(r.answerToStore)} | ${pp(r.blockToStore)} | ${pp(r.blockToClient)} | ${(r.busy * 100).toFixed(0)} % | ${r.statuses} |`,
+    ),
+    '',
+    '#### answer → store by stage (p50 / p99 ms; the slowest block of each row: ms per stage)',
+    '',
+    `| parse + normalize | clients | ${STAGES.map(([n]) => n).join(' | ')} | store → client p50 / p99 | slowest block: total = stages |`,
+    `|---|---|${STAGES.map(() => '---|').join('')}---|---|`,
+    ...rows.map(
+      (r) =>
+        `| ${r.path} | ${r.clients} | ${STAGES.map(([n]) => (r.stages.has(n) ? `${f(pct(r.stages.get(n)!, 50))} / ${f(pct(r.stages.get(n)!, 99))}` : '-')).join(' | ')} | ${f(pct(r.storeToClient, 50))} / ${f(pct(r.storeToClient, 99))} | ${r.slowest ? `${f(r.slowest.total)} = ${[...r.slowest.stages.values()].map(f).join(' + ')}` : '-'} |`,
     ),
     '',
     'block → answer: from the node producing the block to the last byte of its getBlock answer read (the poll interval, the node assembling its answer, the transfer); answer → store: from the last byte of the node’s getBlock answer read to the block in the hot store; block → store and client: from the node producing the block (it includes the poll interval and the node assembling its answer) to the hot store having it and to each client reading its line. Main thread busy: its event loop utilization while the blocks were produced (ingest applying blocks, the server, and on the main-thread path parse + normalize). Responses: the clients’ requests by HTTP status (a 204 is asked again at once).',

@@ -3,7 +3,9 @@
  * the pool decodes a real mainnet answer to the same block as the main thread does, packed into
  * one buffer (src/store/packed-block.ts) that the hot store writes as it is and reads back equal,
  * before and after a restart; errors keep the envelope's meaning; a dataset following a fake node
- * through the workers stores exactly the normalized node blocks, as the main-thread path does.
+ * through the workers stores exactly the normalized node blocks, as the main-thread path does, and
+ * reports the end of each stage of every block in order; blocks stored in the earlier msgpack forms
+ * still load.
  */
 import assert from 'node:assert/strict'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -15,7 +17,13 @@ import { after, test } from 'node:test'
 import { decodeBlockAnswer } from '../src/ingest/block-decode.ts'
 import { BlockWorkerPool } from '../src/ingest/block-workers.ts'
 import { DEFAULT_TEMPLATE, FakeSolanaNode } from '../src/ingest/fake-node.ts'
-import { createRealtimeDataset, silentLogger } from '../src/ingest/realtime.ts'
+import {
+  createRealtimeDataset,
+  silentLogger,
+  type RealtimeDataset,
+  type RealtimeDatasetOptions,
+  type StoredBlock,
+} from '../src/ingest/realtime.ts'
 import { RpcClient } from '../src/ingest/rpc.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
@@ -25,6 +33,40 @@ import { MemoryColdStore } from '../src/store/cold-memory.ts'
 import { HotStore } from '../src/store/hot.ts'
 import { isPackedBlock, lazyBlock, unpackBlock, type PackedBlock } from '../src/store/packed-block.ts'
 import { runInline } from './support/inline.ts'
+import { GENESIS, mkChain } from './support/realtime/blocks.ts'
+import { asBinary, open } from 'lmdb'
+import { Packr } from 'msgpackr'
+
+/** a dataset (memory cold store, hot store in a temp dir) set to follow the fake node */
+function following(
+  node: FakeSolanaNode,
+  opts: Pick<RealtimeDatasetOptions, 'normalizeThreads' | 'onStored'>,
+): Promise<RealtimeDataset> {
+  return createRealtimeDataset({
+    rpcUrl: node.url,
+    dataDir: tempDir(),
+    cold: new MemoryColdStore(),
+    startSlot: node.firstSlot,
+    pollIntervalMs: 5,
+    noSync: true,
+    logger: silentLogger,
+    ...opts,
+  })
+}
+
+/** start following the node; resolves once the dataset's head is the node's tip */
+function caughtUp(ds: RealtimeDataset, node: FakeSolanaNode): Promise<void> {
+  const done = new Promise<void>((resolve) => {
+    const off = ds.store.onChange(() => {
+      if (ds.store.head()?.hash === node.tip.hash) {
+        off()
+        resolve()
+      }
+    })
+  })
+  ds.start()
+  return done
+}
 
 const dirs: string[] = []
 function tempDir(): string {
@@ -144,28 +186,10 @@ test('following a node through the worker threads stores the normalized node blo
       skipRate: 0.2,
       seed: 9,
     })
-    const ds = await createRealtimeDataset({
-      rpcUrl: node.url,
-      dataDir: tempDir(),
-      cold: new MemoryColdStore(),
-      startSlot: node.firstSlot,
-      pollIntervalMs: 5,
-      normalizeThreads,
-      noSync: true,
-      logger: silentLogger,
-    })
+    const ds = await following(node, { normalizeThreads })
     try {
       const stored: number[] = []
-      const done = new Promise<void>((resolve) => {
-        const off = ds.store.onChange(() => {
-          if (ds.store.head()?.hash === node.tip.hash) {
-            off()
-            resolve()
-          }
-        })
-      })
-      ds.start()
-      await done
+      await caughtUp(ds, node)
       assert.equal(ds.decoders === null, normalizeThreads === 0)
       if (ds.decoders) assert.ok(ds.decoders.stats.decoded >= 12, JSON.stringify(ds.decoders.stats))
       const client = new RpcClient({ url: node.url })
@@ -183,4 +207,71 @@ test('following a node through the worker threads stores the normalized node blo
       await node.stop()
     }
   }
+})
+
+test('every stored block reports when each stage of its way from the node’s answer to the hot store ended, in order', async () => {
+  // the stage breakdown of bench/tail.bench.ts: worker taking the answer, parse, normalize, pack,
+  // back in the main thread, the hot store's write lock, LMDB commit, waiting streams told
+  const node = await FakeSolanaNode.start({ txPerBlock: 40, intervalMs: 0, initialBlocks: 6, seed: 4 })
+  const seen: StoredBlock[] = []
+  const ds = await following(node, { normalizeThreads: 1, onStored: (e) => seen.push(e) })
+  try {
+    await caughtUp(ds, node)
+    assert.ok(seen.length >= 3, `${seen.length} blocks stored`)
+    const order = [
+      'start',
+      'parsed',
+      'normalized',
+      'packed',
+      'sent',
+      'received',
+      'locked',
+      'committed',
+      'emitted',
+    ] as const
+    for (const s of seen) {
+      const marks = s.marks ?? {}
+      const times = [
+        performance.timeOrigin + s.answeredAt,
+        ...order.map((k) => marks[k]),
+        performance.timeOrigin + s.storedAt,
+      ]
+      for (const [i, t] of times.entries()) assert.equal(typeof t, 'number', `block ${s.number}: mark ${i} missing`)
+      // marks of different threads: allow a millisecond of clock skew between them
+      for (let i = 1; i < times.length; i++)
+        assert.ok(times[i]! >= times[i - 1]! - 1, `block ${s.number}: mark ${i} before mark ${i - 1}: ${times}`)
+    }
+  } finally {
+    await ds.stop()
+    await node.stop()
+  }
+})
+
+test('blocks an earlier version stored (msgpack: lmdb’s encoder, or packed records) load as they were', async () => {
+  // the hot store of an upgraded server: a block written by lmdb's own msgpack encoder (the
+  // main-thread path) and one written as a msgpack buffer with inline records (the worker path)
+  const dir = tempDir()
+  const chain = mkChain(GENESIS, 3)
+  const env = open({ path: dir, noSync: true, maxDbs: 4 })
+  const db = env.openDB<Block, number>({ name: 'blocks', keyEncoding: 'ordered-binary', mapsAsObjects: true } as never)
+  const records = new Packr({ useRecords: true, mapsAsObjects: true })
+  await env.transaction(() => {
+    db.put(chain[0].header.number, chain[0])
+    db.put(chain[1].header.number, asBinary(records.pack(chain[1])) as unknown as Block)
+  })
+  await env.close()
+  const hot = await HotStore.open({ path: dir, noSync: true })
+  assert.deepStrictEqual(
+    hot.entries().map((e) => e.block),
+    chain.slice(0, 2),
+  )
+  // a new block goes on top in the current form, and all three read back after a restart
+  assert.equal((await hot.push(chain[2])).status, 'extended')
+  await hot.close()
+  const again = await HotStore.open({ path: dir, noSync: true })
+  assert.deepStrictEqual(
+    again.entries().map((e) => e.block),
+    chain,
+  )
+  await again.close()
 })

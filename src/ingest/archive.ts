@@ -11,6 +11,7 @@ import { createGunzip } from 'node:zlib'
 import { parseJsonExact, stringifyExact } from '../rpc/json.ts'
 import { toArchiveLine } from '../rpc/line.ts'
 import type { ArchiveLine, RpcBlock } from '../rpc/types.ts'
+import { errorMessage } from '../util/errors.ts'
 
 export type { ArchiveLine } from '../rpc/types.ts'
 export { toArchiveLine } from '../rpc/line.ts'
@@ -161,10 +162,6 @@ export async function* readArchiveTexts(paths: string | string[]): AsyncGenerato
       }
     }
   }
-}
-
-function errorMessage(e: unknown): string {
-  return e instanceof Error ? e.message : String(e)
 }
 
 /**

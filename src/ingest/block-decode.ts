@@ -15,6 +15,7 @@ import { parseJsonExact } from '../rpc/json.ts'
 import type { RpcBlock } from '../rpc/types.ts'
 import { packBlock, type PackedBlock } from '../store/packed-block.ts'
 import { checkBlockShape } from './rpc.ts'
+import { wallNow } from '../util/wall-clock.ts'
 
 export interface NormalizeOptions {
   includeVotes?: boolean
@@ -25,8 +26,22 @@ export interface NormalizeOptions {
  * src/store/packed-block.ts), or what is wrong with the answer
  */
 export type DecodedBlock =
-  | { kind: 'normalized'; block: Block | PackedBlock; warnings: NormalizationWarning[] }
+  | { kind: 'normalized'; block: Block | PackedBlock; warnings: NormalizationWarning[]; marks?: DecodeMarks }
   | { kind: 'malformed'; problem: string }
+
+/**
+ * When each step of decoding one answer ended, as wall-clock ms (`wallNow()`, comparable across
+ * threads): the worker taking the answer, parsing, normalizing, packing, posting the result, and
+ * the main thread receiving it. For the stage breakdown of bench/tail.bench.ts.
+ */
+export interface DecodeMarks {
+  start?: number
+  parsed?: number
+  normalized?: number
+  packed?: number
+  sent?: number
+  received?: number
+}
 
 /** the JSON-RPC envelope with the result decoded */
 export interface DecodedEnvelope {
@@ -67,17 +82,22 @@ export function decodeBlockAnswer(
   slot: number,
   opts: NormalizeOptions = {},
   pack = false,
+  marks?: DecodeMarks,
 ): DecodedEnvelope {
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
   const body = parseJsonExact(text) as { result?: unknown; error?: DecodedEnvelope['error'] } | null
+  if (marks) marks.parsed = wallNow()
   if (!body || typeof body !== 'object') return body as unknown as DecodedEnvelope
   if (body.error || !('result' in body)) return body as DecodedEnvelope
   if (body.result === null) return { result: null }
   const problem = checkBlockShape(body.result)
   if (problem !== null) return { result: { kind: 'malformed', problem } }
   const r = normalizeIntact(slot, body.result as RpcBlock, (l) => normalizeBlock(l, opts))
+  if (marks) marks.normalized = wallNow()
   if (r.kind !== 'normalized' || !pack) return { result: r }
-  return { result: { ...r, block: packBlock(r.block) } }
+  const block = packBlock(r.block)
+  if (marks) marks.packed = wallNow()
+  return { result: { ...r, block, marks } }
 }
 
 /**

@@ -8,6 +8,8 @@
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { decodeBlockAnswer, type DecodedEnvelope, type NormalizeOptions } from './block-decode.ts'
+import { errorMessage } from '../util/errors.ts'
+import { wallNow } from '../util/wall-clock.ts'
 
 export interface ToBlockWorker {
   id: number
@@ -21,15 +23,17 @@ const port = parentPort
 if (port) {
   const opts = (workerData ?? {}) as NormalizeOptions
   port.on('message', (m: ToBlockWorker) => {
+    const marks = { start: wallNow() }
     let out: FromBlockWorker
     const transfer: ArrayBuffer[] = []
     try {
-      const env = decodeBlockAnswer(m.bytes, m.slot, opts, true)
-      const b = env.result?.kind === 'normalized' ? env.result.block : null
-      if (b && 'packed' in b) transfer.push(b.packed.buffer as ArrayBuffer)
+      const env = decodeBlockAnswer(m.bytes, m.slot, opts, true, marks)
+      const r = env.result?.kind === 'normalized' ? env.result : null
+      if (r && 'packed' in r.block) transfer.push(r.block.packed.buffer as ArrayBuffer)
+      if (r?.marks) r.marks.sent = wallNow()
       out = { id: m.id, env }
     } catch (e) {
-      out = { id: m.id, error: e instanceof Error ? e.message : String(e) }
+      out = { id: m.id, error: errorMessage(e) }
     }
     port.postMessage(out, transfer)
   })

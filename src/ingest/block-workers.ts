@@ -17,6 +17,7 @@ import { Worker } from 'node:worker_threads'
 import type { DecodedEnvelope, NormalizeOptions } from './block-decode.ts'
 import type { FromBlockWorker, ToBlockWorker } from './block-worker.ts'
 import type { BlockDecoder } from './rpc.ts'
+import { wallNow } from '../util/wall-clock.ts'
 import { workerExecArgv } from '../util/worker-argv.ts'
 
 interface Pending {
@@ -76,6 +77,8 @@ export class BlockWorkerPool implements BlockDecoder {
         p.reject(new Error(m.error))
       } else {
         this.stats.decoded++
+        const r = m.env.result
+        if (r?.kind === 'normalized' && r.marks) r.marks.received = wallNow()
         p.resolve(m.env)
       }
       if (slot.pending.size === 0) w.unref()

@@ -13,6 +13,7 @@ import { parentPort, workerData } from 'node:worker_threads'
 import type { HeadInfo } from '../store/chunk.ts'
 import { DiskColdStore, type DiskColdStoreOptions } from '../store/cold.ts'
 import { unpackBlock } from '../store/packed-block.ts'
+import { errorMessage } from '../util/errors.ts'
 
 export interface ColdWriterSetup {
   dir: string
@@ -31,7 +32,6 @@ const port = parentPort
 if (port) {
   const { dir, options } = workerData as ColdWriterSetup
   const post = (m: FromColdWriter) => port.postMessage(m)
-  const message = (e: unknown) => (e instanceof Error ? e.message : String(e))
   try {
     const store = await DiskColdStore.open(dir, options)
     // one message at a time, in order (the store queues its appends too)
@@ -46,12 +46,12 @@ if (port) {
           await store.append(m.blocks.map(unpackBlock))
           post({ t: 'done', id: m.id, last: store.lastBlock() })
         } catch (e) {
-          post({ t: 'failed', id: m.id, message: message(e) })
+          post({ t: 'failed', id: m.id, message: errorMessage(e) })
         }
       })
     })
     post({ t: 'ready', last: store.lastBlock() })
   } catch (e) {
-    post({ t: 'error', message: message(e) })
+    post({ t: 'error', message: errorMessage(e) })
   }
 }

@@ -17,7 +17,7 @@
 import { join } from 'node:path'
 import { defaultLogger } from '../log.ts'
 import type { Block, NormalizationWarning } from '../model.ts'
-import { normalizeIntact, type NormalizeFn } from './block-decode.ts'
+import { normalizeIntact, type DecodeMarks, type NormalizeFn } from './block-decode.ts'
 import { BlockWorkerPool } from './block-workers.ts'
 import {
   describeCall,
@@ -29,7 +29,7 @@ import {
   type SourceEvent,
 } from './rpc.ts'
 import { MemoryColdStore } from '../store/cold-memory.ts'
-import { HotStore } from '../store/hot.ts'
+import { HotStore, type PushMarks } from '../store/hot.ts'
 import type { PackedBlock } from '../store/packed-block.ts'
 import { RealtimeStore } from '../store/realtime-store.ts'
 import type { ColdStore } from '../store/types.ts'
@@ -104,6 +104,12 @@ export interface StoredBlock {
   number: number
   answeredAt: number
   storedAt: number
+  /**
+   * wall-clock marks (`wallNow()`) of the steps between: decoding in a worker thread (absent when
+   * the main thread decodes) and the hot store's apply (`locked`: its write lock taken,
+   * `committed`: the LMDB transaction done, `emitted`: the waiting streams told)
+   */
+  marks?: DecodeMarks & PushMarks
 }
 
 /** Ingestion cannot go on without storing a damaged block: it stops. */
@@ -277,17 +283,19 @@ export class RealtimeIngester {
         await this.verifyTip(ev.head, signal)
         continue
       }
-      const { block, warnings, answeredAt } = await this.intactBlock(ev, signal)
+      const { block, warnings, answeredAt, marks } = await this.intactBlock(ev, signal)
       for (const w of warnings) {
         this.stats.warnings++
         this.log.warn(
           `slot ${w.slot}${w.transactionIndex !== undefined ? ` tx ${w.transactionIndex}` : ''}${w.signature ? ` ${w.signature}` : ''}: ${w.message}`,
         )
       }
-      const r = await this.hot.push(block)
+      const pushMarks: PushMarks | undefined = this.onStored ? {} : undefined
+      const r = await this.hot.push(block, pushMarks)
       if (r.status === 'extended' || r.status === 'replaced') {
         this.failures = 0
-        this.onStored?.({ number: block.header.number, answeredAt, storedAt: performance.now() })
+        const storedAt = performance.now()
+        this.onStored?.({ number: block.header.number, answeredAt, storedAt, marks: { ...marks, ...pushMarks } })
       }
       switch (r.status) {
         case 'extended':
@@ -328,14 +336,24 @@ export class RealtimeIngester {
   private async intactBlock(
     ev: Exclude<SourceEvent, { kind: 'tip' }>,
     signal: AbortSignal,
-  ): Promise<{ block: Block | PackedBlock; warnings: NormalizationWarning[]; answeredAt: number }> {
+  ): Promise<{
+    block: Block | PackedBlock
+    warnings: NormalizationWarning[]
+    answeredAt: number
+    marks?: DecodeMarks
+  }> {
     const slot = ev.slot
     let answer: Exclude<SlotOutcome, { kind: 'skipped' }> = ev
     for (let attempt = 1; ; attempt++) {
       // a source with a decoder delivers blocks normalized and checked intact (block-decode.ts)
       const r = answer.kind === 'block' ? normalizeIntact(slot, answer.block, this.normalize) : answer
       if (r.kind === 'normalized')
-        return { block: r.block, warnings: r.warnings, answeredAt: answer.kind === 'malformed' ? 0 : answer.answeredAt }
+        return {
+          block: r.block,
+          warnings: r.warnings,
+          answeredAt: answer.kind === 'malformed' ? 0 : answer.answeredAt,
+          marks: answer.kind === 'normalized' ? answer.marks : undefined,
+        }
       const problem = r.problem
       if (attempt >= this.malformedAttempts) {
         throw new FatalIngestError(

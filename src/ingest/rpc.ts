@@ -32,7 +32,7 @@ import { isAddress } from '../util/base58.ts'
 import { safeJson } from '../util/safe-json.ts'
 import type { RpcBlock } from '../rpc/types.ts'
 import type { PackedBlock } from '../store/packed-block.ts'
-import type { DecodedBlock, DecodedEnvelope } from './block-decode.ts'
+import type { DecodedBlock, DecodedEnvelope, DecodeMarks } from './block-decode.ts'
 
 export type Commitment = 'processed' | 'confirmed' | 'finalized'
 
@@ -390,6 +390,7 @@ export type SourceEvent =
       block: Block | PackedBlock
       warnings: NormalizationWarning[]
       answeredAt: number
+      marks?: DecodeMarks
     }
   /** the node's answer for a listed slot failed the shape check or the size cap: refetch it */
   | { kind: 'malformed'; slot: number; problem: string }
@@ -424,7 +425,13 @@ export interface RpcSourceOptions {
 /** `answeredAt`: when the answer's last byte was read (`performance.now()`) */
 export type SlotOutcome =
   | { kind: 'block'; block: RpcBlock; answeredAt: number }
-  | { kind: 'normalized'; block: Block | PackedBlock; warnings: NormalizationWarning[]; answeredAt: number }
+  | {
+      kind: 'normalized'
+      block: Block | PackedBlock
+      warnings: NormalizationWarning[]
+      answeredAt: number
+      marks?: DecodeMarks
+    }
   | { kind: 'skipped' }
   | { kind: 'malformed'; problem: string }
 

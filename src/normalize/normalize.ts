@@ -17,6 +17,7 @@ import { isAddress, isBase58Text, isSignature } from '../util/base58.ts'
 import { safeJson } from '../util/safe-json.ts'
 import { walkTransaction, type WalkInput } from './logwalk.ts'
 import type { ArchiveLine, RpcBlock, RpcInstruction, RpcReward, RpcTokenBalance, RpcTransaction } from '../rpc/types.ts'
+import { errorMessage } from '../util/errors.ts'
 
 export type { ArchiveLine } from '../rpc/types.ts'
 
@@ -275,7 +276,7 @@ class TxNormalizer implements WalkInput {
       block.logs.length = cp.logs
       block.balances.length = cp.balances
       block.tokenBalances.length = cp.tokenBalances
-      this.warn(`transaction skipped: ${e instanceof Error ? e.message : String(e)}`)
+      this.warn(`transaction skipped: ${errorMessage(e)}`)
     }
   }
 

@@ -8,10 +8,13 @@
 /** A growable byte buffer holding the line of the block being rendered. */
 export class LineBuf {
   buf: Buffer
+  /** a view of `buf` for 4-byte loads and stores (the compiled writers copy tokens 4 bytes at a time) */
+  dv: DataView
   pos = 0
 
   constructor(size = 1 << 16) {
     this.buf = Buffer.allocUnsafe(size)
+    this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length)
   }
 
   /** room for `n` more bytes */
@@ -23,6 +26,7 @@ export class LineBuf {
     const b = Buffer.allocUnsafe(size)
     this.buf.copy(b, 0, 0, this.pos)
     this.buf = b
+    this.dv = new DataView(b.buffer, b.byteOffset, b.length)
   }
 
   /** constant bytes (pre-encoded keys and punctuation) */
@@ -64,18 +68,8 @@ export class LineBuf {
   /** a non-negative integer up to 2^53 in decimal (anything else as JS converts it to a string) */
   uint(v: number): void {
     if (!(v >= 0 && v <= Number.MAX_SAFE_INTEGER && v === Math.floor(v))) return this.str('' + v)
-    if (v < 10) return this.byte(48 + v)
-    let n = 2
-    for (let t = 100; t <= v && n < 16; t *= 10) n++
-    this.ensure(n)
-    const d = this.buf
-    let p = this.pos + n
-    this.pos = p
-    while (n-- > 0) {
-      const q = Math.floor(v / 10)
-      d[--p] = 48 + (v - q * 10)
-      v = q
-    }
+    if (this.pos + 16 > this.buf.length) this.ensure(16)
+    this.pos = digits(this.buf, this.pos, v)
   }
 
   /** the bytes written since `start` as a Buffer of their own (the buffer is reused) */
@@ -87,6 +81,35 @@ export class LineBuf {
 }
 
 /**
+ * `v`, a non-negative integer below 2^53, in decimal at `d[p]`; returns the position after it (the
+ * caller made room for 16 bytes)
+ */
+export function digits(d: Uint8Array, p: number, v: number): number {
+  if (v < 10) {
+    d[p] = 48 + v
+    return p + 1
+  }
+  let n = 2
+  for (let t = 100; t <= v && n < 16; t *= 10) n++
+  const end = p + n
+  let q = end
+  if (v < 4294967296) {
+    while (q > p) {
+      const x = (v / 10) >>> 0
+      d[--q] = 48 + v - x * 10
+      v = x
+    }
+  } else {
+    while (q > p) {
+      const x = Math.floor(v / 10)
+      d[--q] = 48 + (v - x * 10)
+      v = x
+    }
+  }
+  return end
+}
+
+/**
  * A column's values in JSON form: writes row `i`'s JSON rendering (null included) into `out`, as
  * the compiled writers render the column's values (u64 quoted unless bigints render as numbers).
  */
@@ -94,4 +117,67 @@ export interface JsonTokens {
   write(i: number, out: LineBuf): void
   /** optional: the rows of this use are written (what was read only to build them may be dropped) */
   done?(): void
+  /**
+   * optional: the stored form `write` reads, for writers compiled to copy it inline (no call per
+   * value); `write` stays the reference of what is written
+   */
+  form?: TokenForm
+}
+
+/** dictionary codes or list elements: 1, 2 or 4 bytes wide */
+export type Codes = Uint8Array | Uint16Array | Uint32Array
+
+/**
+ * A column's stored JSON form. Tokens: token k is bytes [toff[k], toff[k + 1] - 1) of `text`
+ * (`tv`: a DataView of `text`).
+ * - plain: row i is token i
+ * - dict: row i is token codes[i], or null when codes[i] === size
+ * - list: row i is the array of tokens codes[k] for k in [off[i], off[i + 1])
+ * - addr: row i is the array of the integers el[k] for k in [off[i], off[i + 1])
+ * - int: row i is the 64-bit integer (w32[2i], w32[2i + 1]) (little-endian halves, `big[i]`
+ *   whole), null where valid[i] === 0; written as exact digits, quoted when `quoted`; the high
+ *   half is below `small` when the value is a non-negative integer below 2^53
+ */
+export type TokenForm =
+  | { readonly kind: 'plain'; readonly text: Uint8Array; readonly tv: DataView; readonly toff: Uint32Array }
+  | {
+      readonly kind: 'dict'
+      readonly text: Uint8Array
+      readonly tv: DataView
+      readonly toff: Uint32Array
+      readonly codes: Codes
+      readonly size: number
+    }
+  | {
+      readonly kind: 'list'
+      readonly text: Uint8Array
+      readonly tv: DataView
+      readonly toff: Uint32Array
+      readonly codes: Codes
+      readonly off: Uint32Array
+    }
+  | { readonly kind: 'addr'; readonly el: Codes; readonly off: Uint32Array }
+  | {
+      readonly kind: 'int'
+      readonly w32: Uint32Array
+      readonly big: BigUint64Array | BigInt64Array
+      readonly small: number
+      readonly valid: Uint8Array | null
+      readonly quoted: boolean
+    }
+
+/** what a compiled writer specialises on in a form: its kind, element widths and null flags */
+export function formTag(f: TokenForm): string {
+  switch (f.kind) {
+    case 'plain':
+      return 'p'
+    case 'dict':
+      return 'd' + f.codes.BYTES_PER_ELEMENT
+    case 'list':
+      return 'l' + f.codes.BYTES_PER_ELEMENT
+    case 'addr':
+      return 'a' + f.el.BYTES_PER_ELEMENT
+    case 'int':
+      return 'i' + (f.valid === null ? '' : '?') + (f.quoted ? 'q' : '') + (f.small === 1 ? 's' : 'u')
+  }
 }

@@ -6,13 +6,14 @@ import { BLOCK_MEMBERS, type FieldDef } from '../catalogue.ts'
 import type { RecordKind } from '../model.ts'
 import type { Chunk, MatchOp, Table } from '../store/chunk.ts'
 import type { BlockStore } from '../store/types.ts'
-import { LineBuf, type JsonTokens } from './bytes.ts'
+import { formTag, LineBuf, type JsonTokens } from './bytes.ts'
 import type { CompiledFilter, ItemRequest, ParsedQuery, SelectedField } from './parse.ts'
 import {
   compileByteWriter,
   compileWriter,
   selectedDefs,
   type ByteRowWriter,
+  type ColumnTake,
   type RowWriter,
   type WriterFactory,
 } from './render.ts'
@@ -638,6 +639,12 @@ function isTokens(c: ArrayLike<unknown> | JsonTokens): c is JsonTokens {
   return typeof (c as JsonTokens).write === 'function'
 }
 
+/** how the byte writer takes a column: its values, its tokens' `write`, or their stored form inline */
+function takeOf(c: ArrayLike<unknown> | JsonTokens): ColumnTake {
+  if (!isTokens(c)) return false
+  return c.form === undefined ? true : formTag(c.form)
+}
+
 /**
  * A block rendered as bytes (the cold store's tokens copied): `bytes` is its line; `line`, the same
  * as a string, is decoded only when read. Setting `line` drops both (a consumer done with it).
@@ -724,7 +731,7 @@ export async function* executeQuery(
       const cols = await renderColumns(t, kp.defs, s, t.blockOffsets[bLo], t.blockOffsets[bHi], slicer, bytes, bigints)
       if (cols === null) return
       used.push(...cols)
-      const tokens = cols.map(isTokens)
+      const takes = cols.map(takeOf)
       bound.push({
         open: kp.open,
         mask: s.mask,
@@ -734,7 +741,7 @@ export async function* executeQuery(
         offsets: t.blockOffsets,
         write: bytes ? noWriter : kp.writer(cols as ArrayLike<unknown>[]),
         openBytes: bytes ? Buffer.from(kp.open) : null,
-        writeBytes: bytes ? compileByteWriter(kp.fields, bigints, tokens)(cols) : null,
+        writeBytes: bytes ? compileByteWriter(kp.fields, bigints, takes)(cols) : null,
       })
     }
     const header = plan.headerWriter(plan.headerDefs.map((d) => chunk.header(d.name as 'number')))

@@ -3,7 +3,7 @@
  * no intermediate objects (docs/query.md §3).
  */
 import type { FieldDef } from '../catalogue.ts'
-import type { JsonTokens, LineBuf } from './bytes.ts'
+import { digits, type JsonTokens, type LineBuf } from './bytes.ts'
 import type { SelectedField } from './parse.ts'
 
 /** Writes one record (row `i` of the bound columns) as a JSON object. */
@@ -193,99 +193,187 @@ export type ByteRowWriter = (i: number, out: LineBuf) => void
 export type ByteWriterFactory = (columns: readonly (ArrayLike<unknown> | JsonTokens)[]) => ByteRowWriter
 
 const BYTE_WRITERS = new Map<string, ByteWriterFactory>()
-const NULL_BYTES = Buffer.from('null')
-const TRUE_BYTES = Buffer.from('true')
-const FALSE_BYTES = Buffer.from('false')
 
 /**
- * Compile (once per selection and set of token columns) a writer of records as bytes: keys and
- * punctuation are pre-encoded constants, token columns (`tokens[c]` true) are copied as bytes,
- * u32 values written as digits, other values rendered as the string writer does and encoded.
+ * How a compiled byte writer takes each column: `false` its values, `true` its JSON tokens through
+ * `JsonTokens.write`, a string (`formTag` of `JsonTokens.form`) its stored form copied inline.
+ */
+export type ColumnTake = boolean | string
+
+/**
+ * Compile (once per selection and way of taking each column) a writer of records as bytes. The
+ * generated code keeps the buffer and the position in locals: keys and punctuation are stored as
+ * immediate 4-byte and 1-byte stores, stored tokens are copied 4 bytes at a time, integers are
+ * written as digits in place; other values are rendered as the string writer does and encoded.
  * Same text as `compileWriter` for the same values.
  */
 export function compileByteWriter(
   fields: readonly SelectedField[],
   bigintsAsNumbers: boolean,
-  tokens: readonly boolean[],
+  takes: readonly ColumnTake[],
 ): ByteWriterFactory {
-  const key = selectionKey(fields, bigintsAsNumbers) + '\u0002' + tokens.map((t) => (t ? 1 : 0)).join('')
+  const key =
+    selectionKey(fields, bigintsAsNumbers) +
+    '\u0002' +
+    takes.map((t) => (t === false ? '-' : t === true ? '+' : t)).join(',')
   let w = BYTE_WRITERS.get(key)
   if (w === undefined) {
-    w = compileBytes(fields, bigintsAsNumbers, tokens)
+    w = compileBytes(fields, bigintsAsNumbers, takes)
     if (BYTE_WRITERS.size >= MAX_WRITERS) BYTE_WRITERS.delete(BYTE_WRITERS.keys().next().value as string)
     BYTE_WRITERS.set(key, w)
   }
   return w
 }
 
+/** tokens of at least this many bytes are copied by `TypedArray.set` (a view costs about as much as copying them 4 bytes at a time) */
+const SET_BYTES = 160
+
 function compileBytes(
   fields: readonly SelectedField[],
   bigintsAsNumbers: boolean,
-  tokens: readonly boolean[],
+  takes: readonly ColumnTake[],
 ): ByteWriterFactory {
   const defs = selectedDefs(fields)
-  const consts: Uint8Array[] = []
   const lines: string[] = []
-  for (let c = 0; c < defs.length; c++) lines.push(`const c${c} = cols[${c}];`)
   const body: string[] = []
+  // room for the fixed bytes of a whole row (constants, numbers, null/true/false) is made at the
+  // start and again after every piece of variable length, so fixed pieces need no check
+  let fixed = 8
+  const room = (n: string) => `if (p + ${n} > d.length) { o.pos = p; o.ensure(${n}); d = o.buf; dv = o.dv }`
+  // a call that writes through `o`: position handed over and taken back
+  const viaO = (stmt: string) => `o.pos = p; ${stmt} d = o.buf; dv = o.dv; p = o.pos; ${room('F')}`
+  const store = (b: Uint8Array) => {
+    const n = b.length
+    const out: string[] = []
+    let j = 0
+    for (; j + 4 <= n; j += 4)
+      out.push(`dv.setUint32(p + ${j}, ${(b[j] | (b[j + 1] << 8) | (b[j + 2] << 16) | (b[j + 3] << 24)) >>> 0}, true);`)
+    for (; j < n; j++) out.push(`d[p + ${j}] = ${b[j]};`)
+    out.push(`p += ${n};`)
+    fixed += n
+    return out.join(' ')
+  }
   let text = ''
   const flush = () => {
     if (text === '') return
-    const b = Buffer.from(text, 'utf8')
-    body.push(b.length === 1 ? `o.byte(${b[0]});` : `o.raw(K[${consts.length}]);`)
-    if (b.length !== 1) consts.push(b)
+    body.push(store(Buffer.from(text, 'utf8')))
     text = ''
   }
+  const NUL = store(Buffer.from('null'))
+  const TRUE = store(Buffer.from('true'))
+  const FALSE = store(Buffer.from('false'))
+  // tokens a..e of the text X<c> (DataView V<c>)
+  const copy = (c: number, a: string, e: string) =>
+    `{ const a = ${a}; const e = ${e}; ${room('(e - a) + F')} ` +
+    `if (e - a >= ${SET_BYTES}) { d.set(X${c}.subarray(a, e), p); p += e - a } else { let k = a; ` +
+    `for (; k + 4 <= e; k += 4, p += 4) dv.setUint32(p, V${c}.getUint32(k, true), true); ` +
+    `for (; k < e; k++) d[p++] = X${c}[k] } }`
   const used = new Set<number>()
   if (fields.length === 0) text = '{'
   for (let k = 0; k < fields.length; k++) {
     const f = fields[k]
     const c = defs.indexOf(f.def)
     text += (k === 0 ? '{' : ',') + JSON.stringify(f.key) + ':'
-    if (tokens[c]) {
+    fixed += 24
+    const take = takes[c]
+    if (!used.has(c)) {
+      used.add(c)
+      const bind = `const c${c} = cols[${c}];`
+      if (typeof take === 'string') {
+        lines.push(`${bind} const f${c} = c${c}.form;`)
+        const kind = take[0]
+        if (kind === 'p' || kind === 'd' || kind === 'l')
+          lines.push(`const X${c} = f${c}.text, V${c} = f${c}.tv, T${c} = f${c}.toff;`)
+        if (kind === 'd') lines.push(`const C${c} = f${c}.codes, S${c} = f${c}.size;`)
+        if (kind === 'l') lines.push(`const C${c} = f${c}.codes, O${c} = f${c}.off;`)
+        if (kind === 'a') lines.push(`const E${c} = f${c}.el, O${c} = f${c}.off;`)
+        if (kind === 'i') lines.push(`const W${c} = f${c}.w32, B${c} = f${c}.big, N${c} = f${c}.valid;`)
+      } else lines.push(bind)
+    }
+    if (typeof take === 'string') {
       flush()
-      body.push(`c${c}.write(i, o);`)
+      switch (take[0]) {
+        case 'p':
+          body.push(copy(c, `T${c}[i]`, `T${c}[i + 1] - 1`))
+          break
+        case 'd':
+          body.push(
+            `{ const x = C${c}[i]; if (x === S${c}) { ${NUL} } else ${copy(c, `T${c}[x]`, `T${c}[x + 1] - 1`)} }`,
+          )
+          break
+        case 'l':
+          body.push(
+            `{ d[p++] = 91; const la = O${c}[i], le = O${c}[i + 1]; for (let j = la; j < le; j++) { ` +
+              `if (j > la) d[p++] = 44; const x = C${c}[j]; ${copy(c, `T${c}[x]`, `T${c}[x + 1] - 1`)} } d[p++] = 93 }`,
+          )
+          break
+        case 'a':
+          body.push(
+            `{ d[p++] = 91; const la = O${c}[i], le = O${c}[i + 1]; for (let j = la; j < le; j++) { ` +
+              `if (j > la) d[p++] = 44; ${room('F')} p = digits(d, p, E${c}[j]) } d[p++] = 93 }`,
+          )
+          break
+        case 'i': {
+          const nullable = take.includes('?')
+          const q = take.includes('q') ? 'd[p++] = 34;' : ''
+          const small = take.endsWith('s') ? 1 : 0x200000
+          const val =
+            `{ ${q} const hi = W${c}[2 * i + 1]; if (hi < ${small}) p = digits(d, p, hi * 4294967296 + W${c}[2 * i]); ` +
+            `else { ${viaO(`o.str('' + B${c}[i]);`)} } ${q} }`
+          body.push(nullable ? `if (N${c}[i] === 0) { ${NUL} } else ${val}` : val)
+          break
+        }
+        default:
+          throw new Error(`unknown token form ${take}`)
+      }
       continue
     }
-    if (!used.has(c)) {
-      body.push(`const v${c} = c${c}[i];`)
-      used.add(c)
+    if (take === true) {
+      flush()
+      body.push(viaO(`c${c}.write(i, o);`))
+      continue
     }
     const v = `v${c}`
+    if (!body.some((b) => b.startsWith(`const ${v} =`))) body.push(`const ${v} = c${c}[i];`)
     const type = f.def.type
     const nullable = f.def.nullable || type === 'json'
     if (!nullable && type === 'u32') {
       flush()
-      body.push(`o.uint(${v});`)
+      body.push(
+        `if (${v} >= 0 && ${v} <= 9007199254740991 && ${v} === Math.floor(${v})) p = digits(d, p, ${v}); else { ${viaO(`o.str('' + ${v});`)} }`,
+      )
       continue
     }
     if (type === 'bool') {
       flush()
-      const val = `o.raw(${v} ? TRUE : FALSE);`
-      body.push(nullable ? `if (${v} === null || ${v} === undefined) o.raw(NUL); else ${val}` : val)
+      const val = `if (${v}) { ${TRUE} } else { ${FALSE} }`
+      body.push(nullable ? `if (${v} === null || ${v} === undefined) { ${NUL} } else ${val}` : val)
       continue
     }
     if (!nullable && (type === 'safeAscii' || ((type === 'u64' || type === 'i64') && !bigintsAsNumbers))) {
       text += '"'
       flush()
-      body.push(`o.str('' + ${v});`)
+      body.push(viaO(`o.str('' + ${v});`))
       text += '"'
       continue
     }
     flush()
     const val = valueExpr(f.def, v, bigintsAsNumbers)
-    body.push(nullable ? `if (${v} === null || ${v} === undefined) o.raw(NUL); else o.str(${val});` : `o.str(${val});`)
+    body.push(
+      nullable
+        ? `if (${v} === null || ${v} === undefined) { ${NUL} } else { ${viaO(`o.str(${val});`)} }`
+        : viaO(`o.str(${val});`),
+    )
   }
   text += '}'
   flush()
-  const src = `${lines.join('\n')}\nreturn function (i, o) {\n${body.join('\n')}\n}`
-  const make = new Function('h', 'K', 'NUL', 'TRUE', 'FALSE', 'cols', src) as (
+  const src =
+    `${lines.join('\n')}\nconst F = ${fixed};\nreturn function (i, o) {\nlet d = o.buf, dv = o.dv, p = o.pos;\n${room('F')}\n` +
+    `${body.join('\n')}\no.pos = p;\n}`
+  const make = new Function('h', 'digits', 'cols', src) as (
     h: typeof helpers,
-    K: readonly Uint8Array[],
-    nul: Uint8Array,
-    yes: Uint8Array,
-    no: Uint8Array,
+    dig: typeof digits,
     cols: readonly (ArrayLike<unknown> | JsonTokens)[],
   ) => ByteRowWriter
-  return (cols) => make(helpers, consts, NULL_BYTES, TRUE_BYTES, FALSE_BYTES, cols)
+  return (cols) => make(helpers, digits, cols)
 }

@@ -35,6 +35,7 @@ import type { Observer } from './observe.ts'
 import { Pages } from './pages.ts'
 import type { PoolStream, PooledBlock, RenderPool } from './render-pool.ts'
 import { firstBlockAtOrAfter } from './timestamps.ts'
+import { errorDetail } from '../util/errors.ts'
 
 export type { RateLimit } from './guards.ts'
 
@@ -228,7 +229,7 @@ export class PortalServer {
       } else res.end()
       return
     }
-    this.errorLog.log(`request failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`)
+    this.errorLog.log(`request failed: ${errorDetail(err)}`)
     if (!res.headersSent) {
       res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' })
       res.end('Internal server error')

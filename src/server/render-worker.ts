@@ -12,6 +12,7 @@ import type { ParsedQuery } from '../query/index.ts'
 import { DiskColdStore } from '../store/cold.ts'
 import { DatasetDirStore } from '../store/dataset-dir.ts'
 import type { RenderRequest, RenderResult, WorkerMessage, WorkerSetup } from './render-pool.ts'
+import { errorDetail } from '../util/errors.ts'
 
 const setup = workerData as WorkerSetup
 const port = parentPort!
@@ -91,7 +92,7 @@ port.on('message', (m: WorkerMessage) => {
           port.postMessage({
             type: 'error',
             id: m.id,
-            message: e instanceof Error ? (e.stack ?? e.message) : String(e),
+            message: errorDetail(e),
           } satisfies RenderResult),
       )
   }

@@ -19,17 +19,20 @@
  * A crash between the cold append and the hot delete is repaired on open: blocks at or below the
  * cold store's last block are dropped (they are already in the cold store).
  *
- * Blocks are stored with lmdb's own msgpack encoder, which keeps bigint values exact (u64 and i64
- * round-trip as bigint; checked by test/realtime-hot.test.ts). All window blocks are also held
- * decoded in memory: readers get immutable snapshots (`entries()`), never touched by later writes.
+ * Blocks are stored packed (src/store/packed-block.ts: V8's serialization, which keeps bigint
+ * values exact; checked by test/realtime-hot.test.ts); blocks written by earlier versions with
+ * lmdb's own msgpack encoder still load. All window blocks are also held in memory (a block that
+ * came packed from a worker thread decodes on first read): readers get immutable snapshots
+ * (`entries()`), never touched by later writes.
  */
 import { EventEmitter } from 'node:events'
 import { mkdirSync } from 'node:fs'
 import { asBinary, open, type Database, type DatabaseOptions, type RootDatabase } from 'lmdb'
 import type { Block } from '../model.ts'
-import { isPackedBlock, lazyBlock, type PackedBlock } from './packed-block.ts'
+import { isPackedBlock, isV8Packed, lazyBlock, packBlock, unpackBlock, type PackedBlock } from './packed-block.ts'
 import type { HeadInfo } from './chunk.ts'
 import type { ColdStore } from './types.ts'
+import { wallNow } from '../util/wall-clock.ts'
 
 export interface HotHeader {
   number: number
@@ -54,6 +57,16 @@ export type PushResult =
   | { status: 'stale' }
   /** the parent is neither in the window nor the anchor; nothing changed */
   | { status: 'unlinked' }
+
+/** wall-clock ms (performance.timeOrigin + performance.now()) of the steps of one push */
+export interface PushMarks {
+  /** the write lock taken */
+  locked?: number
+  /** the LMDB transaction committed */
+  committed?: number
+  /** the new window published and the `change` listeners (waiting streams) called */
+  emitted?: number
+}
 
 export interface HotStoreOptions {
   /** directory of the LMDB environment (created when missing) */
@@ -98,7 +111,8 @@ export class HotStore extends EventEmitter {
     super()
     this.setMaxListeners(0)
     this.root = root
-    // mapsAsObjects: a packed block (packed-block.ts) reads back as objects even where it has plain maps
+    // values are written as packed bytes (packed-block.ts) and read with getBinary; the msgpack
+    // encoding reads blocks stored by earlier versions (mapsAsObjects: as objects, as they were)
     const blockOptions = { name: 'blocks', keyEncoding: 'ordered-binary', mapsAsObjects: true } as const
     this.blocks = root.openDB<Block, number>(blockOptions as DatabaseOptions & { name: string })
     this.meta = root.openDB<HeadInfo | null, string>({ name: 'meta' })
@@ -118,11 +132,14 @@ export class HotStore extends EventEmitter {
     if (coldLast && (!anchor || coldLast.number > anchor.number)) anchor = coldLast
     const entries: HotEntry[] = []
     const drop: number[] = []
-    for (const { key, value } of this.blocks.getRange({})) {
+    for (const key of this.blocks.getKeys({})) {
       if (anchor && key <= anchor.number) {
         drop.push(key)
         continue
       }
+      const raw = this.blocks.getBinary(key)
+      if (!raw) continue
+      const value = isV8Packed(raw) ? unpackBlock(raw) : this.blocks.get(key)!
       const h = headerOf(value)
       const prev = entries.length ? entries[entries.length - 1].header : anchor
       if (prev && (h.parentNumber !== prev.number || h.parentHash !== prev.hash)) {
@@ -201,8 +218,9 @@ export class HotStore extends EventEmitter {
    * store a block (EXTEND or REPLACE) or report why not. A packed block (packed-block.ts) is
    * written as it is and decoded only when a reader first needs its records.
    */
-  push(block: Block | PackedBlock): Promise<PushResult> {
+  push(block: Block | PackedBlock, marks?: PushMarks): Promise<PushResult> {
     return this.locked(async () => {
+      if (marks) marks.locked = wallNow()
       this.checkOpen()
       const h = headerOf(block)
       if (!(h.parentNumber < h.number))
@@ -229,11 +247,14 @@ export class HotStore extends EventEmitter {
         return { status: 'unlinked' } as const
       await this.root.transaction(() => {
         for (const e of removed) this.blocks.remove(e.header.number)
-        this.blocks.put(h.number, isPackedBlock(block) ? (asBinary(block.packed) as unknown as Block) : block)
+        const bytes = isPackedBlock(block) ? block.packed : packBlock(block).packed
+        this.blocks.put(h.number, asBinary(bytes) as unknown as Block)
       })
+      if (marks) marks.committed = wallNow()
       const entry = { header: h, block: isPackedBlock(block) ? lazyBlock(block) : block }
       this.window = [...win.slice(0, parentIdx + 1), entry]
       this.emit('change')
+      if (marks) marks.emitted = wallNow()
       if (removed.length === 0) return { status: 'extended' } as const
       return {
         status: 'replaced',

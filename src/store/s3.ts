@@ -37,6 +37,7 @@ import type { ChunkEntry } from './cold/catalogue.ts'
 import { closeFds } from './cold/raw.ts'
 import { coldDir, openDatasetDir, readDatasetMeta, type DatasetDirStore, type DatasetMeta } from './dataset-dir.ts'
 import { writeFileAtomic } from './durable.ts'
+import { errorMessage } from '../util/errors.ts'
 
 export interface S3Location {
   bucket: string
@@ -422,7 +423,7 @@ export async function openS3Replica(url: string, o: S3ReplicaOptions = {}): Prom
     if (closed) return
     timer = setTimeout(() => {
       poll()
-        .catch((e) => log(`s3: polling ${url} failed: ${e instanceof Error ? e.message : String(e)}`))
+        .catch((e) => log(`s3: polling ${url} failed: ${errorMessage(e)}`))
         .finally(schedule)
     }, pollMs)
     timer.unref()

@@ -11,6 +11,7 @@ import type { NormalizationWarning } from '../../normalize/normalize.ts'
 import { normalizeArchiveText } from '../../normalize/text.ts'
 import { estimateBlockBytes, type PreparedChunk } from '../../store/cold.ts'
 import { encodeChunk, readChunkBlocks, type WriteOptions } from '../../store/cold/chunk-file.ts'
+import { errorMessage } from '../../util/errors.ts'
 
 export interface BatchOptions {
   includeVotes: boolean
@@ -52,7 +53,7 @@ export class BatchBuilder {
       // throws only for the line itself (bad JSON, not an archive line); content problems are warnings
       r = normalizeArchiveText(text, { includeVotes: this.opts.includeVotes })
     } catch (e) {
-      throw new LineError(e instanceof Error ? e.message : String(e))
+      throw new LineError(errorMessage(e))
     }
     return { warnings: r.warnings, full: this.push(r.block) }
   }

@@ -12,6 +12,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { BatchBuilder, type BatchOptions, type LineResult } from './import-batch.ts'
+import { errorMessage, errorDetail } from '../../util/errors.ts'
 
 export type ToWorker =
   | { t: 'start'; id: number; tail: string[] }
@@ -36,7 +37,7 @@ if (port) {
   let open: number | null = null
   const post = (m: FromWorker, transfer?: ArrayBuffer[]) => port.postMessage(m, transfer)
   const fail = (id: number, e: unknown) => {
-    const message = e instanceof Error ? (e.stack ?? e.message) : String(e)
+    const message = errorDetail(e)
     post({ t: 'error', id, seq: null, message, line: false })
   }
 
@@ -84,7 +85,7 @@ if (port) {
       try {
         r = builder.add(m.text)
       } catch (e) {
-        post({ t: 'error', id: m.id, seq: m.seq, message: e instanceof Error ? e.message : String(e), line: true })
+        post({ t: 'error', id: m.id, seq: m.seq, message: errorMessage(e), line: true })
         return
       }
       post({ t: 'ack', id: m.id, seq: m.seq, warnings: r.warnings, full: r.full })

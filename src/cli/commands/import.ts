@@ -41,6 +41,7 @@ import { archiveLineHash, MissingBlocks, PresentBlocks } from './import-present.
 import { intOption } from '../options.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
 import { workerExecArgv } from '../../util/worker-argv.ts'
+import { errorMessage } from '../../util/errors.ts'
 
 export interface ImportOptions {
   includeVotes?: boolean
@@ -452,7 +453,7 @@ export async function runImport(
           try {
             slot = toArchiveLine(parseJsonExact(text)).slot
           } catch (e) {
-            throw new ImportError(`${where}: ${e instanceof Error ? e.message : String(e)}`)
+            throw new ImportError(`${where}: ${errorMessage(e)}`)
           }
         }
         if (slot <= prev) {
@@ -470,7 +471,7 @@ export async function runImport(
           try {
             hash = archiveLineHash(text)
           } catch (e) {
-            throw new ImportError(`${where}: ${e instanceof Error ? e.message : String(e)}`)
+            throw new ImportError(`${where}: ${errorMessage(e)}`)
           }
           if (hash !== have) {
             throw new ImportError(
@@ -600,7 +601,7 @@ export function register(program: Command): void {
           )
           if (r.interrupted) process.exitCode = 130
         } catch (e) {
-          process.stderr.write(`import failed: ${e instanceof Error ? e.message : String(e)}\n`)
+          process.stderr.write(`import failed: ${errorMessage(e)}\n`)
           process.exitCode = 1
         } finally {
           process.off('SIGINT', onSig)

@@ -12,6 +12,7 @@ import { parseJsonExact } from '../../rpc/json.ts'
 import { normalizeBlock } from '../../normalize/normalize.ts'
 import { normalizeArchiveText } from '../../normalize/text.ts'
 import type { ArchiveLine, RpcBlock } from '../../rpc/types.ts'
+import { errorMessage } from '../../util/errors.ts'
 
 export interface NormalizeCliOptions {
   slot?: string
@@ -51,7 +52,7 @@ async function* linesOf(
   try {
     value = parseJsonExact(buf.toString('utf8'))
   } catch (e) {
-    throw new Error(`${file}: ${e instanceof Error ? e.message : String(e)}`)
+    throw new Error(`${file}: ${errorMessage(e)}`)
   }
   if (typeof value !== 'object' || value === null) throw new Error(`${file}: expected a JSON object`)
   const v = value as Record<string, unknown>
@@ -59,7 +60,7 @@ async function* linesOf(
     try {
       yield toArchiveLine(v)
     } catch (e) {
-      throw new Error(`${file}: ${e instanceof Error ? e.message : String(e)}`)
+      throw new Error(`${file}: ${errorMessage(e)}`)
     }
     return
   }
@@ -98,7 +99,7 @@ export async function runNormalize(
         try {
           r = normalizeArchiveText(line.text, nopts)
         } catch (e) {
-          throw new Error(`${line.where}: ${e instanceof Error ? e.message : String(e)}`)
+          throw new Error(`${line.where}: ${errorMessage(e)}`)
         }
       } else r = normalizeBlock(line, nopts)
       for (const w of r.warnings) warn(formatWarning(w))
@@ -126,7 +127,7 @@ export function register(program: Command): void {
       try {
         await runNormalize(files, opts, writeStdout, (m) => process.stderr.write(m + '\n'))
       } catch (e) {
-        process.stderr.write(`error: ${e instanceof Error ? e.message : String(e)}\n`)
+        process.stderr.write(`error: ${errorMessage(e)}\n`)
         process.exitCode = 1
       }
     })

@@ -16,6 +16,7 @@ import type { Logger } from '../../log.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
 import { openDatasetDir, type DatasetDirStore } from '../../store/dataset-dir.ts'
 import { ImportError, runImport } from './import.ts'
+import { errorMessage } from '../../util/errors.ts'
 
 /**
  * Chunk size target of the temporary dataset: a batch of about this many estimated bytes is what
@@ -40,7 +41,7 @@ async function firstSlot(file: string): Promise<number | null> {
     try {
       return toArchiveLine(parseJsonExact(text)).slot
     } catch (e) {
-      throw new ImportError(`${file}:${lineNo}: ${e instanceof Error ? e.message : String(e)}`)
+      throw new ImportError(`${file}:${lineNo}: ${errorMessage(e)}`)
     }
   }
   return null

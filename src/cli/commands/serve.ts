@@ -28,6 +28,7 @@ import {
   portOption,
   UsageError,
 } from '../options.ts'
+import { errorMessage } from '../../util/errors.ts'
 
 export interface ServeOptions {
   port: string
@@ -359,7 +360,7 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
         `solportal listening on ${url}: ${loaded.datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
       )
     } catch (e) {
-      log.error(`loading the datasets failed: ${e instanceof Error ? e.message : String(e)}`)
+      log.error(`loading the datasets failed: ${errorMessage(e)}`)
       await stop().catch(() => {})
       throw e
     }

@@ -866,6 +866,7 @@ export class RawColumn {
       const valid = this.v ? P.part(1) : null
       const q = !bigintsAsNumbers
       return {
+        form: { kind: 'int', w32, big, small, valid, quoted: q },
         write: (i, out) => {
           if (valid !== null && valid[i] === 0) return out.raw(NULL)
           if (q) out.byte(0x22)
@@ -879,18 +880,21 @@ export class RawColumn {
     if (this.e === 'addr') {
       // instruction addresses: lists of small integers
       const el = codesOf(P.part(1), this.width)
-      return listTokens(view32(P.part(0)), (k, out) => out.uint(el[k]))
+      const off = view32(P.part(0))
+      return { ...listTokens(off, (k, out) => out.uint(el[k])), form: { kind: 'addr', el, off } }
     }
     if (!this.x) return null
     const text = P.part(this.pText)
+    const tv = new DataView(text.buffer, text.byteOffset, text.byteLength)
     const toff = view32(P.part(this.pToff))
     switch (this.e) {
       case 'plain':
-        return { write: (i, out) => out.copy(text, toff[i], toff[i + 1] - 1) }
+        return { form: { kind: 'plain', text, tv, toff }, write: (i, out) => out.copy(text, toff[i], toff[i + 1] - 1) }
       case 'dict': {
         const codes = codesOf(P.part(this.pCodes), this.width)
         const size = this.dictSize
         return {
+          form: { kind: 'dict', text, tv, toff, codes, size },
           write: (i, out) => {
             const c = codes[i]
             if (c === size) out.raw(NULL)
@@ -900,10 +904,12 @@ export class RawColumn {
       }
       case 'list': {
         const codes = codesOf(P.part(this.pCodes), this.width)
-        return listTokens(view32(P.part(this.pOff)), (k, out) => {
+        const off = view32(P.part(this.pOff))
+        const write = listTokens(off, (k, out) => {
           const c = codes[k]
           out.copy(text, toff[c], toff[c + 1] - 1)
         })
+        return { ...write, form: { kind: 'list', text, tv, toff, codes, off } }
       }
       default:
         return null

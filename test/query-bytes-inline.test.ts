@@ -1,0 +1,151 @@
+/**
+ * The compiled byte writers copy the cold store's stored forms inline (plain, dictionary and list
+ * tokens 4 bytes at a time or in one `set`, 64-bit integers as digits in place, instruction
+ * addresses): values at the edges of each of those paths render byte for byte as the in-memory
+ * store renders them, with u64 quoted and as numbers.
+ */
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { formTag } from '../src/query/bytes.ts'
+import { executeQuery, parseQuery } from '../src/query/index.ts'
+import type { Block } from '../src/model.ts'
+import { StaticStore } from '../src/store/static.ts'
+import type { BlockStore } from '../src/store/types.ts'
+import { datasetOf } from './support/cold/util.ts'
+import { everything } from './support/http/hostile.ts'
+import { randomBlocks } from './support/random-blocks.ts'
+
+/** u64 values around the digit writer's branches: 10, 2^32, 2^53 and 2^64 */
+const U64 = [
+  0n,
+  9n,
+  10n,
+  4294967295n,
+  4294967296n,
+  2n ** 53n - 1n,
+  2n ** 53n,
+  2n ** 53n + 1n,
+  2n ** 63n,
+  2n ** 64n - 1n,
+]
+/** i64 values: negative ones and those around 2^32 take the exact path */
+const I64 = [0n, 1n, -1n, 4294967295n, 4294967296n, -4294967296n, 2n ** 53n, -(2n ** 63n), 2n ** 63n - 1n]
+/** token lengths around the 4-byte copy and the one-`set` copy (160 bytes) */
+const TEXTS = [
+  '',
+  'a',
+  'ab',
+  'abc',
+  'abcd',
+  'abcde',
+  'x'.repeat(157),
+  'y'.repeat(158),
+  'z'.repeat(159),
+  'w'.repeat(3000),
+  'quote " backslash \\ tab \t nl \n ctrl \u0001 del \u007f',
+  'é ü 漢字 😀 '.repeat(20),
+]
+
+function edgeBlocks(): Block[] {
+  const blocks = randomBlocks(77, { blocks: 12, maxTx: 12 })
+  let k = 0
+  let rk = 0
+  for (const b of blocks) {
+    for (const t of b.transactions) {
+      t.fee = U64[k % U64.length]
+      t.computeUnitsConsumed = U64[(k + 3) % U64.length]
+      k++
+    }
+    for (const ins of b.instructions) {
+      ins.computeUnitsConsumed = k % 4 === 0 ? null : U64[k % U64.length]
+      ins.error = k % 3 === 0 ? null : TEXTS[k % TEXTS.length]
+      if (k % 5 === 0) ins.accounts = []
+      if (k % 7 === 0) ins.instructionAddress = [k % 300, 2 ** 31 + k, 0, 9, 10]
+      k++
+    }
+    for (const l of b.logs) {
+      l.message = TEXTS[k++ % TEXTS.length]
+    }
+    for (const x of b.balances) {
+      x.pre = U64[k++ % U64.length]
+      x.post = U64[k % U64.length]
+    }
+    for (const x of b.tokenBalances) {
+      x.preAmount = k % 4 === 0 ? null : U64[k % U64.length]
+      x.postAmount = U64[k++ % U64.length]
+    }
+    // a reward per i64 value in the first block, its pubkeys in order (src/normalize: sorted by pubkey)
+    if (rk === 0)
+      b.rewards = I64.map((v, j) => ({
+        pubkey: 'Reward' + String(j).padStart(2, '0'),
+        lamports: v,
+        postBalance: U64[j % U64.length],
+        rewardType: j % 2 === 0 ? null : 'Staking',
+        commission: j % 3 === 0 ? null : j,
+      }))
+    for (const r of b.rewards) {
+      r.lamports = I64[rk++ % I64.length]
+      r.postBalance = U64[k++ % U64.length]
+    }
+  }
+  assert.ok(rk >= I64.length, `${rk} rewards`)
+  return blocks
+}
+
+async function lines(store: BlockStore, body: Record<string, unknown>, bigintsAsNumbers: boolean, to: number) {
+  const out: { line: string; bytes?: Buffer }[] = []
+  for await (const b of executeQuery(store, parseQuery(body), { to, finalizedOnly: false, bigintsAsNumbers })) {
+    out.push({ line: b.line, bytes: b.bytes })
+  }
+  return out
+}
+
+test('values at the edges of the inline copies render as the in-memory store renders them', async () => {
+  const blocks = edgeBlocks()
+  const first = blocks[0].header.number
+  const last = blocks[blocks.length - 1].header.number
+  const cold = await datasetOf(blocks, { targetBlocks: 5 })
+  const memory = new StaticStore(blocks, 5)
+
+  // the columns come with their stored form: the writers copy them inline
+  const tags = new Set<string>()
+  for await (const c of cold.chunks(first, last, false)) {
+    for (const [kind, field] of [
+      ['transaction', 'fee'],
+      ['transaction', 'signatures'],
+      ['transaction', 'feePayer'],
+      ['instruction', 'data'],
+      ['instruction', 'instructionAddress'],
+      ['instruction', 'computeUnitsConsumed'],
+      ['reward', 'lamports'],
+    ] as const) {
+      const form = c.table(kind).tokens!(field, false)?.form
+      assert.ok(form !== undefined, `${kind}.${field} has a stored form`)
+      tags.add(formTag(form)[0])
+    }
+  }
+  assert.deepEqual([...tags].sort(), ['a', 'd', 'i', 'l', 'p'])
+
+  for (const body of [
+    everything(first),
+    { ...everything(first), includeAllBlocks: true },
+    { fromBlock: first, fields: { log: { message: true } }, logs: [{}] },
+  ]) {
+    for (const bigints of [false, true]) {
+      const want = await lines(memory, body, bigints, last)
+      const got = await lines(cold, body, bigints, last)
+      assert.ok(want.length > 0)
+      assert.equal(got.length, want.length)
+      for (let i = 0; i < got.length; i++) {
+        assert.ok(got[i].bytes instanceof Buffer, 'rendered as bytes')
+        assert.equal(got[i].bytes!.toString('utf8'), want[i].line, `line ${i}, bigintsAsNumbers ${bigints}`)
+      }
+    }
+  }
+  // the texts, the u64 and the i64 values above all appear in the output
+  const all = (await lines(cold, everything(first), false, last)).map((l) => l.line).join('\n')
+  for (const t of TEXTS) assert.ok(all.includes(JSON.stringify(t)), JSON.stringify(t).slice(0, 40))
+  for (const v of U64) assert.ok(all.includes(`"${v}"`), `${v}`)
+  for (const v of I64) assert.ok(all.includes(`"lamports":"${v}"`), `${v}`)
+  await cold.close()
+})
