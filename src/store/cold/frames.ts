@@ -28,9 +28,9 @@
  *
  * On the main thread, frames are compressed on libuv's thread pool (`brotliCompress`), two at a
  * time (COMPRESS_AHEAD), so a chunk's encoding goes on in JS while earlier columns compress (the
- * server's event loop is never blocked for a chunk). A worker thread (import workers) compresses
- * in its own thread (`brotliCompressSync`): it has the other threads to overlap with, and the
- * same frames cost less CPU than through the pool (no stream and callback per frame; encoding a
+ * server's event loop is never blocked for a chunk). A worker thread (import workers, the live
+ * follower's cold writer) compresses in its own thread (`brotliCompressSync`): it has the other
+ * threads to overlap with, and the same frames cost less CPU than through the pool (no stream and callback per frame; encoding a
  * 21-block chunk in a worker thread, median of 10 alternating rounds on the shared 2-core box:
  * 122 ms of CPU per block instead of 128). Both compress a frame in one FINISH operation over the
  * whole input, so they write the same bytes (`test/cold-frames.test.ts`; a stream's default, a
