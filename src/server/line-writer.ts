@@ -146,6 +146,8 @@ export class LineWriter {
    * worker thread (src/server/render-pool.ts).
    */
   addBytes(data: Buffer): boolean {
+    // a large line goes out on its own, as it is, not copied into a batch with the lines before it
+    if (data.length >= this.batchBytes && this.bufLen > 0) this.pushNow()
     const last = this.buf[this.buf.length - 1]
     if (last !== undefined && typeof last !== 'string' && adjacent(last, data)) {
       // the next line of the same rendered segment: one view over both
