@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { gunzipSync } from 'node:zlib'
 import { after, test } from 'node:test'
-import { decodeBlockAnswer } from '../src/ingest/block-decode.ts'
+import { decodeBlockAnswer, normalizeIntact } from '../src/ingest/block-decode.ts'
 import { BlockWorkerPool } from '../src/ingest/block-workers.ts'
 import { DEFAULT_TEMPLATE, FakeSolanaNode } from '../src/ingest/fake-node.ts'
 import {
@@ -24,7 +24,7 @@ import {
   type RealtimeDatasetOptions,
   type StoredBlock,
 } from '../src/ingest/realtime.ts'
-import { RpcClient } from '../src/ingest/rpc.ts'
+import { checkBlockShape, fullBlockParams, RpcClient } from '../src/ingest/rpc.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
@@ -275,3 +275,54 @@ test('blocks an earlier version stored (msgpack: lmdb’s encoder, or packed rec
   )
   await again.close()
 })
+
+test('an answer decoded transaction by transaction means exactly what the whole parsed answer means, damaged or not', async () => {
+  // decodeBlockAnswer splits the text into transactions; the reference here parses it whole
+  const whole = (bytes: Buffer, slot: number): unknown => {
+    const body = parseJsonExact(bytes.toString('utf8')) as { result?: unknown }
+    if (!body || typeof body !== 'object' || !('result' in body) || body.result === null) return body
+    const problem = checkBlockShape(body.result)
+    if (problem !== null) return { result: { kind: 'malformed', problem } }
+    return { result: normalizeIntact(slot, body.result as RpcBlock, (l) => normalizeBlock(l)) }
+  }
+  const node = await FakeSolanaNode.start({ txPerBlock: 6, intervalMs: 0, initialBlocks: 12, skipRate: 0, seed: 5 })
+  try {
+    const s = (k: number) => node.firstSlot + k
+    node.injectBlockFault(s(1), { kind: 'junk-transactions' })
+    node.injectBlockFault(s(2), { kind: 'transactions-not-list' })
+    node.injectBlockFault(s(3), { kind: 'no-meta' })
+    node.injectBlockFault(s(4), { kind: 'null-instructions' })
+    node.injectBlockFault(s(5), { kind: 'bad-hash', member: 'blockhash', text: 'x' })
+    const kinds = new Set<string>()
+    for (let k = 0; k < 8; k++) {
+      const res = await fetch(node.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getBlock', params: fullBlockParams(s(k), 'confirmed') }),
+      })
+      const bytes = Buffer.from(await res.arrayBuffer())
+      const want = whole(bytes, s(k))
+      kinds.add(JSON.stringify((want as { result?: { kind?: string; problem?: string } }).result?.kind))
+      assert.deepStrictEqual(decodeBlockAnswer(bytes, s(k)), want, `slot ${s(k)}`)
+      const packed = decodeBlockAnswer(bytes, s(k), {}, true).result
+      if (packed?.kind === 'normalized')
+        assert.deepStrictEqual(lazyBlock(packed.block as PackedBlock), expectedOf(want))
+      // a transaction that is not JSON, and a cut answer: not JSON either way
+      const text = bytes.toString('utf8')
+      const at = text.indexOf('"meta"')
+      if (at >= 0) {
+        const broken = Buffer.from(text.slice(0, at) + '"meta"::' + text.slice(at + 7))
+        assert.throws(() => whole(broken, s(k)))
+        assert.throws(() => decodeBlockAnswer(broken, s(k)))
+      }
+      assert.throws(() => decodeBlockAnswer(bytes.subarray(0, bytes.length - 3), s(k)))
+    }
+    assert.deepEqual([...kinds].sort(), ['"malformed"', '"normalized"'])
+  } finally {
+    await node.stop()
+  }
+})
+
+function expectedOf(env: unknown): Block {
+  return (env as { result: { block: Block } }).result.block
+}
