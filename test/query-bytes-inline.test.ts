@@ -93,9 +93,9 @@ function edgeBlocks(): Block[] {
 }
 
 async function lines(store: BlockStore, body: Record<string, unknown>, bigintsAsNumbers: boolean, to: number) {
-  const out: { line: string; bytes?: Buffer }[] = []
+  const out: { line: string; bytes?: Buffer; data?: Buffer }[] = []
   for await (const b of executeQuery(store, parseQuery(body), { to, finalizedOnly: false, bigintsAsNumbers })) {
-    out.push({ line: b.line, bytes: b.bytes })
+    out.push({ line: b.line, bytes: b.bytes, data: (b as { data?: Buffer }).data })
   }
   return out
 }
@@ -142,8 +142,18 @@ test('values at the edges of the inline copies render as the in-memory store ren
       }
     }
   }
+  // lines of 64 KiB and more are handed over by the line buffer (the next goes to a new buffer):
+  // every line held to the end keeps its bytes, and comes with its newline
+  const held = await lines(cold, everything(first), false, last)
+  assert.ok(held.filter((l) => l.bytes!.length >= 65536).length >= 3, 'large lines')
+  assert.ok(held.filter((l) => l.bytes!.length < 65536).length >= 1, 'small lines')
+  const want = await lines(memory, everything(first), false, last)
+  for (let i = 0; i < held.length; i++) {
+    assert.equal(held[i].bytes!.toString('utf8'), want[i].line)
+    assert.equal(held[i].data!.toString('utf8'), want[i].line + '\n')
+  }
   // the texts, the u64 and the i64 values above all appear in the output
-  const all = (await lines(cold, everything(first), false, last)).map((l) => l.line).join('\n')
+  const all = held.map((l) => l.line).join('\n')
   for (const t of TEXTS) assert.ok(all.includes(JSON.stringify(t)), JSON.stringify(t).slice(0, 40))
   for (const v of U64) assert.ok(all.includes(`"${v}"`), `${v}`)
   for (const v of I64) assert.ok(all.includes(`"lamports":"${v}"`), `${v}`)

@@ -72,13 +72,29 @@ export class LineBuf {
     this.pos = digits(this.buf, this.pos, v)
   }
 
-  /** the bytes written since `start` as a Buffer of their own (the buffer is reused) */
-  take(start: number): Buffer {
-    const out = Buffer.allocUnsafe(this.pos - start)
-    this.buf.copy(out, 0, start, this.pos)
+  /**
+   * The line written from 0 and its newline as a Buffer of their own: a small line is copied (the
+   * buffer is reused), a line of HANDOVER bytes or more is handed over as it is (not copied: the
+   * next line goes to a fresh buffer of about its size).
+   */
+  takeLine(): Buffer {
+    this.byte(0x0a)
+    const n = this.pos
+    if (n < HANDOVER) {
+      const out = Buffer.allocUnsafe(n)
+      this.buf.copy(out, 0, 0, n)
+      return out
+    }
+    const out = this.buf.subarray(0, n)
+    this.buf = Buffer.allocUnsafe(n + (n >>> 2))
+    this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length)
+    this.pos = 0
     return out
   }
 }
+
+/** lines from this many bytes are handed over by `LineBuf.takeLine` instead of copied */
+const HANDOVER = 1 << 16
 
 /**
  * `v`, a non-negative integer below 2^53, in decimal at `d[p]`; returns the position after it (the

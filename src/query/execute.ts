@@ -646,18 +646,36 @@ function takeOf(c: ArrayLike<unknown> | JsonTokens): ColumnTake {
 }
 
 /**
- * A block rendered as bytes (the cold store's tokens copied): `bytes` is its line; `line`, the same
- * as a string, is decoded only when read. Setting `line` drops both (a consumer done with it).
+ * A block rendered as bytes (the cold store's tokens copied): `data` is its line and newline (as a
+ * render worker's block carries them: the response writer takes them as they are), `bytes` the
+ * line; `line`, the same as a string, is decoded only when read. Setting `line` or `data` drops
+ * the bytes (a consumer done with them).
  */
 class ByteBlock implements OutputBlock {
   private text: string | null = null
+  public bytes: Buffer | undefined
+  private full: Buffer
 
   constructor(
     readonly number: number,
     readonly hash: string,
-    public bytes: Buffer | undefined,
+    /** the line and its newline */
+    data: Buffer,
     readonly empty: boolean,
-  ) {}
+  ) {
+    this.full = data
+    this.bytes = data.subarray(0, data.length - 1)
+  }
+
+  get data(): Buffer {
+    return this.full
+  }
+
+  set data(v: Buffer) {
+    this.full = v
+    this.bytes = undefined
+    this.text = null
+  }
 
   get line(): string {
     if (this.text === null) this.text = this.bytes === undefined ? '' : this.bytes.toString('utf8')
@@ -667,8 +685,11 @@ class ByteBlock implements OutputBlock {
   set line(v: string) {
     this.text = v
     this.bytes = undefined
+    this.full = NO_BYTES
   }
 }
+
+const NO_BYTES = Buffer.alloc(0)
 
 interface BoundKind {
   open: string
@@ -792,15 +813,15 @@ export async function* executeQuery(
         let emitted = false
         if (!empty || first || number === to) {
           emitted = true
-          yield new ByteBlock(number, hashes[b], o.take(0), empty)
+          yield new ByteBlock(number, hashes[b], o.takeLine(), empty)
           slicer.reset()
         } else if (b === bHi - 1) {
           // possibly the last produced block of the range: keep it until a later block shows up
-          pending = new ByteBlock(number, hashes[b], o.take(0), empty)
+          pending = new ByteBlock(number, hashes[b], o.takeLine(), empty)
         }
         first = false
         if (shouldStop !== undefined && shouldStop()) {
-          if (!emitted) yield pending ?? new ByteBlock(number, hashes[b], o.take(0), empty)
+          if (!emitted) yield pending ?? new ByteBlock(number, hashes[b], o.takeLine(), empty)
           return
         }
       }

@@ -238,7 +238,7 @@ function compileBytes(
   const body: string[] = []
   // room for the fixed bytes of a whole row (constants, numbers, null/true/false) is made at the
   // start and again after every piece of variable length, so fixed pieces need no check
-  let fixed = 8
+  let fixed = 16
   const room = (n: string) => `if (p + ${n} > d.length) { o.pos = p; o.ensure(${n}); d = o.buf; dv = o.dv }`
   // a call that writes through `o`: position handed over and taken back
   const viaO = (stmt: string) => `o.pos = p; ${stmt} d = o.buf; dv = o.dv; p = o.pos; ${room('F')}`
@@ -263,11 +263,15 @@ function compileBytes(
   const TRUE = store(Buffer.from('true'))
   const FALSE = store(Buffer.from('false'))
   // tokens a..e of the text X<c> (DataView V<c>)
+  // tokens a..e of the text X<c> (DataView V<c>, length L<c>): 8 bytes per step, the last step
+  // reading and writing up to 7 bytes past the token (overwritten next; the room made covers them)
+  // unless the token ends the text
   const copy = (c: number, a: string, e: string) =>
     `{ const a = ${a}; const e = ${e}; ${room('(e - a) + F')} ` +
-    `if (e - a >= ${SET_BYTES}) { d.set(X${c}.subarray(a, e), p); p += e - a } else { let k = a; ` +
-    `for (; k + 4 <= e; k += 4, p += 4) dv.setUint32(p, V${c}.getUint32(k, true), true); ` +
-    `for (; k < e; k++) d[p++] = X${c}[k] } }`
+    `if (e - a >= ${SET_BYTES}) { d.set(X${c}.subarray(a, e), p); p += e - a } ` +
+    `else if (e + 7 <= L${c}) { for (let k = a, q = p; k < e; k += 8, q += 8) { ` +
+    `dv.setUint32(q, V${c}.getUint32(k, true), true); dv.setUint32(q + 4, V${c}.getUint32(k + 4, true), true) } p += e - a } ` +
+    `else { for (let k = a; k < e; k++) d[p++] = X${c}[k] } }`
   const used = new Set<number>()
   if (fields.length === 0) text = '{'
   for (let k = 0; k < fields.length; k++) {
@@ -283,7 +287,7 @@ function compileBytes(
         lines.push(`${bind} const f${c} = c${c}.form;`)
         const kind = take[0]
         if (kind === 'p' || kind === 'd' || kind === 'l')
-          lines.push(`const X${c} = f${c}.text, V${c} = f${c}.tv, T${c} = f${c}.toff;`)
+          lines.push(`const X${c} = f${c}.text, V${c} = f${c}.tv, T${c} = f${c}.toff, L${c} = X${c}.length;`)
         if (kind === 'd') lines.push(`const C${c} = f${c}.codes, S${c} = f${c}.size;`)
         if (kind === 'l') lines.push(`const C${c} = f${c}.codes, O${c} = f${c}.off;`)
         if (kind === 'a') lines.push(`const E${c} = f${c}.el, O${c} = f${c}.off;`)

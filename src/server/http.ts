@@ -649,7 +649,7 @@ const NO_BYTES = Buffer.alloc(0)
 
 /** a block's line to the writer, as the engine or a render worker made it; false: wait for `drained()` */
 function addBlock(out: LineWriter, b: OutputBlock | PooledBlock): boolean {
-  return out.addLine('data' in b ? b.data : (b.bytes ?? b.line))
+  return 'data' in b ? out.addBytes(b.data) : out.addLine(b.bytes ?? b.line)
 }
 
 function sendJson(res: http.ServerResponse, value: unknown): void {

@@ -141,6 +141,23 @@ export class LineWriter {
     return this.bufLen >= this.batchBytes ? this.pushNow() : true
   }
 
+  /**
+   * `addLine` for a line already encoded (UTF-8 bytes, its newline included): rendered in a
+   * worker thread (src/server/render-pool.ts).
+   */
+  addBytes(data: Buffer): boolean {
+    // a large line goes out on its own, as it is, not copied into a batch with the lines before it
+    if (data.length >= this.batchBytes && this.bufLen > 0) this.pushNow()
+    const last = this.buf[this.buf.length - 1]
+    if (last !== undefined && typeof last !== 'string' && adjacent(last, data)) {
+      // the next line of the same rendered segment: one view over both
+      this.buf[this.buf.length - 1] = Buffer.from(last.buffer, last.byteOffset, last.length + data.length)
+    } else this.buf.push(data)
+    this.bufLen += data.length
+    this.bytes += data.length
+    return this.bufLen >= this.batchBytes ? this.pushNow() : true
+  }
+
   /** resolves when the socket (or gzip stream) can take more, or the response is gone */
   drained(): Promise<void> {
     return drained(this.sink, this.signal)
@@ -154,9 +171,8 @@ export class LineWriter {
   private pushNow(): boolean {
     const n = this.bufLen
     if (n === 0) return true
-    // Buffers: the socket keeps one copy of the bytes (not the string and its encoded copy); a
-    // big line is handed on as it is, not copied into a batch
-    const data = toBuffers(this.buf)
+    // a Buffer: the socket keeps one copy of the bytes (not the string and its encoded copy)
+    const data = toBuffer(this.buf)
     this.buf = []
     this.bufLen = 0
     if (this.gone) return true
@@ -169,19 +185,12 @@ export class LineWriter {
       if (reserve) this.heldReserve += n
       else this.held += n
     }
-    const done = () => {
+    return this.sink.write(data, () => {
       if (this.closed || !budget) return
       if (reserve) this.heldReserve -= n
       else this.held -= n
       budget.release(n, reserve)
-    }
-    if (data.length === 1) return this.sink.write(data[0], done)
-    // one writev of the parts (their callbacks come in order: the last one's says all went)
-    this.sink.cork()
-    for (let i = 0; i < data.length - 1; i++) this.sink.write(data[i])
-    const room = this.sink.write(data[data.length - 1], done)
-    this.sink.uncork()
-    return room
+    })
   }
 
   /** push buffered lines through to the client now (before waiting for new blocks) */
@@ -218,31 +227,17 @@ export class LineWriter {
   }
 }
 
+function adjacent(a: Buffer, b: Buffer): boolean {
+  return a.buffer === b.buffer && a.byteOffset + a.length === b.byteOffset
+}
+
 const NEWLINE = Buffer.from('\n')
 
-/** a Buffer at least this big is written as it is, not copied into a batch */
-const OWN_WRITE = 64 * 1024
-
-/** the parts as few Buffers: strings encoded at once, runs of small parts joined, big Buffers as they are */
-function toBuffers(parts: (string | Buffer)[]): Buffer[] {
-  if (parts.length === 1 && typeof parts[0] !== 'string') return [parts[0]]
-  if (parts.every((p) => typeof p === 'string')) return [Buffer.from(parts.join(''))]
-  const out: Buffer[] = []
-  let run: Buffer[] = []
-  const endRun = () => {
-    if (run.length > 0) out.push(run.length === 1 ? run[0] : Buffer.concat(run))
-    run = []
-  }
-  for (const p of parts) {
-    if (typeof p === 'string') run.push(Buffer.from(p))
-    else if (p.length < OWN_WRITE) run.push(p)
-    else {
-      endRun()
-      out.push(p)
-    }
-  }
-  endRun()
-  return out
+/** the parts as one Buffer: strings encoded at once, a lone Buffer as it is */
+function toBuffer(parts: (string | Buffer)[]): Buffer {
+  if (parts.length === 1 && typeof parts[0] !== 'string') return parts[0]
+  if (parts.every((p) => typeof p === 'string')) return Buffer.from(parts.join(''))
+  return Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)))
 }
 
 function drained(w: Writable, signal: AbortSignal): Promise<void> {

@@ -70,7 +70,7 @@ export interface PooledBlock {
   number: number
   hash: string
   empty: boolean
-  /** the JSON line (UTF-8, without its newline) */
+  /** the JSON line and its newline */
   data: Buffer
 }
 
@@ -108,7 +108,7 @@ export type RenderResult =
        * small ones together in one
        */
       buffers: ArrayBuffer[]
-      /** bytes of the lines (newlines counted) */
+      /** bytes of the lines (with their newlines) */
       size: number
       numbers: number[]
       hashes: string[]
@@ -533,7 +533,7 @@ export class PoolStream {
             const start = r.starts[i]
             const data = Buffer.from(r.buffers[r.buffer[i]], start, r.ends[i] - start)
             this.left--
-            this.unhold(seg, data.length + 1)
+            this.unhold(seg, data.length)
             yield { number: r.numbers[i], hash: r.hashes[i], empty: r.empty[i], data }
             if (shouldStop?.()) return
           }

@@ -56,16 +56,11 @@ async function render(m: RenderRequest): Promise<Extract<RenderResult, { type: '
     finalizedOnly: true,
     bigintsAsNumbers: st.bigintsAsNumbers,
   })) {
-    // the cold store's blocks come rendered as bytes: taken as they are
-    const line = b.bytes ?? Buffer.from(b.line)
-    if (line.length >= OWN_BUFFER) {
-      // (a Buffer this big has an ArrayBuffer of its own, unless it is a view into a bigger one)
-      const whole = line.byteOffset === 0 && line.length === line.buffer.byteLength
-      buffers.push(
-        whole
-          ? (line.buffer as ArrayBuffer)
-          : (line.buffer.slice(line.byteOffset, line.byteOffset + line.length) as ArrayBuffer),
-      )
+    // the cold store's blocks come rendered as bytes, with their newline: taken as they are
+    const line = 'data' in b && Buffer.isBuffer(b.data) ? b.data : Buffer.from(b.line + '\n')
+    if (line.length >= OWN_BUFFER && line.byteOffset === 0) {
+      // (the line buffer's own memory, handed over by the engine: moved, not copied)
+      buffers.push(line.buffer as ArrayBuffer)
       buffer.push(buffers.length - 1)
       starts.push(0)
       ends.push(line.length)
@@ -76,7 +71,7 @@ async function render(m: RenderRequest): Promise<Extract<RenderResult, { type: '
       smallEnd += line.length
       ends.push(smallEnd)
     }
-    size += line.length + 1
+    size += line.length
     numbers.push(b.number)
     hashes.push(b.hash)
     empty.push(b.empty)
