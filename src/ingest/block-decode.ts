@@ -32,8 +32,25 @@ export interface NormalizeOptions {
  * src/store/packed-block.ts), or what is wrong with the answer
  */
 export type DecodedBlock =
-  | { kind: 'normalized'; block: Block | PackedBlock; warnings: NormalizationWarning[]; marks?: DecodeMarks }
+  | {
+      kind: 'normalized'
+      block: Block | PackedBlock
+      warnings: NormalizationWarning[]
+      marks?: DecodeMarks
+      /** set when this is one part of the block (`DecodePart`), not the whole block */
+      part?: DecodePart
+    }
   | { kind: 'malformed'; problem: string }
+
+/**
+ * Part `index` of `of`: the transactions at positions [⌊count·index/of⌋, ⌊count·(index+1)/of⌋)
+ * of the answer's `count`, the rewards in the last part; every part has the block's header
+ * (src/store/packed-block.ts `joinPacked` puts the packed parts together).
+ */
+export interface DecodePart {
+  index: number
+  of: number
+}
 
 /**
  * When each step of decoding one answer ended, as wall-clock ms (`wallNow()`, comparable across
@@ -96,9 +113,10 @@ export function decodeBlockAnswer(
   opts: NormalizeOptions = {},
   pack = false,
   marks?: DecodeMarks,
+  part?: DecodePart,
 ): DecodedEnvelope {
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
-  const r = decodeSplit(text, slot, opts, marks) ?? decodeWhole(text, slot, opts, marks)
+  const r = decodeSplit(text, slot, opts, marks, part) ?? decodeWhole(text, slot, opts, marks)
   if (r.result?.kind !== 'normalized' || !pack) return r
   const block = packBlock(r.result.block as Block)
   if (marks) marks.packed = wallNow()
@@ -122,8 +140,17 @@ const ANSWER_PATH: readonly string[] = ['result']
 /** the split path gives up: the plain path decodes the whole text */
 const GIVE_UP = new Error('decode the whole answer')
 
-/** the intact normalized block of an answer decoded transaction by transaction, or null: use the plain path */
-function decodeSplit(text: string, slot: number, opts: NormalizeOptions, marks?: DecodeMarks): DecodedEnvelope | null {
+/**
+ * the intact normalized block (or `part` of it) of an answer decoded transaction by transaction,
+ * or null: use the plain path (which decodes the whole block, also when a part was asked for)
+ */
+function decodeSplit(
+  text: string,
+  slot: number,
+  opts: NormalizeOptions,
+  marks?: DecodeMarks,
+  part?: DecodePart,
+): DecodedEnvelope | null {
   const split = splitTransactions(text, ANSWER_PATH)
   if (split === null) return null
   let body: { result?: unknown; error?: unknown } | null
@@ -152,16 +179,20 @@ function decodeSplit(text: string, slot: number, opts: NormalizeOptions, marks?:
       return tx
     },
   }
+  const from = part ? Math.floor((count * part.index) / part.of) : 0
+  const to = part ? Math.floor((count * (part.index + 1)) / part.of) : count
+  const range = part ? { from, to, rewards: part.index === part.of - 1 } : undefined
   let r: ReturnType<typeof normalizeBlock>
   try {
-    r = normalizeBlockFrom({ slot, block: body.result as RpcBlock }, opts, source)
+    r = normalizeBlockFrom({ slot, block: body.result as RpcBlock }, opts, source, range)
   } catch {
     return null
   }
   if (marks) marks.normalized = wallNow()
-  const missing = missingOf(count, (i) => votes[i] === 1, r.block)
-  if (missing !== null) return null
-  return { result: { kind: 'normalized', block: r.block, warnings: r.warnings } }
+  if (missingOf(count, (i) => votes[i] === 1 || i < from || i >= to, r.block) !== null) return null
+  // the parts' warnings are their transactions' and the last part's rewards' (the header, which
+  // passed the shape check, warns of nothing): in order, they are the whole block's
+  return { result: { kind: 'normalized', block: r.block, warnings: r.warnings, ...(part ? { part } : {}) } }
 }
 
 /**
