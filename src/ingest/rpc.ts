@@ -464,20 +464,26 @@ export function checkBlockShape(block: unknown): string | null {
   if (!Array.isArray(txs)) return `transactions is ${txs === undefined ? 'missing' : 'not a list'}`
   if (block.rewards != null && !Array.isArray(block.rewards)) return 'rewards is not a list'
   for (let i = 0; i < txs.length; i++) {
-    const tx: unknown = txs[i]
-    const bad = (what: string) => `transaction ${i}: ${what}`
-    if (!isObject(tx)) return bad('not an object')
-    const t = tx.transaction
-    if (!isObject(t)) return bad('no transaction')
-    if (!Array.isArray(t.signatures) || t.signatures.length === 0 || typeof t.signatures[0] !== 'string') {
-      return bad('no transaction.signatures')
-    }
-    const m = t.message
-    if (!isObject(m)) return bad('no transaction.message')
-    if (!Array.isArray(m.accountKeys)) return bad('no transaction.message.accountKeys')
-    if (!Array.isArray(m.instructions)) return bad('no transaction.message.instructions')
-    if (!('meta' in tx) || (tx.meta !== null && !isObject(tx.meta))) return bad('no meta')
+    const problem = checkTransactionShape(txs[i], i)
+    if (problem !== null) return problem
   }
+  return null
+}
+
+/** `checkBlockShape`'s check of the transaction at position `i` (the first problem, or null) */
+export function checkTransactionShape(tx: unknown, i: number): string | null {
+  const bad = (what: string) => `transaction ${i}: ${what}`
+  if (!isObject(tx)) return bad('not an object')
+  const t = tx.transaction
+  if (!isObject(t)) return bad('no transaction')
+  if (!Array.isArray(t.signatures) || t.signatures.length === 0 || typeof t.signatures[0] !== 'string') {
+    return bad('no transaction.signatures')
+  }
+  const m = t.message
+  if (!isObject(m)) return bad('no transaction.message')
+  if (!Array.isArray(m.accountKeys)) return bad('no transaction.message.accountKeys')
+  if (!Array.isArray(m.instructions)) return bad('no transaction.message.instructions')
+  if (!('meta' in tx) || (tx.meta !== null && !isObject(tx.meta))) return bad('no meta')
   return null
 }
 

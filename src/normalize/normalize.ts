@@ -75,12 +75,16 @@ export interface TransactionSource {
 
 /**
  * `normalizeBlock`, with the transactions taken from `txs` instead of `line.block.transactions`
- * when it is given (each one is then dropped before the next is asked for).
+ * when it is given (each one is then dropped before the next is asked for). `part`: only the
+ * transactions at positions [from, to) are normalized (and asked for), and the rewards only when
+ * `rewards` is set: a block normalized in parts (the parts' lists concatenated in order, the
+ * rewards of one part) equals the block normalized whole.
  */
 export function normalizeBlockFrom(
   line: ArchiveLine,
   opts: NormalizeOptions | undefined,
   txs: TransactionSource | null,
+  part?: { from: number; to: number; rewards: boolean },
 ): NormalizeResult {
   const warnings: NormalizationWarning[] = []
   const slot = line.slot
@@ -128,7 +132,7 @@ export function normalizeBlockFrom(
     const includeVotes = opts?.includeVotes === true
     const tn = new TxNormalizer(block, warnings, slot)
     const n = txs !== null ? txs.count : list!.length
-    for (let i = 0; i < n; i++) {
+    for (let i = part?.from ?? 0, end = Math.min(n, part?.to ?? n); i < end; i++) {
       const tx = txs !== null ? txs.at(i) : list![i]
       if (!includeVotes && isVoteTransaction(tx)) continue
       tn.process(i, tx)
@@ -136,7 +140,7 @@ export function normalizeBlockFrom(
   }
 
   const rewards = src.rewards
-  if (Array.isArray(rewards)) {
+  if (Array.isArray(rewards) && (part === undefined || part.rewards)) {
     for (const r of rewards) {
       const m = mapReward(r)
       if (m) block.rewards.push(m)

@@ -18,6 +18,8 @@ import type { Block, BlockHeader } from '../model.ts'
 
 /** the first byte of V8's serialization (its version tag) */
 const V8_TAG = 0xff
+/** the first byte of a block packed in parts (`joinPacked`; never the first of V8's or msgpack's) */
+const PARTS_TAG = 0xfe
 
 // how blocks were packed before (records, each object shape defined once in the buffer)
 const unpackr = new Unpackr({ useRecords: true, mapsAsObjects: true })
@@ -39,13 +41,53 @@ export function packBlock(block: Block): PackedBlock {
   return { header: block.header, packed: own ? new Uint8Array(b.buffer, 0, b.byteLength) : new Uint8Array(b) }
 }
 
-/** true when `bytes` are a packed block as `packBlock` writes it (not an older msgpack one) */
+/**
+ * One buffer of a block packed in parts (each part a `packBlock` of some of its transactions'
+ * records, in order: src/ingest/block-workers.ts decodes a large answer in two threads): a tag
+ * byte, the number of parts, each part's length (u32 LE), then the parts. `unpackBlock` reads it
+ * as the block whose lists are the parts' lists concatenated.
+ */
+export function joinPacked(parts: readonly Uint8Array[]): Uint8Array {
+  const head = 2 + 4 * parts.length
+  let size = head
+  for (const p of parts) size += p.byteLength
+  const out = new Uint8Array(size)
+  const view = new DataView(out.buffer)
+  out[0] = PARTS_TAG
+  out[1] = parts.length
+  let at = head
+  for (let i = 0; i < parts.length; i++) {
+    view.setUint32(2 + 4 * i, parts[i].byteLength, true)
+    out.set(parts[i], at)
+    at += parts[i].byteLength
+  }
+  return out
+}
+
+/** true when `bytes` are a packed block as `packBlock` or `joinPacked` write it (not an older msgpack one) */
 export function isV8Packed(bytes: Uint8Array): boolean {
-  return bytes.length > 0 && bytes[0] === V8_TAG
+  return bytes.length > 0 && (bytes[0] === V8_TAG || bytes[0] === PARTS_TAG)
 }
 
 export function unpackBlock(packed: Uint8Array): Block {
+  if (packed.length > 0 && packed[0] === PARTS_TAG) return unpackParts(packed)
   return (isV8Packed(packed) ? deserialize(packed) : unpackr.unpack(packed)) as Block
+}
+
+function unpackParts(packed: Uint8Array): Block {
+  const view = new DataView(packed.buffer, packed.byteOffset, packed.byteLength)
+  const n = packed[1]
+  let at = 2 + 4 * n
+  let block: Block | null = null
+  for (let i = 0; i < n; i++) {
+    const len = view.getUint32(2 + 4 * i, true)
+    const part = deserialize(packed.subarray(at, at + len)) as Block
+    at += len
+    if (block === null) block = part
+    else for (const k of RECORD_LISTS) (block[k] as unknown[]) = (block[k] as unknown[]).concat(part[k])
+  }
+  if (block === null) throw new Error('a packed block without parts')
+  return block
 }
 
 /** the buffers of lazy blocks not decoded yet */

@@ -1,9 +1,13 @@
 /**
  * Compressed frames (chunk format 4): each part of a column blob (encode.ts) is cut into frames of
  * 2^log raw bytes (the last one shorter), and each frame is compressed on its own (brotli, from
- * node:zlib), after a filter that suits the part: `delta32` for parts of u32 that ascend (offsets,
- * postings) or change little from one row to the next (transaction indexes), so the compressor
- * sees small repeated numbers. A frame that does not shrink is stored as is.
+ * node:zlib), after a filter that suits the part: `delta32` for token offsets (equal steps: one
+ * repeated word), zigzag deltas with the bytes grouped by significance for the other u32 parts
+ * that ascend or change little from one row to the next (row and posting offsets, posting rows,
+ * transaction and log indexes, decimals), so the compressor sees runs of zero high bytes and
+ * small repeated numbers. The filter of each part is in the footer (`fr`), so a reader undoes
+ * whatever a writer chose: chunks written before used plain deltas for the offsets and zigzag
+ * deltas without grouping for u32 columns. A frame that does not shrink is stored as is.
  *
  * A reader decompresses only the frames holding the bytes it wants, so a selective query still
  * reads a few kilobytes of a column (raw.ts `Parts`); a whole-column decode decompresses them all.
@@ -14,18 +18,26 @@
  * Codec choice (measured on generated mainnet-shaped chunks, 64 KiB frames): brotli quality 5
  * stored 8.9 MB per 41.6 MB raw chunk, zstd level 9 (through wasm) 11.8 MB, deflate 10.9 MB;
  * brotli ships with Node (synchronous, which the synchronous read path needs), zstd does not in
- * Node 20. Quality by part (`framing`): 7 for text (dictionaries, plain strings, JSON), where it
- * stores ~4% fewer bytes than 5; 5 for the binary parts (codes, offsets, postings), where 7 gains
- * under 1% for ~2x the time (21-block chunk of 1,500-transaction generated blocks: 7.63 MB at 7
- * everywhere, 7.67 MB this way, 7.91 MB at 5 everywhere; compression CPU -30%). Decoding costs
- * the same.
+ * Node 20. Quality by part (`framing`): 6 for text (dictionaries, plain strings, JSON), 5 for the
+ * binary parts (codes, offsets, postings), where higher qualities gain under 1% for up to 2x the
+ * time. Measured on a 21-block chunk of 1,500-transaction generated blocks (per block, brotli
+ * CPU): text at 7 with the earlier filters stored 6.667 MB (48.5 ms); text at 6 alone would store
+ * 1.2% more (39.2 ms); the grouped zigzag filter on offsets and u32 columns stores ~97 KB less
+ * (1.3%) and compresses those parts faster, so text at 6 with it stores 6.653 MB, a little less
+ * than before, for ~10 ms less CPU per block. Decoding costs the same.
  *
- * Frames are compressed on libuv's thread pool (`brotliCompress`), one or two at a time per thread
- * (COMPRESS_AHEAD), so a chunk's encoding goes on in JS while earlier columns compress; the bytes
- * are those of the synchronous call.
+ * On the main thread, frames are compressed on libuv's thread pool (`brotliCompress`), two at a
+ * time (COMPRESS_AHEAD), so a chunk's encoding goes on in JS while earlier columns compress (the
+ * server's event loop is never blocked for a chunk). A worker thread (import workers, the live
+ * follower's cold writer) compresses in its own thread (`brotliCompressSync`): it has the other
+ * threads to overlap with, and the same frames cost less CPU than through the pool (no stream and callback per frame; encoding a
+ * 21-block chunk in a worker thread, median of 10 alternating rounds on the shared 2-core box:
+ * 122 ms of CPU per block instead of 128). Both compress a frame in one FINISH operation over the
+ * whole input, so they write the same bytes (`test/cold-frames.test.ts`; a stream's default, a
+ * PROCESS operation then a FINISH, cuts some frames differently).
  */
 import { isMainThread } from 'node:worker_threads'
-import { brotliCompress, brotliDecompressSync, constants, crc32 } from 'node:zlib'
+import { brotliCompress, brotliCompressSync, brotliDecompressSync, constants, crc32 } from 'node:zlib'
 import type { Enc } from './encode.ts'
 import { align8 } from './offsets.ts'
 
@@ -40,30 +52,29 @@ export const MAX_FRAME = 1 << TEXT_LOG
 export const FILTER_NONE = 0
 /** u32 deltas (wrapping): for ascending parts */
 export const FILTER_DELTA32 = 1
-/** u32 deltas as signed, zigzag-mapped (small steps either way stay small): for parts that mostly ascend */
+/** u32 deltas as signed, zigzag-mapped (small steps either way stay small); written by earlier versions */
 export const FILTER_ZIGZAG32 = 2
-/** zigzag deltas, then the bytes grouped by significance (the high bytes, mostly zero, together): posting rows */
+/** zigzag deltas, then the bytes grouped by significance (the high bytes, mostly zero, together) */
 export const FILTER_ZIGZAG32_SHUFFLE = 3
 
 /** brotli quality of text parts and of binary ones (see above) */
-const TEXT_QUALITY = 7
+const TEXT_QUALITY = 6
 const DATA_QUALITY = 5
 
 /** how part i of an `e` blob is framed: frame size (log2), filter and brotli quality */
 export function framing(e: Enc, i: number): { log: number; filter: number; quality: number } {
   let text = false
-  let delta = false
-  let zigzag = false
+  let filter = FILTER_NONE
   switch (e) {
     case 'dict':
       // text, codes, sorted codes, token offsets
       text = i === 0
-      delta = i === 3
+      if (i === 3) filter = FILTER_DELTA32
       break
     case 'plain':
       // text, token offsets
       text = i === 0
-      delta = i === 1
+      if (i === 1) filter = FILTER_DELTA32
       break
     case 'jdict':
     case 'jplain':
@@ -72,23 +83,23 @@ export function framing(e: Enc, i: number): { log: number; filter: number; quali
     case 'list':
       // offsets, text, codes, sorted codes, token offsets, posting offsets, posting rows, positions
       text = i === 1
-      delta = i === 0 || i === 4 || i === 5
-      // posting rows ascend within each value's list, and restart at the next value's
-      if (i === 6) return { log: DATA_LOG, filter: FILTER_ZIGZAG32_SHUFFLE, quality: DATA_QUALITY }
+      // token offsets: equal steps (values of one length), which plain deltas make one repeated word
+      if (i === 4) filter = FILTER_DELTA32
+      // row and posting offsets ascend by small uneven steps; posting rows ascend within each
+      // value's list and restart at the next value's
+      if (i === 0 || i === 5 || i === 6) filter = FILTER_ZIGZAG32_SHUFFLE
       break
     case 'addr':
-      delta = i === 0
+      if (i === 0) filter = FILTER_ZIGZAG32_SHUFFLE
       break
     case 'u32':
-      // transaction indexes ascend; log indexes restart per transaction; block offsets ascend
-      zigzag = i === 0
+    case 'ver':
+      // transaction indexes ascend; log indexes restart per transaction; block offsets ascend;
+      // small numbers (decimals, counts): zigzag deltas with their mostly-zero high bytes together
+      if (i === 0) filter = FILTER_ZIGZAG32_SHUFFLE
       break
   }
-  return {
-    log: text ? TEXT_LOG : DATA_LOG,
-    filter: delta ? FILTER_DELTA32 : zigzag ? FILTER_ZIGZAG32 : FILTER_NONE,
-    quality: text ? TEXT_QUALITY : DATA_QUALITY,
-  }
+  return { log: text ? TEXT_LOG : DATA_LOG, filter, quality: text ? TEXT_QUALITY : DATA_QUALITY }
 }
 
 /** u32 little-endian deltas of the first length & ~3 bytes (wrapping; zigzag-mapped), a copy */
@@ -148,33 +159,46 @@ export interface Framed {
 }
 
 /**
- * frames being compressed on the thread pool by this thread, at most COMPRESS_AHEAD: two on the
- * main thread, one in a worker thread (import workers share the process's pool of 4 threads with
- * each other and with the main thread's gunzip and file writes, which must not wait behind them)
+ * frames being compressed on the thread pool by the main thread, at most COMPRESS_AHEAD (the
+ * pool's 4 threads also serve the main thread's gunzip and file writes, which must not wait
+ * behind them)
  */
-const COMPRESS_AHEAD = isMainThread ? 2 : 1
+const COMPRESS_AHEAD = 2
 let compressing = 0
 const waiting: (() => void)[] = []
 
-/** brotli of `raw` on the thread pool, once fewer than COMPRESS_AHEAD of this thread's are running */
-async function brotli(raw: Uint8Array, quality: number, lgwin: number): Promise<Uint8Array> {
+/** brotli parameters of a frame */
+function brotliOptions(raw: Uint8Array, quality: number, lgwin: number) {
+  return {
+    // the output in one piece (no round trip per 16 KiB chunk)
+    chunkSize: Math.max(64 * 1024, raw.byteLength + 1024),
+    // the whole frame in one operation, as brotliCompressSync does: the same bytes either way
+    // (the stream default would process it first and finish after, which cuts it differently)
+    flush: constants.BROTLI_OPERATION_FINISH,
+    params: {
+      [constants.BROTLI_PARAM_QUALITY]: quality,
+      [constants.BROTLI_PARAM_LGWIN]: lgwin,
+      [constants.BROTLI_PARAM_SIZE_HINT]: raw.byteLength,
+    },
+  }
+}
+
+/**
+ * brotli of `raw`: in a worker thread at once, in this thread; on the main thread on the thread
+ * pool, once fewer than COMPRESS_AHEAD of its frames are running
+ */
+export async function brotli(
+  raw: Uint8Array,
+  quality: number,
+  lgwin: number,
+  sync = !isMainThread,
+): Promise<Uint8Array> {
+  if (sync) return brotliCompressSync(raw, brotliOptions(raw, quality, lgwin))
   if (compressing >= COMPRESS_AHEAD) await new Promise<void>((resolve) => waiting.push(resolve))
   compressing++
   try {
     return await new Promise<Uint8Array>((resolve, reject) =>
-      brotliCompress(
-        raw,
-        {
-          // the output in one piece (no round trip per 16 KiB chunk)
-          chunkSize: Math.max(64 * 1024, raw.byteLength + 1024),
-          params: {
-            [constants.BROTLI_PARAM_QUALITY]: quality,
-            [constants.BROTLI_PARAM_LGWIN]: lgwin,
-            [constants.BROTLI_PARAM_SIZE_HINT]: raw.byteLength,
-          },
-        },
-        (err, z) => (err ? reject(err) : resolve(z)),
-      ),
+      brotliCompress(raw, brotliOptions(raw, quality, lgwin), (err, z) => (err ? reject(err) : resolve(z))),
     )
   } finally {
     compressing--
@@ -183,8 +207,8 @@ async function brotli(raw: Uint8Array, quality: number, lgwin: number): Promise<
 }
 
 /**
- * Compress the parts of a blob of encoding `e` into frames (all of them concurrently on the
- * thread pool, at most COMPRESS_AHEAD at a time per thread).
+ * Compress the parts of a blob of encoding `e` into frames (`brotli`: in a worker thread one
+ * after the other, on the main thread concurrently on the thread pool).
  */
 export async function compressFrames(e: Enc, parts: readonly Uint8Array[], frameLog?: number): Promise<Framed> {
   /** each frame: its stored bytes, and whether they are compressed */
