@@ -14,12 +14,15 @@
  * the serial limits).
  *
  * Env: IMPORT_BLOCKS (default 300), IMPORT_TXS (mean transactions per block, default 1500),
- * IMPORT_ROUNDS (default 2), IMPORT_WORKERS (default the available parallelism).
+ * IMPORT_ROUNDS (default 2), IMPORT_WORKERS (default the available parallelism), IMPORT_BASE (a
+ * directory holding an earlier build of this repository, e.g. `git archive COMMIT | tar -x -C
+ * DIR` with `node_modules` linked: its import runs too, alternating with this one in every round,
+ * and its stage costs are measured the same way, for a before/after in the same run).
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, loadavg } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { runImport } from '../src/cli/commands/import.ts'
 import { readTextLines, toArchiveLine } from '../src/ingest/archive.ts'
 import { writeArchive, type GenStats } from '../src/ingest/generate.ts'
@@ -60,8 +63,11 @@ interface Stages {
   encode: number
 }
 
+type EncodeChunk = (blocks: readonly Block[]) => Promise<unknown>
+type RunImport = typeof runImport
+
 /** CPU seconds per block of each stage, on the first chunk's worth of blocks of the archive */
-async function stages(archive: string): Promise<Stages> {
+async function stages(archive: string, encode: EncodeChunk = encodeChunk): Promise<Stages> {
   let t = cpuNow()
   const lines: string[] = []
   for await (const l of readTextLines(archive)) {
@@ -83,15 +89,15 @@ async function stages(archive: string): Promise<Stages> {
     if (bytes >= TARGET_BYTES) break
   }
   t = cpuNow()
-  await encodeChunk(blocks)
-  const encode = cpuNow() - t
+  await encode(blocks)
+  const encoded = cpuNow() - t
   const n = lines.length
   return {
     blocks: blocks.length,
     read: read / n,
     parse: parse / n,
     normalize: normalize / n,
-    encode: encode / blocks.length,
+    encode: encoded / blocks.length,
   }
 }
 
@@ -112,69 +118,97 @@ export async function run(): Promise<string> {
   }
   const ix = gen.stats.nonVoteInstructions
   const n = gen.stats.blocks
+  const base = process.env.IMPORT_BASE
+  const builds: { name: string; runImport: RunImport; encode: EncodeChunk }[] = [
+    { name: base ? 'new' : '', runImport, encode: encodeChunk },
+  ]
+  if (base) {
+    const url = (p: string) => pathToFileURL(join(base, p)).href
+    builds.push({
+      name: 'old',
+      runImport: ((await import(url('src/cli/commands/import.ts'))) as { runImport: RunImport }).runImport,
+      encode: ((await import(url('src/store/cold/chunk-file.ts'))) as { encodeChunk: EncodeChunk }).encodeChunk,
+    })
+  }
   const load0 = load()
   const rows: string[] = []
-  const sums = new Map<number, { s: number; cpu: number; n: number }>()
-  let reference: string | null = null
+  const sums = new Map<string, { s: number; cpu: number; n: number }>()
+  const reference = new Map<string, string>()
   for (let round = 0; round < ROUNDS; round++) {
     for (const workers of [1, WORKERS]) {
-      const dir = join(WORK, `ds-w${workers}`)
-      rmSync(dir, { recursive: true, force: true })
-      const c = cpuNow()
-      const r = await runImport(dir, [archive], { progress: 'none', workers })
-      const cpu = cpuNow() - c
-      const files = JSON.stringify((await readCatalogue(coldDir(dir)))!.map((e) => [e.file, e.sha256]))
-      if (reference === null) reference = files
-      else if (files !== reference) throw new Error(`import bench: --workers ${workers} wrote other chunk files`)
-      log(
-        `round ${round + 1}, ${workers} worker(s): ${r.seconds.toFixed(1)} s, CPU ${cpu.toFixed(1)} s (load ${load()})`,
-      )
-      rows.push(
-        `| ${round + 1} | ${workers} | ${r.seconds.toFixed(1)} | ${fmt(r.imported / r.seconds, 1)} | ${fmt(ix / r.seconds)} | ${cpu.toFixed(1)} | ${fmt((cpu / r.imported) * 1000)} |`,
-      )
-      const x = sums.get(workers) ?? { s: 0, cpu: 0, n: 0 }
-      x.s += r.seconds
-      x.cpu += cpu
-      x.n++
-      sums.set(workers, x)
-      rmSync(dir, { recursive: true, force: true })
+      // alternate which build goes first
+      for (const b of (round + workers) % 2 ? builds.slice().reverse() : builds) {
+        const dir = join(WORK, `ds-w${workers}`)
+        rmSync(dir, { recursive: true, force: true })
+        const c = cpuNow()
+        const r = await b.runImport(dir, [archive], { progress: 'none', workers })
+        const cpu = cpuNow() - c
+        const files = JSON.stringify((await readCatalogue(coldDir(dir)))!.map((e) => [e.file, e.sha256]))
+        const ref = reference.get(b.name)
+        if (ref === undefined) reference.set(b.name, files)
+        else if (files !== ref) throw new Error(`import bench: --workers ${workers} wrote other chunk files`)
+        const size = (await readCatalogue(coldDir(dir)))!.reduce((t, e) => t + e.bytes, 0)
+        log(
+          `round ${round + 1}${b.name && `, ${b.name}`}, ${workers} worker(s): ${r.seconds.toFixed(1)} s, CPU ${cpu.toFixed(1)} s (load ${load()})`,
+        )
+        rows.push(
+          `| ${round + 1} |${base ? ` ${b.name} |` : ''} ${workers} | ${r.seconds.toFixed(1)} | ${fmt(r.imported / r.seconds, 1)} | ${fmt(ix / r.seconds)} | ${cpu.toFixed(1)} | ${fmt((cpu / r.imported) * 1000)} | ${(size / 1e6).toFixed(2)} |`,
+        )
+        const key = `${b.name}/${workers}`
+        const x = sums.get(key) ?? { s: 0, cpu: 0, n: 0 }
+        x.s += r.seconds
+        x.cpu += cpu
+        x.n++
+        sums.set(key, x)
+        rmSync(dir, { recursive: true, force: true })
+      }
     }
   }
   const load1 = load()
-  log('stage costs')
-  const st = await stages(archive)
   const ms = (x: number) => fmt(x * 1000)
-  const one = sums.get(1)!
-  const many = sums.get(WORKERS)!
-  const cpuPerBlock = many.cpu / many.n / n
-  const total = st.read + st.parse + st.normalize + st.encode
   const perBlock = (x: number) => fmt(x / n)
-  return [
+  const out = [
     `## import (${fmt(n)} generated blocks, ${perBlock(gen.stats.txs)} transactions, ${perBlock(ix)} non-vote instructions per block)`,
     '',
     `Archive: ${(gen.stats.bytes / 2 ** 20).toFixed(0)} MiB of JSON (gzip level 1). Generator: ${gen.seconds.toFixed(1)} s, ` +
       `${fmt(n / gen.seconds, 1)} blocks/s (CPU ${gen.cpu.toFixed(1)} s)${gen.cached ? ', measured when the archive was generated' : ''}. ` +
-      `Load average (1 / 5 / 15 min) at start ${load0}, after the imports ${load1}.`,
+      `Load average (1 / 5 / 15 min) at start ${load0}, after the imports ${load1}.` +
+      (base
+        ? ` Builds: \`new\` (the code of this checkout) and \`old\` (IMPORT_BASE, an earlier build), alternating.`
+        : ''),
     '',
-    '| round | workers | seconds | blocks/s | instructions/s | CPU s (all threads) | CPU ms per block |',
-    '|---|---|---|---|---|---|---|',
+    `| round |${base ? ' build |' : ''} workers | seconds | blocks/s | instructions/s | CPU s (all threads) | CPU ms per block | dataset MB |`,
+    `|---|${base ? '---|' : ''}---|---|---|---|---|---|---|`,
     ...rows,
-    '',
-    `Mean: 1 worker ${fmt((one.n * n) / one.s, 1)} blocks/s, ${WORKERS} workers ${fmt((many.n * n) / many.s, 1)} blocks/s ` +
-      `(${(one.s / one.n / (many.s / many.n)).toFixed(2)}×); the chunk files of both are identical (sha256).`,
-    '',
-    `CPU per block by stage (this thread, the first ${st.blocks}-block chunk; encoding counts the thread pool's brotli): ` +
-      `read + gunzip + lines ${ms(st.read)} ms, parse ${ms(st.parse)} ms, normalize ${ms(st.normalize)} ms, encode ${ms(st.encode)} ms; ` +
-      `${ms(total)} ms in all. Projection per core: ${fmt(1 / total, 1)} blocks/s per core of stage CPU ` +
-      `(measured in the ${WORKERS}-worker runs: ${fmt(cpuPerBlock * 1000)} ms per block, ${fmt(1 / cpuPerBlock, 1)} blocks/s per core); ` +
-      `the serial limits: the main thread's reading ${fmt(1 / st.read)} blocks/s, one worker parsing a batch's lines in order ` +
-      `${fmt(1 / (st.parse + st.normalize), 1)} blocks/s.`,
-    '',
-    `Projection by cores (idle cores, each worker on its own; the measured CPU per block of the ${WORKERS}-worker runs ` +
-      `spread over the cores, capped by the serial limits above): ` +
-      [1, 2, 4, 8]
-        .map((c) => `${c} ${fmt(Math.min(c / cpuPerBlock, 1 / st.read, 1 / (st.parse + st.normalize)), 1)}`)
-        .join(', ') +
-      ' blocks/s.',
-  ].join('\n')
+  ]
+  for (const b of builds) {
+    log(`stage costs${b.name && ` (${b.name})`}`)
+    const st = await stages(archive, b.encode)
+    const one = sums.get(`${b.name}/1`)!
+    const many = sums.get(`${b.name}/${WORKERS}`)!
+    const cpuPerBlock = many.cpu / many.n / n
+    const total = st.read + st.parse + st.normalize + st.encode
+    const name = b.name ? `, ${b.name} build` : ''
+    out.push(
+      '',
+      `Mean${name}: 1 worker ${fmt((one.n * n) / one.s, 1)} blocks/s, ${WORKERS} workers ${fmt((many.n * n) / many.s, 1)} blocks/s ` +
+        `(${(one.s / one.n / (many.s / many.n)).toFixed(2)}×); CPU per block ${fmt((one.cpu / one.n / n) * 1000)} ms with 1 worker, ` +
+        `${fmt(cpuPerBlock * 1000)} ms with ${WORKERS}; the chunk files of both are identical (sha256).`,
+      '',
+      `CPU per block by stage${name} (this thread, the first ${st.blocks}-block chunk; encoding counts the thread pool's brotli): ` +
+        `read + gunzip + lines ${ms(st.read)} ms, parse ${ms(st.parse)} ms, normalize ${ms(st.normalize)} ms, encode ${ms(st.encode)} ms; ` +
+        `${ms(total)} ms in all. Projection per core: ${fmt(1 / total, 1)} blocks/s per core of stage CPU ` +
+        `(measured in the ${WORKERS}-worker runs: ${fmt(cpuPerBlock * 1000)} ms per block, ${fmt(1 / cpuPerBlock, 1)} blocks/s per core); ` +
+        `the serial limits: the main thread's reading ${fmt(1 / st.read)} blocks/s, one worker parsing a batch's lines in order ` +
+        `${fmt(1 / (st.parse + st.normalize), 1)} blocks/s.`,
+      '',
+      `Projection by cores${name} (idle cores, each worker on its own; the measured CPU per block of the ${WORKERS}-worker runs ` +
+        `spread over the cores, capped by the serial limits above): ` +
+        [1, 2, 4, 8]
+          .map((c) => `${c} ${fmt(Math.min(c / cpuPerBlock, 1 / st.read, 1 / (st.parse + st.normalize)), 1)}`)
+          .join(', ') +
+        ' blocks/s.',
+    )
+  }
+  return out.join('\n')
 }

@@ -13,6 +13,10 @@
  * thread parses and normalizes every answer, `serve`'s default `--ingest-threads`: the cores less
  * one) and, back to back in the same run, the main thread doing it between the streams
  * (`normalizeThreads: 0`, the baseline). Both fetch 4 blocks concurrently (the default).
+ * A second table breaks node answer → hot store into its stages (the marks every stored block
+ * reports: the decoding thread's parse, normalize and pack, the hand-over, the LMDB write, the wake
+ * of the waiting streams), p50 / p99 per row and for the row's slowest block; `TAIL_THREADS=1,2`
+ * compares one decoding thread with two (a block split across both).
  *
  * `TAIL_BLOCKS` (default 30) blocks per row; `TAIL_TXS` (default 1500) transactions per block;
  * `TAIL_COLD=disk` finalizes into a disk cold store written by a thread of its own (as `serve --rpc

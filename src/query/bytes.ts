@@ -51,7 +51,9 @@ export class LineBuf {
   copy(src: Uint8Array, a: number, b: number): void {
     const n = b - a
     this.ensure(n)
-    if (n < 48) {
+    // the whole of src: one set, no view to make (about as cheap as copying 8 bytes in a loop)
+    if (a === 0 && b === src.length && n >= 8) this.buf.set(src, this.pos)
+    else if (n < 48) {
       const d = this.buf
       let p = this.pos
       for (let i = a; i < b; i++) d[p++] = src[i]

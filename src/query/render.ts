@@ -262,6 +262,7 @@ function compileBytes(
   const NUL = store(Buffer.from('null'))
   const TRUE = store(Buffer.from('true'))
   const FALSE = store(Buffer.from('false'))
+  const LEGACY = store(Buffer.from('"legacy"'))
   // tokens a..e of the text X<c> (DataView V<c>)
   // tokens a..e of the text X<c> (DataView V<c>, length L<c>): 8 bytes per step, the last step
   // reading and writing up to 7 bytes past the token (overwritten next; the room made covers them)
@@ -341,11 +342,20 @@ function compileBytes(
     if (!body.some((b) => b.startsWith(`const ${v} =`))) body.push(`const ${v} = c${c}[i];`)
     const type = f.def.type
     const nullable = f.def.nullable || type === 'json'
-    if (!nullable && type === 'u32') {
+    // integers in place (as string conversion writes them); `version`'s 'legacy' as a constant
+    const int = `${v} >= 0 && ${v} <= 9007199254740991 && ${v} === Math.floor(${v})`
+    if (type === 'u32') {
       flush()
-      body.push(
-        `if (${v} >= 0 && ${v} <= 9007199254740991 && ${v} === Math.floor(${v})) p = digits(d, p, ${v}); else { ${viaO(`o.str('' + ${v});`)} }`,
-      )
+      const val = `if (${int}) p = digits(d, p, ${v}); else { ${viaO(`o.str('' + ${v});`)} }`
+      body.push(nullable ? `if (${v} === null || ${v} === undefined) { ${NUL} } else ${val}` : val)
+      continue
+    }
+    if (type === 'version') {
+      flush()
+      const val =
+        `if (typeof ${v} === 'number' && ${int}) p = digits(d, p, ${v}); ` +
+        `else if (${v} === 'legacy') { ${LEGACY} } else { ${viaO(`o.str(${valueExpr(f.def, v, bigintsAsNumbers)});`)} }`
+      body.push(nullable ? `if (${v} === null || ${v} === undefined) { ${NUL} } else { ${val} }` : val)
       continue
     }
     if (type === 'bool') {

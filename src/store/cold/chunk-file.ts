@@ -171,16 +171,31 @@ function crc32Of(bufs: readonly Uint8Array[]): number {
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve))
 const ZERO = new Uint8Array(8)
 
-const ACCESSORS = new Map<string, (r: Record<string, unknown>) => unknown>()
-/** a property getter with the name as a constant (a fast named load instead of a keyed one) */
-function accessor(name: string): (r: Record<string, unknown>) => unknown {
-  let f = ACCESSORS.get(name)
+type Transpose = (rows: readonly Record<string, unknown>[], out: unknown[][]) => void
+const TRANSPOSERS = new Map<string, Transpose>()
+/**
+ * The columns of `rows` (one array per name, a missing value as null), in one pass over the rows:
+ * each row is visited once for all its fields (rows are scattered objects, and a pass per column
+ * would fetch every row again), with the names as constants (fast named loads, not keyed ones).
+ */
+function transpose(names: readonly string[], rows: readonly Record<string, unknown>[]): unknown[][] {
+  const key = names.join(',')
+  let f = TRANSPOSERS.get(key)
   if (!f) {
-    if (!/^[A-Za-z_$][\w$]*$/.test(name)) f = (r) => r[name]
-    else f = new Function('r', `return r.${name}`) as (r: Record<string, unknown>) => unknown
-    ACCESSORS.set(name, f)
+    const load = (k: string) => (/^[A-Za-z_$][\w$]*$/.test(k) ? `r.${k}` : `r[${JSON.stringify(k)}]`)
+    const body = [
+      ...names.map((k, j) => `const c${j} = out[${j}]`),
+      'for (let i = 0; i < rows.length; i++) {',
+      '  const r = rows[i]',
+      ...names.map((k, j) => `  c${j}[i] = ${load(k)} ?? null`),
+      '}',
+    ].join('\n')
+    f = new Function('rows', 'out', body) as Transpose
+    TRANSPOSERS.set(key, f)
   }
-  return f
+  const out = names.map(() => new Array<unknown>(rows.length))
+  f(rows, out)
+  return out
 }
 
 /** All values of a loadedAddresses JSON value that are addresses. */
@@ -314,10 +329,14 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
   ) => {
     const cols: Record<string, ColMeta> = {}
     const prune = kind ? PRUNE_FIELDS[kind] : []
-    for (const d of defs) {
-      const get = accessor(d.name)
-      const values = new Array<unknown>(rows.length)
-      for (let i = 0; i < rows.length; i++) values[i] = get(rows[i]) ?? null
+    const columns: (unknown[] | null)[] = transpose(
+      defs.map((d) => d.name),
+      rows,
+    )
+    for (let k = 0; k < defs.length; k++) {
+      const d = defs[k]
+      const values = columns[k]!
+      columns[k] = null // garbage once encoded
       if (rows.length > 10_000) await tick() // let the event loop breathe between big columns
       const enc = encodeColumn(d.name, d.type, values, version >= 2, version >= 3, version >= 4)
       cols[d.name] = emit(enc, d.type)

@@ -24,6 +24,7 @@
  * faster than decoding each string from UTF-8 separately.
  */
 import type { FieldType } from '../../catalogue.ts'
+import { sortOrder } from './sort-strings.ts'
 
 export type Enc = 'u32' | 'u64' | 'i64' | 'bool' | 'ver' | 'dict' | 'plain' | 'jdict' | 'jplain' | 'addr' | 'list'
 
@@ -148,7 +149,7 @@ function encodeStrings(
   if (!withIndex) return { e: 'dict', parts: [utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
   if (sortDicts) {
     // format 4: the dictionary in value order, so code order is value order (no sorted codes part)
-    const sorted = sortDict(dict, codes, index)
+    const sorted = sortDict(dict, codes)
     const [dictText, , toff] = indexedDict(sorted, true, ascii)
     return {
       e: 'dict',
@@ -171,14 +172,17 @@ function byValue(a: string, b: string): number {
 }
 
 /**
- * The dictionary in value order; `codes` (indexes into `dict`, values >= dict.length untouched:
- * null) are rewritten in place to index the returned one; `index` maps each value to its code.
+ * The dictionary in value order (byValue's, by `sortOrder`); `codes` (indexes into `dict`, values
+ * >= dict.length untouched: null) are rewritten in place to index the returned one.
  */
-function sortDict(dict: readonly string[], codes: Uint32Array, index: ReadonlyMap<string, number>): string[] {
-  // the default sort of strings is byValue's order, without a call per comparison
-  const out = dict.slice().sort()
+function sortDict(dict: readonly string[], codes: Uint32Array): string[] {
+  const order = sortOrder(dict)
+  const out = new Array<string>(dict.length)
   const rank = new Uint32Array(dict.length)
-  for (let r = 0; r < out.length; r++) rank[index.get(out[r])!] = r
+  for (let r = 0; r < order.length; r++) {
+    out[r] = dict[order[r]]
+    rank[order[r]] = r
+  }
   for (let i = 0; i < codes.length; i++) if (codes[i] < dict.length) codes[i] = rank[codes[i]]
   return out
 }
@@ -366,7 +370,7 @@ export function encodeColumn(
       const w = widthFor(dict.length)
       if (!withIndex)
         return { e: 'list', parts: [u8(offsets), utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
-      const values2 = sortDicts ? sortDict(dict, codes, index) : dict
+      const values2 = sortDicts ? sortDict(dict, codes) : dict
       const [dictText, sorted, toff] = indexedDict(values2, sortDicts, true)
       const parts = [u8(offsets), dictText, packCodes(codes, w), sortDicts ? EMPTY : u8(sorted), u8(toff)]
       const longest = longestList(offsets)
