@@ -243,6 +243,7 @@ test('a full response budget stops the workers: the stream renders in its own th
   const s = pool.stream(store.cold.dir, body, {}, false, budget)
   const got: string[] = []
   for await (const b of s.blocks(first, last, { local: inThread(body) })) {
+    assert.ok('line' in b, 'a block rendered by a worker')
     if (!b.empty) got.push(b.line)
   }
   s.close()
