@@ -1,47 +1,49 @@
 /**
  * Rendering in worker threads (src/server/render-pool.ts) over mainnet-shaped blocks: the same
- * wide queries through the real server on loopback with the pool off (0) and on (PARALLEL_THREADS,
- * default 2), rounds alternating in one run, identity and gzip, one stream and N concurrent ones.
+ * wide queries through real `solportal serve --dataset-dir` servers, each in a child process, one
+ * per `--render-threads` setting (0 and PARALLEL_THREADS, default "1"), the client being this
+ * process (so neither the client nor another server shares the measured server's threads); rounds
+ * alternate which server goes first, identity and gzip, one stream and PARALLEL_STREAMS concurrent
+ * ones. Each run records the server's CPU time (user + system, every thread) and its peak RSS
+ * (VmHWM, reset before the run).
  *
  * Data: PARALLEL_BLOCKS generated blocks of PARALLEL_TXS transactions (default 150 of 1,000: ~300
  * non-vote transactions and ~3,100 instructions each, votes dropped at import), generated and
- * imported into bench/tmp/parallel once (kept between runs).
+ * imported into bench/tmp/parallel once (kept between runs); PARALLEL_DATASET names an existing
+ * dataset directory instead (only read).
  */
-import { spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, rmSync } from 'node:fs'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import zlib from 'node:zlib'
 import { REPO_ROOT } from '../src/ingest/sample.ts'
-import { DatasetRegistry } from '../src/server/datasets.ts'
-import { PortalServer } from '../src/server/http.ts'
-import { RenderPool } from '../src/server/render-pool.ts'
 import { openDatasetDir } from '../src/store/dataset-dir.ts'
+import { freePort, resetPeak, statusKb } from './compare/pg.ts'
 import { allFields, everything, TOKEN } from './support.ts'
 
 const BLOCKS = Number(process.env.PARALLEL_BLOCKS ?? 150)
 const TXS = Number(process.env.PARALLEL_TXS ?? 1000)
-const THREADS = Number(process.env.PARALLEL_THREADS ?? 2)
-const ROUNDS = Number(process.env.PARALLEL_ROUNDS ?? 3)
+const THREADS = (process.env.PARALLEL_THREADS ?? '1').split(',').map(Number)
+const ROUNDS = Number(process.env.PARALLEL_ROUNDS ?? 2)
 const CACHE_MB = Number(process.env.PARALLEL_CACHE_MB ?? 192)
-const STREAMS = Number(process.env.PARALLEL_STREAMS ?? 3)
+const STREAMS = Number(process.env.PARALLEL_STREAMS ?? 8)
 const FULL_BLOCKS = Number(process.env.PARALLEL_FULL_BLOCKS ?? 15)
 const TOKEN_BLOCKS = Number(process.env.PARALLEL_TOKEN_BLOCKS ?? 60)
+const CLI = ['--import', 'tsx', join(REPO_ROOT, 'src/cli/main.ts')]
 
 function log(msg: string): void {
   process.stderr.write(`parallel: ${msg}\n`)
 }
 
 function cli(args: string[]): void {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'src/cli/main.ts'), ...args], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  })
+  const r = spawnSync(process.execPath, [...CLI, ...args], { stdio: ['ignore', 'ignore', 'inherit'] })
   if (r.status !== 0) throw new Error(`solportal ${args[0]} failed`)
 }
 
 function prepare(): string {
+  if (process.env.PARALLEL_DATASET) return process.env.PARALLEL_DATASET
   const dir = join(REPO_ROOT, 'bench', 'tmp', 'parallel', `b${BLOCKS}-t${TXS}`)
   const dataset = join(dir, 'dataset')
   if (existsSync(join(dataset, 'dataset.json'))) return dataset
@@ -55,12 +57,71 @@ function prepare(): string {
   return dataset
 }
 
-interface Got {
-  wire: number
-  json: number
+/** a `solportal serve --dataset-dir` child process */
+class Server {
+  private constructor(
+    readonly threads: number,
+    readonly proc: ChildProcess,
+    readonly url: string,
+  ) {}
+
+  static async start(dataset: string, threads: number): Promise<Server> {
+    const port = await freePort()
+    const proc = spawn(
+      process.execPath,
+      [
+        ...CLI,
+        'serve',
+        '--dataset-dir',
+        dataset,
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--quiet',
+        '--rate-limit',
+        '0',
+        '--response-time-ms',
+        String(3_600_000),
+        '--response-bytes',
+        String(2 ** 45),
+        '--cache-mb',
+        String(CACHE_MB),
+        '--render-threads',
+        String(threads),
+      ],
+      { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] },
+    )
+    const base = `http://127.0.0.1:${port}`
+    for (let i = 0; i < 600; i++) {
+      if (proc.exitCode !== null) throw new Error(`solportal serve exited ${proc.exitCode}`)
+      const ok = await new Promise<boolean>((r) => {
+        http
+          .get(`${base}/datasets/solana-mainnet/head`, (res) => (res.resume(), r(res.statusCode === 200)))
+          .on('error', () => r(false))
+      })
+      if (ok) return new Server(threads, proc, `${base}/datasets/solana-mainnet/stream`)
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    throw new Error('solportal serve did not come up')
+  }
+
+  /** CPU seconds (user + system) of the process so far, every thread */
+  cpu(): number {
+    const f = readFileSync(`/proc/${this.proc.pid}/stat`, 'utf8')
+    const rest = f.slice(f.lastIndexOf(')') + 2).split(' ')
+    return (Number(rest[11]) + Number(rest[12])) / 100
+  }
+
+  async stop(): Promise<void> {
+    const exited = new Promise((r) => this.proc.once('exit', r))
+    this.proc.kill('SIGTERM')
+    await exited
+  }
 }
 
-function post(url: string, body: string, gzip: boolean): Promise<Got> {
+/** one stream request; resolves with the body bytes as sent (gzip bytes with `gzip`) */
+function post(url: string, body: string, gzip: boolean): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       url,
@@ -70,20 +131,10 @@ function post(url: string, body: string, gzip: boolean): Promise<Got> {
         headers: { 'Content-Type': 'application/json', ...(gzip ? { 'Accept-Encoding': 'gzip' } : {}) },
       },
       (res) => {
+        if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`))
         let wire = 0
-        let json = 0
-        // gzip: the JSON bytes counted after decoding (in this process, on the threadpool)
-        const gunzip = gzip ? zlib.createGunzip() : null
-        gunzip?.on('data', (c: Buffer) => (json += c.length))
-        res.on('data', (c: Buffer) => {
-          wire += c.length
-          if (gunzip) gunzip.write(c)
-          else json += c.length
-        })
-        res.on('end', () => {
-          if (!gunzip) return resolve({ wire, json })
-          gunzip.end(() => resolve({ wire, json }))
-        })
+        res.on('data', (c: Buffer) => (wire += c.length))
+        res.on('end', () => resolve(wire))
         res.on('error', reject)
       },
     )
@@ -107,6 +158,7 @@ export async function run(): Promise<string> {
     const n = c.header('number')
     for (let i = 0; i < c.blockCount; i++) nums.push(n[i])
   }
+  await store.close()
   const fullTo = nums[Math.min(nums.length, FULL_BLOCKS) - 1]
   const tokenTo = nums[Math.min(nums.length, TOKEN_BLOCKS) - 1]
   const queries = [
@@ -125,87 +177,72 @@ export async function run(): Promise<string> {
       body: everything(from, fullTo),
     },
   ]
-  // each worker: the in-thread server's cache (openDatasetDir's default, 192 MiB) over the workers
-  // (96 MiB each for 2: the 60-block Token query's columns fit, no run decodes them again)
-  const pool = new RenderPool({ threads: THREADS, cacheBytes: Math.floor((CACHE_MB * 2 ** 20) / THREADS) })
-  const limits = { responseTimeMs: 3_600_000, responseBytes: 2 ** 40 }
-  const datasets = () =>
-    new DatasetRegistry([{ name: 'd', aliases: [], store, realTime: false, coldDir: store.cold.dir }])
-  const plain = new PortalServer({ datasets: datasets(), limits, rateLimit: null, log: () => {} })
-  const pooled = new PortalServer({ datasets: datasets(), limits, rateLimit: null, log: () => {}, renderPool: pool })
-  const urls = {
-    0: (await plain.listen(0, '127.0.0.1')) + '/datasets/d/stream',
-    [THREADS]: (await pooled.listen(0, '127.0.0.1')) + '/datasets/d/stream',
-  } as Record<number, string>
-  const load0 = os.loadavg()
-  const rows: string[] = []
-  const eluRows: string[] = []
-  log(
-    `load average ${os
-      .loadavg()
-      .map((x) => x.toFixed(1))
-      .join(' ')}`,
-  )
-  for (const q of queries) {
-    const body = JSON.stringify(q.body)
-    // warm both (caches, worker start)
-    await post(urls[0], body, false)
-    await post(urls[THREADS], body, false)
-    for (const n of [1, STREAMS]) {
-      const mbs: Record<string, number[]> = {}
+  const settings = [0, ...THREADS]
+  const servers: Server[] = []
+  try {
+    for (const t of settings) servers.push(await Server.start(dir, t))
+    const load0 = os.loadavg()
+    log(`load average ${load0.map((x) => x.toFixed(1)).join(' ')}`)
+    const rows: string[] = []
+    let peakKb = 0
+    for (const q of queries) {
+      const body = JSON.stringify(q.body)
+      // warm every server (caches, worker start) and learn the JSON size
       let json = 0
-      let wireGz = 0
-      for (let r = 0; r < ROUNDS; r++) {
-        for (const gzip of [false, true]) {
-          // alternate which goes first
-          const order = r % 2 === 0 ? [0, THREADS] : [THREADS, 0]
-          for (const t of order) {
-            const elu0 = performance.eventLoopUtilization()
-            const t0 = performance.now()
-            const got = await Promise.all(Array.from({ length: n }, () => post(urls[t], body, gzip)))
-            const s = (performance.now() - t0) / 1000
-            const elu = performance.eventLoopUtilization(elu0).utilization
-            const total = got.reduce((a, g) => a + g.json, 0)
-            json = got[0].json
-            if (gzip) wireGz = got[0].wire
-            ;(mbs[`${t}:${gzip}`] ??= []).push(total / 1e6 / s)
-            log(
-              `${q.name}, ${n} stream(s), pool ${t}, ${gzip ? 'gzip' : 'identity'}: ${(total / 1e6 / s).toFixed(1)} MB/s, main thread busy ${(elu * 100).toFixed(0)}%`,
-            )
-            ;(mbs[`elu${t}:${gzip}`] ??= []).push(elu)
+      for (const s of servers) json = await post(s.url, body, false)
+      for (const n of [1, STREAMS]) {
+        const got: Record<string, { mbs: number[]; cpu: number[]; rss: number[]; wire: number }> = {}
+        for (let r = 0; r < ROUNDS; r++) {
+          for (const gzip of [false, true]) {
+            const order = r % 2 === 0 ? servers : [...servers].reverse()
+            for (const s of order) {
+              resetPeak(s.proc.pid!)
+              const cpu0 = s.cpu()
+              const t0 = performance.now()
+              const wires = await Promise.all(Array.from({ length: n }, () => post(s.url, body, gzip)))
+              const secs = (performance.now() - t0) / 1000
+              const cpu = s.cpu() - cpu0
+              const rss = statusKb(s.proc.pid!, 'VmHWM') / 1024
+              peakKb = Math.max(peakKb, rss * 1024)
+              const mbs = (n * json) / 1e6 / secs
+              const g = (got[`${s.threads}:${gzip}`] ??= { mbs: [], cpu: [], rss: [], wire: 0 })
+              g.mbs.push(mbs)
+              g.cpu.push(cpu / secs)
+              g.rss.push(rss)
+              g.wire = wires[0]
+              log(
+                `${q.name}, ${n} stream(s), ${s.threads} render thread(s), ${gzip ? 'gzip' : 'identity'}: ${mbs.toFixed(1)} MB/s, server ${(cpu / secs).toFixed(2)} cores, peak RSS ${rss.toFixed(0)} MiB`,
+              )
+            }
           }
         }
+        for (const gzip of [false, true]) {
+          const base = median(got[`0:${gzip}`].mbs)
+          const cells = settings.map((t) => {
+            const g = got[`${t}:${gzip}`]
+            const m = median(g.mbs)
+            const ratio = t === 0 ? '' : ` (${(m / base).toFixed(2)}×)`
+            return `${m.toFixed(1)}${ratio}, ${median(g.cpu).toFixed(2)} cores, ${Math.max(...g.rss).toFixed(0)} MiB`
+          })
+          const wire = gzip ? ` (gzip ${(got[`0:true`].wire / 1e6).toFixed(1)} MB)` : ''
+          rows.push(
+            `| ${q.name} | ${n} | ${gzip ? 'gzip' : 'identity'} | ${(json / 1e6).toFixed(1)}${wire} | ${cells.join(' | ')} |`,
+          )
+        }
       }
-      const m = (t: number, gz: boolean) => median(mbs[`${t}:${gz}`])
-      const e = (t: number, gz: boolean) => median(mbs[`elu${t}:${gz}`])
-      rows.push(
-        `| ${q.name} | ${n} | ${(json / 1e6).toFixed(1)} | ${m(0, false).toFixed(1)} | ${m(THREADS, false).toFixed(1)} | ${(m(THREADS, false) / m(0, false)).toFixed(2)}× | ${m(0, true).toFixed(1)} | ${m(THREADS, true).toFixed(1)} | ${(m(THREADS, true) / m(0, true)).toFixed(2)}× | ${(wireGz / json).toFixed(3)} |`,
-      )
-      eluRows.push(
-        `| ${q.name} | ${n} | ${e(0, false).toFixed(2)} | ${e(0, true).toFixed(2)} | ${e(THREADS, false).toFixed(2)} | ${e(THREADS, true).toFixed(2)} |`,
-      )
     }
+    const load1 = os.loadavg()
+    const la = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ')
+    return [
+      `## Rendering in worker threads: --render-threads ${settings.join(' vs ')} (${nums.length} generated mainnet-shaped blocks of ${TXS} tx)`,
+      '',
+      `Each setting a \`solportal serve --dataset-dir\` child process (\`--cache-mb ${CACHE_MB}\`, response budget lifted), the client this process; cell: MB/s of JSON lines (before gzip) over all the streams, the median of ${ROUNDS} rounds (alternating which server goes first; ratio to 0 threads), the server's CPU in cores (user + system of every thread over the run's wall time), its peak RSS (VmHWM reset before each run, the highest run). ${os.availableParallelism()} cores; load average ${la(load0)} at start, ${la(load1)} at end. Highest server peak RSS ${(peakKb / 1024).toFixed(0)} MiB.`,
+      '',
+      `| query | streams | encoding | JSON MB per stream | ${settings.map((t) => `${t} render threads`).join(' | ')} |`,
+      `|---|---|---|---|${settings.map(() => '---|').join('')}`,
+      ...rows,
+    ].join('\n')
+  } finally {
+    for (const s of servers) await s.stop()
   }
-  const load1 = os.loadavg()
-  const rss = process.resourceUsage().maxRSS / 1024
-  await plain.close()
-  await pooled.close()
-  await pool.close()
-  await store.close()
-  const la = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ')
-  return [
-    `## Rendering in worker threads: pool 0 vs ${THREADS} (${nums.length} generated mainnet-shaped blocks of ${TXS} tx)`,
-    '',
-    `Real server on loopback, client in the same process; MB/s of JSON lines (before gzip) over all the streams, the upper median of ${ROUNDS} rounds (alternating which server goes first). ${os.availableParallelism()} cores; load average ${la(load0)} at start, ${la(load1)} at end. Peak RSS of the process (server, pool, client) ${rss.toFixed(0)} MiB.`,
-    '',
-    `| query | streams | JSON MB per stream | pool 0 MB/s | pool ${THREADS} MB/s | ratio | pool 0 gzip MB/s | pool ${THREADS} gzip MB/s | ratio | gzip ratio |`,
-    '|---|---|---|---|---|---|---|---|---|---|',
-    ...rows,
-    '',
-    `Main thread event loop utilization (share of the time the main thread was busy, client included):`,
-    '',
-    `| query | streams | pool 0 identity | pool 0 gzip | pool ${THREADS} identity | pool ${THREADS} gzip |`,
-    '|---|---|---|---|---|---|',
-    ...eluRows,
-  ].join('\n')
 }

@@ -7,7 +7,9 @@ import { after, before, test } from 'node:test'
 import { pathToFileURL } from 'node:url'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer, type ServerLimits } from '../src/server/http.ts'
-import { RenderPool } from '../src/server/render-pool.ts'
+import { RenderPool, type PooledBlock } from '../src/server/render-pool.ts'
+import { executeQuery, parseQuery, type OutputBlock } from '../src/query/index.ts'
+import { ByteBudget } from '../src/server/budget.ts'
 import type { DatasetDirStore } from '../src/store/dataset-dir.ts'
 import { benchQueries, randomCase } from './support/conformance.ts'
 import { datasetOf } from './support/cold/util.ts'
@@ -90,6 +92,7 @@ test('conformance queries through the render pool give the bytes of the in-threa
     }
     let nonEmpty = 0
     const before = pool.stats.segments
+    const local0 = pool.stats.local
     for (const [i, c] of cases.entries()) {
       const gzip = i % 5 === 0
       const [a, b] = await Promise.all([
@@ -102,6 +105,8 @@ test('conformance queries through the render pool give the bytes of the in-threa
     }
     assert.ok(nonEmpty > 60, `only ${nonEmpty} queries had output`)
     assert.ok(pool.stats.segments - before > cases.length, 'the pool rendered the ranges')
+    // the main thread rendered its share of the ranges between the workers' segments
+    assert.ok(pool.stats.local - local0 > cases.length / 2, `${pool.stats.local - local0} segments in the main thread`)
   }
   // segments a worker was rendering when a response ended finish and are discarded
   await until(() => pool.activeStreams === 0 && pool.pendingSegments === 0, 'the streams to end')
@@ -152,6 +157,11 @@ test('a client that leaves mid-stream frees its workers: no queued or running se
   await until(() => pool.activeStreams === 0 && pool.pendingSegments === 0, 'the second stream to end')
 })
 
+/** bytes of a block's line (and newline, when a worker rendered it) */
+function size(b: PooledBlock | OutputBlock): number {
+  return 'data' in b ? b.data.length : (b.bytes?.length ?? b.line.length)
+}
+
 /** waits until the pool renders nothing new for 0.5 s */
 async function quiet(pool: RenderPool): Promise<void> {
   let last = -1
@@ -171,7 +181,7 @@ test('read-ahead is bounded: a stream that takes no block stops the workers', as
   const last = blocks[blocks.length - 1].header.number
   let whole = 0
   const all = pool.stream(store.cold.dir, everything(first), {}, false)
-  for await (const b of all.blocks(first, last)) whole += b.data.length
+  for await (const b of all.blocks(first, last)) whole += size(b)
   all.close()
   const s = pool.stream(store.cold.dir, everything(first), {}, false)
   const it = s.blocks(first, last)
@@ -184,10 +194,92 @@ test('read-ahead is bounded: a stream that takes no block stops the workers', as
   assert.ok(pool.heldBytes <= rendered)
   // taking the rest renders the rest
   let n = 0
-  for (let r = await it.next(); !r.done; r = await it.next()) n += r.value.data.length
+  for (let r = await it.next(); !r.done; r = await it.next()) n += size(r.value)
   assert.ok(n > whole / 2)
   s.close()
   await until(() => pool.activeStreams === 0 && pool.pendingSegments === 0, 'the stream to end')
+})
+
+/** the engine's blocks of [a, b] in this thread, as the server's share of a pooled range */
+function inThread(body: Record<string, unknown>) {
+  const q = parseQuery(body)
+  return (a: number, b: number) => executeQuery(store, { ...q, fromBlock: a }, { to: b, finalizedOnly: true })
+}
+
+test('rendered segments a stream holds count in the response budget until they are taken', async () => {
+  const pool = newPool({ threads: 1, segmentBytes: 1024, readAheadBytes: 64 * 1024 })
+  const budget = new ByteBudget(1 << 30)
+  const first = blocks[0].header.number
+  const last = blocks[blocks.length - 1].header.number
+  const body = everything(first)
+  const s = pool.stream(store.cold.dir, body, {}, false, budget)
+  const it = s.blocks(first, last, { local: inThread(body) })
+  assert.equal((await it.next()).done, false)
+  await quiet(pool)
+  assert.ok(s.heldBytes > 0, 'the worker rendered ahead')
+  assert.equal(budget.inFlight, s.heldBytes)
+  let n = 0
+  for (let r = await it.next(); !r.done; r = await it.next()) {
+    n++
+    assert.ok(budget.inFlight <= s.heldBytes)
+  }
+  assert.ok(n > 50)
+  assert.equal(s.heldBytes, 0)
+  assert.equal(budget.inFlight, 0)
+  s.close()
+  await until(() => pool.activeStreams === 0 && pool.pendingSegments === 0, 'the stream to end')
+})
+
+test('a full response budget stops the workers: the stream renders in its own thread, nothing ahead', async () => {
+  const pool = newPool({ threads: 1 })
+  const budget = new ByteBudget(1024)
+  budget.take(1024)
+  const first = blocks[0].header.number
+  const last = blocks[blocks.length - 1].header.number
+  const body = everything(first)
+  const expected: string[] = []
+  for await (const b of inThread(body)(first, last)) if (!b.empty) expected.push(b.line)
+  const segments = pool.stats.segments
+  const s = pool.stream(store.cold.dir, body, {}, false, budget)
+  const got: string[] = []
+  for await (const b of s.blocks(first, last, { local: inThread(body) })) {
+    assert.ok('line' in b, 'a block rendered by a worker')
+    if (!b.empty) got.push(b.line)
+  }
+  s.close()
+  assert.deepEqual(got, expected)
+  assert.equal(pool.stats.segments, segments)
+  budget.release(1024)
+})
+
+test('eight concurrent wide streams that do not read hold rendered bytes only within the response budget', async () => {
+  const streamBufferBytes = 64 * 1024
+  const pool = newPool({ threads: 1, segmentBytes: 16 * 1024, readAheadBytes: 1024 * 1024 })
+  const base = await start(pool, { streamBufferBytes, writeTimeoutMs: 0 })
+  const first = blocks[0].header.number
+  const reqs = Array.from({ length: 8 }, () =>
+    http.request(base + 'd/stream', { method: 'POST', headers: { 'Content-Type': 'application/json' } }),
+  )
+  await Promise.all(
+    reqs.map(
+      (req) =>
+        new Promise<void>((resolve) => {
+          req.on('response', (res) => (res.pause(), resolve()))
+          req.on('error', () => {})
+          req.end(JSON.stringify(everything(first)))
+        }),
+    ),
+  )
+  await quiet(pool)
+  const server = servers[servers.length - 1]
+  // the rendered segments held are part of the bytes in flight, which the budget bounds (twice
+  // the budget, plus a block per stream: the biggest block of the range is ~100 KB)
+  assert.ok(pool.heldBytes <= server.bufferedBytes, `${pool.heldBytes} held, ${server.bufferedBytes} in flight`)
+  assert.ok(server.bufferedBytes < 2 * streamBufferBytes + 8 * 200 * 1024, `${server.bufferedBytes} bytes in flight`)
+  for (const req of reqs) req.destroy()
+  await until(() => pool.activeStreams === 0 && pool.pendingSegments === 0, 'the streams to end')
+  await until(() => server.bufferedBytes === 0, 'the budget to be released')
+  assert.equal(pool.heldBytes, 0)
 })
 
 test('the pool never renders more than its read-ahead beyond what the socket took', async () => {

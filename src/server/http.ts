@@ -402,6 +402,7 @@ export class PortalServer {
             body,
             { maxItemRequests: this.limits.maxItemRequests, maxFilterValues: this.limits.maxFilterValues },
             ds.bigintsAsNumbers ?? false,
+            this.budget,
           )
         : null
     try {
@@ -517,12 +518,27 @@ export class PortalServer {
           release = await this.scheduler.acquire(out.bytes, span, gone, true)
           return release !== null
         }
-        const blocks = this.rangeBlocks(ds, query, { to, finalizedOnly, bigintsAsNumbers, shouldStop, pause }, pooled)
+        // waiting for a render worker's segment: the turn goes to another stream meanwhile
+        const wait = async (rendered: Promise<unknown>): Promise<boolean> => {
+          release?.()
+          release = null
+          await rendered.then(
+            () => {},
+            () => {},
+          )
+          if (gone.aborted) return false
+          release = await this.scheduler.acquire(out.bytes, span, gone, true)
+          return release !== null
+        }
+        const opts = { to, finalizedOnly, bigintsAsNumbers, shouldStop, pause }
+        const blocks = this.rangeBlocks(ds, query, opts, pooled, wait)
         let done = false
         try {
           for (;;) {
             // one block rendered and handed to the socket per turn (see RenderScheduler)
-            release = await this.scheduler.acquire(out.bytes, span, gone)
+            // (a block a render worker rendered already adds no memory: it is taken even when the
+            // budget is full, which its segment's bytes help fill)
+            release = await this.scheduler.acquire(out.bytes, span, gone, pooled?.ready ?? false)
             if (!release) break
             let next: IteratorResult<OutputBlock | PooledBlock>
             let room = true
@@ -597,15 +613,17 @@ export class PortalServer {
   }
 
   /**
-   * The engine's blocks of [query.fromBlock, opts.to]: the finalized part from the render pool
-   * when it is long enough, the rest (or all of it) in this thread. The server's loop drops the
-   * extra header-only boundary blocks either way.
+   * The engine's blocks of [query.fromBlock, opts.to]: the finalized part through the render pool
+   * when it is long enough (segments rendered by the workers, and by this thread for its share),
+   * the rest (or all of it) in this thread. The server's loop drops the extra header-only boundary
+   * blocks either way.
    */
   private async *rangeBlocks(
     ds: Dataset,
     query: ParsedQuery,
     opts: ExecuteOptions,
     pooled: PoolStream | null,
+    wait: (rendered: Promise<unknown>) => Promise<boolean>,
   ): AsyncGenerator<OutputBlock | PooledBlock> {
     let from = query.fromBlock
     const to = query.toBlock !== undefined && query.toBlock < opts.to ? query.toBlock : opts.to
@@ -614,8 +632,11 @@ export class PortalServer {
       const coldTo = fin ? Math.min(to, fin.number) : -1
       if (coldTo >= from && this.opts.renderPool.wants(from, coldTo)) {
         let stopped = false
-        const shouldStop = opts.shouldStop
-        yield* pooled.blocks(from, coldTo, shouldStop && (() => (stopped = shouldStop())))
+        const stop = opts.shouldStop
+        const shouldStop = stop && (() => (stopped = stop()))
+        const local = (a: number, b: number) =>
+          executeQuery(ds.store, { ...query, fromBlock: a }, { ...opts, to: b, shouldStop })
+        yield* pooled.blocks(from, coldTo, { shouldStop, local, wait })
         if (stopped || coldTo >= to) return
         from = coldTo + 1
       }

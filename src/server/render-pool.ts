@@ -10,9 +10,17 @@
  * the bytes of the response are those of the in-thread path and the response budget applies
  * block by block as before.
  *
+ * The stream's own thread renders too: between the workers' segments it keeps segments of its own,
+ * rendered by the engine in place (under the server's render turns) when the stream reaches them,
+ * while the workers render the next ones. Its share adapts: reaching a worker's segment not done
+ * yet, it takes more; finding every segment asked for done (the workers had nothing left of this
+ * stream), less. While it waits for a worker, its render turn goes to other streams.
+ *
  * Read-ahead is bounded per stream (`readAheadBytes`, at most `2 × threads` segments rendered or
  * being rendered): a stream whose client does not read stops asking for segments, so socket
- * backpressure reaches the workers. A stream that ends (response budget, client gone, error)
+ * backpressure reaches the workers. Rendered bytes held count in the server's response budget
+ * (`ByteBudget`) until the stream takes them; while it is full no segment is asked for ahead (the
+ * stream renders its next slots in its own thread, waiting for room as without the pool). A stream that ends (response budget, client gone, error)
  * drops its queued segments at once; a segment a worker is rendering runs to its end and is
  * discarded (segments are small: about `segmentBytes` of output).
  *
@@ -20,7 +28,8 @@
  * soon), the next ones aim at `segmentBytes` of output from the bytes per slot seen so far.
  */
 import { Worker } from 'node:worker_threads'
-import type { QueryLimits } from '../query/index.ts'
+import type { OutputBlock, QueryLimits } from '../query/index.ts'
+import type { ByteBudget } from './budget.ts'
 import { workerExecArgv } from '../util/worker-argv.ts'
 
 export interface RenderPoolOptions {
@@ -94,10 +103,18 @@ export type RenderResult =
   | {
       type: 'done'
       id: number
-      bytes: ArrayBuffer
+      /**
+       * the lines: a big line in a buffer of its own (moved, not copied, from the worker), the
+       * small ones together in one
+       */
+      buffers: ArrayBuffer[]
+      /** bytes of the lines (with their newlines) */
+      size: number
       numbers: number[]
       hashes: string[]
-      /** end offset of each block's line (newline included) in `bytes` */
+      /** each block's line: the buffer it is in, and where */
+      buffer: number[]
+      starts: number[]
       ends: number[]
       empty: boolean[]
     }
@@ -139,8 +156,11 @@ export class RenderPool {
   private nextStream = 1
   private closed = false
   private readonly open_ = new Set<PoolStream>()
-  /** counters: segments rendered, their bytes, segments dropped by streams that ended */
-  readonly stats = { segments: 0, bytes: 0, discarded: 0 }
+  /**
+   * counters: segments rendered by the workers, their bytes, segments dropped by streams that
+   * ended, segments the streams rendered in their own thread
+   */
+  readonly stats = { segments: 0, bytes: 0, discarded: 0, local: 0 }
 
   constructor(opts: RenderPoolOptions) {
     this.threads = Math.max(0, Math.floor(opts.threads))
@@ -188,8 +208,14 @@ export class RenderPool {
    * A stream over the pool for one response: `body` is the query as the client sent it (parsed
    * again in each worker that renders for it), `dir` the cold store directory of the dataset.
    */
-  stream(dir: string, body: unknown, limits: Partial<QueryLimits>, bigintsAsNumbers: boolean): PoolStream {
-    const s = new PoolStream(this, this.nextStream++, dir, { body, limits, bigintsAsNumbers })
+  stream(
+    dir: string,
+    body: unknown,
+    limits: Partial<QueryLimits>,
+    bigintsAsNumbers: boolean,
+    budget: ByteBudget | null = null,
+  ): PoolStream {
+    const s = new PoolStream(this, this.nextStream++, dir, { body, limits, bigintsAsNumbers }, budget)
     this.open_.add(s)
     return s
   }
@@ -257,7 +283,7 @@ export class RenderPool {
     if (t) {
       if (r.type === 'done') {
         this.stats.segments++
-        this.stats.bytes += r.bytes.byteLength
+        this.stats.bytes += r.size
         t.resolve(r)
       } else t.reject(new RenderError(`render worker: ${r.message}`))
     }
@@ -302,18 +328,54 @@ export class RenderPool {
 interface Segment {
   from: number
   to: number
+  /** rendered by this thread when reached (streamed through `local`), not by a worker */
+  local: boolean
   /** the rendered bytes once done, until the segment is taken or dropped */
   result: Done | null
+  /** bytes of `result` not yet handed on (counted in `heldBytes` and the response budget) */
+  held: number
   dropped: boolean
-  task: Task
-  promise: Promise<Done>
+  task: Task | null
+  promise: Promise<Done> | null
 }
 
+/** How a stream renders the parts of its range kept in this thread, and waits for the workers. */
+export interface PoolStreamOptions {
+  /** checked after each block, as the engine does: true ends the stream there */
+  shouldStop?: () => boolean
+  /**
+   * The engine's blocks of [from, to] rendered in this thread: given, this thread renders a share
+   * of the range itself (segments between the workers' ones, the share adapted so that neither
+   * side waits for the other); absent, the workers render all of it.
+   */
+  local?: (from: number, to: number) => AsyncIterable<OutputBlock>
+  /**
+   * Called instead of waiting on a segment a worker has not finished: the caller gives up its
+   * render turn meanwhile (see RenderScheduler) and takes it back; false: the consumer is gone.
+   */
+  wait?: (rendered: Promise<unknown>) => Promise<boolean>
+}
+
+/** the share of a range this thread renders: bounds and step of its adjustment */
+const MAX_LOCAL_SHARE = 0.9
+const SHARE_STEP = 0.04
+
 export class PoolStream {
+  /** segments asked for, in block order (the one being taken is no longer here) */
   private readonly ahead: Segment[] = []
+  /** the first slot not in a segment yet */
+  private next = 0
+  /** blocks of the worker segment being taken not yet yielded */
+  private left = 0
   /** slots and bytes of the segments rendered so far (the bytes-per-slot estimate) */
   private slotsSeen = 0
   private bytesSeen = 0
+  /**
+   * share of the range rendered in this thread (when it renders: `PoolStreamOptions.local`), and
+   * the slots owed to it by the worker segments asked for so far
+   */
+  localShare: number
+  private localCredit = 0
   private ended = false
   /** bytes of rendered segments not yet taken (the one being taken included) */
   heldBytes = 0
@@ -323,83 +385,160 @@ export class PoolStream {
     readonly id: number,
     readonly dir: string,
     readonly query: { body: unknown; limits: Partial<QueryLimits>; bigintsAsNumbers: boolean },
-  ) {}
+    /** the response budget: rendered bytes held count there, and no segment is asked for while it is full */
+    private readonly budget: ByteBudget | null = null,
+  ) {
+    this.localShare = 1 / (pool.threads + 1)
+  }
+
+  /** whether the next block of the stream is rendered already (taking it adds no memory) */
+  get ready(): boolean {
+    if (this.left > 0) return true
+    const s = this.ahead[0]
+    return s !== undefined && !s.local && s.result !== null
+  }
 
   private bytesPerSlot(): number {
     return this.slotsSeen === 0 ? 0 : this.bytesSeen / this.slotsSeen
   }
 
-  /** bytes held plus those expected of the segments asked for and not rendered yet */
+  /** bytes held plus those expected of the worker segments asked for and not rendered yet */
   private expected(): number {
     const per = this.bytesPerSlot()
     let n = this.heldBytes
-    for (const s of this.ahead) if (s.result === null) n += per * (s.to - s.from + 1)
+    for (const s of this.ahead) if (!s.local && s.result === null) n += per * (s.to - s.from + 1)
     return n
   }
 
-  /** ask for segments from `next` on while the read-ahead has room; returns the next slot not asked for */
-  private fill(next: number, to: number): number {
+  private workerSegments(): number {
+    let n = 0
+    for (const s of this.ahead) if (!s.local) n++
+    return n
+  }
+
+  /** ask for segments up to `to` while the read-ahead has room */
+  private fill(to: number, local: boolean): void {
     const pool = this.pool
     // before the first segment is back (nothing known of the query's bytes per slot): one slot
     // per worker; then about segmentBytes per segment (at most 4,096 slots)
     const maxSegments = this.slotsSeen === 0 ? pool.threads : 2 * pool.threads
-    while (
-      next <= to &&
-      this.ahead.length < maxSegments &&
-      (this.ahead.length === 0 || this.expected() < pool.readAheadBytes)
-    ) {
+    while (this.next <= to) {
+      const workers = this.workerSegments()
+      if (workers >= maxSegments || (workers > 0 && this.expected() >= pool.readAheadBytes)) return
       const per = this.bytesPerSlot()
       const slots =
         this.slotsSeen === 0 ? 1 : Math.max(1, Math.min(4096, per === 0 ? 4096 : Math.floor(pool.segmentBytes / per)))
-      const { task, promise } = pool.submit(this, next, Math.min(to, next + slots - 1))
-      const seg: Segment = { from: task.req.from, to: task.req.to, result: null, dropped: false, task, promise }
-      promise.then(
-        (r) => {
-          this.slotsSeen += seg.to - seg.from + 1
-          this.bytesSeen += r.bytes.byteLength
-          if (seg.dropped) return
-          seg.result = r
-          this.heldBytes += r.bytes.byteLength
-        },
-        () => {},
-      )
-      this.ahead.push(seg)
-      next = seg.to + 1
+      if (this.budget?.full && this.ahead.length > 0) return
+      if (this.budget?.full && local) {
+        // the responses' memory is used up: no rendering ahead; this thread renders the next
+        // slots when its turn comes, as without the pool (and waits for room the same way)
+        this.push(this.next, Math.min(to, this.next + slots - 1), true)
+        return
+      }
+      if (local && this.localShare > 0) {
+        // this thread's part first: it renders that while the worker renders the next segment
+        this.localCredit += (slots * this.localShare) / (1 - this.localShare)
+        const mine = Math.floor(this.localCredit)
+        if (mine > 0) {
+          this.localCredit -= mine
+          this.push(this.next, Math.min(to, this.next + mine - 1), true)
+          if (this.next > to) return
+        }
+      }
+      this.push(this.next, Math.min(to, this.next + slots - 1), false)
     }
-    return next
+  }
+
+  private push(from: number, to: number, local: boolean): void {
+    this.next = to + 1
+    if (local) {
+      this.ahead.push({ from, to, local, result: null, held: 0, dropped: false, task: null, promise: null })
+      return
+    }
+    const { task, promise } = this.pool.submit(this, from, to)
+    const seg: Segment = { from, to, local, result: null, held: 0, dropped: false, task, promise }
+    promise.then(
+      (r) => {
+        this.seen(seg.to - seg.from + 1, r.size)
+        if (seg.dropped) return
+        seg.result = r
+        seg.held = r.size
+        this.heldBytes += seg.held
+        this.budget?.take(seg.held)
+      },
+      () => {},
+    )
+    this.ahead.push(seg)
+  }
+
+  private seen(slots: number, bytes: number): void {
+    this.slotsSeen += slots
+    this.bytesSeen += bytes
+  }
+
+  /** `n` bytes of a segment handed on (or dropped) */
+  private unhold(seg: Segment, n: number): void {
+    seg.held -= n
+    this.heldBytes -= n
+    this.budget?.release(n)
   }
 
   private drop(seg: Segment): void {
     if (seg.dropped) return
     seg.dropped = true
-    if (seg.result !== null) this.heldBytes -= seg.result.bytes.byteLength
+    if (seg.held > 0) this.unhold(seg, seg.held)
     seg.result = null
-    this.pool.cancel(seg.task)
+    if (seg.task) this.pool.cancel(seg.task)
+  }
+
+  /** this thread waited for a worker: it takes a bigger share; the workers waited: a smaller one */
+  private adjust(by: number): void {
+    this.localShare = Math.min(MAX_LOCAL_SHARE, Math.max(0, this.localShare + by * SHARE_STEP))
   }
 
   /**
-   * The engine's blocks of [from, to] (a finalized range), rendered by the workers; `shouldStop`
-   * is checked after each block, as the engine does.
+   * The engine's blocks of [from, to] (a finalized range), rendered by the workers, and by this
+   * thread for its share when `opts.local` is given.
    */
-  async *blocks(from: number, to: number, shouldStop?: () => boolean): AsyncGenerator<PooledBlock> {
-    let next = from
+  async *blocks(from: number, to: number, opts: PoolStreamOptions = {}): AsyncGenerator<PooledBlock | OutputBlock> {
+    const { shouldStop, local, wait } = opts
+    this.next = from
     try {
       for (;;) {
-        next = this.fill(next, to)
-        const seg = this.ahead[0]
+        this.fill(to, local !== undefined)
+        const seg = this.ahead.shift()
         if (!seg) return
-        const r = await seg.promise
-        const data = Buffer.from(r.bytes)
+        if (seg.local) {
+          this.pool.stats.local++
+          for await (const b of local!(seg.from, seg.to)) {
+            this.seen(0, (b.bytes?.length ?? 0) + 1)
+            yield b
+            if (shouldStop?.()) return
+            this.fill(to, true)
+          }
+          this.seen(seg.to - seg.from + 1, 0)
+          continue
+        }
+        if (local !== undefined && this.next <= to) {
+          // reaching a worker's segment: not done yet, this thread renders too little; done with
+          // every segment asked for (the worker had nothing left of this stream), too much
+          if (seg.result === null) this.adjust(1)
+          else if (this.ahead.every((s) => s.local || s.result !== null)) this.adjust(-1)
+        }
         try {
-          let start = 0
+          if (seg.result === null && wait && !(await wait(seg.promise!))) return
+          const r = await seg.promise!
+          this.left = r.numbers.length
           for (let i = 0; i < r.numbers.length; i++) {
-            const end = r.ends[i]
-            yield { number: r.numbers[i], hash: r.hashes[i], empty: r.empty[i], data: data.subarray(start, end) }
-            start = end
+            const start = r.starts[i]
+            const data = Buffer.from(r.buffers[r.buffer[i]], start, r.ends[i] - start)
+            this.left--
+            this.unhold(seg, data.length)
+            yield { number: r.numbers[i], hash: r.hashes[i], empty: r.empty[i], data }
             if (shouldStop?.()) return
           }
         } finally {
-          this.ahead.shift()
+          this.left = 0
           this.drop(seg)
         }
       }

@@ -31,7 +31,8 @@ function storeOf(dir: string): Promise<DatasetDirStore> {
   return s
 }
 
-const NEWLINE = Buffer.from('\n')
+/** a line at least this long goes in a buffer of its own, moved to the main thread */
+const OWN_BUFFER = 64 * 1024
 
 async function render(m: RenderRequest): Promise<Extract<RenderResult, { type: 'done' }>> {
   const st = streams.get(m.stream)
@@ -40,41 +41,48 @@ async function render(m: RenderRequest): Promise<Extract<RenderResult, { type: '
   const store = await storeOf(m.dir)
   const numbers: number[] = []
   const hashes: string[] = []
+  const buffer: number[] = []
+  const starts: number[] = []
   const ends: number[] = []
   const empty: boolean[] = []
-  const parts: (string | Buffer)[] = []
-  let end = 0
+  // buffers[0]: the small lines, concatenated at the end
+  const buffers: ArrayBuffer[] = [new ArrayBuffer(0)]
+  const small: Buffer[] = []
+  let smallEnd = 0
+  let size = 0
   const q = { ...st.q, fromBlock: m.from }
   for await (const b of executeQuery(store, q, {
     to: m.to,
     finalizedOnly: true,
     bigintsAsNumbers: st.bigintsAsNumbers,
   })) {
-    // the cold store's blocks come rendered as bytes: taken as they are
-    if (b.bytes !== undefined) {
-      parts.push(b.bytes, NEWLINE)
-      end += b.bytes.length + 1
+    // the cold store's blocks come rendered as bytes, with their newline: taken as they are
+    const line = 'data' in b && Buffer.isBuffer(b.data) ? b.data : Buffer.from(b.line + '\n')
+    if (line.length >= OWN_BUFFER && line.byteOffset === 0) {
+      // (the line buffer's own memory, handed over by the engine: moved, not copied)
+      buffers.push(line.buffer as ArrayBuffer)
+      buffer.push(buffers.length - 1)
+      starts.push(0)
+      ends.push(line.length)
     } else {
-      parts.push(b.line, '\n')
-      end += Buffer.byteLength(b.line) + 1
+      small.push(line)
+      buffer.push(0)
+      starts.push(smallEnd)
+      smallEnd += line.length
+      ends.push(smallEnd)
     }
+    size += line.length
     numbers.push(b.number)
     hashes.push(b.hash)
-    ends.push(end)
     empty.push(b.empty)
   }
-  const buf = parts.every((p) => typeof p === 'string')
-    ? Buffer.from(parts.join(''))
-    : Buffer.concat(
-        parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)),
-        end,
-      )
-  // a Buffer of its own ArrayBuffer can be transferred; a pooled one (small) is copied
-  const bytes =
-    buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength
-      ? (buf.buffer as ArrayBuffer)
-      : (buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer)
-  return { type: 'done', id: m.id, bytes, numbers, hashes, ends, empty }
+  if (small.length > 0) {
+    const all = Buffer.allocUnsafeSlow(smallEnd)
+    let at = 0
+    for (const l of small) at += l.copy(all, at)
+    buffers[0] = all.buffer as ArrayBuffer
+  }
+  return { type: 'done', id: m.id, buffers, size, numbers, hashes, buffer, starts, ends, empty }
 }
 
 port.on('message', (m: WorkerMessage) => {
@@ -87,7 +95,7 @@ port.on('message', (m: WorkerMessage) => {
       return
     case 'render':
       render(m).then(
-        (r) => port.postMessage(r, [r.bytes]),
+        (r) => port.postMessage(r, r.buffers),
         (e: unknown) =>
           port.postMessage({
             type: 'error',

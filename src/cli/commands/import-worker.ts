@@ -44,7 +44,7 @@ if (port) {
   /**
    * Chunks being encoded, in batch order. `encode` takes the batch's blocks at once, so the next
    * batch's lines are parsed and normalized while the earlier one encodes (its columns yield to the
-   * event loop between big ones; its brotli frames compress on the thread pool): at most one batch
+   * event loop between big ones, each compressed in this thread: frames.ts): at most one batch
    * encoding behind the open one, as the main thread gives a worker at most two batches at a time.
    */
   let encoded: Promise<void> = Promise.resolve()

@@ -11,8 +11,8 @@
  *   threads (import-worker.ts) that parse, normalize and encode them and transfer the chunk file's
  *   bytes back; this thread reads and gunzips the input, checks the order, sends the lines (a few
  *   ahead of their acks, LINES_AHEAD) and writes the chunks and manifests in order, while the
- *   workers parse one batch and encode others (their brotli frames compress on the thread pool,
- *   frames.ts). Batch ends depend only on the blocks, so the files are byte for byte those of
+ *   workers parse one batch and encode others (a worker compresses its brotli frames in its own
+ *   thread, frames.ts). Batch ends depend only on the blocks, so the files are byte for byte those of
  *   `--workers 1` (everything in this thread). At most `workers + 1` batches are in hand at a
  *   time: the input is not read further ahead.
  * - Resumable: blocks at or below the store's last block that it holds with the same hash are
