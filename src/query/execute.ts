@@ -810,7 +810,7 @@ export async function* executeQuery(
       const o = (lineBuf ??= new LineBuf())
       for (let b = bLo; b < bHi; b++) {
         if (pending !== null) pending = null // a later block exists: the pending one was not the last
-        o.pos = 0
+        o.begin()
         o.raw(HEADER_OPEN)
         o.str(header(b))
         const headerEnd = o.pos
