@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { formTag } from '../src/query/bytes.ts'
+import { formTag, LineBuf } from '../src/query/bytes.ts'
 import { executeQuery, parseQuery } from '../src/query/index.ts'
 import type { Block } from '../src/model.ts'
 import { StaticStore } from '../src/store/static.ts'
@@ -158,4 +158,43 @@ test('values at the edges of the inline copies render as the in-memory store ren
   for (const v of U64) assert.ok(all.includes(`"${v}"`), `${v}`)
   for (const v of I64) assert.ok(all.includes(`"lamports":"${v}"`), `${v}`)
   await cold.close()
+})
+
+test('lines taken from a line buffer keep their bytes: consecutive small lines share a buffer, large ones and full buffers move on', () => {
+  const o = new LineBuf(64)
+  const taken: { view: Buffer; want: string }[] = []
+  let seed = 7
+  const rand = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff
+  let total = 0
+  for (let k = 0; total < 3 << 20; k++) {
+    // mostly small lines, some around and above the 64 KiB handover, written in pieces (the buffer
+    // grows in the middle of a line that starts after others)
+    const r = rand()
+    const len =
+      r < 0.8 ? Math.floor(rand() * 3000) : r < 0.9 ? 65536 - 2 + Math.floor(rand() * 4) : Math.floor(rand() * 200_000)
+    const piece = Buffer.from(String.fromCharCode(97 + (k % 26)).repeat(1000))
+    o.begin()
+    let want = ''
+    let left = len
+    while (left > 0) {
+      const n = Math.min(left, piece.length)
+      o.copy(piece, 0, n)
+      want += piece.toString('latin1', 0, n)
+      left -= n
+    }
+    o.uint(k)
+    want += k
+    // an untaken line (a block left out) is overwritten by the next
+    if (k % 7 === 3) continue
+    taken.push({ view: o.takeLine(), want: want + '\n' })
+    total += len
+  }
+  let shared = 0
+  for (let i = 0; i < taken.length; i++) {
+    assert.equal(taken[i].view.toString('latin1'), taken[i].want, `line ${i}`)
+    const prev = taken[i - 1]?.view
+    if (prev && prev.buffer === taken[i].view.buffer && prev.byteOffset + prev.length === taken[i].view.byteOffset)
+      shared++
+  }
+  assert.ok(shared > taken.length / 2, `${shared} of ${taken.length} lines follow the previous one in its buffer`)
 })

@@ -5,12 +5,18 @@
  * into JS strings and encoded again).
  */
 
-/** A growable byte buffer holding the line of the block being rendered. */
+/**
+ * A growable byte buffer holding the line of the block being rendered, after the lines taken
+ * from it before (handed out as views: consecutive lines are consecutive bytes of one buffer, which
+ * the response writer sends as one piece).
+ */
 export class LineBuf {
   buf: Buffer
   /** a view of `buf` for 4-byte loads and stores (the compiled writers copy tokens 4 bytes at a time) */
   dv: DataView
   pos = 0
+  /** where the line being written starts (`begin`): the bytes before it are lines taken */
+  start = 0
 
   constructor(size = 1 << 16) {
     this.buf = Buffer.allocUnsafe(size)
@@ -24,7 +30,9 @@ export class LineBuf {
     let size = this.buf.length * 2
     while (size < need) size *= 2
     const b = Buffer.allocUnsafe(size)
-    this.buf.copy(b, 0, 0, this.pos)
+    // the line being written keeps its positions (writers hold them); the lines taken before it
+    // stay where their views are
+    this.buf.copy(b, this.start, this.start, this.pos)
     this.buf = b
     this.dv = new DataView(b.buffer, b.byteOffset, b.length)
   }
@@ -74,29 +82,34 @@ export class LineBuf {
     this.pos = digits(this.buf, this.pos, v)
   }
 
+  /** start a line (after the lines taken) */
+  begin(): void {
+    this.pos = this.start
+  }
+
   /**
-   * The line written from 0 and its newline as a Buffer of their own: a small line is copied (the
-   * buffer is reused), a line of HANDOVER bytes or more is handed over as it is (not copied: the
-   * next line goes to a fresh buffer of about its size).
+   * The line written since `begin` and its newline, as a view the buffer no longer writes to: the
+   * next line follows it in the same buffer, or goes to a fresh one once this one holds SEGMENT
+   * bytes or the line is HANDOVER bytes or more (the buffer is then left to the views).
    */
   takeLine(): Buffer {
     this.byte(0x0a)
-    const n = this.pos
-    if (n < HANDOVER) {
-      const out = Buffer.allocUnsafe(n)
-      this.buf.copy(out, 0, 0, n)
-      return out
+    const n = this.pos - this.start
+    const out = this.buf.subarray(this.start, this.pos)
+    if (n >= HANDOVER || this.pos >= SEGMENT) {
+      this.buf = Buffer.allocUnsafe(n >= HANDOVER ? n + (n >>> 2) : SEGMENT + HANDOVER)
+      this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length)
+      this.pos = 0
     }
-    const out = this.buf.subarray(0, n)
-    this.buf = Buffer.allocUnsafe(n + (n >>> 2))
-    this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length)
-    this.pos = 0
+    this.start = this.pos
     return out
   }
 }
 
-/** lines from this many bytes are handed over by `LineBuf.takeLine` instead of copied */
+/** lines from this many bytes get a buffer of their own (`LineBuf.takeLine`) */
 const HANDOVER = 1 << 16
+/** smaller lines share a buffer of about this many bytes */
+const SEGMENT = 1 << 18
 
 /**
  * `v`, a non-negative integer below 2^53, in decimal at `d[p]`; returns the position after it (the

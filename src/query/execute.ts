@@ -13,6 +13,7 @@ import {
   compileWriter,
   selectedDefs,
   type ByteRowWriter,
+  type ByteWriterFactory,
   type ColumnTake,
   type RowWriter,
   type WriterFactory,
@@ -102,6 +103,10 @@ interface KindPlan {
   defs: FieldDef[]
   fields: readonly SelectedField[]
   writer: WriterFactory
+  /** `open` as bytes */
+  openBytes: Uint8Array
+  /** byte writers by the way each column is taken (`takesKey`): looked up once per chunk */
+  byteWriters: Map<string, ByteWriterFactory>
 }
 
 interface Plan {
@@ -112,6 +117,8 @@ interface Plan {
   headerWriter: WriterFactory
   /** per request: candidate row buffer reused across chunks (one execution only) */
   scratch: Map<ItemRequest, Int32Array>
+  /** per kind: the memory of the selection mask, reused across chunks (one chunk's at a time) */
+  masks: Map<RecordKind, Uint8Array>
 }
 
 function makePlan(q: ParsedQuery, bigintsAsNumbers: boolean): Plan {
@@ -124,14 +131,17 @@ function makePlan(q: ParsedQuery, bigintsAsNumbers: boolean): Plan {
     const incoming = relations.filter((r) => r.to === kind)
     if (requests.length === 0 && incoming.length === 0) continue
     const fields = q.fields[kind]
+    const open = ',' + JSON.stringify(member) + ':['
     const kp: KindPlan = {
       kind,
-      open: ',' + JSON.stringify(member) + ':[',
+      open,
       requests,
       incoming,
       defs: selectedDefs(fields),
       fields,
       writer: compileWriter(fields, bigintsAsNumbers),
+      openBytes: Buffer.from(open),
+      byteWriters: new Map(),
     }
     kinds.push(kp)
     byKind.set(kind, kp)
@@ -143,6 +153,7 @@ function makePlan(q: ParsedQuery, bigintsAsNumbers: boolean): Plan {
     headerDefs: selectedDefs(q.fields.block),
     headerWriter: compileWriter(q.fields.block, bigintsAsNumbers),
     scratch: new Map(),
+    masks: new Map(),
   }
 }
 
@@ -344,10 +355,11 @@ class Selected {
 
   constructor(
     readonly base: number,
-    size: number,
+    /** size bytes, all 0 */
+    mask: Uint8Array,
   ) {
-    this.mask = new Uint8Array(size)
-    this.limit = size / SPARSE
+    this.mask = mask
+    this.limit = mask.length / SPARSE
   }
 
   mark(r: number): void {
@@ -406,7 +418,7 @@ class ChunkRun {
     if (!s) {
       const off = this.table(kind).blockOffsets
       const base = off[this.bLo]
-      s = new Selected(base, off[this.bHi] - base)
+      s = new Selected(base, this.mask(kind, off[this.bHi] - base))
       this.selected.set(kind, s)
     }
     return s
@@ -427,6 +439,21 @@ class ChunkRun {
       this.join(rel, srcs)
     }
     return true
+  }
+
+  /**
+   * a zeroed mask of `size` bytes for `kind`, in memory reused from chunk to chunk (a chunk's
+   * selection is done with before the next chunk runs)
+   */
+  private mask(kind: RecordKind, size: number): Uint8Array {
+    let buf = this.plan.masks.get(kind)
+    if (!buf || buf.length < size) {
+      buf = new Uint8Array(Math.max(size, buf ? buf.length * 2 : 0))
+      this.plan.masks.set(kind, buf)
+      return buf.subarray(0, size)
+    }
+    buf.fill(0, 0, size)
+    return buf.subarray(0, size)
   }
 
   /** the candidate row buffer of a request, reused from chunk to chunk */
@@ -639,6 +666,18 @@ function isTokens(c: ArrayLike<unknown> | JsonTokens): c is JsonTokens {
   return typeof (c as JsonTokens).write === 'function'
 }
 
+/** the plan's byte writer for columns taken as `takes` (compiled, or found in the writers' cache, once per plan) */
+function byteWriterOf(kp: KindPlan, bigintsAsNumbers: boolean, takes: readonly ColumnTake[]): ByteWriterFactory {
+  let key = ''
+  for (const t of takes) key += (t === false ? '-' : t === true ? '+' : t) + '\u0001'
+  let w = kp.byteWriters.get(key)
+  if (w === undefined) {
+    w = compileByteWriter(kp.fields, bigintsAsNumbers, takes)
+    kp.byteWriters.set(key, w)
+  }
+  return w
+}
+
 /** how the byte writer takes a column: its values, its tokens' `write`, or their stored form inline */
 function takeOf(c: ArrayLike<unknown> | JsonTokens): ColumnTake {
   if (!isTokens(c)) return false
@@ -761,8 +800,8 @@ export async function* executeQuery(
         p: 0,
         offsets: t.blockOffsets,
         write: bytes ? noWriter : kp.writer(cols as ArrayLike<unknown>[]),
-        openBytes: bytes ? Buffer.from(kp.open) : null,
-        writeBytes: bytes ? compileByteWriter(kp.fields, bigints, takes)(cols) : null,
+        openBytes: bytes ? kp.openBytes : null,
+        writeBytes: bytes ? byteWriterOf(kp, bigints, takes)(cols) : null,
       })
     }
     const header = plan.headerWriter(plan.headerDefs.map((d) => chunk.header(d.name as 'number')))
@@ -771,7 +810,7 @@ export async function* executeQuery(
       const o = (lineBuf ??= new LineBuf())
       for (let b = bLo; b < bHi; b++) {
         if (pending !== null) pending = null // a later block exists: the pending one was not the last
-        o.pos = 0
+        o.begin()
         o.raw(HEADER_OPEN)
         o.str(header(b))
         const headerEnd = o.pos
