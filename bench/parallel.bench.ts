@@ -31,6 +31,8 @@ const CACHE_MB = Number(process.env.PARALLEL_CACHE_MB ?? 192)
 const STREAMS = Number(process.env.PARALLEL_STREAMS ?? 8)
 const FULL_BLOCKS = Number(process.env.PARALLEL_FULL_BLOCKS ?? 15)
 const TOKEN_BLOCKS = Number(process.env.PARALLEL_TOKEN_BLOCKS ?? 60)
+/** untimed runs of each query on each server first (caches; the render workers' compiled code settles over a few) */
+const WARM = Number(process.env.PARALLEL_WARM ?? 3)
 const CLI = ['--import', 'tsx', join(REPO_ROOT, 'src/cli/main.ts')]
 
 function log(msg: string): void {
@@ -189,7 +191,7 @@ export async function run(): Promise<string> {
       const body = JSON.stringify(q.body)
       // warm every server (caches, worker start) and learn the JSON size
       let json = 0
-      for (const s of servers) json = await post(s.url, body, false)
+      for (let i = 0; i < WARM; i++) for (const s of servers) json = await post(s.url, body, false)
       for (const n of [1, STREAMS]) {
         const got: Record<string, { mbs: number[]; cpu: number[]; rss: number[]; wire: number }> = {}
         for (let r = 0; r < ROUNDS; r++) {
@@ -236,7 +238,7 @@ export async function run(): Promise<string> {
     return [
       `## Rendering in worker threads: --render-threads ${settings.join(' vs ')} (${nums.length} generated mainnet-shaped blocks of ${TXS} tx)`,
       '',
-      `Each setting a \`solportal serve --dataset-dir\` child process (\`--cache-mb ${CACHE_MB}\`, response budget lifted), the client this process; cell: MB/s of JSON lines (before gzip) over all the streams, the median of ${ROUNDS} rounds (alternating which server goes first; ratio to 0 threads), the server's CPU in cores (user + system of every thread over the run's wall time), its peak RSS (VmHWM reset before each run, the highest run). ${os.availableParallelism()} cores; load average ${la(load0)} at start, ${la(load1)} at end. Highest server peak RSS ${(peakKb / 1024).toFixed(0)} MiB.`,
+      `Each setting a \`solportal serve --dataset-dir\` child process (\`--cache-mb ${CACHE_MB}\`, response budget lifted), the client this process; cell: MB/s of JSON lines (before gzip) over all the streams, after ${WARM} untimed runs per query and server, the median of ${ROUNDS} rounds (alternating which server goes first; ratio to 0 threads), the server's CPU in cores (user + system of every thread over the run's wall time), its peak RSS (VmHWM reset before each run, the highest run). ${os.availableParallelism()} cores; load average ${la(load0)} at start, ${la(load1)} at end. Highest server peak RSS ${(peakKb / 1024).toFixed(0)} MiB.`,
       '',
       `| query | streams | encoding | JSON MB per stream | ${settings.map((t) => `${t} render threads`).join(' | ')} |`,
       `|---|---|---|---|${settings.map(() => '---|').join('')}`,

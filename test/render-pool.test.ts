@@ -282,6 +282,22 @@ test('eight concurrent wide streams that do not read hold rendered bytes only wi
   assert.equal(pool.heldBytes, 0)
 })
 
+test('eight concurrent wide streams through the pool under a small response budget all finish with the in-thread bytes', async () => {
+  // rendered segments held behind a segment the stream renders itself fill the budget: that
+  // stream must still get its turns, or no stream moves again
+  const pool = newPool({ threads: 1, segmentBytes: 16 * 1024, readAheadBytes: 1024 * 1024 })
+  const limits = { streamBufferBytes: 64 * 1024, smallResponseBytes: 1024 }
+  const plain = await start(null, limits)
+  const pooled = await start(pool, limits)
+  const first = blocks[0].header.number
+  const body = everything(first)
+  const expected = (await post(plain + 'd/stream', body)).text
+  const got = await Promise.all(Array.from({ length: 8 }, (_, i) => post(pooled + 'd/stream', body, i % 2 === 1)))
+  for (const r of got) assert.equal(r.text, expected)
+  assert.ok(pool.stats.segments > 8)
+  await until(() => pool.activeStreams === 0 && pool.pendingSegments === 0, 'the streams to end')
+})
+
 test('the pool never renders more than its read-ahead beyond what the socket took', async () => {
   const readAheadBytes = 8 * 1024
   const pool = newPool({ segmentBytes: 1024, readAheadBytes })

@@ -72,14 +72,22 @@ export class ByteBudget {
   onRoom(listener: () => void): void {
     this.listeners.push(listener)
   }
+
+  /** the listeners run now: a waiter may render regardless of the budget now (see `RenderScheduler.acquire`) */
+  wake(): void {
+    for (const l of this.listeners) l()
+  }
 }
 
 interface Waiter {
   served: number
   span: number
   seq: number
-  /** a stream that gave its turn back in the middle of a block (see `shouldYield`) */
-  resume: boolean
+  /**
+   * a stream that gave its turn back in the middle of a block (see `shouldYield`), or one that may
+   * render regardless of the budget while this says so (asked again at each grant)
+   */
+  resume: boolean | (() => boolean)
   grant: () => void
 }
 
@@ -121,7 +129,12 @@ export class RenderScheduler {
    * Wait for a turn to render (`served`: bytes this response sent so far; `span`: blocks its range
    * covers); resolves to the release function, or to null when `signal` aborts first.
    */
-  acquire(served: number, span: number, signal: AbortSignal, resume = false): Promise<(() => void) | null> {
+  acquire(
+    served: number,
+    span: number,
+    signal: AbortSignal,
+    resume: boolean | (() => boolean) = false,
+  ): Promise<(() => void) | null> {
     if (signal.aborted) return Promise.resolve(null)
     return new Promise((resolve) => {
       const w: Waiter = {
@@ -169,7 +182,7 @@ export class RenderScheduler {
   }
 
   private grantable(w: Waiter): boolean {
-    if (w.resume) return true
+    if (resumes(w)) return true
     if (w.served < this.smallBytes && w.span < this.shortBlocks && !this.budget.reserveFull) return true
     return !(this.budget.overfull || (this.budget.full && w.served >= this.smallBytes))
   }
@@ -199,8 +212,8 @@ export class RenderScheduler {
           if (
             w.served !== b.served
               ? w.served < b.served
-              : w.resume !== b.resume
-                ? w.resume
+              : resumes(w) !== resumes(b)
+                ? resumes(w)
                 : w.span !== b.span
                   ? w.span < b.span
                   : w.seq < b.seq
@@ -214,4 +227,8 @@ export class RenderScheduler {
       w.grant()
     }
   }
+}
+
+function resumes(w: Waiter): boolean {
+  return typeof w.resume === 'function' ? w.resume() : w.resume
 }

@@ -530,15 +530,16 @@ export class PortalServer {
           release = await this.scheduler.acquire(out.bytes, span, gone, true)
           return release !== null
         }
+        const holding = pooled ? () => pooled.holding : false
         const opts = { to, finalizedOnly, bigintsAsNumbers, shouldStop, pause }
         const blocks = this.rangeBlocks(ds, query, opts, pooled, wait)
         let done = false
         try {
           for (;;) {
             // one block rendered and handed to the socket per turn (see RenderScheduler)
-            // (a block a render worker rendered already adds no memory: it is taken even when the
-            // budget is full, which its segment's bytes help fill)
-            release = await this.scheduler.acquire(out.bytes, span, gone, pooled?.ready ?? false)
+            // (a stream holding blocks a render worker rendered takes its turns even when the
+            // budget is full, which their bytes help fill: see PoolStream.holding)
+            release = await this.scheduler.acquire(out.bytes, span, gone, holding)
             if (!release) break
             let next: IteratorResult<OutputBlock | PooledBlock>
             let room = true

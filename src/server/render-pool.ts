@@ -365,8 +365,6 @@ export class PoolStream {
   private readonly ahead: Segment[] = []
   /** the first slot not in a segment yet */
   private next = 0
-  /** blocks of the worker segment being taken not yet yielded */
-  private left = 0
   /** slots and bytes of the segments rendered so far (the bytes-per-slot estimate) */
   private slotsSeen = 0
   private bytesSeen = 0
@@ -391,11 +389,13 @@ export class PoolStream {
     this.localShare = 1 / (pool.threads + 1)
   }
 
-  /** whether the next block of the stream is rendered already (taking it adds no memory) */
-  get ready(): boolean {
-    if (this.left > 0) return true
-    const s = this.ahead[0]
-    return s !== undefined && !s.local && s.result !== null
+  /**
+   * whether the stream holds rendered bytes (the next block's, or a segment's behind the part it
+   * renders itself): its turns are granted even while the response budget is full, since taking
+   * its next blocks is what lets those bytes go (else streams holding the budget would wait for it)
+   */
+  get holding(): boolean {
+    return this.heldBytes > 0
   }
 
   private bytesPerSlot(): number {
@@ -465,6 +465,8 @@ export class PoolStream {
         seg.held = r.size
         this.heldBytes += seg.held
         this.budget?.take(seg.held)
+        // this stream's turns may now be granted while the budget is full (`holding`)
+        this.budget?.wake()
       },
       () => {},
     )
@@ -528,17 +530,14 @@ export class PoolStream {
         try {
           if (seg.result === null && wait && !(await wait(seg.promise!))) return
           const r = await seg.promise!
-          this.left = r.numbers.length
           for (let i = 0; i < r.numbers.length; i++) {
             const start = r.starts[i]
             const data = Buffer.from(r.buffers[r.buffer[i]], start, r.ends[i] - start)
-            this.left--
             this.unhold(seg, data.length)
             yield { number: r.numbers[i], hash: r.hashes[i], empty: r.empty[i], data }
             if (shouldStop?.()) return
           }
         } finally {
-          this.left = 0
           this.drop(seg)
         }
       }
