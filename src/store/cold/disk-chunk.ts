@@ -52,6 +52,9 @@ export function chunkKey(path: string): string {
 /** what a chunk object holds before its footer is read (the object, its maps and sets) */
 export const CHUNK_OBJECT_BYTES = 1024
 
+/** what a cache key held by a chunk object costs besides its characters (the string, its map entry) */
+const KEY_BYTES = 64
+
 /**
  * Heap held by a parsed footer of `jsonBytes` bytes of JSON: measured 2.2-2.7x the text on
  * generated chunks (many small objects and arrays), so 3x.
@@ -70,6 +73,11 @@ export class DiskChunk implements Chunk {
   private readonly verified = new Set<number>()
   /** format 3: per blob offset, a flag per page whose crc32 was checked once */
   private readonly checkedPages = new Map<number, Uint8Array>()
+  /**
+   * the cache keys of this chunk's entries, made once each (a query looks up a chunk's columns
+   * several times: a held key string is hashed once, a new one at every lookup)
+   */
+  private readonly keys = new Map<string | number, string>()
 
   constructor(
     readonly path: string,
@@ -101,9 +109,21 @@ export class DiskChunk implements Chunk {
     return this._footer
   }
 
-  /** decoded column, through the cache */
+  /** the cache key of this chunk's entry `name` (`kind.field`), or of the blob at file offset `name` */
+  cacheKey(name: string | number): string {
+    let k = this.keys.get(name)
+    if (k === undefined) {
+      k = typeof name === 'number' ? `${this.path}\0@${name}` : `${this.path}\0${name}`
+      this.keys.set(name, k)
+      // held by the chunk object: accounted in its cache entry (a no-op when it is not kept there)
+      this.cache.grow(chunkKey(this.path), KEY_BYTES + 2 * k.length)
+    }
+    return k
+  }
+
+  /** decoded column, through the cache (`key`: `kind.field`) */
   load(key: string, get: () => { values: ArrayLike<unknown>; bytes: number }): ArrayLike<unknown> {
-    const k = `${this.path}\0${key}`
+    const k = this.cacheKey(key)
     let v = this.cache.get(k)
     if (v === undefined) {
       const d = get()
@@ -126,7 +146,7 @@ export class DiskChunk implements Chunk {
    * formats: the whole blob is checked once, on its first use)
    */
   raw(m: ColMeta, n: number): RawColumn {
-    const k = `${this.path}\0@${m.o}`
+    const k = this.cacheKey(m.o)
     let v = this.cache.get(k) as unknown as RawColumn | undefined
     if (v === undefined) {
       let parts: Parts
@@ -178,7 +198,7 @@ export class DiskChunk implements Chunk {
   header<K extends keyof BlockHeader>(field: K): ArrayLike<BlockHeader[K]> {
     const def = HEADER_DEFS.get(field)
     if (!def) throw new Error(`unknown header field ${field}`)
-    return this.load(`header.${field}`, () => {
+    return this.load(qualified('header', field), () => {
       const m = columnEntry(this.path, 'header', this.footer.header, def)
       return m ? this.decode(m, this.blockCount) : { values: nullColumn(this.blockCount), bytes: 8 * this.blockCount }
     }) as ArrayLike<BlockHeader[K]>
@@ -271,7 +291,7 @@ class DiskTable implements Table {
   column(field: string): ArrayLike<unknown> {
     const c = this.chunk
     const m = this.entry(field)
-    return c.load(`${this.kind}.${field}`, () => {
+    return c.load(qualified(this.kind, field), () => {
       const rows = c.footer.kinds[this.kind].rows
       return m ? c.decode(m, rows) : { values: nullColumn(rows), bytes: 8 * rows }
     })
@@ -300,7 +320,7 @@ class DiskTable implements Table {
     const m = this.entry(field)
     const c = this.chunk
     // already decoded: nothing cheaper
-    if (m === null || (m.x !== 1 && m.e !== 'addr') || c.cache.has(`${c.path}\0${this.kind}.${field}`)) return null
+    if (m === null || (m.x !== 1 && m.e !== 'addr') || c.cache.has(c.cacheKey(qualified(this.kind, field)))) return null
     return c.raw(m, this.rowCount).rowTokens(reads)
   }
 
@@ -308,12 +328,23 @@ class DiskTable implements Table {
     const m = this.entry(field)
     const c = this.chunk
     // already decoded: nothing cheaper
-    if (m === null || c.cache.has(`${c.path}\0${this.kind}.${field}`)) return null
+    if (m === null || c.cache.has(c.cacheKey(qualified(this.kind, field)))) return null
     const t = c.footer.kinds[this.kind]
     const simple = m.e === 'addr' || m.e === 'bool' || m.e === 'ver' || m.v === 1
     if (m.x !== 1 && !simple) return null
     return c.raw(m, t.rows).rowView(reads)
   }
+}
+
+const QUALIFIED = new Map<string, Map<string, string>>()
+
+/** `kind.field`, the same string each time (a lookup by it hashes it once) */
+function qualified(kind: string, field: string): string {
+  let m = QUALIFIED.get(kind)
+  if (m === undefined) QUALIFIED.set(kind, (m = new Map()))
+  let q = m.get(field)
+  if (q === undefined) m.set(field, (q = `${kind}.${field}`))
+  return q
 }
 
 function head<T>(a: ArrayLike<T>, n: number): ArrayLike<T> {

@@ -789,8 +789,14 @@ export class RawColumn {
       const pos = at >= 0 ? P.range(7, a * pw, b * pw) : null
       const l = new Uint32Array(b - a)
       let m = 0
-      for (let i = 0; i < l.length; i++) {
-        if (pos === null || (pw === 2 ? pos.readUInt16LE(2 * i) : pos[i]) === at) l[m++] = bytes.readUInt32LE(4 * i)
+      if (pos === null && (bytes.byteOffset & 3) === 0) {
+        // every row of the list: copied at once (aligned: in memory, the parts are 8-aligned)
+        l.set(new Uint32Array(bytes.buffer, bytes.byteOffset, l.length))
+        m = l.length
+      } else {
+        for (let i = 0; i < l.length; i++) {
+          if (pos === null || (pw === 2 ? pos.readUInt16LE(2 * i) : pos[i]) === at) l[m++] = bytes.readUInt32LE(4 * i)
+        }
       }
       if (m === 0) continue
       lists.push(l.subarray(0, m))
