@@ -39,6 +39,7 @@ import {
 import { CHUNK_OBJECT_BYTES, chunkKey, DiskChunk, type ColumnCache } from './cold/disk-chunk.ts'
 import { ByteLru, type CacheStats } from './cold/lru.ts'
 import { closeFds } from './cold/raw.ts'
+import { collect, prefetch, unwatch, watch } from './cold/prefetch.ts'
 import {
   Catalogue,
   CatalogueError,
@@ -91,6 +92,12 @@ export interface DiskColdStoreOptions {
    * started on an older state is still running.
    */
   graceMs?: number
+  /**
+   * decompress on the thread pool, while a range scan renders a chunk, the frames the scan read
+   * whole in the chunk before it, for the chunk after it (`cold/prefetch.ts`; default true; never
+   * with `acquireChunk`: a chunk file is only read once acquired)
+   */
+  readAhead?: boolean
 }
 
 export class ColdStoreError extends Error {}
@@ -316,11 +323,25 @@ export class DiskColdStore implements ColdStore {
     const gen = snap.generation
     this.active.set(gen, (this.active.get(gen) ?? 0) + 1)
     const releases: (() => void)[] = []
+    const ahead = this.opts.readAhead !== false && !this.opts.acquireChunk
+    /** the chunk before this one (its reads tell what to decompress ahead for the one after) */
+    let prev: DiskChunk | null = null
     try {
       for (let i = snap.atOrAfter(from); i < snap.count && snap.firstBlockOf(i) <= to; i++) {
         const e = snap.entry(i)
         if (this.opts.acquireChunk) releases.push(await this.opts.acquireChunk(e))
         const chunk = this.chunkOf(e)
+        if (ahead) {
+          if (prev !== null) {
+            const wanted = collect(prev.path, prev.footer)
+            if (wanted.length > 0 && i + 1 < snap.count && snap.firstBlockOf(i + 1) <= to) {
+              const next = this.chunkOf(snap.entry(i + 1))
+              prefetch(next.path, next.footer, wanted, (kind, field, m) => next.holds(kind, field, m))
+            }
+          }
+          watch(chunk.path)
+          prev = chunk
+        }
         if (e.lastBlock <= to) {
           yield chunk
           continue
@@ -336,6 +357,7 @@ export class DiskColdStore implements ColdStore {
         if (lo > 0) yield chunk.prefix(lo)
       }
     } finally {
+      if (prev !== null) unwatch(prev.path)
       for (const r of releases) r()
       const n = this.active.get(gen)! - 1
       if (n) this.active.set(gen, n)

@@ -493,7 +493,11 @@ export function readBlob(path: string, fd: number | null, m: ColMeta, verified =
     if (own) closeSync(h)
   }
   if (!verified && crc32(buf) !== m.c) throw new CorruptChunkError(`${path}: column checksum mismatch at offset ${m.o}`)
-  if (m.fr) return unframe(buf, m, (why) => new CorruptChunkError(`${path}: column at offset ${m.o}: ${why}`))
+  if (m.fr)
+    return unframe(buf, m, (why) => new CorruptChunkError(`${path}: column at offset ${m.o}: ${why}`), {
+      path,
+      blob: m.o,
+    })
   if (m.z) {
     const raw = inflateRawSync(buf)
     buf = raw.byteOffset % 8 === 0 ? raw : new Uint8Array(raw)

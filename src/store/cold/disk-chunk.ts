@@ -249,6 +249,14 @@ export class DiskChunk implements Chunk {
     return bloomMayContain(bits === NO_FILTER ? null : bits, values, this.footer.prune.h)
   }
 
+  /** whether the cache holds column `kind.field` (entry `m`) decoded or as its stored parts: nothing to read ahead */
+  holds(kind: string, field: string, m: ColMeta): boolean {
+    return (
+      this.cache.peek(this.cacheKey(m.o)) !== undefined ||
+      this.cache.peek(this.cacheKey(qualified(kind, field))) !== undefined
+    )
+  }
+
   /** The blocks of positions [0, end) as a chunk (for ranges ending inside this chunk). */
   prefix(end: number): Chunk {
     return end >= this.blockCount ? this : new PrefixChunk(this, end)

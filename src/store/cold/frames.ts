@@ -40,6 +40,7 @@ import { isMainThread } from 'node:worker_threads'
 import { brotliCompress, brotliCompressSync, brotliDecompressSync, constants, crc32 } from 'node:zlib'
 import type { Enc } from './encode.ts'
 import { align8 } from './offsets.ts'
+import { noteFrame, takePrefetched } from './prefetch.ts'
 
 /** frame of a part: log2 of its raw size */
 const TEXT_LOG = 19
@@ -297,14 +298,20 @@ export function inflateFrame(
   out: Uint8Array,
   pos: number,
   fail: (why: string) => Error,
+  /** the chunk file and file offset of the blob: frames decompressed ahead are taken (prefetch.ts) */
+  src?: { path: string; blob: number },
 ): void {
   const p = f.parts[part]
   if (crc32(z) !== f.fc[p.crc0 + j]) throw fail('frame checksum mismatch')
+  if (src !== undefined) noteFrame(src.path, src.blob, part)
   if (p.len[j] < 0) out.set(z, pos)
   else {
-    const raw = brotliDecompressSync(z)
-    frameStats.frames++
-    frameStats.bytes += raw.byteLength
+    let raw = src === undefined ? undefined : takePrefetched(src.path, src.blob + p.at[j])
+    if (raw === undefined) {
+      raw = brotliDecompressSync(z)
+      frameStats.frames++
+      frameStats.bytes += raw.byteLength
+    }
     if (raw.byteLength !== rawLen) throw fail(`frame decompressed to ${raw.byteLength} bytes, ${rawLen} expected`)
     out.set(raw, pos)
   }
@@ -324,6 +331,7 @@ export function unframe(
   stored: Uint8Array,
   m: { p: readonly number[]; fr?: number[][]; fc?: number[] },
   fail: (why: string) => Error,
+  src?: { path: string; blob: number },
 ): Uint8Array[] {
   const f = framesOf(m)
   const total = m.p.reduce((s, len) => s + align8(len), 0)
@@ -336,7 +344,7 @@ export function unframe(
     for (let j = 0; j < p.at.length; j++) {
       const a = p.at[j]
       const raw = Math.min(size, len - j * size)
-      inflateFrame(f, i, j, stored.subarray(a, a + Math.abs(p.len[j])), raw, buf, k + j * size, fail)
+      inflateFrame(f, i, j, stored.subarray(a, a + Math.abs(p.len[j])), raw, buf, k + j * size, fail, src)
     }
     out.push(buf.subarray(k, k + len))
     k += align8(len)

@@ -255,7 +255,10 @@ export class Parts {
     for (let j = j0; j <= j1; j++) {
       const s = p.at[j] - a
       const pos = j * size - base
-      inflateFrame(f, i, j, z.subarray(s, s + Math.abs(p.len[j])), Math.min(len - j * size, size), out, pos, fail)
+      inflateFrame(f, i, j, z.subarray(s, s + Math.abs(p.len[j])), Math.min(len - j * size, size), out, pos, fail, {
+        path: src.path,
+        blob: src.start,
+      })
     }
     // the frames' other pages: kept aside for neighbouring reads
     const first = pageOf(this.offs[i] + base, PAGE)

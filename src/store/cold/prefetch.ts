@@ -1,0 +1,234 @@
+/**
+ * Decompression ahead of a range scan: while a query renders chunk i, the frames that chunk i-1
+ * needed decompressed (the same columns, the same parts, read whole) are decompressed for chunk
+ * i+1 by a thread of its own, so that the reading thread finds them ready instead of running
+ * brotli itself. On a machine with a core to spare, a scan whose columns do not stay in the cache
+ * (a wide range read again and again) then costs the reading thread the rendering only.
+ *
+ * - What is fetched ahead is learnt, not declared: the reader logs the frames it decompresses per
+ *   chunk file (`watch` / `noteFrame` / `collect`); a part every frame of which was decompressed
+ *   while rendering chunk i-1 is fetched ahead for chunk i+1. A selective query that reads a few
+ *   frames of a column fetches nothing ahead.
+ * - The bytes are those the reader would decompress itself: the stored frame is read from the
+ *   (immutable) file, checked against its crc32, and handed over raw (before the part's filter,
+ *   which the reader applies as always). A frame not ready when the reader gets to it is
+ *   decompressed by the reader, as without this module.
+ * - Memory: at most PREFETCH_BYTES of raw frames are held, first in first out (a frame nobody
+ *   took, e.g. of a stream that ended, is dropped when room is needed).
+ * - One thread of its own decompresses (`inflate-worker.mjs`: a second core's worth, never the
+ *   whole thread pool; node's asynchronous brotli measured ~30 % of the saved time back on the
+ *   reading thread in callbacks and copies); a frame comes back as one transferred buffer.
+ */
+import { openSync, closeSync, readSync } from 'node:fs'
+import { Worker } from 'node:worker_threads'
+import { crc32 } from 'node:zlib'
+import { workerExecArgv } from '../../util/worker-argv.ts'
+import type { ColMeta, Footer } from './chunk-file.ts'
+import { framesOf } from './frames.ts'
+
+/** raw bytes of frames decompressed ahead and not taken yet, at most */
+export const PREFETCH_BYTES = 48 * 1024 * 1024
+
+/** counters for tests and benches: frames decompressed ahead, and taken by a reader */
+export const prefetchStats = { started: 0, ready: 0, taken: 0, dropped: 0 }
+
+interface Entry {
+  raw: Buffer | null
+  bytes: number
+}
+
+const ready = new Map<string, Entry>()
+let held = 0
+/** frames sent to the thread and not back yet, by job id */
+const sent = new Map<number, string>()
+let nextId = 1
+let worker: Worker | null = null
+
+function frameKey(path: string, at: number): string {
+  return `${path}\0${at}`
+}
+
+/** frames sent to the decompressing thread and not back yet */
+export function prefetchPending(): number {
+  return sent.size
+}
+
+/** the raw bytes of the frame stored at file offset `at` of `path`, when decompressed ahead (taken: forgotten here) */
+export function takePrefetched(path: string, at: number): Buffer | undefined {
+  if (ready.size === 0) return undefined
+  const key = frameKey(path, at)
+  const e = ready.get(key)
+  if (e === undefined) return undefined
+  ready.delete(key)
+  held -= e.bytes
+  // still being decompressed: the reader does it itself, the result will be dropped
+  if (e.raw === null) return undefined
+  prefetchStats.taken++
+  return e.raw
+}
+
+function dropOldest(): void {
+  for (const [k, e] of ready) {
+    if (e.raw === null) continue // being decompressed: its bytes are counted until it lands
+    ready.delete(k)
+    held -= e.bytes
+    prefetchStats.dropped++
+    return
+  }
+}
+
+/** what the thread sent back: the frame's raw bytes (null: it did not decompress) */
+function landed(id: number, raw: Uint8Array | null): void {
+  const key = sent.get(id)
+  sent.delete(id)
+  if (key === undefined) return
+  const e = ready.get(key)
+  if (e === undefined || e.raw !== null) return // taken meanwhile (decompressed by the reader)
+  if (raw === null || raw.byteLength !== e.bytes) {
+    ready.delete(key)
+    held -= e.bytes
+    return
+  }
+  e.raw = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength)
+  prefetchStats.ready++
+}
+
+/** the decompressing thread, started on first use; one thread: at most a second core's worth */
+function thread(): Worker {
+  if (worker !== null) return worker
+  const w = new Worker(new URL('./inflate-worker.mjs', import.meta.url), { execArgv: workerExecArgv() })
+  w.unref()
+  w.on('message', (m: { id: number; raw: Uint8Array | null }) => landed(m.id, m.raw))
+  const gone = () => {
+    if (worker !== w) return
+    worker = null
+    // what it had is decompressed by the readers
+    for (const id of [...sent.keys()]) landed(id, null)
+  }
+  w.on('error', gone)
+  w.on('exit', gone)
+  worker = w
+  return w
+}
+
+/** files whose decompressed frames are logged: path -> blob offset -> frames decompressed per part */
+const logs = new Map<string, Map<number, number[]>>()
+
+/** log the frames decompressed from `path` from now on (until `collect`) */
+export function watch(path: string): void {
+  if (!logs.has(path)) logs.set(path, new Map())
+}
+
+/** a reader decompressed (or took) a frame of part `part` of the blob at `blob` in `path` */
+export function noteFrame(path: string, blob: number, part: number): void {
+  if (logs.size === 0) return
+  const log = logs.get(path)
+  if (log === undefined) return
+  let counts = log.get(blob)
+  if (counts === undefined) log.set(blob, (counts = []))
+  counts[part] = (counts[part] ?? 0) + 1
+}
+
+/** a column of a chunk by its name in the footer, and the parts of it read whole */
+export interface ReadWhole {
+  kind: string
+  field: string
+  parts: number[]
+}
+
+/** stop logging `path` */
+export function unwatch(path: string): void {
+  logs.delete(path)
+}
+
+/** the parts `path` had decompressed whole since `watch` (named by kind and field); stops logging it */
+export function collect(path: string, footer: Footer): ReadWhole[] {
+  const log = logs.get(path)
+  logs.delete(path)
+  if (log === undefined || log.size === 0) return []
+  const out: ReadWhole[] = []
+  const tables: [string, Record<string, ColMeta>][] = [['header', footer.header.cols]]
+  for (const [kind, t] of Object.entries(footer.kinds)) tables.push([kind, t.cols])
+  for (const [kind, cols] of tables) {
+    for (const [field, m] of Object.entries(cols)) {
+      const counts = log.get(m.o)
+      if (counts === undefined || !m.fr) continue
+      const parts: number[] = []
+      m.fr.forEach((fr, i) => {
+        if (fr.length > 2 && counts[i] === fr.length - 2) parts.push(i)
+      })
+      if (parts.length) out.push({ kind, field, parts })
+    }
+  }
+  return out
+}
+
+/**
+ * Decompress ahead, on the thread pool, the frames of `wanted` in the chunk file `path` (footer
+ * `footer`); `skip(m)`: true for a column the reader holds already (nothing to fetch).
+ */
+export function prefetch(
+  path: string,
+  footer: Footer,
+  wanted: ReadWhole[],
+  skip: (kind: string, field: string, m: ColMeta) => boolean,
+): void {
+  if (wanted.length === 0) return
+  let fd: number | null = null
+  const jobs: { id: number; z: Buffer; bytes: number }[] = []
+  try {
+    for (const w of wanted) {
+      const t = w.kind === 'header' ? footer.header : footer.kinds[w.kind as keyof Footer['kinds']]
+      const m = t?.cols[w.field]
+      if (m === undefined || !m.fr || !m.fc || skip(w.kind, w.field, m)) continue
+      const f = framesOf(m)
+      for (const i of w.parts) {
+        const p = f.parts[i]
+        if (p === undefined) continue
+        const size = 2 ** p.log
+        for (let j = 0; j < p.at.length; j++) {
+          if (p.len[j] <= 0) continue // stored raw: nothing to decompress
+          const at = m.o + p.at[j]
+          const key = frameKey(path, at)
+          if (ready.has(key)) continue
+          const rawLen = Math.min(size, m.p[i] - j * size)
+          while (held + rawLen > PREFETCH_BYTES && ready.size > 0) {
+            const before = held
+            dropOldest()
+            if (held === before) break
+          }
+          if (held + rawLen > PREFETCH_BYTES) return
+          fd ??= openSync(path, 'r')
+          const z = Buffer.allocUnsafeSlow(p.len[j]) // its own memory: transferred to the thread
+          let done = 0
+          while (done < z.length) {
+            const n = readSync(fd, z, done, z.length - done, at + done)
+            if (n === 0) return // a short file: the reader reports it
+            done += n
+          }
+          if (crc32(z) !== f.fc[p.crc0 + j]) return // the reader reports it
+          ready.set(key, { raw: null, bytes: rawLen })
+          held += rawLen
+          const id = nextId++
+          sent.set(id, key)
+          jobs.push({ id, z, bytes: rawLen })
+          prefetchStats.started++
+        }
+      }
+    }
+  } catch {
+    // a file that cannot be read ahead is read (and its error reported) by the reader
+  } finally {
+    if (fd !== null) closeSync(fd)
+    if (jobs.length > 0) {
+      try {
+        thread().postMessage(
+          jobs,
+          jobs.map((j) => j.z.buffer as ArrayBuffer),
+        )
+      } catch {
+        for (const j of jobs) landed(j.id, null)
+      }
+    }
+  }
+}

@@ -1,0 +1,85 @@
+// Decompression ahead of a range scan (src/store/cold/prefetch.ts): a wide query over many chunks
+// whose columns do not stay in the cache takes the frames the chunk before read whole from the
+// decompressing thread, and its lines are those of the same query read without it (and of the
+// in-memory store).
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { executeQuery, parseQuery } from '../src/query/index.ts'
+import { coldDir, openDatasetDir, writeDatasetMeta } from '../src/store/dataset-dir.ts'
+import { frameStats } from '../src/store/cold/frames.ts'
+import { prefetchPending, prefetchStats } from '../src/store/cold/prefetch.ts'
+import { StaticStore } from '../src/store/static.ts'
+import type { BlockStore } from '../src/store/types.ts'
+import { generateBlocks } from './support/cold/gen.ts'
+import { tempDir, writeStore } from './support/cold/util.ts'
+
+/** a dataset directory of `blocks` in chunks of 8 blocks with small frames (several per part) */
+async function dataset(blocks: Parameters<typeof writeStore>[1]): Promise<string> {
+  const dir = tempDir()
+  writeDatasetMeta(dir, { format: 'solportal-dataset', version: 1, includeVotes: false })
+  await writeStore(coldDir(dir), blocks, { targetBlocks: 8, frameLog: 12 })
+  return dir
+}
+
+/** the query's lines; after each block, until the decompressing thread has answered (so what it fetched is there for the next chunk) */
+async function lines(store: BlockStore, body: Record<string, unknown>, to: number): Promise<string[]> {
+  const out: string[] = []
+  for await (const b of executeQuery(store, parseQuery(body), { to, finalizedOnly: true })) {
+    out.push(b.line)
+    for (let waited = 0; prefetchPending() > 0 && waited < 20_000; waited += 5) await sleep(5)
+  }
+  return out
+}
+
+const everything = (from: number, to: number) => ({
+  type: 'solana',
+  fromBlock: from,
+  toBlock: to,
+  includeAllBlocks: true,
+  fields: {
+    block: { number: true, hash: true, parentHash: true, timestamp: true },
+    transaction: { transactionIndex: true, signatures: true, feePayer: true, fee: true, accountKeys: true, err: true },
+    instruction: { transactionIndex: true, instructionAddress: true, programId: true, accounts: true, data: true },
+    log: { transactionIndex: true, logIndex: true, message: true, kind: true },
+    balance: { transactionIndex: true, account: true, pre: true, post: true },
+    tokenBalance: { transactionIndex: true, account: true, preAmount: true, postAmount: true, postMint: true },
+  },
+  transactions: [{}],
+  instructions: [{}],
+  logs: [{}],
+  balances: [{}],
+  tokenBalances: [{}],
+})
+
+test('a wide scan takes frames decompressed ahead and writes the same lines as without', async () => {
+  const blocks = generateBlocks({ seed: 21, count: 48, accounts: 500 })
+  const first = blocks[0].header.number
+  const last = blocks[blocks.length - 1].header.number
+  // 6 chunks; a 1-byte cache: every chunk is read from its file again
+  const dir = await dataset(blocks)
+  const body = everything(first, last)
+  const want = await lines(new StaticStore(blocks, 8), body, last)
+  assert.equal(want.length, blocks.length)
+
+  const off = await openDatasetDir(dir, { cacheBytes: 1, readAhead: false })
+  const s0 = { ...prefetchStats }
+  const f0 = frameStats.frames
+  assert.deepEqual(await lines(off, body, last), want)
+  const withoutFrames = frameStats.frames - f0
+  assert.equal(prefetchStats.started, s0.started, 'readAhead: false fetches nothing ahead')
+  await off.close()
+
+  const on = await openDatasetDir(dir, { cacheBytes: 1 })
+  const f1 = frameStats.frames
+  assert.deepEqual(await lines(on, body, last), want)
+  const withFrames = frameStats.frames - f1
+  const taken = prefetchStats.taken - s0.taken
+  assert.ok(taken > 0, 'frames decompressed ahead were taken')
+  assert.equal(withoutFrames, withFrames + taken, 'every frame is decompressed once, by the reader or ahead')
+  // chunks 0 and 1 are read by the reader; from chunk 2 on what the chunk before read whole comes ahead
+  assert.ok(withFrames < withoutFrames / 2, `${withFrames} of ${withoutFrames} frames decompressed by the reader`)
+  // again: the same lines
+  assert.deepEqual(await lines(on, body, last), want)
+  await on.close()
+})
