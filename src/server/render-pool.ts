@@ -46,12 +46,13 @@ export interface RenderPoolOptions {
 }
 
 /**
- * Worker threads by default: none. The pool is opt-in (`serve --render-threads N`) until its memory
- * is bounded: with 2 threads, 8 concurrent wide streams reached 3.6 GB RSS (array buffers of
- * transferred segments held by the main thread), against 0.7 GB without the pool; and on 2 cores
- * the workers only compete with the main thread for the same CPU (bench/parallel.bench.ts measured
- * 0.5-0.9x of the in-thread MB/s there). On a machine with idle cores, the cores less one (at most
- * 8) is the setting to measure.
+ * Worker threads by default: none. Their memory is bounded (rendered segments count in the response
+ * budget: 8 concurrent wide streams with 1 thread peaked at 340-430 MiB RSS, against 3.6 GB with 2
+ * threads before), and a stream's own thread renders its share; but on the 2-core box, shared with
+ * other work (load average 6-11), 1 thread measured 0.45-0.85x of the in-thread MB/s
+ * (bench/parallel.bench.ts, server and client in separate processes) and more CPU per MB than
+ * none: two isolates collect garbage and compile, and a worker's code takes several runs to warm
+ * up. On a machine with idle cores, the cores less one (at most 8) is the setting to measure.
  */
 export function defaultRenderThreads(): number {
   return 0
