@@ -118,7 +118,7 @@ interface Plan {
   /** per request: candidate row buffer reused across chunks (one execution only) */
   scratch: Map<ItemRequest, Int32Array>
   /** per kind: the memory of the selection mask, reused across chunks (one chunk's at a time) */
-  masks: Map<RecordKind, Uint8Array>
+  masks: Map<RecordKind, MaskMemory>
 }
 
 function makePlan(q: ParsedQuery, bigintsAsNumbers: boolean): Plan {
@@ -341,6 +341,12 @@ function mayMatch(chunk: Chunk, kind: RecordKind, req: ItemRequest): boolean {
   return true
 }
 
+/** the memory of a kind's selection masks and the selection that used it last (cleared before reuse) */
+interface MaskMemory {
+  buf: Uint8Array
+  last: Selected | null
+}
+
 /** rows selected for output of one kind in one chunk */
 class Selected {
   /** mask[r - base] = 1 when row r is selected */
@@ -419,6 +425,7 @@ class ChunkRun {
       const off = this.table(kind).blockOffsets
       const base = off[this.bLo]
       s = new Selected(base, this.mask(kind, off[this.bHi] - base))
+      this.plan.masks.get(kind)!.last = s
       this.selected.set(kind, s)
     }
     return s
@@ -446,14 +453,17 @@ class ChunkRun {
    * selection is done with before the next chunk runs)
    */
   private mask(kind: RecordKind, size: number): Uint8Array {
-    let buf = this.plan.masks.get(kind)
-    if (!buf || buf.length < size) {
-      buf = new Uint8Array(Math.max(size, buf ? buf.length * 2 : 0))
-      this.plan.masks.set(kind, buf)
-      return buf.subarray(0, size)
+    let mem = this.plan.masks.get(kind)
+    if (!mem || mem.buf.length < size) {
+      mem = { buf: new Uint8Array(Math.max(size, mem ? mem.buf.length * 2 : 0)), last: null }
+      this.plan.masks.set(kind, mem)
+    } else if (mem.last !== null) {
+      // the previous chunk's marks: the few rows it listed, else all of its range
+      const prev = mem.last
+      if (prev.list !== null) for (const r of prev.list) mem.buf[r - prev.base] = 0
+      else mem.buf.fill(0, 0, prev.mask.length)
     }
-    buf.fill(0, 0, size)
-    return buf.subarray(0, size)
+    return mem.buf.subarray(0, size)
   }
 
   /** the candidate row buffer of a request, reused from chunk to chunk */

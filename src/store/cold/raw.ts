@@ -792,10 +792,17 @@ export class RawColumn {
       const pos = at >= 0 ? P.range(7, a * pw, b * pw) : null
       const l = new Uint32Array(b - a)
       let m = 0
-      if (pos === null && (bytes.byteOffset & 3) === 0) {
-        // every row of the list: copied at once (aligned: in memory, the parts are 8-aligned)
-        l.set(new Uint32Array(bytes.buffer, bytes.byteOffset, l.length))
+      // typed views where the bytes are aligned (in memory, the parts are 8-aligned)
+      const rv = (bytes.byteOffset & 3) === 0 ? new Uint32Array(bytes.buffer, bytes.byteOffset, l.length) : null
+      let pv: Uint8Array | Uint16Array | null = null
+      if (pos !== null)
+        pv = pw === 1 ? pos : (pos.byteOffset & 1) === 0 ? new Uint16Array(pos.buffer, pos.byteOffset, l.length) : null
+      if (pos === null && rv !== null) {
+        // every row of the list: copied at once
+        l.set(rv)
         m = l.length
+      } else if (pos !== null && rv !== null && pv !== null) {
+        for (let i = 0; i < l.length; i++) if (pv[i] === at) l[m++] = rv[i]
       } else {
         for (let i = 0; i < l.length; i++) {
           if (pos === null || (pw === 2 ? pos.readUInt16LE(2 * i) : pos[i]) === at) l[m++] = bytes.readUInt32LE(4 * i)
