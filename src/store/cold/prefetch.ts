@@ -97,7 +97,6 @@ function landed(id: number, raw: Uint8Array | null): void {
 function thread(): Worker {
   if (worker !== null) return worker
   const w = new Worker(new URL('./inflate-worker.mjs', import.meta.url), { execArgv: workerExecArgv() })
-  w.unref()
   w.on('message', (m: { id: number; raw: Uint8Array | null }) => landed(m.id, m.raw))
   const gone = () => {
     if (worker !== w) return
@@ -107,6 +106,8 @@ function thread(): Worker {
   }
   w.on('error', gone)
   w.on('exit', gone)
+  // it never keeps the process alive (after the listeners: adding one refs the thread again)
+  w.unref()
   worker = w
   return w
 }
