@@ -40,7 +40,15 @@ import { boundedBy, monotonicMicros, profileTable, summarizeProfileDir, type Thr
 import { INDEXES, querySql, schemaSql } from './compare/sql.ts'
 import { runTailBench, type TailResult } from './compare/tail.ts'
 import { targetsTable, type TargetRow } from './compare/targets.ts'
-import { comparisonQueries, portablePaths, SWAP_D8, TOKEN, WHIRLPOOL, type ComparisonParams } from './support.ts'
+import {
+  benchServeArgs,
+  comparisonQueries,
+  portablePaths,
+  SWAP_D8,
+  TOKEN,
+  WHIRLPOOL,
+  type ComparisonParams,
+} from './support.ts'
 
 const BENCH = dirname(fileURLToPath(import.meta.url))
 const ROOT = join(BENCH, '..')
@@ -256,28 +264,10 @@ class Server {
   ) {}
   static async start(datasetDir: string, nodeArgs: string[] = []): Promise<Server> {
     const port = await freePort()
-    const proc = spawn(
-      process.execPath,
-      [
-        ...nodeArgs,
-        ...CLI,
-        'serve',
-        '--dataset-dir',
-        datasetDir,
-        '--host',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--quiet',
-        '--rate-limit',
-        '0',
-        '--response-time-ms',
-        String(3_600_000),
-        '--response-bytes',
-        String(2 ** 45),
-      ],
-      { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] },
-    )
+    const proc = spawn(process.execPath, [...nodeArgs, ...CLI, ...benchServeArgs(datasetDir, port)], {
+      cwd: ROOT,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    })
     const url = `http://127.0.0.1:${port}`
     for (let i = 0; i < 600; i++) {
       if (proc.exitCode !== null) throw new Error(`solportal serve exited ${proc.exitCode}`)

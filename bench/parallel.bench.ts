@@ -21,7 +21,7 @@ import { performance } from 'node:perf_hooks'
 import { REPO_ROOT } from '../src/ingest/sample.ts'
 import { openDatasetDir } from '../src/store/dataset-dir.ts'
 import { freePort, resetPeak, statusKb } from './compare/pg.ts'
-import { allFields, everything, TOKEN } from './support.ts'
+import { allFields, benchServeArgs, everything, TOKEN } from './support.ts'
 
 const BLOCKS = Number(process.env.PARALLEL_BLOCKS ?? 150)
 const TXS = Number(process.env.PARALLEL_TXS ?? 1000)
@@ -71,27 +71,7 @@ class Server {
     const port = await freePort()
     const proc = spawn(
       process.execPath,
-      [
-        ...CLI,
-        'serve',
-        '--dataset-dir',
-        dataset,
-        '--host',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--quiet',
-        '--rate-limit',
-        '0',
-        '--response-time-ms',
-        String(3_600_000),
-        '--response-bytes',
-        String(2 ** 45),
-        '--cache-mb',
-        String(CACHE_MB),
-        '--render-threads',
-        String(threads),
-      ],
+      [...CLI, ...benchServeArgs(dataset, port), '--cache-mb', String(CACHE_MB), '--render-threads', String(threads)],
       { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] },
     )
     const base = `http://127.0.0.1:${port}`

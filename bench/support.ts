@@ -161,3 +161,27 @@ export function portablePaths(text: string): string {
     if (from.length > 1) out = out.replace(new RegExp(`(?<![\\w.$~-])${esc(from)}`, 'g'), () => to)
   return out
 }
+
+/**
+ * The arguments of `solportal serve --dataset-dir DIR` on loopback port `port` as the benches run
+ * it (after the node and CLI entry arguments): quiet, no rate limit, and the response time and
+ * byte budgets lifted so that one response holds a whole range
+ */
+export function benchServeArgs(datasetDir: string, port: number): string[] {
+  return [
+    'serve',
+    '--dataset-dir',
+    datasetDir,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--quiet',
+    '--rate-limit',
+    '0',
+    '--response-time-ms',
+    String(3_600_000),
+    '--response-bytes',
+    String(2 ** 45),
+  ]
+}
