@@ -663,7 +663,7 @@ async function renderColumns(
     if (slicer.due && !(await slicer.take())) return null
     out.push(
       (few
-        ? ((tokens ? (t.rowTokens?.(d.name, count) ?? null) : null) ?? t.rowView!(d.name, count))
+        ? ((tokens ? (t.rowTokens?.(d.name, count, bigintsAsNumbers) ?? null) : null) ?? t.rowView!(d.name, count))
         : tokens
           ? t.tokens!(d.name, bigintsAsNumbers)
           : null) ?? t.column(d.name),
