@@ -126,6 +126,7 @@ test('shapes the split does not follow fall back to the plain path (same result 
     ['not an object', '[' + text + ']'],
     ['truncated', text.slice(0, text.length - 100)],
     ['unterminated string', text.slice(0, text.indexOf('"accountKeys"') + 5)],
+    ['an escaped key with a control character', text.replace('"blockTime":', '"blockTim\\u0065\t":')],
   ]
   for (const [what, t] of cases) same(t, what)
   const errored = cases.map(([, t]) => viaText(t)).filter((r) => 'error' in r)

@@ -128,7 +128,13 @@ class Scanner {
     const start = this.i
     const end = this.skipString()
     const raw = this.text.slice(start + 1, end - 1)
-    return raw.indexOf('\\') < 0 ? raw : (JSON.parse(this.text.slice(start, end)) as string)
+    if (raw.indexOf('\\') < 0) return raw
+    try {
+      return JSON.parse(this.text.slice(start, end)) as string
+    } catch {
+      // not a valid string: the whole parse reports it (with its position in the whole text)
+      this.fail()
+    }
   }
 
   /** moves past one value (any JSON value; not validated beyond its extent) */
