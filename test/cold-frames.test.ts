@@ -34,6 +34,9 @@ test('a frame compressed on the thread pool and in this thread gives the same by
     [1, 5, 17],
     [5_000, 5, 17],
     [65_536, 5, 17],
+    // list postings (frames.ts POSTINGS_QUALITY)
+    [65_536, 4, 17],
+    [3_000, 4, 17],
     [40_000, 6, 17],
     [524_288, 6, 20],
     [2_000_000, 6, 24],

@@ -83,3 +83,26 @@ test('a wide scan takes frames decompressed ahead and writes the same lines as w
   assert.deepEqual(await lines(on, body, last), want)
   await on.close()
 })
+
+test('a reader that never yields to the event loop still takes the frames decompressed ahead', async () => {
+  const blocks = generateBlocks({ seed: 22, count: 48, accounts: 500 })
+  const first = blocks[0].header.number
+  const last = blocks[blocks.length - 1].header.number
+  const dir = await dataset(blocks)
+  const body = everything(first, last)
+  const want = await lines(new StaticStore(blocks, 8), body, last)
+  const store = await openDatasetDir(dir, { cacheBytes: 1 })
+  const s0 = { ...prefetchStats }
+  // between blocks, the thread is waited for with the event loop blocked (Atomics.wait): its
+  // answers are not delivered as events, the reader takes them from the port itself
+  const idle = new Int32Array(new SharedArrayBuffer(4))
+  const deadline = Date.now() + 30_000
+  const got: string[] = []
+  for await (const b of executeQuery(store, parseQuery(body), { to: last, finalizedOnly: true })) {
+    got.push(b.line)
+    while (prefetchPending() > 0 && Date.now() < deadline) Atomics.wait(idle, 0, 0, 5)
+  }
+  assert.deepEqual(got, want)
+  assert.ok(prefetchStats.taken > s0.taken, 'frames decompressed ahead were taken')
+  await store.close()
+})

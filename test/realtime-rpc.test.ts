@@ -134,6 +134,38 @@ describe('fake node JSON-RPC', () => {
     assert.equal(hdr.rewards, undefined)
     assert.equal(hdr.blockhash, chain[3].hash)
   })
+
+  test('prerender: the answer text is assembled when the block is produced, and is the same answer', async () => {
+    const opts = { txPerBlock: 6, intervalMs: 0, initialBlocks: 5, skipRate: 0.3, finalityLag: 10, seed: 11 }
+    const eager = await FakeSolanaNode.start({ ...opts, prerender: true })
+    const lazy = await FakeSolanaNode.start(opts)
+    try {
+      // every produced block assembled before any request; the lazy node assembles none
+      assert.equal(eager.stats.assembled, 5)
+      assert.equal(lazy.stats.assembled, 0)
+      eager.produce()
+      lazy.produce()
+      assert.equal(eager.stats.assembled, 6)
+      const body = (slot: number) =>
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'getBlock',
+          params: [slot, { commitment: 'confirmed', maxSupportedTransactionVersion: 0, rewards: true }],
+        })
+      const text = async (url: string, slot: number) =>
+        (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(slot) })).text()
+      for (const x of eager.chain()) {
+        assert.equal(await text(eager.url, x.slot), await text(lazy.url, x.slot))
+      }
+      // the eager node served from what it had assembled; the lazy one assembled on request
+      assert.equal(eager.stats.assembled, 6)
+      assert.equal(lazy.stats.assembled, 6)
+    } finally {
+      await eager.stop()
+      await lazy.stop()
+    }
+  })
 })
 
 describe('RpcClient faults', () => {

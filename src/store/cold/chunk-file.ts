@@ -347,7 +347,8 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
         let n: number
         if (d.type === 'json') {
           const s = new Set<string>()
-          for (const x of values) loadedAddressValues(x, s)
+          // each distinct value once (loaded addresses repeat: a lookup table's accounts)
+          for (const x of enc.objects ?? values) loadedAddressValues(x, s)
           distinct = s
           n = s.size
         } else if (enc.distinct && (enc.e === 'dict' || enc.e === 'list')) {

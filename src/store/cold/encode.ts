@@ -44,6 +44,8 @@ export interface Encoded {
   s?: 1
   /** the distinct values (dict, jdict: texts; list: elements) — reused for pruning filters */
   distinct?: string[]
+  /** jdict, jplain: one value of each of `distinct` (the same order), for pruning filters */
+  objects?: unknown[]
 }
 
 const U32_MAX = 0xffffffff
@@ -102,15 +104,28 @@ function encodeStrings(
   const dict: string[] = []
   const codes = new Uint32Array(n)
   const texts: (string | null)[] | null = json ? new Array(n) : null
+  /** json: the first value of each dictionary entry */
+  const objects: unknown[] | undefined = json ? [] : undefined
   let nulls = 0
   let plainChars = 0
   let dictChars = 0
+  // the previous row's value and code: a run of one value (a program id over an instruction's
+  // logs, a mint over a transaction's balances) costs a comparison instead of a lookup
+  let prev: unknown = null
+  let prevCode = 0
+  let prevKey = ''
   for (let i = 0; i < n; i++) {
     const x = values[i]
     if (x === null || x === undefined) {
       codes[i] = U32_MAX
       nulls++
       if (texts) texts[i] = null
+      continue
+    }
+    if (x === prev) {
+      codes[i] = prevCode
+      plainChars += prevKey.length + 3
+      if (texts) texts[i] = prevKey
       continue
     }
     let key: string
@@ -129,23 +144,27 @@ function encodeStrings(
       c = dict.length
       index.set(key, c)
       dict.push(key)
+      objects?.push(x)
       dictChars += key.length + 3
     }
     codes[i] = c
+    prev = x
+    prevCode = c
+    prevKey = key
   }
   if (nulls) for (let i = 0; i < n; i++) if (codes[i] === U32_MAX) codes[i] = dict.length
   const w = widthFor(dict.length)
   if (dictChars + n * w >= plainChars + nulls * 5) {
     if (json) {
       const text = `[${texts!.map((t) => (t === null ? 'null' : t)).join(',')}]`
-      return { e: 'jplain', parts: [utf8(text)], distinct: dict }
+      return { e: 'jplain', parts: [utf8(text)], distinct: dict, objects }
     }
     const [text, off] = jsonArray(values as ArrayLike<string | null | undefined>, ascii)
     if (!withIndex) return { e: 'plain', parts: [text], distinct: dict }
     // format 2: + the byte offset of every row's JSON token (row access without parsing the text)
     return { e: 'plain', parts: [text, u8(off)], x: 1, distinct: dict }
   }
-  if (json) return { e: 'jdict', parts: [utf8(`[${dict.join(',')}]`), packCodes(codes, w)], w, distinct: dict }
+  if (json) return { e: 'jdict', parts: [utf8(`[${dict.join(',')}]`), packCodes(codes, w)], w, distinct: dict, objects }
   if (!withIndex) return { e: 'dict', parts: [utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
   if (sortDicts) {
     // format 4: the dictionary in value order, so code order is value order (no sorted codes part)

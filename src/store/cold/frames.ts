@@ -61,11 +61,20 @@ export const FILTER_ZIGZAG32_SHUFFLE = 3
 /** brotli quality of text parts and of binary ones (see above) */
 const TEXT_QUALITY = 6
 const DATA_QUALITY = 5
+/**
+ * brotli quality of a list column's postings (posting offsets, rows, positions): quality 4 stores
+ * them in as many bytes as 5 (on a 21-block chunk of 1,500-transaction generated blocks, 1,248.9 KB
+ * at 4 and 1,249.2 KB at 5) for a third of the CPU (2.7 instead of 8.0 ms per block, compressed
+ * in one thread); for every other binary part 4 stores 3-15% more (codes: 15%), and text at 5
+ * instead of 6 stores 5% more
+ */
+const POSTINGS_QUALITY = 4
 
 /** how part i of an `e` blob is framed: frame size (log2), filter and brotli quality */
 export function framing(e: Enc, i: number): { log: number; filter: number; quality: number } {
   let text = false
   let filter = FILTER_NONE
+  let quality = DATA_QUALITY
   switch (e) {
     case 'dict':
       // text, codes, sorted codes, token offsets
@@ -89,6 +98,7 @@ export function framing(e: Enc, i: number): { log: number; filter: number; quali
       // row and posting offsets ascend by small uneven steps; posting rows ascend within each
       // value's list and restart at the next value's
       if (i === 0 || i === 5 || i === 6) filter = FILTER_ZIGZAG32_SHUFFLE
+      if (i >= 5) quality = POSTINGS_QUALITY
       break
     case 'addr':
       if (i === 0) filter = FILTER_ZIGZAG32_SHUFFLE
@@ -100,7 +110,7 @@ export function framing(e: Enc, i: number): { log: number; filter: number; quali
       if (i === 0) filter = FILTER_ZIGZAG32_SHUFFLE
       break
   }
-  return { log: text ? TEXT_LOG : DATA_LOG, filter, quality: text ? TEXT_QUALITY : DATA_QUALITY }
+  return { log: text ? TEXT_LOG : DATA_LOG, filter, quality: text ? TEXT_QUALITY : quality }
 }
 
 /** u32 little-endian deltas of the first length & ~3 bytes (wrapping; zigzag-mapped), a copy */
@@ -108,14 +118,23 @@ function delta32(b: Uint8Array, zigzag: boolean): Uint8Array {
   const out = new Uint8Array(b.byteLength)
   out.set(b)
   const n = b.byteLength >>> 2
-  const a = new DataView(out.buffer, out.byteOffset, out.byteLength)
+  // a fresh buffer: aligned, so a Uint32Array (little-endian, as every platform Node runs on) is
+  // the words without a DataView call per word
+  const a = new Uint32Array(out.buffer, 0, n)
   let prev = 0
-  for (let i = 0; i < n; i++) {
-    const x = a.getUint32(4 * i, true)
-    const d = (x - prev) | 0
-    a.setUint32(4 * i, zigzag ? ((d << 1) ^ (d >> 31)) >>> 0 : d >>> 0, true)
-    prev = x
-  }
+  if (zigzag)
+    for (let i = 0; i < n; i++) {
+      const x = a[i]
+      const d = (x - prev) | 0
+      a[i] = (d << 1) ^ (d >> 31)
+      prev = x
+    }
+  else
+    for (let i = 0; i < n; i++) {
+      const x = a[i]
+      a[i] = x - prev
+      prev = x
+    }
   return out
 }
 

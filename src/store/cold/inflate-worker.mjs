@@ -1,8 +1,11 @@
 // The thread that decompresses chunk frames ahead of a range scan (prefetch.ts): plain JavaScript,
-// no TypeScript loader needed. In: [{ id, z }] (stored frames, transferred); out: { id, raw } for
-// each (raw transferred; null when the frame does not decompress: the reader then reports it).
-import { parentPort } from 'node:worker_threads'
+// no TypeScript loader needed. In: [{ id, z }] (stored frames, transferred); out, on the port
+// `workerData.answers`: { id, raw } for each (raw transferred; null when the frame does not
+// decompress: the reader then reports it).
+import { parentPort, workerData } from 'node:worker_threads'
 import { brotliDecompressSync } from 'node:zlib'
+
+const answers = workerData.answers
 
 parentPort.on('message', (jobs) => {
   for (const { id, z, bytes } of jobs) {
@@ -13,7 +16,7 @@ parentPort.on('message', (jobs) => {
     } catch {
       raw = null
     }
-    if (raw === null) parentPort.postMessage({ id, raw: null })
-    else parentPort.postMessage({ id, raw }, [raw.buffer])
+    if (raw === null) answers.postMessage({ id, raw: null })
+    else answers.postMessage({ id, raw }, [raw.buffer])
   }
 })

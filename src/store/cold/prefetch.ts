@@ -20,7 +20,7 @@
  *   reading thread in callbacks and copies); a frame comes back as one transferred buffer.
  */
 import { openSync, closeSync, readSync } from 'node:fs'
-import { Worker } from 'node:worker_threads'
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads'
 import { crc32 } from 'node:zlib'
 import { workerExecArgv } from '../../util/worker-argv.ts'
 import type { ColMeta, Footer } from './chunk-file.ts'
@@ -43,13 +43,16 @@ let held = 0
 const sent = new Map<number, string>()
 let nextId = 1
 let worker: Worker | null = null
+/** the port the thread answers on (read by the event loop, and synchronously by `takePrefetched`) */
+let answers: MessagePort | null = null
 
 function frameKey(path: string, at: number): string {
   return `${path}\0${at}`
 }
 
-/** frames sent to the decompressing thread and not back yet */
+/** frames sent to the decompressing thread and not back yet (its answers waiting on the port taken first) */
 export function prefetchPending(): number {
+  drainAnswers()
   return sent.size
 }
 
@@ -59,6 +62,9 @@ export function takePrefetched(path: string, at: number): Buffer | undefined {
   const key = frameKey(path, at)
   const e = ready.get(key)
   if (e === undefined) return undefined
+  // answers the event loop has not delivered yet (a reader that runs without yielding to it, e.g.
+  // a consumer writing to a socket that never backs up, would otherwise never see them)
+  if (e.raw === null) drainAnswers()
   ready.delete(key)
   held -= e.bytes
   // still being decompressed: the reader does it itself, the result will be dropped
@@ -93,14 +99,33 @@ function landed(id: number, raw: Uint8Array | null): void {
   prefetchStats.ready++
 }
 
+type Answer = { id: number; raw: Uint8Array | null }
+
+/** take the thread's answers waiting on its port, without the event loop */
+function drainAnswers(): void {
+  const port = answers
+  if (port === null) return
+  for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
+    const a = m.message as Answer
+    landed(a.id, a.raw)
+  }
+}
+
 /** the decompressing thread, started on first use; one thread: at most a second core's worth */
 function thread(): Worker {
   if (worker !== null) return worker
-  const w = new Worker(new URL('./inflate-worker.mjs', import.meta.url), { execArgv: workerExecArgv() })
-  w.on('message', (m: { id: number; raw: Uint8Array | null }) => landed(m.id, m.raw))
+  const { port1, port2 } = new MessageChannel()
+  const w = new Worker(new URL('./inflate-worker.mjs', import.meta.url), {
+    execArgv: workerExecArgv(),
+    workerData: { answers: port2 },
+    transferList: [port2],
+  })
+  port1.on('message', (a: Answer) => landed(a.id, a.raw))
   const gone = () => {
     if (worker !== w) return
     worker = null
+    if (answers === port1) answers = null
+    port1.close()
     // what it had is decompressed by the readers
     for (const id of [...sent.keys()]) landed(id, null)
   }
@@ -108,7 +133,9 @@ function thread(): Worker {
   w.on('exit', gone)
   // it never keeps the process alive (after the listeners: adding one refs the thread again)
   w.unref()
+  port1.unref()
   worker = w
+  answers = port1
   return w
 }
 
