@@ -1,22 +1,47 @@
 // The thread that decompresses chunk frames ahead of a range scan (prefetch.ts): plain JavaScript,
-// no TypeScript loader needed. In: [{ id, z }] (stored frames, transferred); out, on the port
-// `workerData.answers`: { id, raw } for each (raw transferred; null when the frame does not
-// decompress: the reader then reports it).
+// no TypeScript loader needed. In: { path, jobs: [{ id, at, len, crc, bytes }] } (the stored frame
+// is `len` bytes at file offset `at` of the chunk file `path`, its crc32 `crc`, `bytes` raw bytes);
+// out, on the port `workerData.answers`: { id, raw } for each (raw transferred; null when the frame
+// cannot be read, fails its checksum or does not decompress: the reader then reads it and reports it).
+// Reading and checking the stored bytes here keeps that work off the reading thread too.
+import { closeSync, openSync, readSync } from 'node:fs'
 import { parentPort, workerData } from 'node:worker_threads'
-import { brotliDecompressSync } from 'node:zlib'
+import { brotliDecompressSync, crc32 } from 'node:zlib'
 
 const answers = workerData.answers
 
-parentPort.on('message', (jobs) => {
-  for (const { id, z, bytes } of jobs) {
+/** the stored frame, checked against its crc32; null when it cannot be read or does not match */
+function stored(fd, at, len, crc) {
+  const z = Buffer.allocUnsafe(len)
+  let done = 0
+  while (done < len) {
+    const n = readSync(fd, z, done, len - done, at + done)
+    if (n === 0) return null // a short file: the reader reports it
+    done += n
+  }
+  return crc32(z) === crc ? z : null
+}
+
+parentPort.on('message', ({ path, jobs }) => {
+  let fd = null
+  try {
+    fd = openSync(path, 'r')
+  } catch {
+    fd = null
+  }
+  for (const { id, at, len, crc, bytes } of jobs) {
     let raw = null
     try {
-      const r = brotliDecompressSync(z, { chunkSize: Math.max(64 * 1024, bytes) })
-      raw = r.byteOffset === 0 && r.buffer.byteLength === r.byteLength ? r : Buffer.from(r)
+      const z = fd === null ? null : stored(fd, at, len, crc)
+      if (z !== null) {
+        const r = brotliDecompressSync(z, { chunkSize: Math.max(64 * 1024, bytes) })
+        raw = r.byteOffset === 0 && r.buffer.byteLength === r.byteLength ? r : Buffer.from(r)
+      }
     } catch {
       raw = null
     }
     if (raw === null) answers.postMessage({ id, raw: null })
     else answers.postMessage({ id, raw }, [raw.buffer])
   }
+  if (fd !== null) closeSync(fd)
 })

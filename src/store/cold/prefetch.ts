@@ -9,9 +9,10 @@
  *   chunk file (`watch` / `noteFrame` / `collect`); a part every frame of which was decompressed
  *   while rendering chunk i-1 is fetched ahead for chunk i+1. A selective query that reads a few
  *   frames of a column fetches nothing ahead.
- * - The bytes are those the reader would decompress itself: the stored frame is read from the
- *   (immutable) file, checked against its crc32, and handed over raw (before the part's filter,
- *   which the reader applies as always). A frame not ready when the reader gets to it is
+ * - The bytes are those the reader would decompress itself: the thread reads the stored frame
+ *   from the (immutable) file, checks it against its crc32 (the reader does not check a frame it
+ *   takes again) and hands it over raw (before the part's filter, which the reader applies as
+ *   always). A frame not ready when the reader gets to it is
  *   decompressed by the reader, as without this module.
  * - Memory: at most PREFETCH_BYTES of raw frames are held, first in first out (a frame nobody
  *   took, e.g. of a stream that ended, is dropped when room is needed).
@@ -19,9 +20,7 @@
  *   whole thread pool; node's asynchronous brotli measured ~30 % of the saved time back on the
  *   reading thread in callbacks and copies); a frame comes back as one transferred buffer.
  */
-import { openSync, closeSync, readSync } from 'node:fs'
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads'
-import { crc32 } from 'node:zlib'
 import { workerExecArgv } from '../../util/worker-argv.ts'
 import type { ColMeta, Footer } from './chunk-file.ts'
 import { framesOf } from './frames.ts'
@@ -191,8 +190,17 @@ export function collect(path: string, footer: Footer): ReadWhole[] {
   return out
 }
 
+/** a frame for the thread: read `len` stored bytes at file offset `at`, check them against `crc`, decompress to `bytes` */
+interface Job {
+  id: number
+  at: number
+  len: number
+  crc: number
+  bytes: number
+}
+
 /**
- * Decompress ahead, on the thread pool, the frames of `wanted` in the chunk file `path` (footer
+ * Decompress ahead, in the decompressing thread, the frames of `wanted` in the chunk file `path` (footer
  * `footer`); `skip(m)`: true for a column the reader holds already (nothing to fetch).
  */
 export function prefetch(
@@ -202,8 +210,7 @@ export function prefetch(
   skip: (kind: string, field: string, m: ColMeta) => boolean,
 ): void {
   if (wanted.length === 0) return
-  let fd: number | null = null
-  const jobs: { id: number; z: Buffer; bytes: number }[] = []
+  const jobs: Job[] = []
   try {
     for (const w of wanted) {
       const t = w.kind === 'header' ? footer.header : footer.kinds[w.kind as keyof Footer['kinds']]
@@ -226,34 +233,19 @@ export function prefetch(
             if (held === before) break
           }
           if (held + rawLen > PREFETCH_BYTES) return
-          fd ??= openSync(path, 'r')
-          const z = Buffer.allocUnsafeSlow(p.len[j]) // its own memory: transferred to the thread
-          let done = 0
-          while (done < z.length) {
-            const n = readSync(fd, z, done, z.length - done, at + done)
-            if (n === 0) return // a short file: the reader reports it
-            done += n
-          }
-          if (crc32(z) !== f.fc[p.crc0 + j]) return // the reader reports it
           ready.set(key, { raw: null, bytes: rawLen })
           held += rawLen
           const id = nextId++
           sent.set(id, key)
-          jobs.push({ id, z, bytes: rawLen })
+          jobs.push({ id, at, len: p.len[j], crc: f.fc[p.crc0 + j], bytes: rawLen })
           prefetchStats.started++
         }
       }
     }
-  } catch {
-    // a file that cannot be read ahead is read (and its error reported) by the reader
   } finally {
-    if (fd !== null) closeSync(fd)
     if (jobs.length > 0) {
       try {
-        thread().postMessage(
-          jobs,
-          jobs.map((j) => j.z.buffer as ArrayBuffer),
-        )
+        thread().postMessage({ path, jobs })
       } catch {
         for (const j of jobs) landed(j.id, null)
       }
