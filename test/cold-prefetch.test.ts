@@ -13,7 +13,7 @@ import { executeQuery, parseQuery } from '../src/query/index.ts'
 import { coldDir, openDatasetDir, writeDatasetMeta } from '../src/store/dataset-dir.ts'
 import { CorruptChunkError } from '../src/store/cold/chunk-file.ts'
 import { frameStats } from '../src/store/cold/frames.ts'
-import { prefetchPending, prefetchStats } from '../src/store/cold/prefetch.ts'
+import { holdPrefetch, prefetchPending, prefetchStats } from '../src/store/cold/prefetch.ts'
 import { StaticStore } from '../src/store/static.ts'
 import type { BlockStore } from '../src/store/types.ts'
 import { generateBlocks } from './support/cold/gen.ts'
@@ -171,4 +171,33 @@ test('the decompressing thread hands over only stored frames that match their cr
       [3, null],
     ],
   )
+})
+
+test('a frame the reader decompressed itself before the thread got to it is skipped by the thread', async () => {
+  const blocks = generateBlocks({ seed: 25, count: 48, accounts: 500 })
+  const first = blocks[0].header.number
+  const last = blocks[blocks.length - 1].header.number
+  const dir = await dataset(blocks)
+  const body = everything(first, last)
+  const want = await lines(new StaticStore(blocks, 8), body, last)
+  const store = await openDatasetDir(dir, { cacheBytes: 1 })
+  const s0 = { ...prefetchStats }
+  const f0 = frameStats.frames
+  // the thread decompresses nothing until let go: the reader gets to every frame first
+  holdPrefetch(true)
+  const got: string[] = []
+  try {
+    for await (const b of executeQuery(store, parseQuery(body), { to: last, finalizedOnly: true })) got.push(b.line)
+  } finally {
+    holdPrefetch(false)
+  }
+  assert.deepEqual(got, want)
+  for (let waited = 0; prefetchPending() > 0 && waited < 30_000; waited += 5) await sleep(5)
+  const started = prefetchStats.started - s0.started
+  assert.ok(started > 0, 'frames were sent ahead')
+  assert.equal(prefetchStats.taken - s0.taken, 0, 'none was ready in time')
+  assert.equal(prefetchStats.ready - s0.ready, 0, 'the thread decompressed none of them')
+  assert.equal(prefetchStats.skipped - s0.skipped, started, 'it skipped every one')
+  assert.ok(frameStats.frames - f0 > started, 'the reader decompressed them')
+  await store.close()
 })

@@ -28,12 +28,35 @@ import { framesOf } from './frames.ts'
 /** raw bytes of frames decompressed ahead and not taken yet, at most */
 export const PREFETCH_BYTES = 48 * 1024 * 1024
 
-/** counters for tests and benches: frames decompressed ahead, and taken by a reader */
-export const prefetchStats = { started: 0, ready: 0, taken: 0, dropped: 0 }
+/**
+ * counters for tests and benches: frames sent ahead, decompressed ahead (`ready`), taken by a
+ * reader, dropped unread; `skipped`: left by the thread, the reader having decompressed the frame
+ * itself before the thread got to it
+ */
+export const prefetchStats = { started: 0, ready: 0, taken: 0, dropped: 0, skipped: 0 }
 
 interface Entry {
   raw: Buffer | null
   bytes: number
+  /** the job decompressing it */
+  id: number
+}
+
+/**
+ * Shared with the thread: [0] = 1 while it is held (`holdPrefetch`, tests), then a slot per job id
+ * (mod CANCEL_SLOTS), set once the reader decompressed that frame itself: the thread skips it
+ * instead of decompressing what nobody will take (a reader faster than the thread left it
+ * seconds of such work after a scan). An id sharing its slot with another job queued at the same
+ * time can only make the thread skip or decompress one frame needlessly: a reader decompresses
+ * whatever it does not find ready.
+ */
+const CANCEL_SLOTS = 1 << 16
+const control = new Int32Array(new SharedArrayBuffer(4 * (1 + CANCEL_SLOTS)))
+
+/** tests: hold the decompressing thread before its next frame (true), or let it go on (false) */
+export function holdPrefetch(on: boolean): void {
+  Atomics.store(control, 0, on ? 1 : 0)
+  if (!on) Atomics.notify(control, 0)
 }
 
 const ready = new Map<string, Entry>()
@@ -66,8 +89,11 @@ export function takePrefetched(path: string, at: number): Buffer | undefined {
   if (e.raw === null) drainAnswers()
   ready.delete(key)
   held -= e.bytes
-  // still being decompressed: the reader does it itself, the result will be dropped
-  if (e.raw === null) return undefined
+  if (e.raw === null) {
+    // still being decompressed, or not started: the reader does it itself, the thread skips it
+    Atomics.store(control, 1 + (e.id % CANCEL_SLOTS), 1)
+    return undefined
+  }
   prefetchStats.taken++
   return e.raw
 }
@@ -98,15 +124,20 @@ function landed(id: number, raw: Uint8Array | null): void {
   prefetchStats.ready++
 }
 
-type Answer = { id: number; raw: Uint8Array | null }
+/** the thread's answer to a job: the raw bytes, or null (`skipped`: on purpose, see `control`) */
+type Answer = { id: number; raw: Uint8Array | null; skipped?: boolean }
+
+function answered(a: Answer): void {
+  if (a.skipped === true) prefetchStats.skipped++
+  landed(a.id, a.raw)
+}
 
 /** take the thread's answers waiting on its port, without the event loop */
 function drainAnswers(): void {
   const port = answers
   if (port === null) return
   for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
-    const a = m.message as Answer
-    landed(a.id, a.raw)
+    answered(m.message as Answer)
   }
 }
 
@@ -116,10 +147,10 @@ function thread(): Worker {
   const { port1, port2 } = new MessageChannel()
   const w = new Worker(new URL('./inflate-worker.mjs', import.meta.url), {
     execArgv: workerExecArgv(),
-    workerData: { answers: port2 },
+    workerData: { answers: port2, control },
     transferList: [port2],
   })
-  port1.on('message', (a: Answer) => landed(a.id, a.raw))
+  port1.on('message', answered)
   const gone = () => {
     if (worker !== w) return
     worker = null
@@ -233,9 +264,10 @@ export function prefetch(
             if (held === before) break
           }
           if (held + rawLen > PREFETCH_BYTES) return
-          ready.set(key, { raw: null, bytes: rawLen })
-          held += rawLen
           const id = nextId++
+          ready.set(key, { raw: null, bytes: rawLen, id })
+          Atomics.store(control, 1 + (id % CANCEL_SLOTS), 0)
+          held += rawLen
           sent.set(id, key)
           jobs.push({ id, at, len: p.len[j], crc: f.fc[p.crc0 + j], bytes: rawLen })
           prefetchStats.started++
