@@ -138,21 +138,54 @@ function delta32(b: Uint8Array, zigzag: boolean): Uint8Array {
   return out
 }
 
-/** byte j of each u32 of the first length & ~3 bytes, for j = 0..3 in turn (the rest as is), a copy */
-function shuffle32(b: Uint8Array): Uint8Array {
+/**
+ * FILTER_ZIGZAG32_SHUFFLE in one pass, a copy: the zigzag deltas of the u32 words of the first
+ * length & ~3 bytes (as delta32), byte j of each at [j * n + i] for j = 0..3 (the rest as is)
+ */
+function zigzagShuffle32(b: Uint8Array): Uint8Array {
   const n = b.byteLength >>> 2
   const out = new Uint8Array(b.byteLength)
-  for (let j = 0; j < 4; j++) for (let i = 0; i < n; i++) out[j * n + i] = b[4 * i + j]
+  // parts of u32 words are views on aligned arrays; a copy for any other
+  const w =
+    b.byteOffset % 4 === 0
+      ? new Uint32Array(b.buffer, b.byteOffset, n)
+      : new Uint32Array(new Uint8Array(b.subarray(0, 4 * n)).buffer)
+  const n2 = 2 * n
+  const n3 = 3 * n
+  let prev = 0
+  for (let i = 0; i < n; i++) {
+    const x = w[i]
+    const d = (x - prev) | 0
+    prev = x
+    const z = (d << 1) ^ (d >> 31)
+    // a byte array stores the low 8 bits
+    out[i] = z
+    out[n + i] = z >>> 8
+    out[n2 + i] = z >>> 16
+    out[n3 + i] = z >>> 24
+  }
   out.set(b.subarray(4 * n), 4 * n)
   return out
 }
 
-/** undo shuffle32 in place over bytes [pos, pos + len) of out */
-function unshuffle32(out: Uint8Array, pos: number, len: number): void {
+/** undo zigzagShuffle32 in place over bytes [pos, pos + len) of out, in one pass */
+function unzigzagShuffle32(out: Uint8Array, pos: number, len: number): void {
   const n = len >>> 2
   // a copy (Buffer's slice would be a view)
   const src = new Uint8Array(out.subarray(pos, pos + 4 * n))
-  for (let j = 0; j < 4; j++) for (let i = 0; i < n; i++) out[pos + 4 * i + j] = src[j * n + i]
+  const n2 = 2 * n
+  const n3 = 3 * n
+  let prev = 0
+  let p = pos
+  for (let i = 0; i < n; i++) {
+    const z = src[i] | (src[n + i] << 8) | (src[n2 + i] << 16) | (src[n3 + i] << 24)
+    prev = (prev + ((z >>> 1) ^ -(z & 1))) | 0
+    out[p] = prev
+    out[p + 1] = prev >>> 8
+    out[p + 2] = prev >>> 16
+    out[p + 3] = prev >>> 24
+    p += 4
+  }
 }
 
 /** undo delta32 in place over bytes [pos, pos + len) of out */
@@ -242,9 +275,12 @@ export async function compressFrames(e: Enc, parts: readonly Uint8Array[], frame
     for (let a = 0; a < p.byteLength; a += size) {
       const part = p.subarray(a, Math.min(p.byteLength, a + size))
       // stored filtered, compressed or not
-      let raw = filter === FILTER_NONE ? part : delta32(part, filter !== FILTER_DELTA32)
-      if (filter === FILTER_ZIGZAG32_SHUFFLE) raw = shuffle32(raw)
-      const r = raw
+      const r =
+        filter === FILTER_NONE
+          ? part
+          : filter === FILTER_ZIGZAG32_SHUFFLE
+            ? zigzagShuffle32(part)
+            : delta32(part, filter !== FILTER_DELTA32)
       const lgwin = Math.min(24, Math.max(16, log + 1))
       jobs.push(brotli(r, quality, lgwin).then((z) => (z.byteLength < r.byteLength ? [z, true] : [r, false])))
     }
@@ -334,10 +370,8 @@ export function inflateFrame(
     if (raw.byteLength !== rawLen) throw fail(`frame decompressed to ${raw.byteLength} bytes, ${rawLen} expected`)
     out.set(raw, pos)
   }
-  if (p.filter === FILTER_ZIGZAG32_SHUFFLE) {
-    unshuffle32(out, pos, rawLen)
-    undelta32(out, pos, rawLen, true)
-  } else if (p.filter === FILTER_DELTA32 || p.filter === FILTER_ZIGZAG32)
+  if (p.filter === FILTER_ZIGZAG32_SHUFFLE) unzigzagShuffle32(out, pos, rawLen)
+  else if (p.filter === FILTER_DELTA32 || p.filter === FILTER_ZIGZAG32)
     undelta32(out, pos, rawLen, p.filter === FILTER_ZIGZAG32)
   else if (p.filter !== FILTER_NONE) throw fail(`unknown frame filter ${p.filter}`)
 }
