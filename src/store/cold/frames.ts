@@ -19,8 +19,8 @@
  * stored 8.9 MB per 41.6 MB raw chunk, zstd level 9 (through wasm) 11.8 MB, deflate 10.9 MB;
  * brotli ships with Node (synchronous, which the synchronous read path needs), zstd does not in
  * Node 20. Quality by part (`framing`): 6 for text (dictionaries, plain strings, JSON), 5 for the
- * binary parts (codes, offsets, postings), where higher qualities gain under 1% for up to 2x the
- * time. Measured on a 21-block chunk of 1,500-transaction generated blocks (per block, brotli
+ * binary parts (codes, offsets, positions), where higher qualities gain under 1% for up to 2x the
+ * time, 4 for list posting offsets and rows (POSTINGS_QUALITY). Measured on a 21-block chunk of 1,500-transaction generated blocks (per block, brotli
  * CPU): text at 7 with the earlier filters stored 6.667 MB (48.5 ms); text at 6 alone would store
  * 1.2% more (39.2 ms); the grouped zigzag filter on offsets and u32 columns stores ~97 KB less
  * (1.3%) and compresses those parts faster, so text at 6 with it stores 6.653 MB, a little less
