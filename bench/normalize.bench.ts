@@ -11,11 +11,12 @@
  *    data/mainnet (and data/sample/*.jsonl.gz), parsed once and normalized repeatedly;
  * 3. JSON parse throughput of `parseJsonExact` against plain `JSON.parse` on the same texts.
  */
+import { execFileSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { loadavg } from 'node:os'
 import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { gunzipSync } from 'node:zlib'
 import { toArchiveLine } from '../src/ingest/archive.ts'
 import { BlockGenerator, loadTemplates } from '../src/ingest/generate.ts'
@@ -25,6 +26,7 @@ import { parseJsonExact } from '../src/rpc/json.ts'
 import { parseElement, splitTransactions } from '../src/rpc/split.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import type { ArchiveLine, RpcBlock } from '../src/rpc/types.ts'
+import { PARSE_YOUNG_GENERATION_MB } from '../src/util/worker-argv.ts'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 
@@ -174,10 +176,10 @@ function stages(texts: readonly string[], rounds: number): Stages {
   const parsed = texts.map((t) => toArchiveLine(parseJsonExact(t)))
   const prepared = texts.map((t) => refPrepare(JSON.parse(t) as ArchiveLine))
   const fns: Record<keyof Stages, () => number> = {
-    split: () => sumOver(texts, (t) => splitTransactions(t, ARCHIVE)?.spans.length ?? 0),
+    split: () => sumOver(texts, (t) => splitTransactions(t, ARCHIVE, true)?.spans.length ?? 0),
     parse: () =>
       sumOver(texts, (t) => {
-        const sp = splitTransactions(t, ARCHIVE)!
+        const sp = splitTransactions(t, ARCHIVE, true)!
         let n = 0
         for (let i = 0; i < sp.spans.length / 2; i++) if (parseElement(t, sp, i) !== null) n++
         return n + (parseJsonExact(sp.skeleton) !== null ? 1 : 0)
@@ -212,8 +214,8 @@ function sumOver<T>(items: readonly T[], fn: (x: T) => number): number {
   return n
 }
 
-async function vsReference(): Promise<string[]> {
-  const load0 = loadavg()[0]
+/** One table row per source: parse + normalize and normalize alone, both pipelines, ratios. */
+export function duelRows(label = '', withStages = true): { rows: string[]; stageRows: string[] } {
   const rows: string[] = []
   const stageRows: string[] = []
   for (const s of duelSources(4)) {
@@ -223,18 +225,45 @@ async function vsReference(): Promise<string[]> {
     const oursLines = s.texts.map((t) => toArchiveLine(parseJsonExact(t)))
     const refLines = s.texts.map((t) => refPrepare(JSON.parse(t) as ArchiveLine))
     const alone = duel(oursLines, oursParsed, refLines, refParsed, rounds)
-    const st = stages(s.texts, 6)
     const ms = (x: number) => x.toFixed(1)
-    stageRows.push(
-      `| ${s.name} | ${ms(st.split)} | ${ms(st.parse)} | ${ms(st.normalize)} | ${ms(st.total)} | ${ms(st.refParse)} | ${ms(st.refMap)} | ${ms(st.refTotal)} |`,
-    )
+    if (withStages) {
+      const st = stages(s.texts, 6)
+      stageRows.push(
+        `| ${s.name} | ${ms(st.split)} | ${ms(st.parse)} | ${ms(st.normalize)} | ${ms(st.total)} | ${ms(st.refParse)} | ${ms(st.refMap)} | ${ms(st.refTotal)} |`,
+      )
+    }
     const txs = oursLines.reduce((a, l) => a + (l.block.transactions?.length ?? 0), 0)
     const per = (ms: number) => fmt((s.texts.length * rounds) / (ms / 1000))
     const ratio = (d: Duel, k: keyof Cost) => (d.ref[k] / d.ours[k]).toFixed(2)
+    const cpuPer = (c: Cost) => ms(c.cpu / (s.texts.length * rounds))
     rows.push(
-      `| ${s.name} | ${s.texts.length} | ${fmt(txs / s.texts.length)} | ${mb.toFixed(1)} | ${per(e2e.ours.wall)} | ${per(e2e.ref.wall)} | **${ratio(e2e, 'wall')}** | ${ratio(e2e, 'cpu')} | ${per(alone.ours.wall)} | ${per(alone.ref.wall)} | **${ratio(alone, 'wall')}** | ${ratio(alone, 'cpu')} |`,
+      `| ${s.name}${label} | ${s.texts.length} | ${fmt(txs / s.texts.length)} | ${mb.toFixed(1)} | ${per(e2e.ours.wall)} | ${per(e2e.ref.wall)} | **${ratio(e2e, 'wall')}** | ${cpuPer(e2e.ours)} / ${cpuPer(e2e.ref)} | **${ratio(e2e, 'cpu')}** | ${per(alone.ours.wall)} | ${per(alone.ref.wall)} | **${ratio(alone, 'wall')}** | ${cpuPer(alone.ours)} / ${cpuPer(alone.ref)} | **${ratio(alone, 'cpu')}** |`,
     )
   }
+  return { rows, stageRows }
+}
+
+/** The young generation of the parse threads (src/util/worker-argv.ts) as V8's semi-space size. */
+const SEMI_SPACE_MB = PARSE_YOUNG_GENERATION_MB / 3
+
+/**
+ * `duelRows` in a child process whose young generation is the one solportal gives the threads
+ * that parse and normalize (import workers, block decoding workers), for both pipelines.
+ */
+function duelRowsInChild(): string[] {
+  const code = `import(${JSON.stringify(pathToFileURL(fileURLToPath(import.meta.url)).href)}).then((m) => process.stdout.write(JSON.stringify(m.duelRows(${JSON.stringify(` (${PARSE_YOUNG_GENERATION_MB} MB young generation)`)}, false).rows)))`
+  const out = execFileSync(
+    process.execPath,
+    [`--max-semi-space-size=${SEMI_SPACE_MB}`, '--import', 'tsx', '--input-type=module', '-e', code],
+    { cwd: root, maxBuffer: 1 << 24, encoding: 'utf8' },
+  )
+  return JSON.parse(out) as string[]
+}
+
+async function vsReference(): Promise<string[]> {
+  const load0 = loadavg()[0]
+  const { rows, stageRows } = duelRows()
+  rows.push(...duelRowsInChild())
   const load1 = loadavg()[0]
   return [
     '## solportal vs the reference normalizer (one core)',
@@ -243,17 +272,22 @@ async function vsReference(): Promise<string[]> {
     '`mapRpcBlock` (`@subsquid/solana-normalization`); solportal: `normalizeArchiveText` (u64 exact,',
     'format checks, d1..d8; parse + normalize one transaction at a time) and, alone, `normalizeBlock`',
     'on the `parseJsonExact` result. Ratio = solportal speed / reference speed, from wall time, and',
-    'from process CPU time (what other work on a shared machine disturbs least).',
+    'from process CPU time (what other work on a shared machine disturbs least); CPU ms per block',
+    `shown as solportal / reference. The rows marked "${PARSE_YOUNG_GENERATION_MB} MB young generation" ran in a child`,
+    `process with V8's semi-spaces at ${SEMI_SPACE_MB} MB (\`--max-semi-space-size\`), the young generation solportal gives`,
+    'its import and block decoding threads (`parseWorkerLimits`), both pipelines alike; the other rows',
+    "with V8's default (16 MB semi-spaces).",
     '',
-    '| blocks | n | tx/block | MB | parse+normalize blocks/s | reference | ratio | ratio, CPU time | normalize alone blocks/s | reference | ratio | ratio, CPU time |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| blocks | n | tx/block | MB | parse+normalize blocks/s | reference | ratio | CPU ms/block | ratio, CPU time | normalize alone blocks/s | reference | ratio | CPU ms/block | ratio, CPU time |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
-    'Where the time goes: each stage run alone over the same blocks (stages in turn, 6 rounds), process',
-    'CPU milliseconds per block. solportal: the split of the block text into transactions; the split',
-    'plus `parseJsonExact` of every transaction and of the rest of the block; `normalizeBlock` of the',
-    'parsed block; `normalizeArchiveText` (the split, parse and normalize of one transaction at a',
-    'time). Reference: `JSON.parse` of the block; `mapRpcBlock` of the parsed block (votes dropped',
+    'Where the time goes (default young generation): each stage run alone over the same blocks',
+    '(stages in turn, 6 rounds), process CPU milliseconds per block. solportal: the split of the',
+    'block text into transactions (the guessed cut, src/rpc/split.ts); the split plus the exact',
+    'parse of every transaction and of the rest of the block; `normalizeBlock` of the parsed block;',
+    '`normalizeArchiveText` (the split, parse and normalize of one transaction at a time).',
+    'Reference: `JSON.parse` of the block; `mapRpcBlock` of the parsed block (votes dropped',
     'beforehand, not timed); both with the vote drop.',
     '',
     '| blocks | split | split + parse | normalize alone | parse+normalize | reference `JSON.parse` | reference normalize alone | reference parse+normalize |',

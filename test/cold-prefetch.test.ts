@@ -3,12 +3,17 @@
 // decompressing thread, and its lines are those of the same query read without it (and of the
 // in-memory store).
 import assert from 'node:assert/strict'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { MessageChannel, Worker } from 'node:worker_threads'
+import { brotliCompressSync, crc32 } from 'node:zlib'
 import { executeQuery, parseQuery } from '../src/query/index.ts'
 import { coldDir, openDatasetDir, writeDatasetMeta } from '../src/store/dataset-dir.ts'
+import { CorruptChunkError } from '../src/store/cold/chunk-file.ts'
 import { frameStats } from '../src/store/cold/frames.ts'
-import { prefetchPending, prefetchStats } from '../src/store/cold/prefetch.ts'
+import { holdPrefetch, prefetchPending, prefetchStats } from '../src/store/cold/prefetch.ts'
 import { StaticStore } from '../src/store/static.ts'
 import type { BlockStore } from '../src/store/types.ts'
 import { generateBlocks } from './support/cold/gen.ts'
@@ -104,5 +109,95 @@ test('a reader that never yields to the event loop still takes the frames decomp
   }
   assert.deepEqual(got, want)
   assert.ok(prefetchStats.taken > s0.taken, 'frames decompressed ahead were taken')
+  await store.close()
+})
+
+test('a damaged frame read ahead is reported, not decompressed into other lines', async () => {
+  const blocks = generateBlocks({ seed: 23, count: 48, accounts: 500 })
+  const first = blocks[0].header.number
+  const last = blocks[blocks.length - 1].header.number
+  const dir = await dataset(blocks)
+  // damage the stored frames of a chunk that is read ahead (chunk 3 of 6): a byte in every 4 KiB
+  // of its column data (the footer at its end left whole)
+  const files = readdirSync(join(coldDir(dir), 'chunks'))
+    .filter((f) => !f.startsWith('.'))
+    .sort()
+  assert.equal(files.length, 6)
+  const victim = join(coldDir(dir), 'chunks', files[3])
+  const buf = readFileSync(victim)
+  for (let k = 64; k < buf.length / 2; k += 4096) buf[k] ^= 0x5a
+  writeFileSync(victim, buf)
+  const store = await openDatasetDir(dir, { cacheBytes: 1 })
+  const s0 = { ...prefetchStats }
+  await assert.rejects(lines(store, everything(first, last), last), CorruptChunkError)
+  assert.ok(prefetchStats.started > s0.started, 'frames were read ahead')
+  await store.close()
+})
+
+test('the decompressing thread hands over only stored frames that match their crc32', async () => {
+  const data = Buffer.from('frame '.repeat(5000))
+  const z = brotliCompressSync(data)
+  const file = join(tempDir(), 'frames')
+  writeFileSync(file, Buffer.concat([Buffer.from('head'), z]))
+  const { port1, port2 } = new MessageChannel()
+  const w = new Worker(new URL('../src/store/cold/inflate-worker.mjs', import.meta.url), {
+    workerData: { answers: port2 },
+    transferList: [port2],
+  })
+  const answers: { id: number; raw: Uint8Array | null }[] = []
+  const got = new Promise<void>((resolve) =>
+    port1.on('message', (m: { id: number; raw: Uint8Array | null }) => {
+      answers.push(m)
+      if (answers.length === 3) resolve()
+    }),
+  )
+  const job = { at: 4, len: z.length, bytes: data.length }
+  w.postMessage({
+    path: file,
+    jobs: [
+      { id: 1, ...job, crc: crc32(z) },
+      { id: 2, ...job, crc: (crc32(z) + 1) >>> 0 }, // not the stored bytes' checksum
+      { id: 3, ...job, len: z.length + 10, crc: crc32(z) }, // past the end of the file
+    ],
+  })
+  await got
+  port1.close()
+  await w.terminate()
+  assert.deepEqual(
+    answers.map((a) => [a.id, a.raw === null ? null : Buffer.from(a.raw).equals(data)]),
+    [
+      [1, true],
+      [2, null],
+      [3, null],
+    ],
+  )
+})
+
+test('a frame the reader decompressed itself before the thread got to it is skipped by the thread', async () => {
+  const blocks = generateBlocks({ seed: 25, count: 48, accounts: 500 })
+  const first = blocks[0].header.number
+  const last = blocks[blocks.length - 1].header.number
+  const dir = await dataset(blocks)
+  const body = everything(first, last)
+  const want = await lines(new StaticStore(blocks, 8), body, last)
+  const store = await openDatasetDir(dir, { cacheBytes: 1 })
+  const s0 = { ...prefetchStats }
+  const f0 = frameStats.frames
+  // the thread decompresses nothing until let go: the reader gets to every frame first
+  holdPrefetch(true)
+  const got: string[] = []
+  try {
+    for await (const b of executeQuery(store, parseQuery(body), { to: last, finalizedOnly: true })) got.push(b.line)
+  } finally {
+    holdPrefetch(false)
+  }
+  assert.deepEqual(got, want)
+  for (let waited = 0; prefetchPending() > 0 && waited < 30_000; waited += 5) await sleep(5)
+  const started = prefetchStats.started - s0.started
+  assert.ok(started > 0, 'frames were sent ahead')
+  assert.equal(prefetchStats.taken - s0.taken, 0, 'none was ready in time')
+  assert.equal(prefetchStats.ready - s0.ready, 0, 'the thread decompressed none of them')
+  assert.equal(prefetchStats.skipped - s0.skipped, started, 'it skipped every one')
+  assert.ok(frameStats.frames - f0 > started, 'the reader decompressed them')
   await store.close()
 })

@@ -126,6 +126,7 @@ test('shapes the split does not follow fall back to the plain path (same result 
     ['not an object', '[' + text + ']'],
     ['truncated', text.slice(0, text.length - 100)],
     ['unterminated string', text.slice(0, text.indexOf('"accountKeys"') + 5)],
+    ['an escaped key with a control character', text.replace('"blockTime":', '"blockTim\\u0065\t":')],
   ]
   for (const [what, t] of cases) same(t, what)
   const errored = cases.map(([, t]) => viaText(t)).filter((r) => 'error' in r)
@@ -173,4 +174,52 @@ test('splitTransactions: each element parses to what the whole parse has there',
     splitTransactions(`{"jsonrpc":"2.0","result":${bare},"id":1}`, ['result'])?.spans.length,
     split.spans.length,
   )
+})
+
+/** the text of the first transaction up to its first `:` (what a guessed split looks for) */
+function opening(text: string): string {
+  const at = text.indexOf('"transactions":[') + '"transactions":['.length
+  return text.slice(at, text.indexOf(':', at) + 1)
+}
+
+test('guessed split: the exact elements on real blocks, big integers in and out of strings', () => {
+  const text = mainnetText()
+  const exact = splitTransactions(text, ['block'])!
+  const guessed = splitTransactions(text, ['block'], true)!
+  assert.equal(guessed.guessed, true)
+  assert.equal(exact.guessed, false)
+  assert.deepStrictEqual(guessed.spans, exact.spans)
+  assert.equal(guessed.skeleton, exact.skeleton)
+  // the big balances are found where the exact split finds them
+  for (let i = 0; i < exact.bigInts.length; i++) {
+    if ((exact.bigInts[i]?.length ?? 0) > 0) assert.deepStrictEqual(guessed.bigInts[i], exact.bigInts[i])
+  }
+  const synth = synthText()
+  const g = splitTransactions(synth, ['block'], true)!
+  assert.equal(g.guessed, true)
+  // the first transaction has u64 balances outside strings and big-integer-like text in a log line
+  assert.ok(g.bigInts[0]!.length >= 6)
+  const whole = parseJsonExact(synth) as { block: { transactions: unknown[] } }
+  assert.equal(g.spans.length / 2, whole.block.transactions.length)
+  for (let i = 0; i < g.spans.length / 2; i++)
+    assert.deepStrictEqual(parseElement(synth, g, i), whole.block.transactions[i])
+})
+
+test('guessed split: a nested value that looks like the start of a transaction is cut, and the exact split used', () => {
+  const synth = synthText()
+  const decoy = synth.replace('"accountKeys":[', `"decoy":[{},${opening(synth)}1}],"accountKeys":[`)
+  assert.notEqual(decoy, synth)
+  const exact = splitTransactions(decoy, ['block'])!
+  const guessed = splitTransactions(decoy, ['block'], true)!
+  assert.equal(guessed.guessed, true)
+  assert.equal(guessed.spans.length / 2, exact.spans.length / 2 + 1, 'the decoy adds a cut')
+  assert.throws(() => parseElement(decoy, guessed, 0))
+  same(decoy, 'decoy')
+  const r = viaText(decoy) as NormalizeResult
+  assert.equal(r.block.transactions.length, 2)
+  // whitespace between the elements, as pretty printers write it
+  const spaced = synth.replaceAll('},{', '},\n  {')
+  const s = splitTransactions(spaced, ['block'], true)!
+  assert.equal(s.spans.length / 2, 2)
+  same(spaced, 'spaced')
 })

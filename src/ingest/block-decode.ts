@@ -150,8 +150,10 @@ function decodeSplit(
   opts: NormalizeOptions,
   marks?: DecodeMarks,
   part?: DecodePart,
+  exact = false,
 ): DecodedEnvelope | null {
-  const split = splitTransactions(text, ANSWER_PATH)
+  // the guessed cut (src/rpc/split.ts) is checked by parsing every element: not for a part
+  const split = splitTransactions(text, ANSWER_PATH, !exact && part === undefined)
   if (split === null) return null
   let body: { result?: unknown; error?: unknown } | null
   try {
@@ -165,6 +167,7 @@ function decodeSplit(
   if (marks) marks.parsed = wallNow()
   const count = split.spans.length / 2
   const votes = new Uint8Array(count)
+  let unparsed = false
   const source: TransactionSource = {
     count,
     at(i: number): RpcTransaction {
@@ -172,6 +175,7 @@ function decodeSplit(
       try {
         tx = parseElement(text, split, i) as RpcTransaction
       } catch {
+        unparsed = true
         throw GIVE_UP
       }
       if (checkTransactionShape(tx, i) !== null) throw GIVE_UP
@@ -186,7 +190,8 @@ function decodeSplit(
   try {
     r = normalizeBlockFrom({ slot, block: body.result as RpcBlock }, opts, source, range)
   } catch {
-    return null
+    // a guessed cut that did not parse: cut exactly
+    return unparsed && split.guessed ? decodeSplit(text, slot, opts, marks, part, true) : null
   }
   if (marks) marks.normalized = wallNow()
   if (missingOf(count, (i) => votes[i] === 1 || i < from || i >= to, r.block) !== null) return null

@@ -23,7 +23,7 @@ import { isPackedBlock, joinPacked, type PackedBlock } from '../store/packed-blo
 import type { FromBlockWorker, ToBlockWorker } from './block-worker.ts'
 import type { BlockDecoder } from './rpc.ts'
 import { wallNow } from '../util/wall-clock.ts'
-import { workerExecArgv } from '../util/worker-argv.ts'
+import { parseWorkerLimits, workerExecArgv } from '../util/worker-argv.ts'
 
 interface Pending {
   resolve: (env: DecodedEnvelope) => void
@@ -68,6 +68,7 @@ export class BlockWorkerPool implements BlockDecoder {
     const w = new Worker(new URL('./block-worker.mjs', import.meta.url), {
       workerData: this.normalize,
       execArgv: workerExecArgv(),
+      resourceLimits: parseWorkerLimits(),
     })
     const slot: Slot = { w, pending: new Map(), dead: false }
     const fail = (err: Error) => {

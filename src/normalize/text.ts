@@ -10,7 +10,7 @@
  */
 import { parseJsonExact } from '../rpc/json.ts'
 import { toArchiveLine } from '../rpc/line.ts'
-import { parseElement, splitTransactions } from '../rpc/split.ts'
+import { parseElement, splitTransactions, type SplitBlock } from '../rpc/split.ts'
 import type { RpcTransaction } from '../rpc/types.ts'
 import { normalizeBlock, normalizeBlockFrom, type NormalizeOptions, type NormalizeResult } from './normalize.ts'
 
@@ -21,31 +21,39 @@ const PIECE_FAILED = new Error('a transaction did not parse')
 
 /** Normalizes one archive line (`{"slot", "hash", "height", "block"}`) given as JSON text. */
 export function normalizeArchiveText(text: string, opts?: NormalizeOptions): NormalizeResult {
-  const split = splitTransactions(text, ARCHIVE_PATH)
-  if (split !== null) {
-    let line
-    try {
-      line = toArchiveLine(parseJsonExact(split.skeleton))
-    } catch {
-      line = null
-    }
-    if (line !== null) {
-      const source = {
-        count: split.spans.length / 2,
-        at(i: number): RpcTransaction {
-          try {
-            return parseElement(text, split, i) as RpcTransaction
-          } catch {
-            throw PIECE_FAILED
-          }
-        },
-      }
-      try {
-        return normalizeBlockFrom(line, opts, source)
-      } catch (e) {
-        if (e !== PIECE_FAILED) throw e
-      }
-    }
+  // the guessed cut first; when a piece fails, the exact cut, then the whole text
+  for (const guess of [true, false]) {
+    const split = splitTransactions(text, ARCHIVE_PATH, guess)
+    if (split === null) break
+    const r = normalizeSplit(text, split, opts)
+    if (r !== null) return r
+    if (!split.guessed) break
   }
   return normalizeBlock(toArchiveLine(parseJsonExact(text)), opts)
+}
+
+/** The block normalized one transaction at a time, or null when a piece does not parse. */
+function normalizeSplit(text: string, split: SplitBlock, opts: NormalizeOptions | undefined): NormalizeResult | null {
+  let line
+  try {
+    line = toArchiveLine(parseJsonExact(split.skeleton))
+  } catch {
+    return null
+  }
+  const source = {
+    count: split.spans.length / 2,
+    at(i: number): RpcTransaction {
+      try {
+        return parseElement(text, split, i) as RpcTransaction
+      } catch {
+        throw PIECE_FAILED
+      }
+    },
+  }
+  try {
+    return normalizeBlockFrom(line, opts, source)
+  } catch (e) {
+    if (e !== PIECE_FAILED) throw e
+    return null
+  }
 }

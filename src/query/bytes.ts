@@ -19,7 +19,7 @@ export class LineBuf {
   start = 0
 
   constructor(size = 1 << 16) {
-    this.buf = Buffer.allocUnsafe(size)
+    this.buf = Buffer.allocUnsafeSlow(size)
     this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length)
   }
 
@@ -29,7 +29,7 @@ export class LineBuf {
     if (need <= this.buf.length) return
     let size = this.buf.length * 2
     while (size < need) size *= 2
-    const b = Buffer.allocUnsafe(size)
+    const b = Buffer.allocUnsafeSlow(size)
     // the line being written keeps its positions (writers hold them); the lines taken before it
     // stay where their views are
     this.buf.copy(b, this.start, this.start, this.pos)
@@ -97,13 +97,57 @@ export class LineBuf {
     const n = this.pos - this.start
     const out = this.buf.subarray(this.start, this.pos)
     if (n >= HANDOVER || this.pos >= SEGMENT) {
-      this.buf = Buffer.allocUnsafe(n >= HANDOVER ? n + (n >>> 2) : SEGMENT + HANDOVER)
+      // a big line alone in its buffer: the buffer may come back (`recycleLine`) once written
+      if (n >= HANDOVER && this.start === 0 && this.buf.byteOffset === 0) ALONE.add(this.buf.buffer)
+      const size = n >= HANDOVER ? n + (n >>> 2) : SEGMENT + HANDOVER
+      this.buf = spareBuffer(size) ?? Buffer.allocUnsafeSlow(size)
       this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length)
       this.pos = 0
     }
     this.start = this.pos
     return out
   }
+}
+
+/**
+ * The memory of big lines (`takeLine`: a buffer each) that their consumer gave back once done
+ * with every byte (`recycleLine`), for the lines rendered next: a wide query writes a buffer of
+ * ~1 MB per block, and fresh memory costs its allocation, the kernel's page faults on first
+ * write and garbage collections for the external memory. At most SPARE_BYTES are kept.
+ */
+const spare: ArrayBuffer[] = []
+let spareBytes = 0
+const SPARE_BYTES = 16 << 20
+/** counters for tests: line buffers given back, and reused for a later line */
+export const lineStats = { recycled: 0, reused: 0 }
+/** buffers holding one line taken whole and not given back yet */
+const ALONE = new WeakSet<ArrayBufferLike>()
+
+function spareBuffer(size: number): Buffer | null {
+  for (let k = spare.length - 1; k >= 0; k--) {
+    const ab = spare[k]
+    if (ab.byteLength < size) continue
+    spare.splice(k, 1)
+    spareBytes -= ab.byteLength
+    lineStats.reused++
+    return Buffer.from(ab)
+  }
+  return null
+}
+
+/**
+ * A consumer done with a line `takeLine` returned (a view of it from its start, e.g. the line
+ * with its newline): when the line had its buffer to itself, the buffer is reused for a later
+ * line. The caller must hold no other view of the line (nor hand it on); other buffers are ignored.
+ */
+export function recycleLine(line: Uint8Array): void {
+  const ab = line.buffer
+  if (line.byteOffset !== 0 || !ALONE.delete(ab)) return
+  if (ab.byteLength > SPARE_BYTES) return
+  while (spareBytes + ab.byteLength > SPARE_BYTES) spareBytes -= spare.shift()!.byteLength
+  spare.push(ab as ArrayBuffer)
+  spareBytes += ab.byteLength
+  lineStats.recycled++
 }
 
 /** lines from this many bytes get a buffer of their own (`LineBuf.takeLine`) */

@@ -22,9 +22,15 @@ export interface SplitBlock {
   spans: number[]
   /**
    * per element: the big-integer tokens in it ([start, end, ...], see `bigIntegerAt`), or null
-   * when the element is not an object or array (then parse it with `parseJsonExact`)
+   * when the element is not an object or array (then parse it with `parseJsonExact`); when
+   * `guessed`, the tokens that look like big integers, some maybe inside strings
    */
   bigInts: (number[] | null)[]
+  /**
+   * true when the elements were cut by `splitTransactions(text, path, true)`'s guess: the spans
+   * are the elements only if every one of them parses (see there)
+   */
+  guessed: boolean
 }
 
 /** The value of one element of a split block, exact integers (`parseJsonExact` of its text). */
@@ -32,7 +38,14 @@ export function parseElement(text: string, split: SplitBlock, i: number): unknow
   const start = split.spans[2 * i]
   const end = split.spans[2 * i + 1]
   const big = split.bigInts[i]
-  return big === null ? parseJsonExact(text.slice(start, end)) : parseJsonQuoting(text, start, end, big)
+  if (big === null) return parseJsonExact(text.slice(start, end))
+  if (!split.guessed || big.length === 0) return parseJsonQuoting(text, start, end, big)
+  // guessed: big-integer-looking tokens, maybe inside strings (as in `parseJsonExact`)
+  try {
+    return parseJsonQuoting(text, start, end, big)
+  } catch {
+    return parseJsonQuoting(text, start, end, outsideStrings(text, big, start))
+  }
 }
 
 /**
@@ -41,9 +54,14 @@ export function parseElement(text: string, split: SplitBlock, i: number): unknow
  * `['result']` for a JSON-RPC response) and returns the text of every element. Null when the text
  * does not have that shape (no such array, a key met twice on the way, anything the scan does not
  * expect): the caller then parses the whole text, which also reports any syntax error.
+ *
+ * `guess`: the elements are cut without reading them (`guessElements`), which is several times
+ * cheaper than counting brackets through them, but right only when every element then parses:
+ * for callers that parse every element and, when one fails, split again without `guess`
+ * (`guessed` is set on such a split).
  */
-export function splitTransactions(text: string, path: readonly string[]): SplitBlock | null {
-  const s = new Scanner(text)
+export function splitTransactions(text: string, path: readonly string[], guess = false): SplitBlock | null {
+  const s = new Scanner(text, guess)
   try {
     return s.top(path)
   } catch (e) {
@@ -52,7 +70,7 @@ export function splitTransactions(text: string, path: readonly string[]): SplitB
   }
 }
 
-import { bigIntegerAt, parseJsonExact, parseJsonQuoting } from './json.ts'
+import { bigIntegerAt, findCandidates, outsideStrings, parseJsonExact, parseJsonQuoting } from './json.ts'
 
 const GIVE_UP = new Error('not the expected shape')
 const NO_BIG_INTS: number[] = []
@@ -68,7 +86,12 @@ interface Found {
 class Scanner {
   private i = 0
 
-  constructor(private readonly text: string) {}
+  constructor(
+    private readonly text: string,
+    private readonly guess: boolean,
+  ) {}
+
+  private guessedSplit = false
 
   private fail(): never {
     throw GIVE_UP
@@ -105,7 +128,13 @@ class Scanner {
     const start = this.i
     const end = this.skipString()
     const raw = this.text.slice(start + 1, end - 1)
-    return raw.indexOf('\\') < 0 ? raw : (JSON.parse(this.text.slice(start, end)) as string)
+    if (raw.indexOf('\\') < 0) return raw
+    try {
+      return JSON.parse(this.text.slice(start, end)) as string
+    } catch {
+      // not a valid string: the whole parse reports it (with its position in the whole text)
+      this.fail()
+    }
   }
 
   /** moves past one value (any JSON value; not validated beyond its extent) */
@@ -140,7 +169,12 @@ class Scanner {
     this.ws()
     if (found === null || this.i !== this.text.length) return null
     const t = this.text
-    return { skeleton: t.slice(0, found.open + 1) + t.slice(found.close), spans: found.spans, bigInts: found.bigInts }
+    return {
+      skeleton: t.slice(0, found.open + 1) + t.slice(found.close),
+      spans: found.spans,
+      bigInts: found.bigInts,
+      guessed: this.guessedSplit,
+    }
   }
 
   /**
@@ -197,6 +231,19 @@ class Scanner {
       this.i++
       return { open, close: this.i - 1, spans, bigInts }
     }
+    if (this.guess) {
+      const end = guessElements(t, this.i, spans, bigInts)
+      if (end >= 0) {
+        this.guessedSplit = true
+        this.i = end
+        this.ws()
+        if (t.charCodeAt(this.i) !== 93) this.fail()
+        this.i++
+        return { open, close: this.i - 1, spans, bigInts }
+      }
+      spans.length = 0
+      bigInts.length = 0
+    }
     for (;;) {
       this.ws()
       const start = this.i
@@ -219,6 +266,70 @@ class Scanner {
       this.fail()
     }
   }
+}
+
+/**
+ * Cuts the elements of an array of objects that all begin with the same key, as the transactions
+ * of a block do (`{"transaction":` or `{"meta":`, written alike by one producer), starting at the
+ * first element (`start`, at its `{`): each further element is looked for with `indexOf` of the
+ * first element's opening text up to its first `:`, preceded by `}`, `,` and whitespace only;
+ * the last one is measured exactly (`containerEnd`). Pushes [start, end] per element to `spans`
+ * and the big-integer-looking tokens in it to `bigInts` (`findCandidates` of the whole text, which
+ * reads one character in 16); returns the index after the last element, or -1 (not such an
+ * array).
+ *
+ * A cut found that way may lie inside a string or a nested value (a log message quoting that
+ * text). Then the piece before it does not parse: read from the true start of an element, JSON
+ * tokenizes the piece exactly as the whole text, so it ends inside a string or with an unclosed
+ * bracket. Conversely, when every piece parses, each one ends where its element ends and the next
+ * starts where the next element starts (by induction from the first): the spans are exact.
+ */
+function guessElements(t: string, start: number, spans: number[], bigInts: (number[] | null)[]): number {
+  if (t.charCodeAt(start) !== 123) return -1
+  let k = start + 1
+  while (isWs(t.charCodeAt(k))) k++
+  if (t.charCodeAt(k) !== 34) return -1
+  const q = t.indexOf('"', k + 1)
+  if (q < 0 || t.slice(k, q).includes('\\')) return -1
+  k = q + 1
+  while (isWs(t.charCodeAt(k))) k++
+  if (t.charCodeAt(k) !== 58) return -1
+  const opening = t.slice(start, k + 1)
+  const cands = findCandidates(t) ?? NO_BIG_INTS
+  let c = 0
+  const bigIn = (a: number, b: number): number[] => {
+    while (c < cands.length && cands[c] < a) c += 2
+    if (c >= cands.length || cands[c] >= b) return NO_BIG_INTS
+    const out: number[] = []
+    for (; c < cands.length && cands[c] < b; c += 2) out.push(cands[c], cands[c + 1])
+    return out
+  }
+  let from = start
+  let at = t.indexOf(opening, start + opening.length)
+  while (at >= 0) {
+    // the previous element ends at the `}` before `,` (whitespace aside)
+    let j = at - 1
+    while (isWs(t.charCodeAt(j))) j--
+    if (t.charCodeAt(j) === 44) {
+      j--
+      while (isWs(t.charCodeAt(j))) j--
+      if (t.charCodeAt(j) === 125 && j > from) {
+        spans.push(from, j + 1)
+        bigInts.push(bigIn(from, j + 1))
+        from = at
+      }
+    }
+    at = t.indexOf(opening, at + opening.length)
+  }
+  const end = containerEnd(t, from, null)
+  if (end < 0) return -1
+  spans.push(from, end)
+  bigInts.push(bigIn(from, end))
+  return end
+}
+
+function isWs(c: number): boolean {
+  return c === 32 || c === 10 || c === 13 || c === 9
 }
 
 /** Character classes for containerEnd: 0 nothing to do, 1 opens, 2 closes, 3 a quote, 4 a digit. */

@@ -16,6 +16,7 @@
 import type http from 'node:http'
 import zlib from 'node:zlib'
 import type { Writable } from 'node:stream'
+import { recycleLine } from '../query/bytes.ts'
 import type { ByteBudget } from './budget.ts'
 
 export interface LineWriterOptions {
@@ -142,8 +143,9 @@ export class LineWriter {
   }
 
   /**
-   * `addLine` for a line already encoded (UTF-8 bytes, its newline included): rendered in a
-   * worker thread (src/server/render-pool.ts).
+   * `addLine` for a line already encoded (UTF-8 bytes, its newline included): rendered by the
+   * engine (`OutputBlock.data`) or in a worker thread (src/server/render-pool.ts). The writer owns
+   * the bytes from then on: a line buffer of the engine's is reused once written (`recycleLine`).
    */
   addBytes(data: Buffer): boolean {
     // a large line goes out on its own, as it is, not copied into a batch with the lines before it
@@ -172,9 +174,13 @@ export class LineWriter {
     const n = this.bufLen
     if (n === 0) return true
     // a Buffer: the socket keeps one copy of the bytes (not the string and its encoded copy)
-    const data = toBuffer(this.buf)
+    const parts = this.buf
+    const data = toBuffer(parts)
     this.buf = []
     this.bufLen = 0
+    // the engine's line buffers (`recycleLine`): copied into `data`, or once the sink took `data`
+    const own = data === parts[0]
+    if (!own) for (const p of parts) if (typeof p !== 'string') recycleLine(p)
     if (this.gone) return true
     this.start()
     const budget = this.opts.budget
@@ -185,7 +191,8 @@ export class LineWriter {
       if (reserve) this.heldReserve += n
       else this.held += n
     }
-    return this.sink.write(data, () => {
+    return this.sink.write(data, (err) => {
+      if (own && !err) recycleLine(data)
       if (this.closed || !budget) return
       if (reserve) this.heldReserve -= n
       else this.held -= n

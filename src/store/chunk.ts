@@ -59,9 +59,10 @@ export interface Table {
   /**
    * Optional: `tokens` for reading a few rows (each row's JSON built when first written, nothing
    * read up front), or null when this table has no such form (then `rowView`). Same text as
-   * `tokens`. `reads`: about how many rows will be written.
+   * `tokens` (u64 and i64 as bare integers with `bigintsAsNumbers`). `reads`: about how many rows
+   * will be written.
    */
-  rowTokens?(field: string, reads: number): JsonTokens | null
+  rowTokens?(field: string, reads: number, bigintsAsNumbers?: boolean): JsonTokens | null
 }
 
 export interface Chunk {

@@ -40,7 +40,7 @@ import type { FromWorker, ToWorker } from './import-worker.ts'
 import { archiveLineHash, MissingBlocks, PresentBlocks } from './import-present.ts'
 import { intOption } from '../options.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
-import { workerExecArgv } from '../../util/worker-argv.ts'
+import { parseWorkerLimits, workerExecArgv } from '../../util/worker-argv.ts'
 import { errorMessage } from '../../util/errors.ts'
 
 export interface ImportOptions {
@@ -223,7 +223,7 @@ class WorkerBackend implements Backend {
     for (let i = 0; i < n; i++) {
       const w = new Worker(new URL('./import-worker.mjs', import.meta.url), {
         workerData: opts,
-        resourceLimits,
+        resourceLimits: parseWorkerLimits(resourceLimits),
         execArgv: workerExecArgv(),
       })
       w.on('message', (m: FromWorker) => this.onMessage(i, m))

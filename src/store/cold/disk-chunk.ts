@@ -324,12 +324,13 @@ class DiskTable implements Table {
     return this.chunk.raw(m, this.rowCount).tokens(bigintsAsNumbers)
   }
 
-  rowTokens(field: string, reads: number): JsonTokens | null {
+  rowTokens(field: string, reads: number, bigintsAsNumbers = false): JsonTokens | null {
     const m = this.entry(field)
     const c = this.chunk
+    const fixed = m !== null && (m.e === 'addr' || m.e === 'u64' || m.e === 'i64' || m.e === 'bool')
     // already decoded: nothing cheaper
-    if (m === null || (m.x !== 1 && m.e !== 'addr') || c.cache.has(c.cacheKey(qualified(this.kind, field)))) return null
-    return c.raw(m, this.rowCount).rowTokens(reads)
+    if (m === null || (m.x !== 1 && !fixed) || c.cache.has(c.cacheKey(qualified(this.kind, field)))) return null
+    return c.raw(m, this.rowCount).rowTokens(reads, bigintsAsNumbers)
   }
 
   rowView(field: string, reads: number): ArrayLike<unknown> | null {
@@ -404,7 +405,8 @@ class PrefixChunk implements Chunk {
         match: (field: string, op: MatchOp, r: Int32Array, n: number) => base.match!(field, op, r, n),
         candidates: (field: string, op: MatchOp, lo: number, hi: number) => base.candidates!(field, op, lo, hi),
         rowView: (field: string, reads: number) => base.rowView!(field, reads),
-        rowTokens: (field: string, reads: number) => base.rowTokens!(field, reads),
+        rowTokens: (field: string, reads: number, bigintsAsNumbers?: boolean) =>
+          base.rowTokens!(field, reads, bigintsAsNumbers),
         tokens: (field: string, bigintsAsNumbers: boolean) => base.tokens!(field, bigintsAsNumbers),
       }
       this.tables.set(kind, t)

@@ -1,22 +1,57 @@
 // The thread that decompresses chunk frames ahead of a range scan (prefetch.ts): plain JavaScript,
-// no TypeScript loader needed. In: [{ id, z }] (stored frames, transferred); out, on the port
-// `workerData.answers`: { id, raw } for each (raw transferred; null when the frame does not
-// decompress: the reader then reports it).
+// no TypeScript loader needed. In: { path, jobs: [{ id, at, len, crc, bytes }] } (the stored frame
+// is `len` bytes at file offset `at` of the chunk file `path`, its crc32 `crc`, `bytes` raw bytes);
+// out, on the port `workerData.answers`: { id, raw } for each (raw transferred; null when the frame
+// cannot be read, fails its checksum or does not decompress: the reader then reads it and reports it;
+// { id, raw: null, skipped: true } for a frame the reader decompressed itself before this thread got
+// to it, its slot in `workerData.control` set).
+// Reading and checking the stored bytes here keeps that work off the reading thread too.
+import { closeSync, openSync, readSync } from 'node:fs'
 import { parentPort, workerData } from 'node:worker_threads'
-import { brotliDecompressSync } from 'node:zlib'
+import { brotliDecompressSync, crc32 } from 'node:zlib'
 
 const answers = workerData.answers
+/** [0]: 1 while held (tests); then per job id: 1 once the reader decompressed the frame itself */
+const control = workerData.control ?? new Int32Array(new SharedArrayBuffer(8))
+const SLOTS = control.length - 1
 
-parentPort.on('message', (jobs) => {
-  for (const { id, z, bytes } of jobs) {
+/** the stored frame, checked against its crc32; null when it cannot be read or does not match */
+function stored(fd, at, len, crc) {
+  const z = Buffer.allocUnsafe(len)
+  let done = 0
+  while (done < len) {
+    const n = readSync(fd, z, done, len - done, at + done)
+    if (n === 0) return null // a short file: the reader reports it
+    done += n
+  }
+  return crc32(z) === crc ? z : null
+}
+
+parentPort.on('message', ({ path, jobs }) => {
+  let fd = null
+  try {
+    fd = openSync(path, 'r')
+  } catch {
+    fd = null
+  }
+  for (const { id, at, len, crc, bytes } of jobs) {
+    while (Atomics.load(control, 0) === 1) Atomics.wait(control, 0, 1, 1000)
+    if (Atomics.load(control, 1 + (id % SLOTS)) === 1) {
+      answers.postMessage({ id, raw: null, skipped: true })
+      continue
+    }
     let raw = null
     try {
-      const r = brotliDecompressSync(z, { chunkSize: Math.max(64 * 1024, bytes) })
-      raw = r.byteOffset === 0 && r.buffer.byteLength === r.byteLength ? r : Buffer.from(r)
+      const z = fd === null ? null : stored(fd, at, len, crc)
+      if (z !== null) {
+        const r = brotliDecompressSync(z, { chunkSize: Math.max(64 * 1024, bytes) })
+        raw = r.byteOffset === 0 && r.buffer.byteLength === r.byteLength ? r : Buffer.from(r)
+      }
     } catch {
       raw = null
     }
     if (raw === null) answers.postMessage({ id, raw: null })
     else answers.postMessage({ id, raw }, [raw.buffer])
   }
+  if (fd !== null) closeSync(fd)
 })

@@ -9,9 +9,10 @@
  *   chunk file (`watch` / `noteFrame` / `collect`); a part every frame of which was decompressed
  *   while rendering chunk i-1 is fetched ahead for chunk i+1. A selective query that reads a few
  *   frames of a column fetches nothing ahead.
- * - The bytes are those the reader would decompress itself: the stored frame is read from the
- *   (immutable) file, checked against its crc32, and handed over raw (before the part's filter,
- *   which the reader applies as always). A frame not ready when the reader gets to it is
+ * - The bytes are those the reader would decompress itself: the thread reads the stored frame
+ *   from the (immutable) file, checks it against its crc32 (the reader does not check a frame it
+ *   takes again) and hands it over raw (before the part's filter, which the reader applies as
+ *   always). A frame not ready when the reader gets to it is
  *   decompressed by the reader, as without this module.
  * - Memory: at most PREFETCH_BYTES of raw frames are held, first in first out (a frame nobody
  *   took, e.g. of a stream that ended, is dropped when room is needed).
@@ -19,9 +20,7 @@
  *   whole thread pool; node's asynchronous brotli measured ~30 % of the saved time back on the
  *   reading thread in callbacks and copies); a frame comes back as one transferred buffer.
  */
-import { openSync, closeSync, readSync } from 'node:fs'
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads'
-import { crc32 } from 'node:zlib'
 import { workerExecArgv } from '../../util/worker-argv.ts'
 import type { ColMeta, Footer } from './chunk-file.ts'
 import { framesOf } from './frames.ts'
@@ -29,12 +28,35 @@ import { framesOf } from './frames.ts'
 /** raw bytes of frames decompressed ahead and not taken yet, at most */
 export const PREFETCH_BYTES = 48 * 1024 * 1024
 
-/** counters for tests and benches: frames decompressed ahead, and taken by a reader */
-export const prefetchStats = { started: 0, ready: 0, taken: 0, dropped: 0 }
+/**
+ * counters for tests and benches: frames sent ahead, decompressed ahead (`ready`), taken by a
+ * reader, dropped unread; `skipped`: left by the thread, the reader having decompressed the frame
+ * itself before the thread got to it
+ */
+export const prefetchStats = { started: 0, ready: 0, taken: 0, dropped: 0, skipped: 0 }
 
 interface Entry {
   raw: Buffer | null
   bytes: number
+  /** the job decompressing it */
+  id: number
+}
+
+/**
+ * Shared with the thread: [0] = 1 while it is held (`holdPrefetch`, tests), then a slot per job id
+ * (mod CANCEL_SLOTS), set once the reader decompressed that frame itself: the thread skips it
+ * instead of decompressing what nobody will take (a reader faster than the thread left it
+ * seconds of such work after a scan). An id sharing its slot with another job queued at the same
+ * time can only make the thread skip or decompress one frame needlessly: a reader decompresses
+ * whatever it does not find ready.
+ */
+const CANCEL_SLOTS = 1 << 16
+const control = new Int32Array(new SharedArrayBuffer(4 * (1 + CANCEL_SLOTS)))
+
+/** tests: hold the decompressing thread before its next frame (true), or let it go on (false) */
+export function holdPrefetch(on: boolean): void {
+  Atomics.store(control, 0, on ? 1 : 0)
+  if (!on) Atomics.notify(control, 0)
 }
 
 const ready = new Map<string, Entry>()
@@ -67,8 +89,11 @@ export function takePrefetched(path: string, at: number): Buffer | undefined {
   if (e.raw === null) drainAnswers()
   ready.delete(key)
   held -= e.bytes
-  // still being decompressed: the reader does it itself, the result will be dropped
-  if (e.raw === null) return undefined
+  if (e.raw === null) {
+    // still being decompressed, or not started: the reader does it itself, the thread skips it
+    Atomics.store(control, 1 + (e.id % CANCEL_SLOTS), 1)
+    return undefined
+  }
   prefetchStats.taken++
   return e.raw
 }
@@ -99,15 +124,20 @@ function landed(id: number, raw: Uint8Array | null): void {
   prefetchStats.ready++
 }
 
-type Answer = { id: number; raw: Uint8Array | null }
+/** the thread's answer to a job: the raw bytes, or null (`skipped`: on purpose, see `control`) */
+type Answer = { id: number; raw: Uint8Array | null; skipped?: boolean }
+
+function answered(a: Answer): void {
+  if (a.skipped === true) prefetchStats.skipped++
+  landed(a.id, a.raw)
+}
 
 /** take the thread's answers waiting on its port, without the event loop */
 function drainAnswers(): void {
   const port = answers
   if (port === null) return
   for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
-    const a = m.message as Answer
-    landed(a.id, a.raw)
+    answered(m.message as Answer)
   }
 }
 
@@ -117,10 +147,10 @@ function thread(): Worker {
   const { port1, port2 } = new MessageChannel()
   const w = new Worker(new URL('./inflate-worker.mjs', import.meta.url), {
     execArgv: workerExecArgv(),
-    workerData: { answers: port2 },
+    workerData: { answers: port2, control },
     transferList: [port2],
   })
-  port1.on('message', (a: Answer) => landed(a.id, a.raw))
+  port1.on('message', answered)
   const gone = () => {
     if (worker !== w) return
     worker = null
@@ -191,8 +221,17 @@ export function collect(path: string, footer: Footer): ReadWhole[] {
   return out
 }
 
+/** a frame for the thread: read `len` stored bytes at file offset `at`, check them against `crc`, decompress to `bytes` */
+interface Job {
+  id: number
+  at: number
+  len: number
+  crc: number
+  bytes: number
+}
+
 /**
- * Decompress ahead, on the thread pool, the frames of `wanted` in the chunk file `path` (footer
+ * Decompress ahead, in the decompressing thread, the frames of `wanted` in the chunk file `path` (footer
  * `footer`); `skip(m)`: true for a column the reader holds already (nothing to fetch).
  */
 export function prefetch(
@@ -202,8 +241,7 @@ export function prefetch(
   skip: (kind: string, field: string, m: ColMeta) => boolean,
 ): void {
   if (wanted.length === 0) return
-  let fd: number | null = null
-  const jobs: { id: number; z: Buffer; bytes: number }[] = []
+  const jobs: Job[] = []
   try {
     for (const w of wanted) {
       const t = w.kind === 'header' ? footer.header : footer.kinds[w.kind as keyof Footer['kinds']]
@@ -226,34 +264,20 @@ export function prefetch(
             if (held === before) break
           }
           if (held + rawLen > PREFETCH_BYTES) return
-          fd ??= openSync(path, 'r')
-          const z = Buffer.allocUnsafeSlow(p.len[j]) // its own memory: transferred to the thread
-          let done = 0
-          while (done < z.length) {
-            const n = readSync(fd, z, done, z.length - done, at + done)
-            if (n === 0) return // a short file: the reader reports it
-            done += n
-          }
-          if (crc32(z) !== f.fc[p.crc0 + j]) return // the reader reports it
-          ready.set(key, { raw: null, bytes: rawLen })
-          held += rawLen
           const id = nextId++
+          ready.set(key, { raw: null, bytes: rawLen, id })
+          Atomics.store(control, 1 + (id % CANCEL_SLOTS), 0)
+          held += rawLen
           sent.set(id, key)
-          jobs.push({ id, z, bytes: rawLen })
+          jobs.push({ id, at, len: p.len[j], crc: f.fc[p.crc0 + j], bytes: rawLen })
           prefetchStats.started++
         }
       }
     }
-  } catch {
-    // a file that cannot be read ahead is read (and its error reported) by the reader
   } finally {
-    if (fd !== null) closeSync(fd)
     if (jobs.length > 0) {
       try {
-        thread().postMessage(
-          jobs,
-          jobs.map((j) => j.z.buffer as ArrayBuffer),
-        )
+        thread().postMessage({ path, jobs })
       } catch {
         for (const j of jobs) landed(j.id, null)
       }

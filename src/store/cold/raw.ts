@@ -24,6 +24,8 @@ import { align8, pageOf } from './offsets.ts'
 import type { JsonTokens, LineBuf } from '../../query/bytes.ts'
 
 const NULL = Buffer.from('null')
+const TRUE = Buffer.from('true')
+const FALSE = Buffer.from('false')
 
 /** a list column as JSON arrays: row i holds elements [off[i], off[i + 1]), each written by `element` */
 function listTokens(off: Uint32Array, element: (k: number, out: LineBuf) => void): JsonTokens {
@@ -447,6 +449,105 @@ export class Parts {
   }
 }
 
+/**
+ * Rows' JSON bytes packed in one buffer: row `rows[k]` (ascending) is bytes [offs[k], offs[k + 1])
+ * of `bytes`. What `rowTokens` built and kept, once its rows are written: no object per row, and
+ * a row is found by the position after the previous one (rows are written in ascending order)
+ * or a binary search.
+ */
+interface KeptRows {
+  rows: Int32Array
+  offs: Uint32Array
+  bytes: Buffer
+  view: DataView
+  /** row k as a Buffer of its own when it is BIG_ROW bytes or more (copied whole: no view made per copy) */
+  big: (Buffer | undefined)[]
+}
+
+/** rows from this many bytes are copied by `TypedArray.set` of a view kept (`KeptRows.big`) */
+const BIG_ROW = 160
+/** what a kept view costs, about */
+const VIEW_BYTES = 96
+
+const NO_ROWS: KeptRows = {
+  rows: new Int32Array(0),
+  offs: new Uint32Array(1),
+  bytes: Buffer.alloc(0),
+  view: new DataView(new ArrayBuffer(0)),
+  big: [],
+}
+
+/** position of row i in `rows` (ascending), -1 when absent */
+function findRow(rows: Int32Array, i: number): number {
+  let lo = 0
+  let hi = rows.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (rows[mid] < i) lo = mid + 1
+    else hi = mid
+  }
+  return lo < rows.length && rows[lo] === i ? lo : -1
+}
+
+/** `packed` and the rows of `more` (none of them in `packed`), packed together */
+function packRows(packed: KeptRows, more: Map<number, Buffer>): KeptRows {
+  // (a row packed meanwhile by another use of the column is built twice: packed once)
+  const add = [...more.keys()].filter((i) => findRow(packed.rows, i) < 0).sort((a, b) => a - b)
+  const n = packed.rows.length + add.length
+  const rows = new Int32Array(n)
+  const offs = new Uint32Array(n + 1)
+  let size = packed.bytes.length
+  for (const i of add) size += more.get(i)!.length
+  const bytes = Buffer.allocUnsafeSlow(size)
+  let a = 0
+  let b = 0
+  let o = 0
+  for (let k = 0; k < n; k++) {
+    if (b >= add.length || (a < packed.rows.length && packed.rows[a] < add[b])) {
+      rows[k] = packed.rows[a]
+      o += packed.bytes.copy(bytes, o, packed.offs[a], packed.offs[a + 1])
+      a++
+    } else {
+      rows[k] = add[b]
+      o += more.get(add[b])!.copy(bytes, o)
+      b++
+    }
+    offs[k + 1] = o
+  }
+  const big = new Array<Buffer | undefined>(n)
+  for (let k = 0; k < n; k++)
+    big[k] = offs[k + 1] - offs[k] >= BIG_ROW ? bytes.subarray(offs[k], offs[k + 1]) : undefined
+  return { rows, offs, bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.length), big }
+}
+
+/** the memory `k` holds, about */
+function keptBytes(k: KeptRows): number {
+  let views = 0
+  for (const b of k.big) if (b !== undefined) views++
+  return k.bytes.length + 8 * k.rows.length + VIEW_BYTES * views
+}
+
+/**
+ * bytes [a, e) of `src` (`view`: a DataView of it) written to `out`, 8 bytes a step where `src`
+ * has them; `whole`: the same bytes as a Buffer of their own (a big row)
+ */
+function copyRow(src: Buffer, view: DataView, a: number, e: number, whole: Buffer | undefined, out: LineBuf): void {
+  const n = e - a
+  if (out.pos + n + 8 > out.buf.length) out.ensure(n + 8)
+  const d = out.buf
+  let p = out.pos
+  if (whole !== undefined) d.set(whole, p)
+  else if (e + 7 <= src.length) {
+    // up to 7 bytes past the row are copied too: room was made, and the next write overwrites them
+    const dv = out.dv
+    for (let k = a, q = p; k < e; k += 8, q += 8) {
+      dv.setUint32(q, view.getUint32(k, true), true)
+      dv.setUint32(q + 4, view.getUint32(k + 4, true), true)
+    }
+  } else for (let k = a; k < e; k++) d[p++] = src[k]
+  out.pos = out.pos + n
+}
+
 export class RawColumn {
   /** dictionary values parsed so far, by code */
   private readonly memo = new Map<number, unknown>()
@@ -454,8 +555,10 @@ export class RawColumn {
   private readonly found = new Map<string, number>()
   /** rows built by row views so far (plain, dict, list, addr), kept instead of their pages */
   private readonly built = new Map<number, unknown>()
-  /** rows' JSON bytes built by `rowTokens` so far, kept instead of their pages */
+  /** rows' JSON bytes built by `rowTokens` since the last `done`, kept instead of their pages */
   private readonly builtBytes = new Map<number, Buffer>()
+  /** the rows built by earlier uses, packed (`KeptRows`) */
+  private keptRows: KeptRows = NO_ROWS
   private readonly pair = new Uint32Array(2)
   /** part indexes: text, codes, sorted codes, token offsets, row offsets (-1 = none) */
   private readonly pText: number
@@ -972,10 +1075,19 @@ export class RawColumn {
    * pages they came from are not: as `rowView`), so rendering it again is one copy, with no JS
    * string parsed, joined or encoded. Null for columns without JSON tokens (then `rowView`).
    */
-  rowTokens(reads: number): JsonTokens | null {
+  rowTokens(reads: number, bigintsAsNumbers = false): JsonTokens | null {
     const e = this.e
-    if (e !== 'addr' && (!this.x || (e !== 'plain' && e !== 'dict' && e !== 'list'))) return null
     const P = this.parts
+    if (e === 'u64' || e === 'i64' || e === 'bool') {
+      // a few bytes a row: when the rows are many enough that the column is read whole (see
+      // `prefer`), its stored form, with no row built or kept (a row view reads through a Proxy
+      // and keeps each value in a Map: most of a fee-payer query's render time went there)
+      if (reads * 8192 < P.lens[0]) return null
+      if (e !== 'bool') return this.tokens(bigintsAsNumbers)
+      const b = P.part(0)
+      return { write: (i, out) => out.raw(b[i] === 2 ? NULL : b[i] === 1 ? TRUE : FALSE) }
+    }
+    if (e !== 'addr' && (!this.x || (e !== 'plain' && e !== 'dict' && e !== 'list'))) return null
     // parts worth reading whole are read on the first row to build (none when every row was
     // built by an earlier run), and only for this use: `done` drops them, the built rows stay
     let fetched = false
@@ -1029,13 +1141,36 @@ export class RawColumn {
       P.account(64 + b.length)
       return b
     }
+    const packed = this.keptRows
+    const { rows, offs, bytes, view, big } = packed
+    const count = rows.length
+    // the next packed row (rows are mostly written in ascending order)
+    let next = 0
     return {
       write: (i, out) => {
+        let k = next
+        if (k >= count || rows[k] !== i) k = findRow(rows, i)
+        if (k >= 0) {
+          next = k + 1
+          copyRow(bytes, view, offs[k], offs[k + 1], big[k], out)
+          return
+        }
         let b = kept.get(i)
         if (b === undefined) kept.set(i, (b = build(i)))
         out.copy(b, 0, b.length)
       },
-      done: () => P.unlend(),
+      done: () => {
+        P.unlend()
+        if (kept.size === 0) return
+        const was = this.keptRows
+        const now = (this.keptRows = packRows(was, kept))
+        // a Map entry and a Buffer per row before (as `build` counted them), 8 bytes of index now
+        // (and a view per big row)
+        let before = keptBytes(was)
+        for (const b of kept.values()) before += 64 + b.length
+        P.account(keptBytes(now) - before)
+        kept.clear()
+      },
     }
   }
 
