@@ -13,6 +13,10 @@
  * projection for 1, 2, 4 and 8 idle cores (the measured CPU per block spread over them, capped by
  * the serial limits).
  *
+ * Then encoding alone, the builds alternating (IMPORT_ENCODE_ROUNDS rounds, default 6) on the same
+ * normalized blocks (the first chunk's): the median CPU per block of each build and the bytes it
+ * wrote, a steadier before/after of the encoding stage than the single stage runs on a loaded box.
+ *
  * Env: IMPORT_BLOCKS (default 300), IMPORT_TXS (mean transactions per block, default 1500),
  * IMPORT_ROUNDS (default 2), IMPORT_WORKERS (default the available parallelism), IMPORT_BASE (a
  * directory holding an earlier build of this repository, e.g. `git archive COMMIT | tar -x -C
@@ -39,6 +43,7 @@ const BLOCKS = Number(process.env.IMPORT_BLOCKS ?? 300)
 const TXS = Number(process.env.IMPORT_TXS ?? 1500)
 const ROUNDS = Number(process.env.IMPORT_ROUNDS ?? 2)
 const WORKERS = Number(process.env.IMPORT_WORKERS ?? availableParallelism())
+const ENCODE_ROUNDS = Number(process.env.IMPORT_ENCODE_ROUNDS ?? 6)
 
 /** the store's default chunk size (src/store/cold.ts) */
 const TARGET_BYTES = 32 * 1024 * 1024
@@ -66,8 +71,20 @@ interface Stages {
 type EncodeChunk = (blocks: readonly Block[]) => Promise<unknown>
 type RunImport = typeof runImport
 
+/** the first chunk's worth of `all` (the store's default chunk size) */
+function firstChunk(all: readonly Block[]): Block[] {
+  const blocks: Block[] = []
+  let bytes = 0
+  for (const b of all) {
+    blocks.push(b)
+    bytes += estimateBlockBytes(b)
+    if (bytes >= TARGET_BYTES) break
+  }
+  return blocks
+}
+
 /** CPU seconds per block of each stage, on the first chunk's worth of blocks of the archive */
-async function stages(archive: string, encode: EncodeChunk = encodeChunk): Promise<Stages> {
+async function stages(archive: string, encode: EncodeChunk = encodeChunk): Promise<Stages & { chunk: Block[] }> {
   let t = cpuNow()
   const lines: string[] = []
   for await (const l of readTextLines(archive)) {
@@ -81,13 +98,7 @@ async function stages(archive: string, encode: EncodeChunk = encodeChunk): Promi
   t = cpuNow()
   const all = parsed.map((p) => normalizeBlock(p, { includeVotes: false }).block)
   const normalize = cpuNow() - t
-  const blocks: Block[] = []
-  let bytes = 0
-  for (const b of all) {
-    blocks.push(b)
-    bytes += estimateBlockBytes(b)
-    if (bytes >= TARGET_BYTES) break
-  }
+  const blocks = firstChunk(all)
   t = cpuNow()
   await encode(blocks)
   const encoded = cpuNow() - t
@@ -98,7 +109,26 @@ async function stages(archive: string, encode: EncodeChunk = encodeChunk): Promi
     parse: parse / n,
     normalize: normalize / n,
     encode: encoded / blocks.length,
+    chunk: blocks,
   }
+}
+
+/** encoding alone, the builds alternating on the same blocks: median CPU ms per block and bytes of each */
+async function encodeRounds(
+  blocks: readonly Block[],
+  builds: readonly { name: string; encode: EncodeChunk }[],
+): Promise<Map<string, { ms: number[]; bytes: number }>> {
+  const out = new Map(builds.map((b) => [b.name, { ms: [] as number[], bytes: 0 }]))
+  for (let round = 0; round < ENCODE_ROUNDS; round++) {
+    for (const b of round % 2 ? builds.slice().reverse() : builds) {
+      const t = cpuNow()
+      const enc = (await b.encode(blocks)) as { bytes: number }
+      const r = out.get(b.name)!
+      r.ms.push(((cpuNow() - t) / blocks.length) * 1000)
+      r.bytes = enc.bytes
+    }
+  }
+  return out
 }
 
 export async function run(): Promise<string> {
@@ -181,9 +211,11 @@ export async function run(): Promise<string> {
     `|---|${base ? '---|' : ''}---|---|---|---|---|---|---|`,
     ...rows,
   ]
+  let chunk: Block[] = []
   for (const b of builds) {
     log(`stage costs${b.name && ` (${b.name})`}`)
     const st = await stages(archive, b.encode)
+    chunk = st.chunk
     const one = sums.get(`${b.name}/1`)!
     const many = sums.get(`${b.name}/${WORKERS}`)!
     const cpuPerBlock = many.cpu / many.n / n
@@ -208,6 +240,23 @@ export async function run(): Promise<string> {
           .map((c) => `${c} ${fmt(Math.min(c / cpuPerBlock, 1 / st.read, 1 / (st.parse + st.normalize)), 1)}`)
           .join(', ') +
         ' blocks/s.',
+    )
+  }
+  if (ENCODE_ROUNDS > 0) {
+    log(`encoding alone, ${ENCODE_ROUNDS} rounds`)
+    const l0 = load()
+    const enc = await encodeRounds(chunk, builds)
+    const median = (a: number[]) => a.slice().sort((x, y) => x - y)[Math.floor(a.length / 2)]
+    const row = (name: string) => {
+      const r = enc.get(name)!
+      return `${name ? `${name}: ` : ''}median ${fmt(median(r.ms), 1)} ms per block (${fmt(Math.min(...r.ms), 1)}-${fmt(Math.max(...r.ms), 1)}), ${fmt(r.bytes)} bytes`
+    }
+    out.push(
+      '',
+      `Encoding alone (${ENCODE_ROUNDS} rounds${base ? ', the builds alternating' : ''}, the first ${chunk.length}-block chunk, ` +
+        `the same normalized blocks; process CPU, brotli on the thread pool as with 1 worker; load ${l0} -> ${load()}): ` +
+        builds.map((b) => row(b.name)).join('; ') +
+        (base ? `; new/old ${(median(enc.get('new')!.ms) / median(enc.get('old')!.ms)).toFixed(3)}.` : '.'),
     )
   }
   return out.join('\n')

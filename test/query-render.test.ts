@@ -285,3 +285,37 @@ test('writers are compiled once per selection: a query parsed again reuses them,
   // the cached writer renders the same text as a fresh compile of the other parse
   assert.equal(w([[1], [5000n]])(0), compileWriter(b.fields.transaction, false)([[1], [5000n]])(0))
 })
+
+test('a json value shared by rows (a stored column dictionary value) is stringified once, its text reused', () => {
+  const q = parseQuery({ type: 'solana', fromBlock: 0, fields: { transaction: { transactionIndex: true, err: true } } })
+  const err = { InstructionError: [0, { Custom: 6001 }] }
+  const other = { InstructionError: [1, 'InvalidAccountData'] }
+  const w = compileWriter(
+    q.fields.transaction,
+    false,
+  )([
+    [1, 2, 3, 4],
+    [err, other, err, null],
+  ])
+  const stringify = JSON.stringify
+  let calls = 0
+  JSON.stringify = ((...args: Parameters<typeof stringify>) => {
+    calls++
+    return stringify(...args)
+  }) as typeof JSON.stringify
+  let out: string[]
+  try {
+    out = [0, 1, 2, 3, 0, 1].map((i) => w(i))
+  } finally {
+    JSON.stringify = stringify
+  }
+  assert.deepEqual(out, [
+    '{"transactionIndex":1,"err":{"InstructionError":[0,{"Custom":6001}]}}',
+    '{"transactionIndex":2,"err":{"InstructionError":[1,"InvalidAccountData"]}}',
+    '{"transactionIndex":3,"err":{"InstructionError":[0,{"Custom":6001}]}}',
+    '{"transactionIndex":4,"err":null}',
+    '{"transactionIndex":1,"err":{"InstructionError":[0,{"Custom":6001}]}}',
+    '{"transactionIndex":2,"err":{"InstructionError":[1,"InvalidAccountData"]}}',
+  ])
+  assert.equal(calls, 2, 'each object stringified once')
+})

@@ -344,6 +344,8 @@ function mayMatch(chunk: Chunk, kind: RecordKind, req: ItemRequest): boolean {
 /** the memory of a kind's selection masks and the selection that used it last (cleared before reuse) */
 interface MaskMemory {
   buf: Uint8Array
+  /** the memory of the selections' lists of rows (`Selected.list`), as reused */
+  rows: Int32Array
   last: Selected | null
 }
 
@@ -354,17 +356,22 @@ class Selected {
   any = false
   /**
    * the selected rows in the order they were marked while they are few (fewer than 1 in SPARSE
-   * rows of the range), so that output visits them only; null when many (output scans the mask)
+   * rows of the range): list[0, count), so that output visits them only; null when many (output
+   * scans the mask). Memory reused from chunk to chunk (no array grown per chunk and run).
    */
-  list: number[] | null = []
+  list: Int32Array | null
+  count = 0
   private readonly limit: number
 
   constructor(
     readonly base: number,
     /** size bytes, all 0 */
     mask: Uint8Array,
+    /** at least ceil(size / SPARSE) elements */
+    rows: Int32Array,
   ) {
     this.mask = mask
+    this.list = rows
     this.limit = mask.length / SPARSE
   }
 
@@ -374,7 +381,7 @@ class Selected {
     this.mask[i] = 1
     const l = this.list
     if (l !== null) {
-      if (l.length < this.limit) l.push(r)
+      if (this.count < this.limit) l[this.count++] = r
       else this.list = null
     }
   }
@@ -387,7 +394,7 @@ class Selected {
 
   /** the selected rows ascending when few, else null */
   sorted(): Int32Array | null {
-    return this.list === null ? null : Int32Array.from(this.list).sort()
+    return this.list === null ? null : this.list.subarray(0, this.count).sort()
   }
 }
 
@@ -424,8 +431,10 @@ class ChunkRun {
     if (!s) {
       const off = this.table(kind).blockOffsets
       const base = off[this.bLo]
-      s = new Selected(base, this.mask(kind, off[this.bHi] - base))
-      this.plan.masks.get(kind)!.last = s
+      const mask = this.mask(kind, off[this.bHi] - base)
+      const mem = this.plan.masks.get(kind)!
+      s = new Selected(base, mask, mem.rows)
+      mem.last = s
       this.selected.set(kind, s)
     }
     return s
@@ -455,12 +464,13 @@ class ChunkRun {
   private mask(kind: RecordKind, size: number): Uint8Array {
     let mem = this.plan.masks.get(kind)
     if (!mem || mem.buf.length < size) {
-      mem = { buf: new Uint8Array(Math.max(size, mem ? mem.buf.length * 2 : 0)), last: null }
+      const n = Math.max(size, mem ? mem.buf.length * 2 : 0)
+      mem = { buf: new Uint8Array(n), rows: new Int32Array(Math.ceil(n / SPARSE) + 1), last: null }
       this.plan.masks.set(kind, mem)
     } else if (mem.last !== null) {
       // the previous chunk's marks: the few rows it listed, else all of its range
       const prev = mem.last
-      if (prev.list !== null) for (const r of prev.list) mem.buf[r - prev.base] = 0
+      if (prev.list !== null) for (let k = 0; k < prev.count; k++) mem.buf[prev.list[k] - prev.base] = 0
       else mem.buf.fill(0, 0, prev.mask.length)
     }
     return mem.buf.subarray(0, size)
@@ -650,7 +660,7 @@ async function renderColumns(
   let few = false
   let count = 0
   if (t.rowView !== undefined && s.list !== null) {
-    count = s.list.length
+    count = s.count
     few = count < (hi - lo) / SPARSE
   } else if (t.rowView !== undefined) {
     const m = s.mask

@@ -15,9 +15,20 @@ function list(v: readonly string[]): string {
   return v.length === 0 ? '[]' : '["' + v.join('","') + '"]'
 }
 
+/**
+ * JSON text of objects rendered before: a stored json column's rows share the values its
+ * dictionary parsed once (a transaction's `err`), so each is stringified once, not per row and
+ * run. Values are never changed once built.
+ */
+const JSON_TEXT = new WeakMap<object, string>()
+
 const helpers = {
   json(v: unknown): string {
-    return v === undefined || v === null ? 'null' : JSON.stringify(v)
+    if (v === undefined || v === null) return 'null'
+    if (typeof v !== 'object') return JSON.stringify(v)
+    let t = JSON_TEXT.get(v)
+    if (t === undefined) JSON_TEXT.set(v, (t = JSON.stringify(v)))
+    return t
   },
   /** `loadedAddresses` (model LoadedAddresses: checked address lists), key order of src/model.ts */
   loadedAddresses(v: { writable: readonly string[]; readonly: readonly string[] }): string {

@@ -19,8 +19,8 @@
  * stored 8.9 MB per 41.6 MB raw chunk, zstd level 9 (through wasm) 11.8 MB, deflate 10.9 MB;
  * brotli ships with Node (synchronous, which the synchronous read path needs), zstd does not in
  * Node 20. Quality by part (`framing`): 6 for text (dictionaries, plain strings, JSON), 5 for the
- * binary parts (codes, offsets, postings), where higher qualities gain under 1% for up to 2x the
- * time. Measured on a 21-block chunk of 1,500-transaction generated blocks (per block, brotli
+ * binary parts (codes, offsets, positions), where higher qualities gain under 1% for up to 2x the
+ * time, 4 for list posting offsets and rows (POSTINGS_QUALITY). Measured on a 21-block chunk of 1,500-transaction generated blocks (per block, brotli
  * CPU): text at 7 with the earlier filters stored 6.667 MB (48.5 ms); text at 6 alone would store
  * 1.2% more (39.2 ms); the grouped zigzag filter on offsets and u32 columns stores ~97 KB less
  * (1.3%) and compresses those parts faster, so text at 6 with it stores 6.653 MB, a little less
@@ -62,11 +62,11 @@ export const FILTER_ZIGZAG32_SHUFFLE = 3
 const TEXT_QUALITY = 6
 const DATA_QUALITY = 5
 /**
- * brotli quality of a list column's postings (posting offsets, rows, positions): quality 4 stores
- * them in as many bytes as 5 (on a 21-block chunk of 1,500-transaction generated blocks, 1,248.9 KB
- * at 4 and 1,249.2 KB at 5) for a third of the CPU (2.7 instead of 8.0 ms per block, compressed
- * in one thread); for every other binary part 4 stores 3-15% more (codes: 15%), and text at 5
- * instead of 6 stores 5% more
+ * brotli quality of a list column's posting offsets and posting rows (zigzag deltas, bytes
+ * grouped): quality 4 stores them in as many bytes as 5 (on a 21-block chunk of 1,500-transaction
+ * generated blocks, 903.2 KB at 4 and 906.3 KB at 5) for a quarter of the CPU (2.0 instead of 7.3
+ * ms per block, compressed in one thread); for every other binary part 4 stores more (positions
+ * 1%, codes 15%), and text at 5 instead of 6 stores 5% more
  */
 const POSTINGS_QUALITY = 4
 
@@ -98,7 +98,7 @@ export function framing(e: Enc, i: number): { log: number; filter: number; quali
       // row and posting offsets ascend by small uneven steps; posting rows ascend within each
       // value's list and restart at the next value's
       if (i === 0 || i === 5 || i === 6) filter = FILTER_ZIGZAG32_SHUFFLE
-      if (i >= 5) quality = POSTINGS_QUALITY
+      if (i === 5 || i === 6) quality = POSTINGS_QUALITY
       break
     case 'addr':
       if (i === 0) filter = FILTER_ZIGZAG32_SHUFFLE
@@ -138,21 +138,54 @@ function delta32(b: Uint8Array, zigzag: boolean): Uint8Array {
   return out
 }
 
-/** byte j of each u32 of the first length & ~3 bytes, for j = 0..3 in turn (the rest as is), a copy */
-function shuffle32(b: Uint8Array): Uint8Array {
+/**
+ * FILTER_ZIGZAG32_SHUFFLE in one pass, a copy: the zigzag deltas of the u32 words of the first
+ * length & ~3 bytes (as delta32), byte j of each at [j * n + i] for j = 0..3 (the rest as is)
+ */
+function zigzagShuffle32(b: Uint8Array): Uint8Array {
   const n = b.byteLength >>> 2
   const out = new Uint8Array(b.byteLength)
-  for (let j = 0; j < 4; j++) for (let i = 0; i < n; i++) out[j * n + i] = b[4 * i + j]
+  // parts of u32 words are views on aligned arrays; a copy for any other
+  const w =
+    b.byteOffset % 4 === 0
+      ? new Uint32Array(b.buffer, b.byteOffset, n)
+      : new Uint32Array(new Uint8Array(b.subarray(0, 4 * n)).buffer)
+  const n2 = 2 * n
+  const n3 = 3 * n
+  let prev = 0
+  for (let i = 0; i < n; i++) {
+    const x = w[i]
+    const d = (x - prev) | 0
+    prev = x
+    const z = (d << 1) ^ (d >> 31)
+    // a byte array stores the low 8 bits
+    out[i] = z
+    out[n + i] = z >>> 8
+    out[n2 + i] = z >>> 16
+    out[n3 + i] = z >>> 24
+  }
   out.set(b.subarray(4 * n), 4 * n)
   return out
 }
 
-/** undo shuffle32 in place over bytes [pos, pos + len) of out */
-function unshuffle32(out: Uint8Array, pos: number, len: number): void {
+/** undo zigzagShuffle32 in place over bytes [pos, pos + len) of out, in one pass */
+function unzigzagShuffle32(out: Uint8Array, pos: number, len: number): void {
   const n = len >>> 2
   // a copy (Buffer's slice would be a view)
   const src = new Uint8Array(out.subarray(pos, pos + 4 * n))
-  for (let j = 0; j < 4; j++) for (let i = 0; i < n; i++) out[pos + 4 * i + j] = src[j * n + i]
+  const n2 = 2 * n
+  const n3 = 3 * n
+  let prev = 0
+  let p = pos
+  for (let i = 0; i < n; i++) {
+    const z = src[i] | (src[n + i] << 8) | (src[n2 + i] << 16) | (src[n3 + i] << 24)
+    prev = (prev + ((z >>> 1) ^ -(z & 1))) | 0
+    out[p] = prev
+    out[p + 1] = prev >>> 8
+    out[p + 2] = prev >>> 16
+    out[p + 3] = prev >>> 24
+    p += 4
+  }
 }
 
 /** undo delta32 in place over bytes [pos, pos + len) of out */
@@ -242,9 +275,12 @@ export async function compressFrames(e: Enc, parts: readonly Uint8Array[], frame
     for (let a = 0; a < p.byteLength; a += size) {
       const part = p.subarray(a, Math.min(p.byteLength, a + size))
       // stored filtered, compressed or not
-      let raw = filter === FILTER_NONE ? part : delta32(part, filter !== FILTER_DELTA32)
-      if (filter === FILTER_ZIGZAG32_SHUFFLE) raw = shuffle32(raw)
-      const r = raw
+      const r =
+        filter === FILTER_NONE
+          ? part
+          : filter === FILTER_ZIGZAG32_SHUFFLE
+            ? zigzagShuffle32(part)
+            : delta32(part, filter !== FILTER_DELTA32)
       const lgwin = Math.min(24, Math.max(16, log + 1))
       jobs.push(brotli(r, quality, lgwin).then((z) => (z.byteLength < r.byteLength ? [z, true] : [r, false])))
     }
@@ -335,10 +371,8 @@ export function inflateFrame(
     if (raw.byteLength !== rawLen) throw fail(`frame decompressed to ${raw.byteLength} bytes, ${rawLen} expected`)
     out.set(raw, pos)
   }
-  if (p.filter === FILTER_ZIGZAG32_SHUFFLE) {
-    unshuffle32(out, pos, rawLen)
-    undelta32(out, pos, rawLen, true)
-  } else if (p.filter === FILTER_DELTA32 || p.filter === FILTER_ZIGZAG32)
+  if (p.filter === FILTER_ZIGZAG32_SHUFFLE) unzigzagShuffle32(out, pos, rawLen)
+  else if (p.filter === FILTER_DELTA32 || p.filter === FILTER_ZIGZAG32)
     undelta32(out, pos, rawLen, p.filter === FILTER_ZIGZAG32)
   else if (p.filter !== FILTER_NONE) throw fail(`unknown frame filter ${p.filter}`)
 }

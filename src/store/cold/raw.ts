@@ -460,13 +460,21 @@ interface KeptRows {
   offs: Uint32Array
   bytes: Buffer
   view: DataView
+  /** row k as a Buffer of its own when it is BIG_ROW bytes or more (copied whole: no view made per copy) */
+  big: (Buffer | undefined)[]
 }
+
+/** rows from this many bytes are copied by `TypedArray.set` of a view kept (`KeptRows.big`) */
+const BIG_ROW = 160
+/** what a kept view costs, about */
+const VIEW_BYTES = 96
 
 const NO_ROWS: KeptRows = {
   rows: new Int32Array(0),
   offs: new Uint32Array(1),
   bytes: Buffer.alloc(0),
   view: new DataView(new ArrayBuffer(0)),
+  big: [],
 }
 
 /** position of row i in `rows` (ascending), -1 when absent */
@@ -506,16 +514,29 @@ function packRows(packed: KeptRows, more: Map<number, Buffer>): KeptRows {
     }
     offs[k + 1] = o
   }
-  return { rows, offs, bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.length) }
+  const big = new Array<Buffer | undefined>(n)
+  for (let k = 0; k < n; k++)
+    big[k] = offs[k + 1] - offs[k] >= BIG_ROW ? bytes.subarray(offs[k], offs[k + 1]) : undefined
+  return { rows, offs, bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.length), big }
 }
 
-/** bytes [a, e) of `src` (`view`: a DataView of it) written to `out`, 8 bytes a step where `src` has them */
-function copyRow(src: Buffer, view: DataView, a: number, e: number, out: LineBuf): void {
+/** the memory `k` holds, about */
+function keptBytes(k: KeptRows): number {
+  let views = 0
+  for (const b of k.big) if (b !== undefined) views++
+  return k.bytes.length + 8 * k.rows.length + VIEW_BYTES * views
+}
+
+/**
+ * bytes [a, e) of `src` (`view`: a DataView of it) written to `out`, 8 bytes a step where `src`
+ * has them; `whole`: the same bytes as a Buffer of their own (a big row)
+ */
+function copyRow(src: Buffer, view: DataView, a: number, e: number, whole: Buffer | undefined, out: LineBuf): void {
   const n = e - a
   if (out.pos + n + 8 > out.buf.length) out.ensure(n + 8)
   const d = out.buf
   let p = out.pos
-  if (n >= 160) d.set(src.subarray(a, e), p)
+  if (whole !== undefined) d.set(whole, p)
   else if (e + 7 <= src.length) {
     // up to 7 bytes past the row are copied too: room was made, and the next write overwrites them
     const dv = out.dv
@@ -1121,7 +1142,7 @@ export class RawColumn {
       return b
     }
     const packed = this.keptRows
-    const { rows, offs, bytes, view } = packed
+    const { rows, offs, bytes, view, big } = packed
     const count = rows.length
     // the next packed row (rows are mostly written in ascending order)
     let next = 0
@@ -1131,7 +1152,7 @@ export class RawColumn {
         if (k >= count || rows[k] !== i) k = findRow(rows, i)
         if (k >= 0) {
           next = k + 1
-          copyRow(bytes, view, offs[k], offs[k + 1], out)
+          copyRow(bytes, view, offs[k], offs[k + 1], big[k], out)
           return
         }
         let b = kept.get(i)
@@ -1144,9 +1165,10 @@ export class RawColumn {
         const was = this.keptRows
         const now = (this.keptRows = packRows(was, kept))
         // a Map entry and a Buffer per row before (as `build` counted them), 8 bytes of index now
-        let before = was.bytes.length + 8 * was.rows.length
+        // (and a view per big row)
+        let before = keptBytes(was)
         for (const b of kept.values()) before += 64 + b.length
-        P.account(now.bytes.length + 8 * now.rows.length - before)
+        P.account(keptBytes(now) - before)
         kept.clear()
       },
     }
