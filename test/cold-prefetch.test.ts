@@ -13,7 +13,7 @@ import { executeQuery, parseQuery } from '../src/query/index.ts'
 import { coldDir, openDatasetDir, writeDatasetMeta } from '../src/store/dataset-dir.ts'
 import { CorruptChunkError } from '../src/store/cold/chunk-file.ts'
 import { frameStats } from '../src/store/cold/frames.ts'
-import { holdPrefetch, prefetchPending, prefetchStats } from '../src/store/cold/prefetch.ts'
+import { holdPrefetch, prefetchPending, prefetchStats, stopPrefetchThread } from '../src/store/cold/prefetch.ts'
 import { StaticStore } from '../src/store/static.ts'
 import type { BlockStore } from '../src/store/types.ts'
 import { generateBlocks } from './support/cold/gen.ts'
@@ -199,5 +199,35 @@ test('a frame the reader decompressed itself before the thread got to it is skip
   assert.equal(prefetchStats.ready - s0.ready, 0, 'the thread decompressed none of them')
   assert.equal(prefetchStats.skipped - s0.skipped, started, 'it skipped every one')
   assert.ok(frameStats.frames - f0 > started, 'the reader decompressed them')
+  await store.close()
+})
+
+// last in this file: the thread stays stopped for the rest of the process
+test('stopped for the exit, the thread takes no further frame (it is never ended inside zlib)', async () => {
+  const blocks = generateBlocks({ seed: 26, count: 48, accounts: 500 })
+  const first = blocks[0].header.number
+  const last = blocks[blocks.length - 1].header.number
+  const dir = await dataset(blocks)
+  const store = await openDatasetDir(dir, { cacheBytes: 1 })
+  const s0 = { ...prefetchStats }
+  // frames sent ahead and waiting in the held thread, their chunk never read
+  holdPrefetch(true)
+  let stopped = false
+  try {
+    for await (const _ of executeQuery(store, parseQuery(everything(first, last)), { to: last, finalizedOnly: true })) {
+      if (prefetchStats.started > s0.started) break
+    }
+    const waiting = prefetchPending()
+    assert.ok(waiting > 0, 'frames were sent ahead')
+    // what the process's exit listener does; the thread is not on a frame (held before taking one)
+    stopped = stopPrefetchThread(5000)
+    assert.equal(stopped, true)
+  } finally {
+    holdPrefetch(false)
+  }
+  await sleep(300)
+  assert.equal(prefetchStats.ready - s0.ready, 0, 'the thread decompressed nothing after the stop')
+  assert.equal(prefetchStats.skipped - s0.skipped, 0)
+  assert.ok(prefetchPending() > 0, 'the frames sent stay unanswered')
   await store.close()
 })

@@ -14,6 +14,21 @@ const answers = workerData.answers
 /** [0]: 1 while held (tests); then per job id: 1 once the reader decompressed the frame itself */
 const control = workerData.control ?? new Int32Array(new SharedArrayBuffer(8))
 const SLOTS = control.length - 1
+/**
+ * [0]: 1 once the process is exiting (set by the reading side's `exit` listener); [1]: 1 while this
+ * thread works on a frame. The process ends this thread when it exits; ended in the middle of
+ * zlib's setting up a decompressor (between the native handle's creation and its init), Node
+ * aborts the whole process ("close before init"), so the exiting side waits for the frame under
+ * way and this thread takes no other.
+ */
+const gate = workerData.gate ?? new Int32Array(new SharedArrayBuffer(8))
+
+/** the process is exiting: never touch zlib again; wait to be ended */
+function park() {
+  Atomics.store(gate, 1, 0)
+  Atomics.notify(gate, 1)
+  for (;;) Atomics.wait(gate, 0, 1, 100)
+}
 
 /** the stored frame, checked against its crc32; null when it cannot be read or does not match */
 function stored(fd, at, len, crc) {
@@ -36,7 +51,13 @@ parentPort.on('message', ({ path, jobs }) => {
   }
   for (const { id, at, len, crc, bytes } of jobs) {
     while (Atomics.load(control, 0) === 1) Atomics.wait(control, 0, 1, 1000)
+    // busy first, then the exit check: the exiting side either sees this frame under way or this
+    // thread sees the exit (sequentially consistent atomics)
+    Atomics.store(gate, 1, 1)
+    if (Atomics.load(gate, 0) === 1) park()
     if (Atomics.load(control, 1 + (id % SLOTS)) === 1) {
+      Atomics.store(gate, 1, 0)
+      Atomics.notify(gate, 1)
       answers.postMessage({ id, raw: null, skipped: true })
       continue
     }
@@ -50,6 +71,8 @@ parentPort.on('message', ({ path, jobs }) => {
     } catch {
       raw = null
     }
+    Atomics.store(gate, 1, 0)
+    Atomics.notify(gate, 1)
     if (raw === null) answers.postMessage({ id, raw: null })
     else answers.postMessage({ id, raw }, [raw.buffer])
   }

@@ -54,6 +54,28 @@ const CANCEL_SLOTS = 1 << 16
 const control = new Int32Array(new SharedArrayBuffer(4 * (1 + CANCEL_SLOTS)))
 
 /** tests: hold the decompressing thread before its next frame (true), or let it go on (false) */
+/** shared with the thread: [0] the process is exiting, [1] the thread is on a frame (see inflate-worker.mjs) */
+const gate = new Int32Array(new SharedArrayBuffer(8))
+let exitHooked = false
+
+/**
+ * Stops the decompressing thread for good before the process ends it: waits (up to `maxMs`) for the
+ * frame under way, after which the thread takes no other (frames sent and not answered are then
+ * decompressed by their readers, if any still read). Runs at process exit: Node ends worker threads
+ * then, and one ended while zlib sets up a decompressor aborts the process. Returns whether the
+ * thread was idle in time.
+ */
+export function stopPrefetchThread(maxMs = 2000): boolean {
+  Atomics.store(gate, 0, 1)
+  const until = performance.now() + maxMs
+  while (Atomics.load(gate, 1) === 1) {
+    const left = until - performance.now()
+    if (left <= 0) return false
+    Atomics.wait(gate, 1, 1, Math.min(left, 50))
+  }
+  return true
+}
+
 export function holdPrefetch(on: boolean): void {
   Atomics.store(control, 0, on ? 1 : 0)
   if (!on) Atomics.notify(control, 0)
@@ -147,7 +169,7 @@ function thread(): Worker {
   const { port1, port2 } = new MessageChannel()
   const w = new Worker(new URL('./inflate-worker.mjs', import.meta.url), {
     execArgv: workerExecArgv(),
-    workerData: { answers: port2, control },
+    workerData: { answers: port2, control, gate },
     transferList: [port2],
   })
   port1.on('message', answered)
@@ -166,6 +188,12 @@ function thread(): Worker {
   port1.unref()
   worker = w
   answers = port1
+  if (!exitHooked) {
+    exitHooked = true
+    process.on('exit', () => {
+      if (worker !== null) stopPrefetchThread()
+    })
+  }
   return w
 }
 
