@@ -223,3 +223,58 @@ test('guessed split: a nested value that looks like the start of a transaction i
   assert.equal(s.spans.length / 2, 2)
   same(spaced, 'spaced')
 })
+
+test('guessed split: u64 edges, rejected number forms, escapes and unicode give what the plain path gives', () => {
+  const synth = synthText()
+  const forms = [
+    '9007199254740991', // 2^53 - 1
+    '9007199254740992',
+    '9007199254740993', // 2^53 + 1: exact only as a string
+    '18446744073709551615', // 2^64 - 1
+    '18446744073709551616', // 2^64
+    '-1',
+    '-9007199254740993',
+    '1.5',
+    '1e3',
+    '2E+20',
+    '12345678901234567890.0',
+    '-0',
+    '"5000"',
+    '" 5000"',
+  ]
+  for (const fee of forms) {
+    const text = synth.replace('"fee":5000', `"fee":${fee}`)
+    assert.notEqual(text, synth)
+    const split = splitTransactions(text, ['block'], true)!
+    assert.equal(split.guessed, true, fee)
+    same(text, `fee ${fee}`)
+  }
+  // big balances at the edges, in the second transaction (the one measured exactly)
+  const edges = synth.replace(/("preBalances":\[)(\d+)([^\]]*\],)("postBalances":\[)(\d+)/g, (m, a, _b, c, d, _e) =>
+    m.includes('18446744073709551615') ? m : `${a}9007199254740993${c}${d}18446744073709551615`,
+  )
+  assert.notEqual(edges, synth)
+  same(edges, 'balance edges')
+  const r = viaText(edges) as NormalizeResult
+  assert.ok(
+    r.block.balances.some((b) => b.pre === 9007199254740993n && b.post === 18446744073709551615n),
+    'the balances at the edges are exact',
+  )
+  // escapes and unicode in log text, and a log line that looks like the start of a transaction
+  const logged = synth.replace(
+    '"Program log: ',
+    `"Program log: caf\\u00e9 \\"q\\" \\\\ \\n ✓ 𝄞 },{\\"transaction\\":{} 18446744073709551615, `,
+  )
+  assert.notEqual(logged, synth)
+  const s = splitTransactions(logged, ['block'], true)!
+  assert.equal(s.guessed, true)
+  assert.equal(s.spans.length / 2, 2)
+  same(logged, 'escapes and unicode')
+  const withLog = viaText(logged) as NormalizeResult
+  // a line break makes the line `other`: its message is the whole line
+  const msg = 'Program log: café "q" \\ \n ✓ 𝄞 },{"transaction":{} 18446744073709551615, '
+  assert.ok(
+    withLog.block.logs.some((l) => l.kind === 'other' && l.message.startsWith(msg)),
+    'the log line with escapes and unicode',
+  )
+})
