@@ -1,7 +1,8 @@
 // String and JSON column encoding (src/store/cold/encode.ts) over runs of one value: a row equal
 // to the previous one takes its code without a dictionary lookup, and a JSON column lists one
-// value per dictionary entry (`objects`, what its Bloom filter is built from). Runs broken by
-// nulls, runs of the same object and of equal but distinct ones all decode as written.
+// value per dictionary entry (`objects`, what its Bloom filter is built from), its dictionary in
+// value order. Runs broken by nulls, runs of the same object and of equal but distinct ones all
+// decode as written.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { decodeColumn, encodeColumn } from '../src/store/cold/encode.ts'
@@ -51,6 +52,13 @@ test('JSON columns: runs of one object, equal objects and nulls; one object per 
   assert.deepEqual(back, values)
   assert.deepEqual(enc.distinct, [JSON.stringify(shared), JSON.stringify(other)])
   assert.deepEqual(enc.objects, [shared, other])
+  // the dictionary is in value order whatever order the values came in (codes map through it)
+  const rev = [other, other, shared, null, other]
+  const r = roundTrip('json', rev, false)
+  assert.equal(r.enc.e, 'jdict')
+  assert.deepEqual(r.back, rev)
+  assert.deepEqual(r.enc.distinct, [JSON.stringify(shared), JSON.stringify(other)])
+  assert.deepEqual(r.enc.objects, [shared, other])
   // all distinct: the plain list, objects still one per distinct text
   const many = Array.from({ length: 30 }, (_, i) => [i])
   many.splice(5, 0, many[4], many[4])

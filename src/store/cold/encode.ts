@@ -12,7 +12,7 @@
  * | ver     | version            | Int32 (-1 = "legacy")                                   |
  * | dict    | base58, string     | JSON array of distinct values, codes (w = 1/2/4 bytes); code = dict size → null; [x] sorted codes, token offsets |
  * | plain   | base58, string     | JSON array of all values, when smaller than dict (data, signatures, messages); [x] row token offsets |
- * | jdict   | json               | JSON array of distinct values, codes                    |
+ * | jdict   | json               | JSON array of distinct values (written in value order: readers only map codes through it), codes |
  * | jplain  | json               | JSON array of all values                                |
  * | addr    | address            | Uint32 offsets (n + 1), element values (w = 1/2/4 bytes) |
  * | list    | base58List         | Uint32 offsets (n + 1), JSON dictionary, codes (w); [x] sorted codes, token offsets, postings (u32 offsets per code, u32 rows; format 3: one entry per occurrence + u16 positions; format 4: u8 positions when every list has at most 256 elements) |
@@ -164,7 +164,20 @@ function encodeStrings(
     // format 2: + the byte offset of every row's JSON token (row access without parsing the text)
     return { e: 'plain', parts: [text, u8(off)], x: 1, distinct: dict }
   }
-  if (json) return { e: 'jdict', parts: [utf8(`[${dict.join(',')}]`), packCodes(codes, w)], w, distinct: dict, objects }
+  if (json) {
+    // in value order (codes are only ever mapped through it, so any order reads the same): like
+    // values side by side compress better and faster (loaded addresses of one lookup table)
+    const order = sortOrder(dict)
+    const sorted = sortDict(dict, codes, order)
+    const objs = Array.from(order, (k) => objects![k])
+    return {
+      e: 'jdict',
+      parts: [utf8(`[${sorted.join(',')}]`), packCodes(codes, w)],
+      w,
+      distinct: sorted,
+      objects: objs,
+    }
+  }
   if (!withIndex) return { e: 'dict', parts: [utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
   if (sortDicts) {
     // format 4: the dictionary in value order, so code order is value order (no sorted codes part)
@@ -194,8 +207,7 @@ function byValue(a: string, b: string): number {
  * The dictionary in value order (byValue's, by `sortOrder`); `codes` (indexes into `dict`, values
  * >= dict.length untouched: null) are rewritten in place to index the returned one.
  */
-function sortDict(dict: readonly string[], codes: Uint32Array): string[] {
-  const order = sortOrder(dict)
+function sortDict(dict: readonly string[], codes: Uint32Array, order = sortOrder(dict)): string[] {
   const out = new Array<string>(dict.length)
   const rank = new Uint32Array(dict.length)
   for (let r = 0; r < order.length; r++) {
