@@ -10,6 +10,7 @@
  * answered `{ t: 'done', id, last: null }` once the store is closed (its lock released).
  */
 import { parentPort, workerData } from 'node:worker_threads'
+import { installZlibGate } from '../util/zlib-gate.ts'
 import type { HeadInfo } from '../store/chunk.ts'
 import { DiskColdStore, type DiskColdStoreOptions } from '../store/cold.ts'
 import { unpackBlock } from '../store/packed-block.ts'
@@ -18,6 +19,8 @@ import { errorMessage } from '../util/errors.ts'
 export interface ColdWriterSetup {
   dir: string
   options: DiskColdStoreOptions
+  /** the thread's zlib gate (src/util/zlib-gate.ts), one per thread started */
+  zlibGate?: Int32Array
 }
 
 export type ToColdWriter = { t: 'append'; id: number; blocks: Uint8Array[] } | { t: 'close'; id: number }
@@ -30,7 +33,8 @@ export type FromColdWriter =
 
 const port = parentPort
 if (port) {
-  const { dir, options } = workerData as ColdWriterSetup
+  const { dir, options, zlibGate } = workerData as ColdWriterSetup
+  installZlibGate(zlibGate)
   const post = (m: FromColdWriter) => port.postMessage(m)
   try {
     const store = await DiskColdStore.open(dir, options)

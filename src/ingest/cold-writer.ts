@@ -18,6 +18,7 @@ import { DiskColdStore, type DiskColdStoreOptions } from '../store/cold.ts'
 import { packedBytes } from '../store/packed-block.ts'
 import type { ColdStore } from '../store/types.ts'
 import { workerExecArgv } from '../util/worker-argv.ts'
+import { newZlibGate, stopZlibGate } from '../util/zlib-gate.ts'
 import type { ColdWriterSetup, FromColdWriter, ToColdWriter } from './cold-writer-worker.ts'
 
 /**
@@ -31,11 +32,23 @@ export const FINALIZE_BATCHES = { finalizeMinBlocks: 20, finalizeMaxDelayMs: 30_
 const WRITER_CACHE_BYTES = 16 * 1024 * 1024
 
 /** start a writer thread on `setup` and wait until its store is open */
+/** each writer thread's zlib gate: a thread is ended only once it is outside zlib (`endWriter`) */
+const gates = new WeakMap<Worker, Int32Array>()
+
+/** ends a writer thread, after the zlib call it may be in (ended inside zlib's setup, Node aborts the process) */
+function endWriter(worker: Worker): Promise<number> {
+  const gate = gates.get(worker)
+  if (gate !== undefined) stopZlibGate(gate)
+  return worker.terminate()
+}
+
 async function startWriter(setup: ColdWriterSetup): Promise<Worker> {
+  const zlibGate = newZlibGate()
   const worker = new Worker(new URL('./cold-writer-worker.mjs', import.meta.url), {
-    workerData: setup,
+    workerData: { ...setup, zlibGate },
     execArgv: workerExecArgv(),
   })
+  gates.set(worker, zlibGate)
   try {
     await new Promise<void>((resolve, reject) => {
       const onExit = (code: number) => reject(new Error(`cold store writer thread exited (code ${code})`))
@@ -49,7 +62,7 @@ async function startWriter(setup: ColdWriterSetup): Promise<Worker> {
       })
     })
   } catch (e) {
-    await worker.terminate()
+    await endWriter(worker)
     throw e
   }
   return worker
@@ -85,7 +98,7 @@ export class ColdWriterThread implements ColdStore {
     try {
       reader = await DiskColdStore.open(dir, { ...options, readOnly: true, verify: 'none' })
     } catch (e) {
-      await worker.terminate()
+      await endWriter(worker)
       throw e
     }
     const s = new ColdWriterThread(setup, reader)
@@ -116,7 +129,7 @@ export class ColdWriterThread implements ColdStore {
   private fail(worker: Worker, err: Error): void {
     if (this.closed || worker !== this.worker) return
     this.failure ??= err
-    void worker.terminate()
+    void endWriter(worker)
     for (const p of this.pending.values()) p.reject(err)
     this.pending.clear()
   }
@@ -173,7 +186,7 @@ export class ColdWriterThread implements ColdStore {
       if (!this.failure) await this.send({ t: 'close', id: this.nextId++ })
     } finally {
       this.closed = true
-      await this.worker.terminate()
+      await endWriter(this.worker)
       await this.reader.close()
     }
   }

@@ -13,6 +13,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { BatchBuilder, type BatchOptions, type LineResult } from './import-batch.ts'
 import { errorMessage, errorDetail } from '../../util/errors.ts'
+import { installZlibGate } from '../../util/zlib-gate.ts'
 
 export type ToWorker =
   | { t: 'start'; id: number; tail: string[] }
@@ -33,6 +34,7 @@ export type FromWorker =
 
 const port = parentPort
 if (port) {
+  installZlibGate((workerData as { zlibGate?: Int32Array }).zlibGate)
   const builder = new BatchBuilder(workerData as BatchOptions)
   let open: number | null = null
   const post = (m: FromWorker, transfer?: ArrayBuffer[]) => port.postMessage(m, transfer)

@@ -41,6 +41,7 @@ import { archiveLineHash, MissingBlocks, PresentBlocks } from './import-present.
 import { intOption } from '../options.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
 import { parseWorkerLimits, workerExecArgv } from '../../util/worker-argv.ts'
+import { newZlibGate, stopZlibGate } from '../../util/zlib-gate.ts'
 import { errorMessage } from '../../util/errors.ts'
 
 export interface ImportOptions {
@@ -212,7 +213,7 @@ class Deferred<T> {
  * that fails (an exception, out of memory, exit) fails every pending and later call.
  */
 class WorkerBackend implements Backend {
-  private readonly workers: { w: Worker; batches: number }[] = []
+  private readonly workers: { w: Worker; batches: number; gate: Int32Array }[] = []
   private readonly owner = new Map<number, number>()
   private readonly acks = new Map<number, Deferred<LineResult | null>>()
   private readonly chunks = new Map<number, Deferred<EncodedBatch>>()
@@ -221,8 +222,9 @@ class WorkerBackend implements Backend {
 
   constructor(n: number, opts: BatchOptions, resourceLimits?: ResourceLimits) {
     for (let i = 0; i < n; i++) {
+      const gate = newZlibGate()
       const w = new Worker(new URL('./import-worker.mjs', import.meta.url), {
-        workerData: opts,
+        workerData: { ...opts, zlibGate: gate },
         resourceLimits: parseWorkerLimits(resourceLimits),
         execArgv: workerExecArgv(),
       })
@@ -231,7 +233,7 @@ class WorkerBackend implements Backend {
       w.on('exit', (code) => {
         if (!this.closing) this.fail(new ImportError(`import worker ${i + 1} exited (code ${code})`))
       })
-      this.workers.push({ w, batches: 0 })
+      this.workers.push({ w, batches: 0, gate })
     }
   }
 
@@ -294,6 +296,9 @@ class WorkerBackend implements Backend {
 
   async close(): Promise<void> {
     this.closing = true
+    // a worker ended inside zlib's setup aborts the process: let the calls under way finish first
+    for (const x of this.workers) Atomics.store(x.gate, 0, 1)
+    for (const x of this.workers) stopZlibGate(x.gate)
     await Promise.all(this.workers.map((x) => x.w.terminate()))
   }
 }

@@ -18,6 +18,7 @@ import { createHash } from 'node:crypto'
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { brotliCompressSync, brotliDecompressSync, constants, crc32, deflateRawSync, inflateRawSync } from 'node:zlib'
+import { gatedZlib } from '../../util/zlib-gate.ts'
 import { HEADER_FIELDS, columnsOf, type FieldDef, type FieldType } from '../../catalogue.ts'
 import type { Block, BlockHeader, RecordKind } from '../../model.ts'
 import { RECORD_KINDS } from '../../model.ts'
@@ -302,7 +303,7 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
     let stored = raw
     let z: 1 | undefined
     if (opts.compress && raw.byteLength >= 4096) {
-      const d = deflateRawSync(raw, { level: 1 })
+      const d = gatedZlib(() => deflateRawSync(raw, { level: 1 }))
       if (d.byteLength < raw.byteLength * 0.75) {
         stored = d
         z = 1
@@ -416,7 +417,8 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
   }
   const json = Buffer.from(JSON.stringify(footer), 'utf8')
   // format 4: compressed (frame lengths and checksums make it a few kilobytes per chunk)
-  const fj = version >= 4 ? brotliCompressSync(json, { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } }) : json
+  const fj =
+    version >= 4 ? gatedZlib(() => brotliCompressSync(json, { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } })) : json
   const trailer = Buffer.alloc(TRAILER)
   trailer.writeUInt32LE(fj.byteLength, 0)
   trailer.writeUInt32LE(crc32(fj), 4)
@@ -454,7 +456,10 @@ export function readFooter(path: string): { footer: Footer; size: number; jsonBy
       readExact(fd, fj, 0, flen, size - TRAILER - flen, path)
     }
     if (crc32(fj) !== fcrc) throw new CorruptChunkError(`${path}: footer checksum mismatch`)
-    if (brotli) fj = brotliDecompressSync(fj)
+    if (brotli) {
+      const z = fj
+      fj = gatedZlib(() => brotliDecompressSync(z))
+    }
     const footer = JSON.parse(fj.toString('utf8')) as Footer
     if (!READABLE_VERSIONS.includes(footer.v)) {
       throw new CorruptChunkError(
@@ -500,7 +505,7 @@ export function readBlob(path: string, fd: number | null, m: ColMeta, verified =
       blob: m.o,
     })
   if (m.z) {
-    const raw = inflateRawSync(buf)
+    const raw = gatedZlib(() => inflateRawSync(buf))
     buf = raw.byteOffset % 8 === 0 ? raw : new Uint8Array(raw)
   }
   const parts: Uint8Array[] = []

@@ -38,6 +38,7 @@
  */
 import { isMainThread } from 'node:worker_threads'
 import { brotliCompress, brotliCompressSync, brotliDecompressSync, constants, crc32 } from 'node:zlib'
+import { gatedZlib } from '../../util/zlib-gate.ts'
 import type { Enc } from './encode.ts'
 import { align8 } from './offsets.ts'
 import { noteFrame, takePrefetched } from './prefetch.ts'
@@ -246,7 +247,7 @@ export async function brotli(
   lgwin: number,
   sync = !isMainThread,
 ): Promise<Uint8Array> {
-  if (sync) return brotliCompressSync(raw, brotliOptions(raw, quality, lgwin))
+  if (sync) return gatedZlib(() => brotliCompressSync(raw, brotliOptions(raw, quality, lgwin)))
   if (compressing >= COMPRESS_AHEAD) await new Promise<void>((resolve) => waiting.push(resolve))
   compressing++
   try {
@@ -364,7 +365,7 @@ export function inflateFrame(
   if (p.len[j] < 0) out.set(z, pos)
   else {
     if (raw === undefined) {
-      raw = brotliDecompressSync(z)
+      raw = gatedZlib(() => brotliDecompressSync(z))
       frameStats.frames++
       frameStats.bytes += raw.byteLength
     }

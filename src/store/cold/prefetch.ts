@@ -21,6 +21,7 @@
  *   reading thread in callbacks and copies); a frame comes back as one transferred buffer.
  */
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads'
+import { newZlibGate, stopZlibGate } from '../../util/zlib-gate.ts'
 import { workerExecArgv } from '../../util/worker-argv.ts'
 import type { ColMeta, Footer } from './chunk-file.ts'
 import { framesOf } from './frames.ts'
@@ -54,8 +55,8 @@ const CANCEL_SLOTS = 1 << 16
 const control = new Int32Array(new SharedArrayBuffer(4 * (1 + CANCEL_SLOTS)))
 
 /** tests: hold the decompressing thread before its next frame (true), or let it go on (false) */
-/** shared with the thread: [0] the process is exiting, [1] the thread is on a frame (see inflate-worker.mjs) */
-const gate = new Int32Array(new SharedArrayBuffer(8))
+/** shared with the thread: [0] the process is exiting, [1] the thread is on a frame (the layout of src/util/zlib-gate.ts; see inflate-worker.mjs) */
+const gate = newZlibGate()
 let exitHooked = false
 
 /**
@@ -66,14 +67,7 @@ let exitHooked = false
  * thread was idle in time.
  */
 export function stopPrefetchThread(maxMs = 2000): boolean {
-  Atomics.store(gate, 0, 1)
-  const until = performance.now() + maxMs
-  while (Atomics.load(gate, 1) === 1) {
-    const left = until - performance.now()
-    if (left <= 0) return false
-    Atomics.wait(gate, 1, 1, Math.min(left, 50))
-  }
-  return true
+  return stopZlibGate(gate, maxMs)
 }
 
 export function holdPrefetch(on: boolean): void {
