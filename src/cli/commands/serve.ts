@@ -198,7 +198,7 @@ export function register(program: Command): void {
     )
     .option(
       '--ingest-threads <n>',
-      "--rpc, --demo: worker threads that parse and normalize the node's blocks (0: the main thread; default: the cores less one, 1 to 4)",
+      "--rpc, --demo: worker threads that parse and normalize the node's blocks (0: the main thread; default: the cores less one, 2 to 4; 1 on one core)",
     )
     .option(
       '--rpc-damaged-attempts <n>',
