@@ -57,14 +57,20 @@ const everything = (from: number, to: number) => ({
   tokenBalances: [{}],
 })
 
-test('a wide scan takes frames decompressed ahead and writes the same lines as without', async () => {
-  const blocks = generateBlocks({ seed: 21, count: 48, accounts: 500 })
+/** 48 generated blocks in a dataset directory (6 chunks), the everything-query over all of them and its lines read from memory */
+async function wideScan(seed: number) {
+  const blocks = generateBlocks({ seed, count: 48, accounts: 500 })
   const first = blocks[0].header.number
   const last = blocks[blocks.length - 1].header.number
-  // 6 chunks; a 1-byte cache: every chunk is read from its file again
   const dir = await dataset(blocks)
   const body = everything(first, last)
   const want = await lines(new StaticStore(blocks, 8), body, last)
+  return { blocks, last, dir, body, want }
+}
+
+test('a wide scan takes frames decompressed ahead and writes the same lines as without', async () => {
+  // 6 chunks; a 1-byte cache: every chunk is read from its file again
+  const { blocks, last, dir, body, want } = await wideScan(21)
   assert.equal(want.length, blocks.length)
 
   const off = await openDatasetDir(dir, { cacheBytes: 1, readAhead: false })
@@ -90,12 +96,7 @@ test('a wide scan takes frames decompressed ahead and writes the same lines as w
 })
 
 test('a reader that never yields to the event loop still takes the frames decompressed ahead', async () => {
-  const blocks = generateBlocks({ seed: 22, count: 48, accounts: 500 })
-  const first = blocks[0].header.number
-  const last = blocks[blocks.length - 1].header.number
-  const dir = await dataset(blocks)
-  const body = everything(first, last)
-  const want = await lines(new StaticStore(blocks, 8), body, last)
+  const { last, dir, body, want } = await wideScan(22)
   const store = await openDatasetDir(dir, { cacheBytes: 1 })
   const s0 = { ...prefetchStats }
   // between blocks, the thread is waited for with the event loop blocked (Atomics.wait): its
@@ -174,12 +175,7 @@ test('the decompressing thread hands over only stored frames that match their cr
 })
 
 test('a frame the reader decompressed itself before the thread got to it is skipped by the thread', async () => {
-  const blocks = generateBlocks({ seed: 25, count: 48, accounts: 500 })
-  const first = blocks[0].header.number
-  const last = blocks[blocks.length - 1].header.number
-  const dir = await dataset(blocks)
-  const body = everything(first, last)
-  const want = await lines(new StaticStore(blocks, 8), body, last)
+  const { last, dir, body, want } = await wideScan(25)
   const store = await openDatasetDir(dir, { cacheBytes: 1 })
   const s0 = { ...prefetchStats }
   const f0 = frameStats.frames
@@ -204,17 +200,14 @@ test('a frame the reader decompressed itself before the thread got to it is skip
 
 // last in this file: the thread stays stopped for the rest of the process
 test('stopped for the exit, the thread takes no further frame (it is never ended inside zlib)', async () => {
-  const blocks = generateBlocks({ seed: 26, count: 48, accounts: 500 })
-  const first = blocks[0].header.number
-  const last = blocks[blocks.length - 1].header.number
-  const dir = await dataset(blocks)
+  const { last, dir, body } = await wideScan(26)
   const store = await openDatasetDir(dir, { cacheBytes: 1 })
   const s0 = { ...prefetchStats }
   // frames sent ahead and waiting in the held thread, their chunk never read
   holdPrefetch(true)
   let stopped = false
   try {
-    for await (const _ of executeQuery(store, parseQuery(everything(first, last)), { to: last, finalizedOnly: true })) {
+    for await (const _ of executeQuery(store, parseQuery(body), { to: last, finalizedOnly: true })) {
       if (prefetchStats.started > s0.started) break
     }
     const waiting = prefetchPending()

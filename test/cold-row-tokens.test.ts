@@ -110,6 +110,18 @@ test('fixed-width columns (u64, i64, bool) of a few rows read many enough to rea
   assert.ok(checked > 1000, `${checked} values`)
 })
 
+/** 16 generated blocks written as one chunk, the store opened read-only, and its chunks (one) */
+async function oneChunkStore(seed: number): Promise<{ s: DiskColdStore; chunks: Chunk[] }> {
+  const blocks = generateBlocks({ seed, count: 16, accounts: 3000 })
+  const dir = tempDir()
+  await writeStore(dir, blocks, { targetBlocks: 16 })
+  const s = await DiskColdStore.open(dir, { readOnly: true })
+  const chunks: Chunk[] = []
+  for await (const c of s.chunks(0, Number.MAX_SAFE_INTEGER)) chunks.push(c)
+  assert.equal(chunks.length, 1)
+  return { s, chunks }
+}
+
 async function lines(store: BlockStore, body: Record<string, unknown>, to: number): Promise<string[]> {
   const out: string[] = []
   for await (const b of executeQuery(store, parseQuery(body), { to, finalizedOnly: false })) {
@@ -153,13 +165,7 @@ test('a one-account query renders from row tokens: the in-memory lines, and no f
 })
 
 test('parts read whole to build a few rows are dropped once the rows are written; the built rows stay', async () => {
-  const blocks = generateBlocks({ seed: 13, count: 16, accounts: 3000 })
-  const dir = tempDir()
-  await writeStore(dir, blocks, { targetBlocks: 16 })
-  const s = await DiskColdStore.open(dir, { readOnly: true })
-  const chunks: Chunk[] = []
-  for await (const c of s.chunks(0, Number.MAX_SAFE_INTEGER)) chunks.push(c)
-  assert.equal(chunks.length, 1)
+  const { s, chunks } = await oneChunkStore(13)
   const c = chunks[0] as DiskChunk
   const t = c.table('instruction')
   const n = t.rowCount
@@ -193,12 +199,7 @@ test('parts read whole to build a few rows are dropped once the rows are written
 })
 
 test('rows built by rowTokens are packed once written (bytes and an index; a view for a big row only), found again in any order, merged with rows built later', async () => {
-  const blocks = generateBlocks({ seed: 17, count: 16, accounts: 3000 })
-  const dir = tempDir()
-  await writeStore(dir, blocks, { targetBlocks: 16 })
-  const s = await DiskColdStore.open(dir, { readOnly: true })
-  const chunks: Chunk[] = []
-  for await (const c of s.chunks(0, Number.MAX_SAFE_INTEGER)) chunks.push(c)
+  const { s, chunks } = await oneChunkStore(17)
   const t = chunks[0].table('instruction')
   const n = t.rowCount
   const rand = rng(11)
