@@ -18,7 +18,7 @@ import { DiskColdStore, type DiskColdStoreOptions } from '../store/cold.ts'
 import { packedBytes } from '../store/packed-block.ts'
 import type { ColdStore } from '../store/types.ts'
 import { workerExecArgv } from '../util/worker-argv.ts'
-import { newZlibGate, stopZlibGate } from '../util/zlib-gate.ts'
+import { newZlibGate, release, stopAtExit, stopZlibGate } from '../util/zlib-gate.ts'
 import type { ColdWriterSetup, FromColdWriter, ToColdWriter } from './cold-writer-worker.ts'
 
 /**
@@ -49,6 +49,9 @@ async function startWriter(setup: ColdWriterSetup): Promise<Worker> {
     execArgv: workerExecArgv(),
   })
   gates.set(worker, zlibGate)
+  // unref'd: ended at exit if still running, then never inside zlib
+  stopAtExit(zlibGate)
+  worker.once('exit', () => release(zlibGate))
   try {
     await new Promise<void>((resolve, reject) => {
       const onExit = (code: number) => reject(new Error(`cold store writer thread exited (code ${code})`))

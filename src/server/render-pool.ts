@@ -31,6 +31,7 @@ import { Worker } from 'node:worker_threads'
 import type { OutputBlock, QueryLimits } from '../query/index.ts'
 import type { ByteBudget } from './budget.ts'
 import { workerExecArgv } from '../util/worker-argv.ts'
+import { newZlibGate, release, stopAtExit, stopZlibGate } from '../util/zlib-gate.ts'
 
 export interface RenderPoolOptions {
   /** worker threads (0: no pool) */
@@ -77,6 +78,8 @@ export interface PooledBlock {
 
 export interface WorkerSetup {
   cacheBytes: number
+  /** the thread's zlib gate (src/util/zlib-gate.ts), one per thread */
+  zlibGate?: Int32Array
 }
 
 export interface RenderRequest {
@@ -140,6 +143,8 @@ interface PoolWorker {
   /** streams whose query this worker has */
   streams: Set<number>
   failed: Error | null
+  /** its zlib gate */
+  gate: Int32Array
 }
 
 /** segments sent to one worker at a time (the next one is queued there while it renders) */
@@ -258,11 +263,15 @@ export class RenderPool {
     const setup: WorkerSetup = { cacheBytes: this.cacheBytes }
     const ws: PoolWorker[] = []
     for (let i = 0; i < this.threads; i++) {
+      const gate = newZlibGate()
       const worker = new Worker(new URL('./render-worker.mjs', import.meta.url), {
-        workerData: setup,
+        workerData: { ...setup, zlibGate: gate },
         execArgv: workerExecArgv(),
       })
-      const pw: PoolWorker = { worker, running: new Map(), streams: new Set(), failed: null }
+      // ended at exit or by close(), the thread is never inside zlib (src/util/zlib-gate.ts)
+      stopAtExit(gate)
+      worker.once('exit', () => release(gate))
+      const pw: PoolWorker = { worker, running: new Map(), streams: new Set(), failed: null, gate }
       worker.unref()
       worker.on('message', (r: RenderResult) => this.answer(pw, r))
       const fail = (e: Error) => {
@@ -322,6 +331,8 @@ export class RenderPool {
     for (const t of this.queue.splice(0)) t.reject(new RenderError('render pool closed'))
     const ws = this.workers ?? []
     this.workers = null
+    for (const w of ws) Atomics.store(w.gate, 0, 1)
+    for (const w of ws) stopZlibGate(w.gate)
     await Promise.all(ws.map((w) => w.worker.terminate()))
   }
 }

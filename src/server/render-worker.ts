@@ -13,8 +13,10 @@ import { DiskColdStore } from '../store/cold.ts'
 import { DatasetDirStore } from '../store/dataset-dir.ts'
 import type { RenderRequest, RenderResult, WorkerMessage, WorkerSetup } from './render-pool.ts'
 import { errorDetail } from '../util/errors.ts'
+import { installZlibGate } from '../util/zlib-gate.ts'
 
 const setup = workerData as WorkerSetup
+installZlibGate(setup.zlibGate)
 const port = parentPort!
 const stores = new Map<string, Promise<DatasetDirStore>>()
 const streams = new Map<number, { q: ParsedQuery; bigintsAsNumbers: boolean }>()

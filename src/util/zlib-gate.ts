@@ -59,3 +59,26 @@ export function stopZlibGate(g: Int32Array, maxMs = 2000): boolean {
   }
   return true
 }
+
+/** gates of threads that may still run when the process exits (`stopAtExit`) */
+const atExit = new Set<Int32Array>()
+
+/**
+ * Stops `g` (all such gates at once, then waits for each) when the process exits: Node ends the
+ * threads still running then, unref'd ones included. `release` once the thread has ended.
+ */
+export function stopAtExit(g: Int32Array): void {
+  if (atExit.size === 0) process.once('exit', stopAllAtExit)
+  atExit.add(g)
+}
+
+export function release(g: Int32Array): void {
+  atExit.delete(g)
+  if (atExit.size === 0) process.off('exit', stopAllAtExit)
+}
+
+function stopAllAtExit(): void {
+  for (const g of atExit) Atomics.store(g, 0, 1)
+  for (const g of atExit) stopZlibGate(g)
+  atExit.clear()
+}

@@ -21,7 +21,7 @@
  *   reading thread in callbacks and copies); a frame comes back as one transferred buffer.
  */
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads'
-import { newZlibGate, stopZlibGate } from '../../util/zlib-gate.ts'
+import { newZlibGate, stopAtExit, stopZlibGate } from '../../util/zlib-gate.ts'
 import { workerExecArgv } from '../../util/worker-argv.ts'
 import type { ColMeta, Footer } from './chunk-file.ts'
 import { framesOf } from './frames.ts'
@@ -57,7 +57,6 @@ const control = new Int32Array(new SharedArrayBuffer(4 * (1 + CANCEL_SLOTS)))
 /** tests: hold the decompressing thread before its next frame (true), or let it go on (false) */
 /** shared with the thread: [0] the process is exiting, [1] the thread is on a frame (the layout of src/util/zlib-gate.ts; see inflate-worker.mjs) */
 const gate = newZlibGate()
-let exitHooked = false
 
 /**
  * Stops the decompressing thread for good before the process ends it: waits (up to `maxMs`) for the
@@ -182,12 +181,8 @@ function thread(): Worker {
   port1.unref()
   worker = w
   answers = port1
-  if (!exitHooked) {
-    exitHooked = true
-    process.on('exit', () => {
-      if (worker !== null) stopPrefetchThread()
-    })
-  }
+  // the process ends the thread when it exits: not inside zlib
+  stopAtExit(gate)
   return w
 }
 
