@@ -47,6 +47,7 @@ import {
   SWAP_D8,
   TOKEN,
   WHIRLPOOL,
+  waitForServe,
   type ComparisonParams,
 } from './support.ts'
 
@@ -269,17 +270,8 @@ class Server {
       stdio: ['ignore', 'inherit', 'inherit'],
     })
     const url = `http://127.0.0.1:${port}`
-    for (let i = 0; i < 600; i++) {
-      if (proc.exitCode !== null) throw new Error(`solportal serve exited ${proc.exitCode}`)
-      const ok = await new Promise<boolean>((r) => {
-        http
-          .get(`${url}/datasets/solana-mainnet/head`, (res) => (res.resume(), r(res.statusCode === 200)))
-          .on('error', () => r(false))
-      })
-      if (ok) return new Server(proc, url)
-      await new Promise((r) => setTimeout(r, 100))
-    }
-    throw new Error('solportal serve did not come up')
+    await waitForServe(proc, url)
+    return new Server(proc, url)
   }
   get pid(): number {
     return this.proc.pid!

@@ -21,7 +21,7 @@ import { performance } from 'node:perf_hooks'
 import { REPO_ROOT } from '../src/ingest/sample.ts'
 import { openDatasetDir } from '../src/store/dataset-dir.ts'
 import { freePort, resetPeak, statusKb } from './compare/pg.ts'
-import { allFields, benchServeArgs, everything, TOKEN } from './support.ts'
+import { allFields, benchServeArgs, everything, TOKEN, waitForServe } from './support.ts'
 
 const BLOCKS = Number(process.env.PARALLEL_BLOCKS ?? 150)
 const TXS = Number(process.env.PARALLEL_TXS ?? 1000)
@@ -75,17 +75,8 @@ class Server {
       { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] },
     )
     const base = `http://127.0.0.1:${port}`
-    for (let i = 0; i < 600; i++) {
-      if (proc.exitCode !== null) throw new Error(`solportal serve exited ${proc.exitCode}`)
-      const ok = await new Promise<boolean>((r) => {
-        http
-          .get(`${base}/datasets/solana-mainnet/head`, (res) => (res.resume(), r(res.statusCode === 200)))
-          .on('error', () => r(false))
-      })
-      if (ok) return new Server(threads, proc, `${base}/datasets/solana-mainnet/stream`)
-      await new Promise((r) => setTimeout(r, 100))
-    }
-    throw new Error('solportal serve did not come up')
+    await waitForServe(proc, base)
+    return new Server(threads, proc, `${base}/datasets/solana-mainnet/stream`)
   }
 
   /** CPU seconds (user + system) of the process so far, every thread */

@@ -1,4 +1,6 @@
 /** Helpers shared by the benches. Field lists come from the one field catalogue. */
+import type { ChildProcess } from 'node:child_process'
+import http from 'node:http'
 import { homedir, tmpdir } from 'node:os'
 import { dirname, resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -184,4 +186,23 @@ export function benchServeArgs(datasetDir: string, port: number): string[] {
     '--response-bytes',
     String(2 ** 45),
   ]
+}
+
+/**
+ * Waits until the `solportal serve` child `proc`, listening at `base` (`http://host:port`), answers
+ * `GET /datasets/solana-mainnet/head` with 200 (up to 60 s, polled every 100 ms); throws when the
+ * child exits first or does not come up.
+ */
+export async function waitForServe(proc: ChildProcess, base: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (proc.exitCode !== null) throw new Error(`solportal serve exited ${proc.exitCode}`)
+    const ok = await new Promise<boolean>((r) => {
+      http
+        .get(`${base}/datasets/solana-mainnet/head`, (res) => (res.resume(), r(res.statusCode === 200)))
+        .on('error', () => r(false))
+    })
+    if (ok) return
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error('solportal serve did not come up')
 }
