@@ -31,7 +31,7 @@ import { Worker } from 'node:worker_threads'
 import type { OutputBlock, QueryLimits } from '../query/index.ts'
 import type { ByteBudget } from './budget.ts'
 import { workerExecArgv } from '../util/worker-argv.ts'
-import { newZlibGate, release, stopAtExit, stopZlibGate } from '../util/zlib-gate.ts'
+import { newZlibGate, release, stopAtExit, stopZlibGates } from '../util/zlib-gate.ts'
 
 export interface RenderPoolOptions {
   /** worker threads (0: no pool) */
@@ -331,8 +331,7 @@ export class RenderPool {
     for (const t of this.queue.splice(0)) t.reject(new RenderError('render pool closed'))
     const ws = this.workers ?? []
     this.workers = null
-    for (const w of ws) Atomics.store(w.gate, 0, 1)
-    for (const w of ws) stopZlibGate(w.gate)
+    stopZlibGates(ws.map((w) => w.gate))
     await Promise.all(ws.map((w) => w.worker.terminate()))
   }
 }

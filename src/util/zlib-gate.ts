@@ -60,6 +60,15 @@ export function stopZlibGate(g: Int32Array, maxMs = 2000): boolean {
   return true
 }
 
+/**
+ * `stopZlibGate` for several threads: all are told to stop first, then each is waited for, so
+ * that they finish their calls under way together rather than one after the other.
+ */
+export function stopZlibGates(gates: Iterable<Int32Array>): void {
+  for (const g of gates) Atomics.store(g, 0, 1)
+  for (const g of gates) stopZlibGate(g)
+}
+
 /** gates of threads that may still run when the process exits (`stopAtExit`) */
 const atExit = new Set<Int32Array>()
 
@@ -78,7 +87,6 @@ export function release(g: Int32Array): void {
 }
 
 function stopAllAtExit(): void {
-  for (const g of atExit) Atomics.store(g, 0, 1)
-  for (const g of atExit) stopZlibGate(g)
+  stopZlibGates(atExit)
   atExit.clear()
 }

@@ -41,7 +41,7 @@ import { archiveLineHash, MissingBlocks, PresentBlocks } from './import-present.
 import { intOption } from '../options.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
 import { parseWorkerLimits, workerExecArgv } from '../../util/worker-argv.ts'
-import { newZlibGate, stopZlibGate } from '../../util/zlib-gate.ts'
+import { newZlibGate, stopZlibGates } from '../../util/zlib-gate.ts'
 import { errorMessage } from '../../util/errors.ts'
 
 export interface ImportOptions {
@@ -297,8 +297,7 @@ class WorkerBackend implements Backend {
   async close(): Promise<void> {
     this.closing = true
     // a worker ended inside zlib's setup aborts the process: let the calls under way finish first
-    for (const x of this.workers) Atomics.store(x.gate, 0, 1)
-    for (const x of this.workers) stopZlibGate(x.gate)
+    stopZlibGates(this.workers.map((x) => x.gate))
     await Promise.all(this.workers.map((x) => x.w.terminate()))
   }
 }
