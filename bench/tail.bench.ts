@@ -28,6 +28,7 @@ import { fork, type ChildProcess, type ForkOptions } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
+import { constants as perfConstants, PerformanceObserver } from 'node:perf_hooks'
 import { join } from 'node:path'
 import { writeArchive } from '../src/ingest/generate.ts'
 import { defaultDecodeThreads } from '../src/ingest/block-workers.ts'
@@ -96,6 +97,11 @@ interface Row {
   slowest: { number: number; total: number; stages: Map<string, number> } | null
   /** share of the time the main thread (ingest applying blocks + the server) was busy */
   busy: number
+  /** CPU of this process (main thread, decoding threads, LMDB's writer), ms per block produced */
+  cpuPerBlock: number
+  /** the main thread's garbage collection, ms per block produced (all kinds, then the full ones) */
+  gcPerBlock: number
+  majorGcPerBlock: number
   /** the clients' responses by HTTP status */
   statuses: string
 }
@@ -144,7 +150,18 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   const producedAt = new Map<number, number>()
   /** ms the node took to produce each block, its answer text assembled (not part of the latencies) */
   const assembled: number[] = []
+  let gcMs = 0
+  let majorGcMs = 0
+  const gcs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gcMs += e.duration
+      if ((e as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR)
+        majorGcMs += e.duration
+    }
+  })
+  gcs.observe({ entryTypes: ['gc'] })
   const elu0 = performance.eventLoopUtilization()
+  const cpu0 = process.cpuUsage()
   for (let i = 0; i < BLOCKS; i++) {
     const t0 = performance.now()
     node.send({ t: 'produce' })
@@ -156,6 +173,8 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   const last = Math.max(...producedAt.keys())
   await ds.store.waitFor(last, false, 30_000)
   const busy = performance.eventLoopUtilization(elu0).utilization
+  const cpu = process.cpuUsage(cpu0)
+  gcs.disconnect()
   await new Promise((r) => setTimeout(r, 1000))
   followers.send({ t: 'stop' })
   const { seen, statuses } = await message<{ seen: [number, number][]; statuses: Record<string, number> }>(
@@ -190,6 +209,9 @@ async function measure(archive: string, threads: number, clients: number, coldKi
     stages: new Map(),
     slowest: null,
     busy,
+    cpuPerBlock: (cpu.user + cpu.system) / 1000 / producedAt.size,
+    gcPerBlock: gcMs / producedAt.size,
+    majorGcPerBlock: majorGcMs / producedAt.size,
     statuses: Object.entries(statuses)
       .map(([k, v]) => `${v} × ${k}`)
       .join(', '),
@@ -264,11 +286,11 @@ export async function run(): Promise<string> {
     '',
     `Blocks of ~${TXS} transactions (${gen.txs} in the ${gen.blocks} generated templates, ${Math.round((gen.bytes / gen.blocks / 1e6) * 10) / 10} MB of JSON each), one every ${INTERVAL_MS} ms, ${BLOCKS} per row; ingest poll ${POLL_MS} ms, 4 getBlock requests in flight; the node finalizes ${FINALITY_LAG} slots behind its head. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} at start, ${load1.map((x) => x.toFixed(1)).join(' ')} at end.`,
     '',
-    '| parse + normalize | clients | lines received / expected | node assembling p50 ms | block → answer p50 ms | answer → store p50 ms | answer → store p99 ms | block → store p50 ms | block → store p99 ms | client p50 ms | client p99 ms | main thread busy | responses |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| parse + normalize | clients | lines received / expected | node assembling p50 ms | block → answer p50 ms | answer → store p50 ms | answer → store p99 ms | block → store p50 ms | block → store p99 ms | client p50 ms | client p99 ms | main thread busy | CPU ms per block | main GC ms per block (full) | responses |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| ${r.path} | ${r.clients} | ${r.lines}/${r.expected} | ${f(pct(r.assembled, 50))} | ${f(pct(r.blockToAnswer, 50))} | ${pp(r.answerToStore)} | ${pp(r.blockToStore)} | ${pp(r.blockToClient)} | ${(r.busy * 100).toFixed(0)} % | ${r.statuses} |`,
+        `| ${r.path} | ${r.clients} | ${r.lines}/${r.expected} | ${f(pct(r.assembled, 50))} | ${f(pct(r.blockToAnswer, 50))} | ${pp(r.answerToStore)} | ${pp(r.blockToStore)} | ${pp(r.blockToClient)} | ${(r.busy * 100).toFixed(0)} % | ${f(r.cpuPerBlock)} | ${r.gcPerBlock.toFixed(1)} (${r.majorGcPerBlock.toFixed(1)}) | ${r.statuses} |`,
     ),
     '',
     '#### answer → store by stage (p50 / p99 ms; the slowest block of each row: ms per stage)',
@@ -280,7 +302,7 @@ export async function run(): Promise<string> {
         `| ${r.path} | ${r.clients} | ${STAGES.map(([n]) => (r.stages.has(n) ? `${f(pct(r.stages.get(n)!, 50))} / ${f(pct(r.stages.get(n)!, 99))}` : '-')).join(' | ')} | ${f(pct(r.storeToClient, 50))} / ${f(pct(r.storeToClient, 99))} | ${r.slowest ? `${f(r.slowest.total)} = ${[...r.slowest.stages.values()].map(f).join(' + ')}` : '-'} |`,
     ),
     '',
-    'node assembling: the fake node producing a block, its getBlock answer text assembled then (signatures and JSON of ~1,500 transactions in the node’s JS), before the block counts as produced: latencies start after it, as for a node that has the block at hand. block → answer: from the node producing the block to the last byte of its getBlock answer read (the poll interval, the getSlot/getBlocks round trips, the node sending its answer, the transfer); answer → store: from the last byte of the node’s getBlock answer read to the block in the hot store; block → store and client: from the node producing the block (it includes the poll interval and the node sending its answer) to the hot store having it and to each client reading its line. Main thread busy: its event loop utilization while the blocks were produced (ingest applying blocks, the server, and on the main-thread path parse + normalize). Responses: the clients’ requests by HTTP status (a 204 is asked again at once).',
+    'node assembling: the fake node producing a block, its getBlock answer text assembled then (signatures and JSON of ~1,500 transactions in the node’s JS), before the block counts as produced: latencies start after it, as for a node that has the block at hand. block → answer: from the node producing the block to the last byte of its getBlock answer read (the poll interval, the getSlot/getBlocks round trips, the node sending its answer, the transfer); answer → store: from the last byte of the node’s getBlock answer read to the block in the hot store; block → store and client: from the node producing the block (it includes the poll interval and the node sending its answer) to the hot store having it and to each client reading its line. Main thread busy: its event loop utilization while the blocks were produced (ingest applying blocks, the server, and on the main-thread path parse + normalize). CPU ms per block: this process’s CPU time (all its threads: main, decoding, LMDB’s writer; not the node’s nor the clients’ processes) while the blocks were produced, per block; main GC: the main thread’s garbage collection pauses per block, in parentheses the full (mark-compact) ones. Responses: the clients’ requests by HTTP status (a 204 is asked again at once).',
     '',
     ...CLIENTS.map((c) => {
       const main = rows.find((r) => r.clients === c && r.threads === 0 && r.cold === COLDS[0])

@@ -9,6 +9,8 @@
  */
 import assert from 'node:assert/strict'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -24,7 +26,7 @@ import {
   type RealtimeDatasetOptions,
   type StoredBlock,
 } from '../src/ingest/realtime.ts'
-import { checkBlockShape, fullBlockParams, RpcClient } from '../src/ingest/rpc.ts'
+import { checkBlockShape, fullBlockParams, RpcClient, SHARED_BODY_MIN_BYTES } from '../src/ingest/rpc.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
@@ -146,6 +148,50 @@ test('a worker decodes a mainnet answer to the main thread’s block, packed; th
     assert.equal(pool.stats.decoded, 6)
   } finally {
     await pool.close()
+  }
+})
+
+test('a large answer is read into shared memory, which both decoding threads read without a copy; a small one is not', async () => {
+  // a node answering every call with the mainnet answer (chunked, as the fake node sends it) or,
+  // for getSlot, a small one
+  const server = createServer((req, res) => {
+    let body = ''
+    req.setEncoding('utf8')
+    req.on('data', (c: string) => (body += c))
+    req.on('end', () => {
+      const method = (JSON.parse(body) as { method: string }).method
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(method === 'getSlot' ? '{"jsonrpc":"2.0","id":1,"result":12}' : answer)
+    })
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  const client = new RpcClient({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })
+  const pool = new BlockWorkerPool({ threads: 2 })
+  try {
+    assert.ok(answer.length >= SHARED_BODY_MIN_BYTES)
+    const seen: Buffer[] = []
+    const r = (await client.call('getBlock', fullBlockParams(archived.slot, 'confirmed'), undefined, (bytes) => {
+      seen.push(bytes)
+      return pool.decode(bytes, archived.slot)
+    })) as { kind: string; block: PackedBlock }
+    assert.equal(r.kind, 'normalized')
+    assert.deepStrictEqual(lazyBlock(r.block), expected.block)
+    assert.equal(pool.stats.decoded, 2, 'decoded in two parts, one per thread')
+    assert.ok(seen[0].buffer instanceof SharedArrayBuffer, 'the body is in shared memory')
+    // neither transferred away (detached) nor copied per thread: the body is still here, whole
+    assert.ok(seen[0].equals(answer))
+    assert.equal(await client.getSlot('confirmed'), 12)
+    let small: Buffer | null = null
+    await client.call('getSlot', [], undefined, async (bytes) => {
+      small = bytes
+      return parseJsonExact(bytes.toString('utf8'))
+    })
+    assert.ok(!((small as Buffer | null)?.buffer instanceof SharedArrayBuffer))
+  } finally {
+    client.close()
+    await pool.close()
+    server.closeAllConnections()
+    server.close()
   }
 })
 

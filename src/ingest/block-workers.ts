@@ -3,7 +3,8 @@
  * so that the main thread, which serves the streams, only reads the bytes off the socket, applies
  * the normalized block to the hot store and wakes the streams.
  *
- * The body's bytes are transferred to a worker (no copy); the normalized block comes back packed
+ * The body's bytes are transferred to a worker (no copy), or shared with it when the RPC client
+ * read them into shared memory (large answers: src/ingest/rpc.ts); the normalized block comes back packed
  * into one transferred buffer (src/store/packed-block.ts), which the hot store writes as it is and
  * decodes only when a reader needs the records: the main thread's share of a block is a memory
  * copy into LMDB. (Structured-cloning the records instead costs the main thread a deserialization
@@ -125,17 +126,19 @@ export class BlockWorkerPool implements BlockDecoder {
   decode(bytes: Buffer, slot: number, signal?: AbortSignal): Promise<DecodedEnvelope> {
     if (this.closed) return Promise.reject(new Error('block decoding workers are closed'))
     if (signal?.aborted) return Promise.reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'))
-    // transfer the body's memory when it is its own (large answers); copy a pooled small one
-    const own = bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength
-    const data = own ? new Uint8Array(bytes.buffer, 0, bytes.byteLength) : new Uint8Array(bytes)
+    // shared memory (large answers, src/ingest/rpc.ts) is read by the threads as it is; else the
+    // body's memory is transferred when it is its own, and a pooled small one copied
+    const shared = bytes.buffer instanceof SharedArrayBuffer
+    const own = shared || (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength)
+    const data = own ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : new Uint8Array(bytes)
     if (this.threads < 2 || bytes.byteLength < this.splitMinBytes) return this.send(this.pick(), slot, data)
     // a large answer: half of its transactions in each of two threads (each reads the whole text)
-    const copy = new Uint8Array(data)
+    const other = shared ? data : new Uint8Array(data)
     const a = this.pick()
     const b = this.pick(a)
     return Promise.all([
       this.send(a, slot, data, { index: 0, of: 2 }),
-      this.send(b, slot, copy, { index: 1, of: 2 }),
+      this.send(b, slot, other, { index: 1, of: 2 }),
     ]).then(joinParts)
   }
 
@@ -145,7 +148,7 @@ export class BlockWorkerPool implements BlockDecoder {
       s.pending.set(id, { resolve, reject })
       s.w.ref()
       const msg: ToBlockWorker = { id, slot, bytes, ...(part ? { part } : {}) }
-      s.w.postMessage(msg, [bytes.buffer as ArrayBuffer])
+      s.w.postMessage(msg, bytes.buffer instanceof SharedArrayBuffer ? [] : [bytes.buffer])
     })
   }
 

@@ -25,6 +25,8 @@
  *
  * Responses are parsed with `parseJsonExact`: u64 values above 2^53 arrive as decimal strings.
  */
+import { Agent as HttpAgent, request as httpRequest } from 'node:http'
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 import { parseJsonExact } from '../rpc/json.ts'
 import { NodeHeadTracker } from './lag.ts'
 import type { Block, NormalizationWarning } from '../model.ts'
@@ -103,6 +105,41 @@ export interface RpcClientOptions {
 }
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 128 * 1024 * 1024
+/** answers at least this large are read into shared memory (`SharedArrayBuffer`): see `RpcClient` */
+export const SHARED_BODY_MIN_BYTES = 1 << 20
+
+/** an HTTP answer as read: status, body, and a 429's Retry-After */
+interface Answer {
+  status: number
+  bytes: Buffer
+  retryAfter?: string
+}
+
+/** the request's time limit or its stall limit was reached */
+class Failure extends Error {
+  constructor(readonly kind: 'timeout' | 'stall') {
+    super(kind === 'timeout' ? 'timeout' : 'stalled')
+  }
+}
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v
+}
+
+/**
+ * the body's chunks as one buffer: in shared memory (`SharedArrayBuffer`, which worker threads
+ * read without a copy) from `SHARED_BODY_MIN_BYTES` on
+ */
+function joinBody(parts: readonly Buffer[], size: number): Buffer {
+  if (size < SHARED_BODY_MIN_BYTES) return parts.length === 1 ? parts[0] : Buffer.concat(parts, size)
+  const out = Buffer.from(new SharedArrayBuffer(size))
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.byteLength
+  }
+  return out
+}
 export const DEFAULT_STALL_TIMEOUT_MS = 10_000
 
 /** what a call is about, for logs: `getBlock slot 123`, `getBlocks 10..20`, `getSlot` */
@@ -158,6 +195,9 @@ export class RpcClient {
   private readonly maxBackoffMs: number
   private readonly headers: Record<string, string>
   private readonly onRetry?: RpcClientOptions['onRetry']
+  private readonly target: URL
+  private readonly request: typeof httpRequest
+  private readonly agent: HttpAgent
   private nextId = 1
   /** statistics: transient failures seen, by kind */
   readonly stats = { calls: 0, retries: 0, http429: 0, dropped: 0, timeouts: 0, stalls: 0, tooLarge: 0 }
@@ -172,6 +212,16 @@ export class RpcClient {
     this.maxBackoffMs = opts.maxBackoffMs ?? 5_000
     this.headers = opts.headers ?? {}
     this.onRetry = opts.onRetry
+    this.target = new URL(opts.url)
+    const secure = this.target.protocol === 'https:'
+    this.request = secure ? httpsRequest : httpRequest
+    // idle keep-alive sockets are unref'd by the agent: they do not hold the process open
+    this.agent = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true })
+  }
+
+  /** close the idle connections to the node (in-flight calls go on) */
+  close(): void {
+    this.agent.destroy()
   }
 
   backoff(attempt: number): number {
@@ -207,58 +257,18 @@ export class RpcClient {
   private async callOnce<T>(method: string, params: unknown[], signal?: AbortSignal, decode?: BodyDecoder): Promise<T> {
     this.stats.calls++
     const id = this.nextId++
-    // one controller per attempt (AbortSignal.any on a long-lived signal accumulates dependants)
-    const ctl = new AbortController()
-    let failure: 'timeout' | 'stall' | null = null
-    const timer = setTimeout(() => {
-      failure = 'timeout'
-      ctl.abort(new Error('timeout'))
-    }, this.timeoutMs)
-    // the stall timer is re-armed by every byte received
-    let stallTimer: NodeJS.Timeout | undefined
-    const armStall = () => {
-      clearTimeout(stallTimer)
-      stallTimer = setTimeout(() => {
-        failure ??= 'stall'
-        ctl.abort(new Error('stalled'))
-      }, this.stallTimeoutMs)
-    }
-    armStall()
-    const onAbort = () => ctl.abort(signal!.reason)
-    if (signal) {
-      if (signal.aborted) {
-        clearTimeout(timer)
-        clearTimeout(stallTimer)
-        throw abortError(signal)
-      }
-      signal.addEventListener('abort', onAbort, { once: true })
-    }
-    const sig = ctl.signal
-    let bytes: Buffer
-    let status: number
+    if (signal?.aborted) throw abortError(signal)
+    let answer: Answer
     try {
-      const res = await fetch(this.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...this.headers },
-        body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
-        signal: sig,
-      })
-      armStall()
-      status = res.status
-      if (status === 429) {
-        this.stats.http429++
-        await res.body?.cancel().catch(() => {})
-        throw new TransientRpcError(`${method}: HTTP 429`, parseRetryAfter(res.headers.get('retry-after')))
-      }
-      bytes = await this.readBody(method, res, ctl, armStall)
+      answer = await this.exchange(method, JSON.stringify({ jsonrpc: '2.0', id, method, params }), signal)
     } catch (e) {
-      if (e instanceof TransientRpcError || e instanceof ResponseTooLargeError) throw e
+      if (e instanceof ResponseTooLargeError) throw e
       if (signal?.aborted) throw abortError(signal)
-      if (failure === 'timeout') {
-        this.stats.timeouts++
-        throw new TransientRpcError(`${method}: timeout after ${this.timeoutMs} ms`, undefined, { cause: e })
-      }
-      if (failure === 'stall') {
+      if (e instanceof Failure) {
+        if (e.kind === 'timeout') {
+          this.stats.timeouts++
+          throw new TransientRpcError(`${method}: timeout after ${this.timeoutMs} ms`, undefined, { cause: e })
+        }
         this.stats.stalls++
         throw new TransientRpcError(`${method}: stalled (no data for ${this.stallTimeoutMs} ms)`, undefined, {
           cause: e,
@@ -267,10 +277,11 @@ export class RpcClient {
       // dropped connection, refused, reset, truncated body
       this.stats.dropped++
       throw new TransientRpcError(`${method}: ${(e as Error).message}`, undefined, { cause: e })
-    } finally {
-      clearTimeout(timer)
-      clearTimeout(stallTimer)
-      signal?.removeEventListener('abort', onAbort)
+    }
+    const { status, bytes } = answer
+    if (status === 429) {
+      this.stats.http429++
+      throw new TransientRpcError(`${method}: HTTP 429`, parseRetryAfter(answer.retryAfter ?? null))
     }
     const text = () => bytes.toString('utf8', 0, Math.min(bytes.length, 800)).slice(0, 200)
     if (status >= 500 || status === 408) {
@@ -298,35 +309,88 @@ export class RpcClient {
     return body.result as T
   }
 
-  /** the body's bytes, read chunk by chunk: abandoned (request aborted) past maxResponseBytes */
-  private async readBody(method: string, res: Response, ctl: AbortController, onData: () => void): Promise<Buffer> {
-    const tooLarge = () => {
-      this.stats.tooLarge++
-      ctl.abort(new Error('answer too large'))
-      return new ResponseTooLargeError(method, this.maxResponseBytes)
-    }
-    const declared = Number(res.headers.get('content-length'))
-    if (Number.isFinite(declared) && declared > this.maxResponseBytes) {
-      await res.body?.cancel().catch(() => {})
-      throw tooLarge()
-    }
-    if (!res.body) return Buffer.alloc(0)
-    const reader = res.body.getReader()
-    const parts: Uint8Array[] = []
-    let size = 0
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done) break
-      onData()
-      size += value.byteLength
-      if (size > this.maxResponseBytes) {
-        parts.length = 0
-        await reader.cancel().catch(() => {})
-        throw tooLarge()
+  /**
+   * One HTTP exchange: the request sent, the answer's status and body read (the body of a 429 is
+   * discarded). Rejects with a `Failure` on the timeout or a stall (no byte for `stallTimeoutMs`,
+   * re-armed by every byte received), `ResponseTooLargeError` past `maxResponseBytes` (declared or
+   * read so far: the request is abandoned then), the abort reason when `signal` aborts, or the
+   * transport's error (refused, reset, truncated body).
+   *
+   * `node:http` with a keep-alive agent: a poll of the node's head costs a fraction of what
+   * `fetch` (undici) costs, and a large body is read as the socket's chunks and copied once into
+   * memory of its own, shared (`SharedArrayBuffer`) from `SHARED_BODY_MIN_BYTES` on, so that
+   * the threads that decode it all read it without a copy each (src/ingest/block-workers.ts).
+   */
+  private exchange(method: string, payload: string, signal?: AbortSignal): Promise<Answer> {
+    return new Promise<Answer>((resolve, reject) => {
+      let settled = false
+      let stallTimer: NodeJS.Timeout | undefined
+      const finish = (err: Error | null, answer?: Answer) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        clearTimeout(stallTimer)
+        signal?.removeEventListener('abort', onAbort)
+        if (err) {
+          req.destroy()
+          reject(err)
+        } else resolve(answer!)
       }
-      parts.push(value)
-    }
-    return Buffer.concat(parts, size)
+      const timer = setTimeout(() => finish(new Failure('timeout')), this.timeoutMs)
+      const armStall = () => {
+        clearTimeout(stallTimer)
+        stallTimer = setTimeout(() => finish(new Failure('stall')), this.stallTimeoutMs)
+      }
+      const onAbort = () => finish(abortError(signal!))
+      signal?.addEventListener('abort', onAbort, { once: true })
+      armStall()
+      const tooLarge = () => {
+        this.stats.tooLarge++
+        finish(new ResponseTooLargeError(method, this.maxResponseBytes))
+      }
+      const req = this.request(this.target, {
+        method: 'POST',
+        agent: this.agent,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+          ...this.headers,
+        },
+      })
+      req.on('error', (e) => finish(e))
+      req.on('response', (res) => {
+        armStall()
+        const status = res.statusCode ?? 0
+        res.on('error', (e) => finish(e))
+        if (status === 429) {
+          res.resume()
+          finish(null, { status, bytes: Buffer.alloc(0), retryAfter: headerValue(res.headers['retry-after']) })
+          return
+        }
+        const declared = Number(res.headers['content-length'])
+        if (Number.isFinite(declared) && declared > this.maxResponseBytes) return tooLarge()
+        const parts: Buffer[] = []
+        let size = 0
+        res.on('data', (chunk: Buffer) => {
+          if (settled) return
+          armStall()
+          size += chunk.byteLength
+          if (size > this.maxResponseBytes) {
+            parts.length = 0
+            return tooLarge()
+          }
+          parts.push(chunk)
+        })
+        res.on('end', () => {
+          if (!res.complete) return finish(new Error('the connection closed before the answer ended'))
+          finish(null, { status, bytes: joinBody(parts, size) })
+        })
+        res.on('close', () => {
+          if (!res.complete) finish(new Error('the connection closed before the answer ended'))
+        })
+      })
+      req.end(payload)
+    })
   }
 
   async getSlot(commitment: Commitment, signal?: AbortSignal): Promise<number> {
