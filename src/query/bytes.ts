@@ -249,6 +249,9 @@ export type Codes = Uint8Array | Uint16Array | Uint32Array
  * - dict: row i is token codes[i], or null when codes[i] === size
  * - list: row i is the array of tokens codes[k] for k in [off[i], off[i + 1])
  * - addr: row i is the array of the integers el[k] for k in [off[i], off[i + 1])
+ * - kept: rows built earlier and kept packed (a few rows' JSON, `Table.rowTokens`): row rows[k]
+ *   (ascending) is bytes [offs[k], offs[k + 1]) of `bytes` (`view`: a DataView of it), `big[k]`
+ *   the same bytes as a view of their own when long; other rows are written by `write` only
  * - int: row i is the 64-bit integer (w32[2i], w32[2i + 1]) (little-endian halves, `big[i]`
  *   whole), null where valid[i] === 0; written as exact digits, quoted when `quoted`; the high
  *   half is below `small` when the value is a non-negative integer below 2^53
@@ -273,6 +276,14 @@ export type TokenForm =
     }
   | { readonly kind: 'addr'; readonly el: Codes; readonly off: Uint32Array }
   | {
+      readonly kind: 'kept'
+      readonly rows: Int32Array
+      readonly offs: Uint32Array
+      readonly bytes: Uint8Array
+      readonly view: DataView
+      readonly big: readonly (Uint8Array | undefined)[]
+    }
+  | {
       readonly kind: 'int'
       readonly w32: Uint32Array
       readonly big: BigUint64Array | BigInt64Array
@@ -292,6 +303,8 @@ export function formTag(f: TokenForm): string {
       return 'l' + f.codes.BYTES_PER_ELEMENT
     case 'addr':
       return 'a' + f.el.BYTES_PER_ELEMENT
+    case 'kept':
+      return 'k'
     case 'int':
       return 'i' + (f.valid === null ? '' : '?') + (f.quoted ? 'q' : '') + (f.small === 1 ? 's' : 'u')
   }
