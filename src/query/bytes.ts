@@ -22,7 +22,7 @@ export class LineBuf {
   private lent: Lent
 
   constructor(size = 1 << 16) {
-    this.buf = Buffer.allocUnsafeSlow(size)
+    this.buf = spareBuffer(size) ?? Buffer.allocUnsafeSlow(size)
     this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length)
     this.lent = lend(this.buf)
   }
@@ -86,6 +86,14 @@ export class LineBuf {
     if (!(v >= 0 && v <= Number.MAX_SAFE_INTEGER && v === Math.floor(v))) return this.str('' + v)
     if (this.pos + 16 > this.buf.length) this.ensure(16)
     this.pos = digits(this.buf, this.pos, v)
+  }
+
+  /**
+   * No more lines: the buffer is left to the views of the lines taken (given back with them, see
+   * `recycleLine`). The LineBuf is not used after this.
+   */
+  close(): void {
+    leave(this.buf, this.lent)
   }
 
   /** start a line (after the lines taken) */
