@@ -41,6 +41,9 @@ test('archive lines equal readline lines, plain and gzip', async () => {
     empty: '',
     blanks: '\n\n \n\t\n',
     long: `${long}\n\n${long}\r\n${long}`,
+    // ASCII lines spanning reads (decoded as ASCII), and one whose only multi-byte character is
+    // in its last read (decoded as UTF-8: the whole line is checked, not its first piece)
+    longAscii: `${'{"a":"x"}'.repeat(200_000)}\n${'b'.repeat(700_000)}é\n${'c'.repeat(300_000)}`,
   }
   for (const [name, text] of Object.entries(cases)) {
     for (const gz of [false, true]) {

@@ -41,11 +41,61 @@ test('a big line given back is written over by a later line; shared or unknown b
   assert.equal(b.toString(), big + '\n')
   assert.equal(c.toString(), 'y'.repeat(100_000) + '\n')
   assert.equal(d.toString(), 'z'.repeat(100_000) + '\n')
-  // small lines share a buffer: never given back
+  // a small line in the buffer the LineBuf still writes into: not given back
   const e = line(o, 'small')
   const r1 = lineStats.recycled
   recycleLine(e)
   assert.equal(lineStats.recycled, r1)
+})
+
+test('small lines share a buffer: reused once the LineBuf left it and every line of it is back', () => {
+  const o = new LineBuf(1 << 19)
+  const text = 'x'.repeat(10_000)
+  const first = [line(o, text)]
+  const ab = first[0].buffer
+  let l = line(o, text)
+  for (; l.buffer === ab; l = line(o, text)) first.push(l)
+  assert.ok(first.length > 10, 'many lines in the first buffer')
+  const r0 = lineStats.recycled
+  // all but the first line back, as one view of adjacent lines (as the response writer merges them)
+  const rest = first.slice(1)
+  recycleLine(
+    Buffer.from(
+      ab,
+      rest[0].byteOffset,
+      rest.reduce((n, x) => n + x.length, 0),
+    ),
+  )
+  assert.equal(lineStats.recycled, r0, 'a line is still out')
+  let m = line(o, text)
+  for (; m.buffer === l.buffer; m = line(o, text));
+  assert.notEqual(m.buffer, ab, 'not reused while a line of it is out')
+  recycleLine(first[0])
+  assert.equal(lineStats.recycled, r0 + 1)
+  assert.equal(first[0].toString(), text + '\n', 'the lines are intact until written over')
+  let k = line(o, text)
+  for (const b = m.buffer; k.buffer === b; k = line(o, text));
+  assert.equal(k.buffer, ab, 'the next buffer is the first one, given back')
+  assert.equal(k.toString(), text + '\n')
+})
+
+test("a query's last line buffer comes back once its lines are given back, and the next query starts in it", async () => {
+  const few = randomBlocks(6, { blocks: 6, maxTx: 4 })
+  const last = few[few.length - 1].header.number
+  const body = { fromBlock: few[0].header.number, fields: { block: { number: true } }, includeAllBlocks: true }
+  const run = async () => {
+    const out: Buffer[] = []
+    for await (const b of executeQuery(new StaticStore(few, 2), parseQuery(body), { to: last, finalizedOnly: true }))
+      out.push((b as { data?: Buffer }).data!)
+    return out
+  }
+  const a = await run()
+  assert.ok(a.length === few.length && a.every((l) => l.buffer === a[0].buffer), 'small lines in one buffer')
+  const r0 = lineStats.recycled
+  for (const l of a) recycleLine(l)
+  assert.equal(lineStats.recycled, r0 + 1, 'the buffer the query ended in is given back')
+  const b = await run()
+  assert.equal(b[0].buffer, a[0].buffer, 'the next query writes into it')
 })
 
 const blocks: Block[] = randomBlocks(5, { blocks: 30, maxTx: 120 })
@@ -68,6 +118,31 @@ before(async () => {
 after(async () => {
   await server.close()
   await store.close()
+})
+
+test('a selective stream gives its shared line buffers back and sends the in-memory store lines', async () => {
+  const first = blocks[0].header.number
+  const last = blocks[blocks.length - 1].header.number
+  const body = {
+    type: 'solana',
+    fromBlock: first,
+    toBlock: last,
+    fields: { block: { number: true }, instruction: { data: true } },
+    instructions: [{}],
+  }
+  const want: string[] = []
+  for await (const b of executeQuery(new StaticStore(blocks, 8), parseQuery(body), { to: last, finalizedOnly: true }))
+    want.push(b.line)
+  assert.ok(want.every((l) => l.length < 1 << 16) && want.join('\n').length > 1 << 18, 'lines that share buffers')
+  const r0 = lineStats.recycled
+  const reply = await request(`${url}/datasets/d/stream`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  })
+  assert.equal(reply.status, 200)
+  assert.deepEqual(reply.text.split('\n').slice(0, -1), want)
+  assert.ok(lineStats.recycled > r0, 'shared line buffers given back once written')
 })
 
 test('a wide stream reuses its line buffers and sends the in-memory store lines, identity and gzip', async () => {

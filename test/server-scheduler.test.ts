@@ -112,3 +112,36 @@ test('a short response renders from the reserve while slow clients fill the budg
   ;(await shortBig)()
   assert.deepEqual(order, ['short', 'short2', 'long', 'short but big'])
 })
+
+test('tryAcquire: a free turn at once, none while another stream waits, the budget is full or the slice is used up', async () => {
+  const budget = new ByteBudget(1000)
+  const signal = new AbortController().signal
+  const s = new RenderScheduler(1, budget, 100, 60_000)
+  const r1 = s.tryAcquire(500, 10)
+  assert.ok(r1, 'nobody renders or waits: the turn at once')
+  assert.equal(s.tryAcquire(500, 10), null, 'the one permit is taken')
+  // another stream waits for the permit: it goes to that one first
+  let waited = false
+  const other = s.acquire(500, 10, signal).then((r) => ((waited = true), r!))
+  r1()
+  assert.equal(s.tryAcquire(500, 10), null, 'a waiting stream comes first')
+  ;(await other)()
+  assert.equal(waited, true)
+  // the budget full: a big response gets no turn, a resumed block does
+  budget.take(1000)
+  assert.equal(s.tryAcquire(5000, 10), null)
+  const r2 = s.tryAcquire(5000, 10, true)
+  assert.ok(r2)
+  r2()
+  budget.release(1000)
+  // a slice of 0 ms: used up at once, the turn waits for the loop (acquire)
+  const sliced = new RenderScheduler(1, budget, 100, 0)
+  const r3 = sliced.tryAcquire(0, 1)
+  assert.ok(r3, 'the first turn of a slice')
+  r3()
+  assert.equal(sliced.tryAcquire(0, 1), null, 'the slice is used up until the event loop turns')
+  await tick()
+  const r4 = sliced.tryAcquire(0, 1)
+  assert.ok(r4, 'a new slice after the loop turned')
+  r4()
+})

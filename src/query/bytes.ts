@@ -18,9 +18,13 @@ export class LineBuf {
   /** where the line being written starts (`begin`): the bytes before it are lines taken */
   start = 0
 
+  /** the lines taken from `buf` and those given back (see `recycleLine`) */
+  private lent: Lent
+
   constructor(size = 1 << 16) {
-    this.buf = Buffer.allocUnsafeSlow(size)
+    this.buf = spareBuffer(size) ?? Buffer.allocUnsafeSlow(size)
     this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length)
+    this.lent = lend(this.buf)
   }
 
   /** room for `n` more bytes */
@@ -33,8 +37,10 @@ export class LineBuf {
     // the line being written keeps its positions (writers hold them); the lines taken before it
     // stay where their views are
     this.buf.copy(b, this.start, this.start, this.pos)
+    leave(this.buf, this.lent)
     this.buf = b
     this.dv = new DataView(b.buffer, b.byteOffset, b.length)
+    this.lent = lend(b)
   }
 
   /** constant bytes (pre-encoded keys and punctuation) */
@@ -82,6 +88,14 @@ export class LineBuf {
     this.pos = digits(this.buf, this.pos, v)
   }
 
+  /**
+   * No more lines: the buffer is left to the views of the lines taken (given back with them, see
+   * `recycleLine`). The LineBuf is not used after this.
+   */
+  close(): void {
+    leave(this.buf, this.lent)
+  }
+
   /** start a line (after the lines taken) */
   begin(): void {
     this.pos = this.start
@@ -96,12 +110,15 @@ export class LineBuf {
     this.byte(0x0a)
     const n = this.pos - this.start
     const out = this.buf.subarray(this.start, this.pos)
+    this.lent.taken += n
     if (n >= HANDOVER || this.pos >= SEGMENT) {
-      // a big line alone in its buffer: the buffer may come back (`recycleLine`) once written
-      if (n >= HANDOVER && this.start === 0 && this.buf.byteOffset === 0) ALONE.add(this.buf.buffer)
+      // the buffer is left to its lines' views: it may come back (`recycleLine`) once they are
+      // all written
+      leave(this.buf, this.lent)
       const size = n >= HANDOVER ? n + (n >>> 2) : SEGMENT + HANDOVER
       this.buf = spareBuffer(size) ?? Buffer.allocUnsafeSlow(size)
       this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length)
+      this.lent = lend(this.buf)
       this.pos = 0
     }
     this.start = this.pos
@@ -110,18 +127,50 @@ export class LineBuf {
 }
 
 /**
- * The memory of big lines (`takeLine`: a buffer each) that their consumer gave back once done
- * with every byte (`recycleLine`), for the lines rendered next: a wide query writes a buffer of
- * ~1 MB per block, and fresh memory costs its allocation, the kernel's page faults on first
- * write and garbage collections for the external memory. At most SPARE_BYTES are kept.
+ * The memory of lines (`takeLine`: a big line has a buffer of its own, smaller ones share one of
+ * about SEGMENT bytes) that their consumer gave back once done with every byte (`recycleLine`),
+ * for the lines rendered next: a wide query writes a buffer of ~1 MB per block, a selective one
+ * a SEGMENT buffer every few dozen blocks, and fresh memory costs its allocation, the kernel's
+ * page faults on first write and garbage collections for the external memory (V8 runs a
+ * scavenge every few MB of it). At most SPARE_BYTES are kept.
  */
 const spare: ArrayBuffer[] = []
 let spareBytes = 0
 const SPARE_BYTES = 16 << 20
 /** counters for tests: line buffers given back, and reused for a later line */
 export const lineStats = { recycled: 0, reused: 0 }
-/** buffers holding one line taken whole and not given back yet */
-const ALONE = new WeakSet<ArrayBufferLike>()
+
+/** bytes of the lines taken from a line buffer, of those given back, and whether it was left */
+interface Lent {
+  taken: number
+  back: number
+  left: boolean
+}
+
+/** line buffers whose lines may come back, by their memory */
+const LENT = new WeakMap<ArrayBufferLike, Lent>()
+
+/** a new line buffer (its own memory, from its start: as allocUnsafeSlow and spareBuffer make them) */
+function lend(buf: Buffer): Lent {
+  const l: Lent = { taken: 0, back: 0, left: false }
+  LENT.set(buf.buffer, l)
+  return l
+}
+
+/** the LineBuf writes no more into `buf`: it is spare once every line taken from it is back */
+function leave(buf: Buffer, l: Lent): void {
+  l.left = true
+  if (l.back === l.taken) giveBack(buf.buffer, l)
+}
+
+function giveBack(ab: ArrayBufferLike, l: Lent): void {
+  LENT.delete(ab)
+  if (l.taken === 0 || ab.byteLength > SPARE_BYTES) return
+  while (spareBytes + ab.byteLength > SPARE_BYTES) spareBytes -= spare.shift()!.byteLength
+  spare.push(ab as ArrayBuffer)
+  spareBytes += ab.byteLength
+  lineStats.recycled++
+}
 
 function spareBuffer(size: number): Buffer | null {
   for (let k = spare.length - 1; k >= 0; k--) {
@@ -136,18 +185,17 @@ function spareBuffer(size: number): Buffer | null {
 }
 
 /**
- * A consumer done with a line `takeLine` returned (a view of it from its start, e.g. the line
- * with its newline): when the line had its buffer to itself, the buffer is reused for a later
- * line. The caller must hold no other view of the line (nor hand it on); other buffers are ignored.
+ * A consumer done with lines `takeLine` returned: `lines` is one of them whole (with its newline),
+ * or several adjacent ones as one view, each given back once. When every line of a buffer the
+ * LineBuf has left is back, the buffer is reused for later lines. The caller must hold no other
+ * view of the lines (nor hand them on); other memory is ignored.
  */
-export function recycleLine(line: Uint8Array): void {
-  const ab = line.buffer
-  if (line.byteOffset !== 0 || !ALONE.delete(ab)) return
-  if (ab.byteLength > SPARE_BYTES) return
-  while (spareBytes + ab.byteLength > SPARE_BYTES) spareBytes -= spare.shift()!.byteLength
-  spare.push(ab as ArrayBuffer)
-  spareBytes += ab.byteLength
-  lineStats.recycled++
+export function recycleLine(lines: Uint8Array): void {
+  const ab = lines.buffer
+  const l = LENT.get(ab)
+  if (l === undefined) return
+  l.back += lines.length
+  if (l.left && l.back === l.taken) giveBack(ab, l)
 }
 
 /** lines from this many bytes get a buffer of their own (`LineBuf.takeLine`) */
@@ -209,6 +257,9 @@ export type Codes = Uint8Array | Uint16Array | Uint32Array
  * - dict: row i is token codes[i], or null when codes[i] === size
  * - list: row i is the array of tokens codes[k] for k in [off[i], off[i + 1])
  * - addr: row i is the array of the integers el[k] for k in [off[i], off[i + 1])
+ * - kept: rows built earlier and kept packed (a few rows' JSON, `Table.rowTokens`): row rows[k]
+ *   (ascending) is bytes [offs[k], offs[k + 1]) of `bytes` (`view`: a DataView of it), `big[k]`
+ *   the same bytes as a view of their own when long; other rows are written by `write` only
  * - int: row i is the 64-bit integer (w32[2i], w32[2i + 1]) (little-endian halves, `big[i]`
  *   whole), null where valid[i] === 0; written as exact digits, quoted when `quoted`; the high
  *   half is below `small` when the value is a non-negative integer below 2^53
@@ -233,6 +284,14 @@ export type TokenForm =
     }
   | { readonly kind: 'addr'; readonly el: Codes; readonly off: Uint32Array }
   | {
+      readonly kind: 'kept'
+      readonly rows: Int32Array
+      readonly offs: Uint32Array
+      readonly bytes: Uint8Array
+      readonly view: DataView
+      readonly big: readonly (Uint8Array | undefined)[]
+    }
+  | {
       readonly kind: 'int'
       readonly w32: Uint32Array
       readonly big: BigUint64Array | BigInt64Array
@@ -252,6 +311,8 @@ export function formTag(f: TokenForm): string {
       return 'l' + f.codes.BYTES_PER_ELEMENT
     case 'addr':
       return 'a' + f.el.BYTES_PER_ELEMENT
+    case 'kept':
+      return 'k'
     case 'int':
       return 'i' + (f.valid === null ? '' : '?') + (f.quoted ? 'q' : '') + (f.small === 1 ? 's' : 'u')
   }

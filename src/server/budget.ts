@@ -144,13 +144,7 @@ export class RenderScheduler {
         resume,
         grant: () => {
           signal.removeEventListener('abort', onAbort)
-          let released = false
-          resolve(() => {
-            if (released) return
-            released = true
-            this.running--
-            this.pump()
-          })
+          resolve(this.turn())
         },
       }
       const onAbort = () => {
@@ -165,6 +159,40 @@ export class RenderScheduler {
   }
 
   /**
+   * `acquire` without waiting: the turn at once when it is free to take (a permit left, no stream
+   * waiting, the budget allowing it, the current slice of turns not used up), else null (then
+   * `acquire`). A stream rendering alone takes its turns without a promise and an abort listener
+   * per block.
+   */
+  tryAcquire(served: number, span: number, resume: boolean | (() => boolean) = false): (() => void) | null {
+    if (this.running >= this.permits || this.waiting.length > 0 || this.deferred) return null
+    if (this.sliceStart >= 0 && performance.now() - this.sliceStart >= this.sliceMs) return null
+    if (!this.grantable(served, span, resume)) return null
+    this.startSlice()
+    this.running++
+    return this.turn()
+  }
+
+  /** the release function of a turn just granted (`running` counts it) */
+  private turn(): () => void {
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      this.running--
+      this.pump()
+    }
+  }
+
+  /** a slice of turns begins unless one is under way (it ends when the event loop turns) */
+  private startSlice(): void {
+    if (this.sliceStart >= 0) return
+    this.sliceStart = performance.now()
+    // runs in the loop's check phase, after its I/O phase: the slice ends with the turn
+    setImmediate(() => (this.sliceStart = -1))
+  }
+
+  /**
    * A stream in the middle of a long block (`served` bytes sent so far) asks whether to give its
    * turn back: true when a waiting stream that sent less could render now. It then waits again with
    * `acquire(..., resume = true)`: ahead of the streams that sent as much as it did, and regardless
@@ -172,7 +200,7 @@ export class RenderScheduler {
    * robin while new and small responses get their turn within a slice.
    */
   shouldYield(served: number): boolean {
-    for (const w of this.waiting) if (w.served < served && this.grantable(w)) return true
+    for (const w of this.waiting) if (w.served < served && this.grantable(w.served, w.span, w.resume)) return true
     return false
   }
 
@@ -181,19 +209,16 @@ export class RenderScheduler {
     return span < this.shortBlocks ? this.smallBytes : 0
   }
 
-  private grantable(w: Waiter): boolean {
-    if (resumes(w)) return true
-    if (w.served < this.smallBytes && w.span < this.shortBlocks && !this.budget.reserveFull) return true
-    return !(this.budget.overfull || (this.budget.full && w.served >= this.smallBytes))
+  private grantable(served: number, span: number, resume: Waiter['resume']): boolean {
+    if (typeof resume === 'function' ? resume() : resume) return true
+    if (served < this.smallBytes && span < this.shortBlocks && !this.budget.reserveFull) return true
+    return !(this.budget.overfull || (this.budget.full && served >= this.smallBytes))
   }
 
   private pump(): void {
     if (this.deferred) return
-    if (this.sliceStart < 0) {
-      this.sliceStart = performance.now()
-      // runs in the loop's check phase, after its I/O phase: the slice ends with the turn
-      setImmediate(() => (this.sliceStart = -1))
-    } else if (performance.now() - this.sliceStart >= this.sliceMs && this.waiting.length > 0) {
+    if (this.sliceStart < 0) this.startSlice()
+    else if (performance.now() - this.sliceStart >= this.sliceMs && this.waiting.length > 0) {
       this.deferred = true
       setImmediate(() => {
         this.deferred = false
@@ -205,7 +230,7 @@ export class RenderScheduler {
       let best = -1
       for (let i = 0; i < this.waiting.length; i++) {
         const w = this.waiting[i]
-        if (!this.grantable(w)) continue
+        if (!this.grantable(w.served, w.span, w.resume)) continue
         if (best < 0) best = i
         else {
           const b = this.waiting[best]

@@ -539,7 +539,10 @@ export class PortalServer {
             // one block rendered and handed to the socket per turn (see RenderScheduler)
             // (a stream holding blocks a render worker rendered takes its turns even when the
             // budget is full, which their bytes help fill: see PoolStream.holding)
-            release = await this.scheduler.acquire(out.bytes, span, gone, holding)
+            // (at once when no other stream waits: no promise and abort listener per block)
+            release =
+              (gone.aborted ? null : this.scheduler.tryAcquire(out.bytes, span, holding)) ??
+              (await this.scheduler.acquire(out.bytes, span, gone, holding))
             if (!release) break
             let next: IteratorResult<OutputBlock | PooledBlock>
             let room = true

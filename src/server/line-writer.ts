@@ -31,6 +31,11 @@ export interface LineWriterOptions {
   reserveBytes?: number
   /** lines are gathered into writes of about this many bytes */
   batchBytes?: number
+  /**
+   * bytes the sink may hold not yet taken by the kernel before `addLine`/`addBytes` say to wait
+   * for `drained()`
+   */
+  pendingBytes?: number
 }
 
 export class LineWriter {
@@ -49,6 +54,7 @@ export class LineWriter {
   private pushed = 0
   private watchdog: NodeJS.Timeout | null = null
   private readonly batchBytes: number
+  private readonly pendingBytes: number
 
   constructor(
     private readonly res: http.ServerResponse,
@@ -57,6 +63,7 @@ export class LineWriter {
   ) {
     this.sink = res
     this.batchBytes = opts.batchBytes ?? 64 * 1024
+    this.pendingBytes = opts.pendingBytes ?? 1024 * 1024
     res.once('close', () => this.onClose())
   }
 
@@ -169,18 +176,20 @@ export class LineWriter {
     if (!this.pushNow()) await this.drained()
   }
 
-  /** hand the batched lines to the sink; false when it is full */
+  /** hand the batched lines to the sink; false when it holds `pendingBytes` or more */
   private pushNow(): boolean {
     const n = this.bufLen
     if (n === 0) return true
-    // a Buffer: the socket keeps one copy of the bytes (not the string and its encoded copy)
     const parts = this.buf
-    const data = toBuffer(parts)
     this.buf = []
     this.bufLen = 0
-    // the engine's line buffers (`recycleLine`): copied into `data`, or once the sink took `data`
-    const own = data === parts[0]
-    if (!own) for (const p of parts) if (typeof p !== 'string') recycleLine(p)
+    // lines as bytes (the engine's views, adjacent ones merged by addBytes) are written as they
+    // are, a write each, not copied into one buffer; strings and many small pieces are joined into
+    // a Buffer (the socket keeps one copy of the bytes, not the string and its encoded copy)
+    const whole = parts.length <= MAX_PARTS && parts.every((p) => typeof p !== 'string')
+    const data = whole ? (parts as Buffer[]) : [toBuffer(parts)]
+    // the engine's line buffers (`recycleLine`): given back once copied, or once the sink took them
+    if (!whole) for (const p of parts) if (typeof p !== 'string') recycleLine(p)
     if (this.gone) return true
     this.start()
     const budget = this.opts.budget
@@ -191,13 +200,25 @@ export class LineWriter {
       if (reserve) this.heldReserve += n
       else this.held += n
     }
-    return this.sink.write(data, (err) => {
-      if (own && !err) recycleLine(data)
-      if (this.closed || !budget) return
-      if (reserve) this.heldReserve -= n
-      else this.held -= n
-      budget.release(n, reserve)
-    })
+    const last = data.length - 1
+    for (let k = 0; k <= last; k++) {
+      const b = data[k]
+      this.sink.write(b, (err) => {
+        if (whole && !err) recycleLine(b)
+        if (k < last || this.closed || !budget) return
+        if (reserve) this.heldReserve -= n
+        else this.held -= n
+        budget.release(n, reserve)
+      })
+    }
+    // node's http corks the socket at a write until the next tick: uncorked now, the bytes go to
+    // the kernel while the next lines render (a render loop may not let a tick pass for a while)
+    const sock = this.res.socket
+    if (this.gz === null && sock !== null && sock.writableCorked > 0) sock.uncork()
+    // not `write`'s answer, false whenever a write is above the sink's high-water mark (16 KiB)
+    // even when the kernel took all of it at once: waiting for 'drain' then stops rendering while
+    // the socket still has bytes to send; the next lines render meanwhile up to `pendingBytes`
+    return this.sink.writableLength < this.pendingBytes
   }
 
   /** push buffered lines through to the client now (before waiting for new blocks) */
@@ -239,6 +260,9 @@ function adjacent(a: Buffer, b: Buffer): boolean {
 }
 
 const NEWLINE = Buffer.from('\n')
+
+/** a batch of at most this many Buffers is written as it is (more are joined) */
+const MAX_PARTS = 4
 
 /** the parts as one Buffer: strings encoded at once, a lone Buffer as it is */
 function toBuffer(parts: (string | Buffer)[]): Buffer {

@@ -26,6 +26,7 @@ import { BLOOM_SCHEMES, bloomHas, buildBloom } from './bloom.ts'
 import { align8 } from './offsets.ts'
 import { decodeColumn, encodeColumn, type Decoded, type Enc, type Encoded } from './encode.ts'
 import { compressFrames, framing, unframe, type Framed } from './frames.ts'
+import { AccountInterner, type InternedColumn } from './intern.ts'
 
 export const MAGIC = Buffer.from('SPCOLD01', 'latin1')
 export const END_MAGIC = Buffer.from('SPCOLDZZ', 'latin1')
@@ -323,6 +324,43 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
   // format 4: filters of exactly 10 bits per value (scheme 2); older formats as they were written
   const bloomScheme = version >= 4 ? 2 : 1
 
+  /**
+   * format 4: the account columns of every kind (the address-like PRUNE_FIELDS of string and
+   * string list type), interned into one table before any column is encoded (intern.ts)
+   */
+  const interner = version >= 4 ? new AccountInterner() : null
+  const interned = new Map<string, { values: unknown[]; col: InternedColumn }>()
+
+  const kindRows = (kind: RecordKind) => {
+    const offsets = new Uint32Array(blocks.length + 1)
+    const rows: Record<string, unknown>[] = []
+    for (let b = 0; b < blocks.length; b++) {
+      offsets[b] = rows.length
+      for (const r of blocks[b][LISTS[kind]] as unknown as Record<string, unknown>[]) rows.push(r)
+    }
+    offsets[blocks.length] = rows.length
+    return { offsets, rows }
+  }
+  const tables = RECORD_KINDS.map((kind) => ({ kind, ...kindRows(kind) }))
+  if (interner) {
+    for (const { kind, rows } of tables) {
+      const defs = columnsOf(kind).filter(
+        (d) => PRUNE_FIELDS[kind].includes(d.name) && (d.type === 'safeAscii' || d.type === 'safeAsciiList'),
+      )
+      const columns = transpose(
+        defs.map((d) => d.name),
+        rows,
+      )
+      defs.forEach((d, k) => {
+        const values = columns[k]
+        const col = d.type === 'safeAscii' ? interner.internValues(values) : interner.internLists(values)
+        // a value of another type: encodeColumn names it
+        if (col) interned.set(`${kind}.${d.name}`, { values, col })
+      })
+    }
+    interner.seal()
+  }
+
   const encodeTable = async (
     defs: readonly FieldDef[],
     rows: readonly Record<string, unknown>[],
@@ -330,16 +368,22 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
   ) => {
     const cols: Record<string, ColMeta> = {}
     const prune = kind ? PRUNE_FIELDS[kind] : []
+    const rest = defs.filter((d) => !interned.has(`${kind}.${d.name}`))
     const columns: (unknown[] | null)[] = transpose(
-      defs.map((d) => d.name),
+      rest.map((d) => d.name),
       rows,
     )
+    let j = 0
     for (let k = 0; k < defs.length; k++) {
       const d = defs[k]
-      const values = columns[k]!
-      columns[k] = null // garbage once encoded
+      const pre = interned.get(`${kind}.${d.name}`)
+      const values = pre ? pre.values : columns[j]!
+      if (pre) interned.delete(`${kind}.${d.name}`)
+      else columns[j++] = null // garbage once encoded
       if (rows.length > 10_000) await tick() // let the event loop breathe between big columns
-      const enc = encodeColumn(d.name, d.type, values, version >= 2, version >= 3, version >= 4)
+      const enc = pre
+        ? interner!.encode(d.name, d.type === 'safeAsciiList', pre.col, values)
+        : encodeColumn(d.name, d.type, values, version >= 2, version >= 3, version >= 4)
       cols[d.name] = emit(enc, d.type)
       // format 4: a value-ordered dictionary answers `mayContain` exactly (RawColumn.lookup,
       // bounded by the column's fences to one frame of its text): no Bloom filter
@@ -370,14 +414,7 @@ export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions =
   const headers = blocks.map((b) => b.header as unknown as Record<string, unknown>)
   const header: TableMeta = { rows: blocks.length, cols: await encodeTable(HEADER_FIELDS, headers) }
   const kinds = {} as Record<RecordKind, TableMeta>
-  for (const kind of RECORD_KINDS) {
-    const offsets = new Uint32Array(blocks.length + 1)
-    const rows: Record<string, unknown>[] = []
-    for (let b = 0; b < blocks.length; b++) {
-      offsets[b] = rows.length
-      for (const r of blocks[b][LISTS[kind]] as unknown as Record<string, unknown>[]) rows.push(r)
-    }
-    offsets[blocks.length] = rows.length
+  for (const { kind, offsets, rows } of tables) {
     const off = emit({ e: 'u32', parts: [new Uint8Array(offsets.buffer)] }, 'u32')
     kinds[kind] = { rows: rows.length, off, cols: await encodeTable(columnsOf(kind), rows, kind) }
   }

@@ -61,7 +61,7 @@ function utf8(s: string): Uint8Array {
   return Buffer.from(s, 'utf8')
 }
 
-function widthFor(maxValue: number): 1 | 2 | 4 {
+export function widthFor(maxValue: number): 1 | 2 | 4 {
   return maxValue <= 0xff ? 1 : maxValue <= 0xffff ? 2 : 4
 }
 
@@ -179,24 +179,49 @@ function encodeStrings(
     }
   }
   if (!withIndex) return { e: 'dict', parts: [utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
-  if (sortDicts) {
-    // format 4: the dictionary in value order, so code order is value order (no sorted codes part)
-    const sorted = sortDict(dict, codes)
-    const [dictText, , toff] = indexedDict(sorted, true, ascii)
-    return {
-      e: 'dict',
-      parts: [dictText, packCodes(codes, w), EMPTY, u8(toff)],
-      w,
-      x: 1,
-      s: 1,
-      distinct: sorted,
-    }
-  }
+  // format 4: the dictionary in value order, so code order is value order (no sorted codes part)
+  if (sortDicts) return orderedDict(sortDict(dict, codes), codes, ascii)
   const [dictText, sorted, toff] = indexedDict(dict, false, ascii)
   return { e: 'dict', parts: [dictText, packCodes(codes, w), u8(sorted), u8(toff)], w, x: 1, distinct: dict }
 }
 
 const EMPTY = new Uint8Array(0)
+
+/**
+ * A dict column of format 4 (`Encoded.s`): `sorted`, its distinct values in value order, and the
+ * codes of its rows (indexes into `sorted`; sorted.length = null)
+ */
+export function orderedDict(sorted: string[], codes: Uint32Array, ascii: boolean): Encoded {
+  const w = widthFor(sorted.length)
+  const [dictText, , toff] = indexedDict(sorted, true, ascii)
+  return { e: 'dict', parts: [dictText, packCodes(codes, w), EMPTY, u8(toff)], w, x: 1, s: 1, distinct: sorted }
+}
+
+/**
+ * A list column with index parts (format 2 and up): row offsets, its dictionary (`sortDicts`, format 4:
+ * in value order), the codes of its elements (indexes into `values`) and the postings (`positions`:
+ * every occurrence with its position, format 3 and up)
+ */
+export function indexedList(
+  offsets: Uint32Array,
+  values: string[],
+  codes: Uint32Array,
+  positions: boolean,
+  sortDicts: boolean,
+): Encoded {
+  const w = widthFor(values.length)
+  const [dictText, sorted, toff] = indexedDict(values, sortDicts, true)
+  const parts = [u8(offsets), dictText, packCodes(codes, w), sortDicts ? EMPTY : u8(sorted), u8(toff)]
+  const longest = longestList(offsets)
+  if (positions && longest <= 0xffff) {
+    const [postOff, postRows, postPos] = occurrences(offsets, codes, values.length)
+    // format 4: one byte per position when every list is short (accounts: at most a few dozen)
+    parts.push(u8(postOff), u8(postRows), sortDicts && longest <= 0xff ? Uint8Array.from(postPos) : u8(postPos))
+  } else parts.push(...postings(offsets, codes, values.length).map(u8))
+  const enc: Encoded = { e: 'list', parts, w, x: 1, distinct: values }
+  if (sortDicts) enc.s = 1
+  return enc
+}
 
 /** JS string order (UTF-16 code units), the order of `RawColumn`'s binary search */
 function byValue(a: string, b: string): number {
@@ -398,21 +423,11 @@ export function encodeColumn(
           codes[k++] = c
         }
       }
-      const w = widthFor(dict.length)
-      if (!withIndex)
+      if (!withIndex) {
+        const w = widthFor(dict.length)
         return { e: 'list', parts: [u8(offsets), utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
-      const values2 = sortDicts ? sortDict(dict, codes) : dict
-      const [dictText, sorted, toff] = indexedDict(values2, sortDicts, true)
-      const parts = [u8(offsets), dictText, packCodes(codes, w), sortDicts ? EMPTY : u8(sorted), u8(toff)]
-      const longest = longestList(offsets)
-      if (positions && longest <= 0xffff) {
-        const [postOff, postRows, postPos] = occurrences(offsets, codes, values2.length)
-        // format 4: one byte per position when every list is short (accounts: at most a few dozen)
-        parts.push(u8(postOff), u8(postRows), sortDicts && longest <= 0xff ? Uint8Array.from(postPos) : u8(postPos))
-      } else parts.push(...postings(offsets, codes, dict.length).map(u8))
-      const enc: Encoded = { e: 'list', parts, w, x: 1, distinct: values2 }
-      if (sortDicts) enc.s = 1
-      return enc
+      }
+      return indexedList(offsets, sortDicts ? sortDict(dict, codes) : dict, codes, positions, sortDicts)
     }
   }
 }

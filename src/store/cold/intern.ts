@@ -1,0 +1,169 @@
+/**
+ * The accounts of a chunk, interned once for all its account columns (chunk-file.ts `encodeChunk`,
+ * format 4): an account appears in many columns (a transaction's keys, its instructions' accounts
+ * and program ids, token balances' accounts and owners), and each column used to hash every value
+ * into its own dictionary and sort that dictionary's strings. Here each distinct string gets an id
+ * once (one hash table for the chunk), the strings are sorted once, and a column's value-ordered
+ * dictionary and codes are then built from small integers: the same bytes as encode.ts writes for
+ * the column alone (`orderedDict`, `indexedList`).
+ */
+import { encodeColumn, indexedList, orderedDict, widthFor, type Encoded } from './encode.ts'
+import { sortOrder } from './sort-strings.ts'
+
+/** a column's values as ids: one per row (-1: null) or, for a list column, one per element */
+export interface InternedColumn {
+  ids: Int32Array
+  /** list columns: the elements of row i are ids[offsets[i]..offsets[i + 1]) */
+  offsets?: Uint32Array
+}
+
+export class AccountInterner {
+  private readonly index = new Map<string, number>()
+  /** the string of each id */
+  readonly values: string[] = []
+  /** ids in value order (JS string order), and the rank of each id in it: set by `seal` */
+  private order: Uint32Array | null = null
+  private rank: Uint32Array | null = null
+  /** per id: -1, or (while a column is being built) its code in the column */
+  private code = new Int32Array(0)
+
+  private id(s: string): number {
+    let c = this.index.get(s)
+    if (c === undefined) {
+      c = this.values.length
+      this.index.set(s, c)
+      this.values.push(s)
+    }
+    return c
+  }
+
+  /** The ids of a column of strings (null / undefined: -1); null when a value is not a string (left to encodeColumn, which names it). */
+  internValues(values: ArrayLike<unknown>): InternedColumn | null {
+    if (this.order) throw new Error('cold store: interner sealed')
+    const n = values.length
+    const ids = new Int32Array(n)
+    // a run of one value (a program id over an instruction's logs) costs a comparison
+    let prev: unknown = null
+    let prevId = -1
+    for (let i = 0; i < n; i++) {
+      const x = values[i]
+      if (x === null || x === undefined) ids[i] = -1
+      else if (x === prev) ids[i] = prevId
+      else if (typeof x !== 'string') return null
+      else {
+        prevId = ids[i] = this.id(x)
+        prev = x
+      }
+    }
+    return { ids }
+  }
+
+  /** The ids of a column of string lists; null when a row is not a list of strings. */
+  internLists(values: ArrayLike<unknown>): InternedColumn | null {
+    if (this.order) throw new Error('cold store: interner sealed')
+    const n = values.length
+    const offsets = new Uint32Array(n + 1)
+    let total = 0
+    for (let i = 0; i < n; i++) {
+      const x = values[i]
+      if (!Array.isArray(x)) return null
+      offsets[i] = total
+      total += x.length
+    }
+    offsets[n] = total
+    const ids = new Int32Array(total)
+    let k = 0
+    for (let i = 0; i < n; i++) {
+      for (const e of values[i] as unknown[]) {
+        if (typeof e !== 'string') return null
+        ids[k++] = this.id(e)
+      }
+    }
+    return { ids, offsets }
+  }
+
+  /** Every column interned: sort the strings once. */
+  seal(): void {
+    const n = this.values.length
+    this.order = sortOrder(this.values)
+    this.rank = new Uint32Array(n)
+    for (let r = 0; r < n; r++) this.rank[this.order[r]] = r
+    this.code = new Int32Array(n).fill(-1)
+  }
+
+  /**
+   * The distinct ids of `ids` (-1 skipped) in value order, each given its code (its place in that
+   * order) in `this.code` until `release`
+   */
+  private distinct(ids: Int32Array): number[] {
+    const code = this.code
+    const seen: number[] = []
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i]
+      if (id >= 0 && code[id] < 0) {
+        code[id] = 0
+        seen.push(id)
+      }
+    }
+    const order = this.order!
+    let sorted: number[]
+    if (seen.length * 16 < order.length) {
+      // a few values: sort their ranks
+      const ranks = new Uint32Array(seen.length)
+      for (let j = 0; j < seen.length; j++) ranks[j] = this.rank![seen[j]]
+      ranks.sort()
+      sorted = Array.from(ranks, (r) => order[r])
+    } else {
+      // most of the chunk's accounts: one pass over all of them in value order
+      sorted = []
+      for (let r = 0; r < order.length; r++) if (code[order[r]] >= 0) sorted.push(order[r])
+    }
+    for (let j = 0; j < sorted.length; j++) code[sorted[j]] = j
+    return sorted
+  }
+
+  private release(ids: readonly number[]): void {
+    for (const id of ids) this.code[id] = -1
+  }
+
+  /**
+   * The column (catalogue type safeAscii or safeAsciiList, format 4 with index parts) as
+   * `encodeColumn` encodes it; `values` are its values, for the cases left to it (a string
+   * column stored plain: the dictionary would not be smaller)
+   */
+  encode(name: string, list: boolean, col: InternedColumn, values: ArrayLike<unknown>): Encoded {
+    if (!this.order) throw new Error('cold store: interner not sealed')
+    const ids = col.ids
+    const sorted = this.distinct(ids)
+    try {
+      const code = this.code
+      const dict = sorted.map((id) => this.values[id])
+      if (list) {
+        const codes = new Uint32Array(ids.length)
+        for (let k = 0; k < ids.length; k++) codes[k] = code[ids[k]]
+        return indexedList(col.offsets!, dict, codes, true, true)
+      }
+      // encodeStrings' choice between a dictionary and the plain list, on the same sums
+      const n = ids.length
+      let nulls = 0
+      let plainChars = 0
+      for (let i = 0; i < n; i++) {
+        const id = ids[i]
+        if (id < 0) nulls++
+        else plainChars += this.values[id].length + 3
+      }
+      let dictChars = 0
+      for (const s of dict) dictChars += s.length + 3
+      if (dictChars + n * widthFor(dict.length) >= plainChars + nulls * 5)
+        return encodeColumn(name, 'safeAscii', values, true, true, true)
+      const codes = new Uint32Array(n)
+      for (let i = 0; i < n; i++) {
+        const id = ids[i]
+        codes[i] = id < 0 ? dict.length : code[id]
+      }
+      return orderedDict(dict, codes, true)
+    } finally {
+      this.release(sorted)
+    }
+  }
+}
