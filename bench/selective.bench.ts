@@ -19,6 +19,8 @@
  *                    its server runs alongside, the runs alternate (base, new, base, ...) and the
  *                    table gives new / base, and whether both outputs are the same bytes.
  * SELECTIVE_SERVE_ARGS  extra `serve` arguments for both servers (space-separated)
+ * SELECTIVE_BASE_SERVE_ARGS  extra `serve` arguments for the base server only (SELECTIVE_BASE may then
+ *                    be this checkout: two settings compared)
  * SELECTIVE_NODE_ARGS   extra node arguments for the servers; with `--cpu-prof --cpu-prof-dir DIR` (and
  *                    no SELECTIVE_BASE) the table is followed by the server's top functions during
  *                    the timed runs (DIR must be empty)
@@ -106,7 +108,7 @@ class Serve {
     readonly url: string,
   ) {}
 
-  static async start(root: string, dir: string): Promise<Serve> {
+  static async start(root: string, dir: string, more: string[] = []): Promise<Serve> {
     const port = await new Promise<number>((done) => {
       const s = createServer().listen(0, '127.0.0.1', () => {
         const p = (s.address() as { port: number }).port
@@ -114,7 +116,7 @@ class Serve {
       })
     })
     const words = (v: string | undefined) => (v ?? '').split(' ').filter((a) => a !== '')
-    const extra = words(process.env.SELECTIVE_SERVE_ARGS)
+    const extra = [...words(process.env.SELECTIVE_SERVE_ARGS), ...more]
     const cli = [...words(process.env.SELECTIVE_NODE_ARGS), '--import', 'tsx', join(root, 'src', 'cli', 'main.ts')]
     const proc = spawn(process.execPath, [...cli, ...benchServeArgs(dir, port), ...extra], {
       cwd: root,

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { columnsOf } from '../src/catalogue.ts'
-import { RECORD_KINDS } from '../src/model.ts'
+import { RECORD_KINDS, type Block } from '../src/model.ts'
 import { LineBuf, type JsonTokens } from '../src/query/bytes.ts'
 import { executeQuery, parseQuery } from '../src/query/index.ts'
 import type { Chunk } from '../src/store/chunk.ts'
@@ -122,6 +122,17 @@ async function oneChunkStore(seed: number): Promise<{ s: DiskColdStore; chunks: 
   return { s, chunks }
 }
 
+/** accounts in 3 to 20 instructions' lists, the most used first */
+function fewUseAccounts(blocks: Block[]): string[] {
+  const uses = new Map<string, number>()
+  for (const b of blocks)
+    for (const ins of b.instructions) for (const a of ins.accounts) uses.set(a, (uses.get(a) ?? 0) + 1)
+  return [...uses]
+    .filter(([, k]) => k >= 3 && k <= 20)
+    .sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1))
+    .map(([a]) => a)
+}
+
 async function lines(store: BlockStore, body: Record<string, unknown>, to: number): Promise<string[]> {
   const out: string[] = []
   for await (const b of executeQuery(store, parseQuery(body), { to, finalizedOnly: false })) {
@@ -136,12 +147,7 @@ test('a one-account query renders from row tokens: the in-memory lines, and no f
   const first = blocks[0].header.number
   const last = blocks[blocks.length - 1].header.number
   // an account of few instructions (the selected rows are few in each chunk)
-  const uses = new Map<string, number>()
-  for (const b of blocks)
-    for (const ins of b.instructions) for (const a of ins.accounts) uses.set(a, (uses.get(a) ?? 0) + 1)
-  const account = [...uses]
-    .filter(([, k]) => k >= 3 && k <= 20)
-    .sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1))[0][0]
+  const account = fewUseAccounts(blocks)[0]
   const body = {
     type: 'solana',
     fromBlock: first,
@@ -161,6 +167,42 @@ test('a one-account query renders from row tokens: the in-memory lines, and no f
   const f1 = frameStats.frames
   assert.deepEqual(await lines(cold, body, last), want)
   assert.equal(frameStats.frames, f1, 'the second run decompresses nothing')
+  await cold.close()
+})
+
+test('rows kept by an earlier query are copied inline by the compiled writers, mixed with rows built now', async () => {
+  const blocks = generateBlocks({ seed: 13, count: 40, accounts: 2000 })
+  const first = blocks[0].header.number
+  const last = blocks[blocks.length - 1].header.number
+  const few = fewUseAccounts(blocks)
+  const query = (accounts: string[]) => ({
+    type: 'solana',
+    fromBlock: first,
+    fields: {
+      block: { number: true },
+      instruction: { transactionIndex: true, instructionAddress: true, programId: true, accounts: true, data: true },
+    },
+    instructions: [{ mentionsAccount: accounts }],
+  })
+  const memory = new StaticStore(blocks, 8)
+  const cold = await datasetOf(blocks, { targetBlocks: 8 })
+  const one = query([few[0]])
+  assert.deepEqual(await lines(cold, one, last), await lines(memory, one, last))
+  // the rows of that query are kept: the columns now come with them in a form the writers copy
+  let kept = 0
+  for await (const c of cold.chunks(first, last, true)) {
+    const t = c.table('instruction').rowTokens!('accounts', 4)
+    assert.ok(t !== null)
+    if (t.form?.kind === 'kept' && t.form.rows.length > 0) kept++
+    t.done?.()
+  }
+  assert.ok(kept > 0, 'chunks with kept rows')
+  // more accounts: rows kept (copied inline) and rows built now (through the column), in order
+  const more = query(few.slice(0, 6))
+  const want = await lines(memory, more, last)
+  assert.ok(want.length > 1)
+  assert.deepEqual(await lines(cold, more, last), want)
+  assert.deepEqual(await lines(cold, more, last), want, 'again, every row kept')
   await cold.close()
 })
 

@@ -79,6 +79,25 @@ test('small lines share a buffer: reused once the LineBuf left it and every line
   assert.equal(k.toString(), text + '\n')
 })
 
+test("a query's last line buffer comes back once its lines are given back, and the next query starts in it", async () => {
+  const few = randomBlocks(6, { blocks: 6, maxTx: 4 })
+  const last = few[few.length - 1].header.number
+  const body = { fromBlock: few[0].header.number, fields: { block: { number: true } }, includeAllBlocks: true }
+  const run = async () => {
+    const out: Buffer[] = []
+    for await (const b of executeQuery(new StaticStore(few, 2), parseQuery(body), { to: last, finalizedOnly: true }))
+      out.push((b as { data?: Buffer }).data!)
+    return out
+  }
+  const a = await run()
+  assert.ok(a.length === few.length && a.every((l) => l.buffer === a[0].buffer), 'small lines in one buffer')
+  const r0 = lineStats.recycled
+  for (const l of a) recycleLine(l)
+  assert.equal(lineStats.recycled, r0 + 1, 'the buffer the query ended in is given back')
+  const b = await run()
+  assert.equal(b[0].buffer, a[0].buffer, 'the next query writes into it')
+})
+
 const blocks: Block[] = randomBlocks(5, { blocks: 30, maxTx: 120 })
 let store: DatasetDirStore
 let server: PortalServer

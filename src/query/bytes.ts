@@ -22,7 +22,7 @@ export class LineBuf {
   private lent: Lent
 
   constructor(size = 1 << 16) {
-    this.buf = Buffer.allocUnsafeSlow(size)
+    this.buf = spareBuffer(size) ?? Buffer.allocUnsafeSlow(size)
     this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length)
     this.lent = lend(this.buf)
   }
@@ -86,6 +86,14 @@ export class LineBuf {
     if (!(v >= 0 && v <= Number.MAX_SAFE_INTEGER && v === Math.floor(v))) return this.str('' + v)
     if (this.pos + 16 > this.buf.length) this.ensure(16)
     this.pos = digits(this.buf, this.pos, v)
+  }
+
+  /**
+   * No more lines: the buffer is left to the views of the lines taken (given back with them, see
+   * `recycleLine`). The LineBuf is not used after this.
+   */
+  close(): void {
+    leave(this.buf, this.lent)
   }
 
   /** start a line (after the lines taken) */
@@ -249,6 +257,9 @@ export type Codes = Uint8Array | Uint16Array | Uint32Array
  * - dict: row i is token codes[i], or null when codes[i] === size
  * - list: row i is the array of tokens codes[k] for k in [off[i], off[i + 1])
  * - addr: row i is the array of the integers el[k] for k in [off[i], off[i + 1])
+ * - kept: rows built earlier and kept packed (a few rows' JSON, `Table.rowTokens`): row rows[k]
+ *   (ascending) is bytes [offs[k], offs[k + 1]) of `bytes` (`view`: a DataView of it), `big[k]`
+ *   the same bytes as a view of their own when long; other rows are written by `write` only
  * - int: row i is the 64-bit integer (w32[2i], w32[2i + 1]) (little-endian halves, `big[i]`
  *   whole), null where valid[i] === 0; written as exact digits, quoted when `quoted`; the high
  *   half is below `small` when the value is a non-negative integer below 2^53
@@ -273,6 +284,14 @@ export type TokenForm =
     }
   | { readonly kind: 'addr'; readonly el: Codes; readonly off: Uint32Array }
   | {
+      readonly kind: 'kept'
+      readonly rows: Int32Array
+      readonly offs: Uint32Array
+      readonly bytes: Uint8Array
+      readonly view: DataView
+      readonly big: readonly (Uint8Array | undefined)[]
+    }
+  | {
       readonly kind: 'int'
       readonly w32: Uint32Array
       readonly big: BigUint64Array | BigInt64Array
@@ -292,6 +311,8 @@ export function formTag(f: TokenForm): string {
       return 'l' + f.codes.BYTES_PER_ELEMENT
     case 'addr':
       return 'a' + f.el.BYTES_PER_ELEMENT
+    case 'kept':
+      return 'k'
     case 'int':
       return 'i' + (f.valid === null ? '' : '?') + (f.quoted ? 'q' : '') + (f.small === 1 ? 's' : 'u')
   }

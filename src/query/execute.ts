@@ -785,68 +785,132 @@ export async function* executeQuery(
   const pausing = opts.pause !== undefined
   let first = true
   let pending: OutputBlock | null = null
-  for await (const chunk of store.chunks(from, to, opts.finalizedOnly)) {
-    if (chunk.blockCount === 0 || chunk.lastBlock < from || chunk.firstBlock > to) continue
-    const numbers = chunk.header('number')
-    const bLo = lowerBound(numbers, from, 0, chunk.blockCount)
-    const bHi = lowerBound(numbers, to + 1, bLo, chunk.blockCount)
-    if (bLo >= bHi) continue
-    const hashes = chunk.header('hash')
+  try {
+    for await (const chunk of store.chunks(from, to, opts.finalizedOnly)) {
+      if (chunk.blockCount === 0 || chunk.lastBlock < from || chunk.firstBlock > to) continue
+      const numbers = chunk.header('number')
+      const bLo = lowerBound(numbers, from, 0, chunk.blockCount)
+      const bHi = lowerBound(numbers, to + 1, bLo, chunk.blockCount)
+      if (bLo >= bHi) continue
+      const hashes = chunk.header('hash')
 
-    const run = new ChunkRun(chunk, plan, bLo, bHi)
-    if (!(await run.run(slicer))) return
-    const bound: BoundKind[] = []
-    /** the columns of this chunk's render (`done` once its blocks are written) */
-    const used: (ArrayLike<unknown> | JsonTokens)[] = []
-    // byte output when every rendered table can hand over stored JSON tokens (the cold store)
-    let bytes = true
-    for (const kp of plan.kinds) {
-      const s = run.selected.get(kp.kind)
-      if (s && s.any && run.table(kp.kind).tokens === undefined) bytes = false
-    }
-    for (const kp of plan.kinds) {
-      const s = run.selected.get(kp.kind)
-      if (!s || !s.any) continue
-      const t = run.table(kp.kind)
-      const cols = await renderColumns(t, kp.defs, s, t.blockOffsets[bLo], t.blockOffsets[bHi], slicer, bytes, bigints)
-      if (cols === null) return
-      used.push(...cols)
-      const takes = cols.map(takeOf)
-      bound.push({
-        open: kp.open,
-        mask: s.mask,
-        base: s.base,
-        rows: s.sorted(),
-        p: 0,
-        offsets: t.blockOffsets,
-        write: bytes ? noWriter : kp.writer(cols as ArrayLike<unknown>[]),
-        openBytes: bytes ? kp.openBytes : null,
-        writeBytes: bytes ? byteWriterOf(kp, bigints, takes)(cols) : null,
-      })
-    }
-    const header = plan.headerWriter(plan.headerDefs.map((d) => chunk.header(d.name as 'number')))
+      const run = new ChunkRun(chunk, plan, bLo, bHi)
+      if (!(await run.run(slicer))) return
+      const bound: BoundKind[] = []
+      /** the columns of this chunk's render (`done` once its blocks are written) */
+      const used: (ArrayLike<unknown> | JsonTokens)[] = []
+      // byte output when every rendered table can hand over stored JSON tokens (the cold store)
+      let bytes = true
+      for (const kp of plan.kinds) {
+        const s = run.selected.get(kp.kind)
+        if (s && s.any && run.table(kp.kind).tokens === undefined) bytes = false
+      }
+      for (const kp of plan.kinds) {
+        const s = run.selected.get(kp.kind)
+        if (!s || !s.any) continue
+        const t = run.table(kp.kind)
+        const cols = await renderColumns(
+          t,
+          kp.defs,
+          s,
+          t.blockOffsets[bLo],
+          t.blockOffsets[bHi],
+          slicer,
+          bytes,
+          bigints,
+        )
+        if (cols === null) return
+        used.push(...cols)
+        const takes = cols.map(takeOf)
+        bound.push({
+          open: kp.open,
+          mask: s.mask,
+          base: s.base,
+          rows: s.sorted(),
+          p: 0,
+          offsets: t.blockOffsets,
+          write: bytes ? noWriter : kp.writer(cols as ArrayLike<unknown>[]),
+          openBytes: bytes ? kp.openBytes : null,
+          writeBytes: bytes ? byteWriterOf(kp, bigints, takes)(cols) : null,
+        })
+      }
+      const header = plan.headerWriter(plan.headerDefs.map((d) => chunk.header(d.name as 'number')))
 
-    if (bytes) {
-      const o = (lineBuf ??= new LineBuf())
+      if (bytes) {
+        const o = (lineBuf ??= new LineBuf())
+        for (let b = bLo; b < bHi; b++) {
+          if (pending !== null) pending = null // a later block exists: the pending one was not the last
+          o.begin()
+          o.raw(HEADER_OPEN)
+          o.str(header(b))
+          const headerEnd = o.pos
+          for (let k = 0; k < bound.length; k++) {
+            const bk = bound[k]
+            const w = bk.writeBytes!
+            let open = false
+            const rows = bk.rows
+            if (rows !== null) {
+              const endRow = bk.offsets[b + 1]
+              let p = bk.p
+              for (; p < rows.length && rows[p] < endRow; p++) {
+                if (open) o.byte(0x2c)
+                else o.raw(bk.openBytes!)
+                open = true
+                w(rows[p], o)
+                if (pausing && p % PAUSE_ROWS === 0 && slicer.due && !(await slicer.take())) return
+              }
+              bk.p = p
+            } else {
+              const m = bk.mask
+              const base = bk.base
+              const end = bk.offsets[b + 1] - base
+              for (let x = bk.offsets[b] - base; x < end; x++) {
+                if (m[x] === 1) {
+                  if (open) o.byte(0x2c)
+                  else o.raw(bk.openBytes!)
+                  open = true
+                  w(x + base, o)
+                }
+                if (pausing && x % PAUSE_ROWS === 0 && slicer.due && !(await slicer.take())) return
+              }
+            }
+            if (open) o.byte(0x5d)
+          }
+          o.byte(0x7d)
+          const number = numbers[b]
+          const empty = o.pos === headerEnd + 1 && !q.includeAllBlocks
+          let emitted = false
+          if (!empty || first || number === to) {
+            emitted = true
+            yield new ByteBlock(number, hashes[b], o.takeLine(), empty)
+            slicer.reset()
+          } else if (b === bHi - 1) {
+            // possibly the last produced block of the range: keep it until a later block shows up
+            pending = new ByteBlock(number, hashes[b], o.takeLine(), empty)
+          }
+          first = false
+          if (shouldStop !== undefined && shouldStop()) {
+            if (!emitted) yield pending ?? new ByteBlock(number, hashes[b], o.takeLine(), empty)
+            return
+          }
+        }
+        for (const c of used) if (isTokens(c)) c.done?.()
+        continue
+      }
       for (let b = bLo; b < bHi; b++) {
         if (pending !== null) pending = null // a later block exists: the pending one was not the last
-        o.begin()
-        o.raw(HEADER_OPEN)
-        o.str(header(b))
-        const headerEnd = o.pos
+        let body = ''
         for (let k = 0; k < bound.length; k++) {
           const bk = bound[k]
-          const w = bk.writeBytes!
-          let open = false
+          let part = ''
+          let sep = bk.open
           const rows = bk.rows
           if (rows !== null) {
             const endRow = bk.offsets[b + 1]
             let p = bk.p
             for (; p < rows.length && rows[p] < endRow; p++) {
-              if (open) o.byte(0x2c)
-              else o.raw(bk.openBytes!)
-              open = true
-              w(rows[p], o)
+              part += sep + bk.write(rows[p])
+              sep = ','
               if (pausing && p % PAUSE_ROWS === 0 && slicer.due && !(await slicer.take())) return
             }
             bk.p = p
@@ -856,85 +920,35 @@ export async function* executeQuery(
             const end = bk.offsets[b + 1] - base
             for (let x = bk.offsets[b] - base; x < end; x++) {
               if (m[x] === 1) {
-                if (open) o.byte(0x2c)
-                else o.raw(bk.openBytes!)
-                open = true
-                w(x + base, o)
+                part += sep + bk.write(x + base)
+                sep = ','
               }
               if (pausing && x % PAUSE_ROWS === 0 && slicer.due && !(await slicer.take())) return
             }
           }
-          if (open) o.byte(0x5d)
+          if (part !== '') body += part + ']'
         }
-        o.byte(0x7d)
         const number = numbers[b]
-        const empty = o.pos === headerEnd + 1 && !q.includeAllBlocks
+        const empty = body === '' && !q.includeAllBlocks
         let emitted = false
         if (!empty || first || number === to) {
           emitted = true
-          yield new ByteBlock(number, hashes[b], o.takeLine(), empty)
+          yield { number, hash: hashes[b], line: '{"header":' + header(b) + body + '}', empty }
           slicer.reset()
         } else if (b === bHi - 1) {
           // possibly the last produced block of the range: keep it until a later block shows up
-          pending = new ByteBlock(number, hashes[b], o.takeLine(), empty)
+          pending = { number, hash: hashes[b], line: '{"header":' + header(b) + '}', empty }
         }
         first = false
         if (shouldStop !== undefined && shouldStop()) {
-          if (!emitted) yield pending ?? new ByteBlock(number, hashes[b], o.takeLine(), empty)
+          if (!emitted) yield pending ?? { number, hash: hashes[b], line: '{"header":' + header(b) + '}', empty }
           return
         }
       }
-      for (const c of used) if (isTokens(c)) c.done?.()
-      continue
     }
-    for (let b = bLo; b < bHi; b++) {
-      if (pending !== null) pending = null // a later block exists: the pending one was not the last
-      let body = ''
-      for (let k = 0; k < bound.length; k++) {
-        const bk = bound[k]
-        let part = ''
-        let sep = bk.open
-        const rows = bk.rows
-        if (rows !== null) {
-          const endRow = bk.offsets[b + 1]
-          let p = bk.p
-          for (; p < rows.length && rows[p] < endRow; p++) {
-            part += sep + bk.write(rows[p])
-            sep = ','
-            if (pausing && p % PAUSE_ROWS === 0 && slicer.due && !(await slicer.take())) return
-          }
-          bk.p = p
-        } else {
-          const m = bk.mask
-          const base = bk.base
-          const end = bk.offsets[b + 1] - base
-          for (let x = bk.offsets[b] - base; x < end; x++) {
-            if (m[x] === 1) {
-              part += sep + bk.write(x + base)
-              sep = ','
-            }
-            if (pausing && x % PAUSE_ROWS === 0 && slicer.due && !(await slicer.take())) return
-          }
-        }
-        if (part !== '') body += part + ']'
-      }
-      const number = numbers[b]
-      const empty = body === '' && !q.includeAllBlocks
-      let emitted = false
-      if (!empty || first || number === to) {
-        emitted = true
-        yield { number, hash: hashes[b], line: '{"header":' + header(b) + body + '}', empty }
-        slicer.reset()
-      } else if (b === bHi - 1) {
-        // possibly the last produced block of the range: keep it until a later block shows up
-        pending = { number, hash: hashes[b], line: '{"header":' + header(b) + '}', empty }
-      }
-      first = false
-      if (shouldStop !== undefined && shouldStop()) {
-        if (!emitted) yield pending ?? { number, hash: hashes[b], line: '{"header":' + header(b) + '}', empty }
-        return
-      }
-    }
+    if (pending !== null) yield pending
+  } finally {
+    // the lines' memory comes back once they are written (src/server/line-writer.ts)
+    ;(lineBuf as LineBuf | null)?.close()
   }
-  if (pending !== null) yield pending
 }

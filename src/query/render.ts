@@ -5,6 +5,7 @@
 import type { FieldDef } from '../catalogue.ts'
 import { digits, type JsonTokens, type LineBuf } from './bytes.ts'
 import type { SelectedField } from './parse.ts'
+import { lowerBound } from '../util/search.ts'
 
 /** Writes one record (row `i` of the bound columns) as a JSON object. */
 export type RowWriter = (i: number) => string
@@ -304,6 +305,11 @@ function compileBytes(
         if (kind === 'l') lines.push(`const C${c} = f${c}.codes, O${c} = f${c}.off;`)
         if (kind === 'a') lines.push(`const E${c} = f${c}.el, O${c} = f${c}.off;`)
         if (kind === 'i') lines.push(`const W${c} = f${c}.w32, B${c} = f${c}.big, N${c} = f${c}.valid;`)
+        if (kind === 'k')
+          lines.push(
+            `const R${c} = f${c}.rows, O${c} = f${c}.offs, X${c} = f${c}.bytes, V${c} = f${c}.view, ` +
+              `B${c} = f${c}.big, L${c} = X${c}.length, RN${c} = R${c}.length; let K${c} = 0;`,
+          )
       } else lines.push(bind)
     }
     if (typeof take === 'string') {
@@ -327,6 +333,19 @@ function compileBytes(
           body.push(
             `{ d[p++] = 91; const la = O${c}[i], le = O${c}[i + 1]; for (let j = la; j < le; j++) { ` +
               `if (j > la) d[p++] = 44; ${room('F')} p = digits(d, p, E${c}[j]) } d[p++] = 93 }`,
+          )
+          break
+        case 'k':
+          // the row found after the previous one (rows are mostly written in ascending order) or
+          // by a binary search, copied inline; a row not kept yet through the column's `write`
+          body.push(
+            `{ let k = K${c}; if (k >= RN${c} || R${c}[k] !== i) { k = lowerBound(R${c}, i, 0, RN${c}); if (k < RN${c} && R${c}[k] !== i) k = RN${c} } ` +
+              `if (k < RN${c}) { K${c} = k + 1; const a = O${c}[k], e = O${c}[k + 1], w = B${c}[k]; ${room('(e - a) + F')} ` +
+              `if (w !== undefined) { d.set(w, p); p += e - a } ` +
+              `else if (e + 7 <= L${c}) { for (let x = a, q = p; x < e; x += 8, q += 8) { ` +
+              `dv.setUint32(q, V${c}.getUint32(x, true), true); dv.setUint32(q + 4, V${c}.getUint32(x + 4, true), true) } p += e - a } ` +
+              `else { for (let x = a; x < e; x++) d[p++] = X${c}[x] } } ` +
+              `else { ${viaO(`c${c}.write(i, o);`)} } }`,
           )
           break
         case 'i': {
@@ -395,10 +414,11 @@ function compileBytes(
   const src =
     `${lines.join('\n')}\nconst F = ${fixed};\nreturn function (i, o) {\nlet d = o.buf, dv = o.dv, p = o.pos;\n${room('F')}\n` +
     `${body.join('\n')}\no.pos = p;\n}`
-  const make = new Function('h', 'digits', 'cols', src) as (
+  const make = new Function('h', 'digits', 'lowerBound', 'cols', src) as (
     h: typeof helpers,
     dig: typeof digits,
+    lb: typeof lowerBound,
     cols: readonly (ArrayLike<unknown> | JsonTokens)[],
   ) => ByteRowWriter
-  return (cols) => make(helpers, digits, cols)
+  return (cols) => make(helpers, digits, lowerBound, cols)
 }

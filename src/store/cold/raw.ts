@@ -21,7 +21,7 @@ import { codesOf, view32 } from './encode.ts'
 import { CorruptChunkError, CRC_PAGE } from './chunk-file.ts'
 import { inflateFrame, type Frames } from './frames.ts'
 import { align8, pageOf } from './offsets.ts'
-import type { JsonTokens, LineBuf } from '../../query/bytes.ts'
+import type { JsonTokens, LineBuf, TokenForm } from '../../query/bytes.ts'
 
 const NULL = Buffer.from('null')
 const TRUE = Buffer.from('true')
@@ -546,6 +546,47 @@ function copyRow(src: Buffer, view: DataView, a: number, e: number, whole: Buffe
     }
   } else for (let k = a; k < e; k++) d[p++] = src[k]
   out.pos = out.pos + n
+}
+
+/**
+ * A few rows of a column in JSON form (`RawColumn.rowTokens`): rows built by earlier uses are
+ * copied from their packed bytes (`form`, which the compiled writers copy inline), the others
+ * built on first read and kept.
+ */
+class KeptTokens implements JsonTokens {
+  readonly form: TokenForm
+  /** the next packed row (rows are mostly written in ascending order) */
+  private next = 0
+  private fetched = false
+
+  constructor(
+    private readonly col: RawColumn,
+    private readonly reads: number,
+    private readonly packed: KeptRows,
+  ) {
+    this.form = { kind: 'kept', ...packed }
+  }
+
+  write(i: number, out: LineBuf): void {
+    const { rows, offs, bytes, view, big } = this.packed
+    let k = this.next
+    if (k >= rows.length || rows[k] !== i) k = findRow(rows, i)
+    if (k >= 0) {
+      this.next = k + 1
+      copyRow(bytes, view, offs[k], offs[k + 1], big[k], out)
+      return
+    }
+    let b = this.col.builtRow(i)
+    if (b === undefined) {
+      b = this.col.buildRow(i, this.reads, !this.fetched)
+      this.fetched = true
+    }
+    out.copy(b, 0, b.length)
+  }
+
+  done(): void {
+    this.col.packKept()
+  }
 }
 
 export class RawColumn {
@@ -1088,90 +1129,82 @@ export class RawColumn {
       return { write: (i, out) => out.raw(b[i] === 2 ? NULL : b[i] === 1 ? TRUE : FALSE) }
     }
     if (e !== 'addr' && (!this.x || (e !== 'plain' && e !== 'dict' && e !== 'list'))) return null
-    // parts worth reading whole are read on the first row to build (none when every row was
-    // built by an earlier run), and only for this use: `done` drops them, the built rows stay
-    let fetched = false
-    const kept = this.builtBytes
+    return new KeptTokens(this, reads, this.keptRows)
+  }
+
+  /**
+   * Row i's JSON bytes from its stored tokens, kept until the use ends (`packKept`); the parts
+   * worth reading whole are read on the first row a use builds (none when every row was built by
+   * an earlier use), and only for that use: `packKept` drops them, the built rows stay
+   */
+  buildRow(i: number, reads: number, first: boolean): Buffer {
+    const P = this.parts
+    const e = this.e
     const w = this.w
-    const size = this.dictSize
-    const build = (i: number): Buffer => {
-      if (!fetched) {
-        fetched = true
-        this.prefetch(reads, true)
-      }
-      const was = P.transient
-      P.transient = true
-      let b: Buffer
-      try {
-        if (e === 'addr') {
-          // instruction addresses: a list of small integers
-          P.u32Pair(0, i, this.pair)
-          const a = this.pair[0]
-          const z = this.pair[1]
-          let t = '['
-          for (let j = a; j < z; j++) t += (j > a ? ',' : '') + P.uw(1, j, w)
-          b = Buffer.from(t + ']', 'latin1')
-        } else if (e === 'plain') b = Buffer.from(this.tokenBytes(i))
-        else if (e === 'dict') {
-          const c = P.uw(this.pCodes, i, w)
-          b = c === size ? NULL : Buffer.from(this.tokenBytes(c))
-        } else {
-          const [a, z] = this.listRange(i)
-          const codes = this.listCodes(a, z)
-          const toks: Buffer[] = []
-          let len = 2 + Math.max(0, codes.length - 1)
-          for (let j = 0; j < codes.length; j++) {
-            const t = this.tokenBytes(codes[j])
-            toks.push(t)
-            len += t.length
-          }
-          b = Buffer.allocUnsafeSlow(len)
-          let o = 0
-          b[o++] = 0x5b
-          for (let j = 0; j < toks.length; j++) {
-            if (j > 0) b[o++] = 0x2c
-            o += toks[j].copy(b, o)
-          }
-          b[o] = 0x5d
+    if (first) this.prefetch(reads, true)
+    const was = P.transient
+    P.transient = true
+    let b: Buffer
+    try {
+      if (e === 'addr') {
+        // instruction addresses: a list of small integers
+        P.u32Pair(0, i, this.pair)
+        const a = this.pair[0]
+        const z = this.pair[1]
+        let t = '['
+        for (let j = a; j < z; j++) t += (j > a ? ',' : '') + P.uw(1, j, w)
+        b = Buffer.from(t + ']', 'latin1')
+      } else if (e === 'plain') b = Buffer.from(this.tokenBytes(i))
+      else if (e === 'dict') {
+        const c = P.uw(this.pCodes, i, w)
+        b = c === this.dictSize ? NULL : Buffer.from(this.tokenBytes(c))
+      } else {
+        const [a, z] = this.listRange(i)
+        const codes = this.listCodes(a, z)
+        const toks: Buffer[] = []
+        let len = 2 + Math.max(0, codes.length - 1)
+        for (let j = 0; j < codes.length; j++) {
+          const t = this.tokenBytes(codes[j])
+          toks.push(t)
+          len += t.length
         }
-      } finally {
-        P.transient = was
-      }
-      // a Map entry and the bytes
-      P.account(64 + b.length)
-      return b
-    }
-    const packed = this.keptRows
-    const { rows, offs, bytes, view, big } = packed
-    const count = rows.length
-    // the next packed row (rows are mostly written in ascending order)
-    let next = 0
-    return {
-      write: (i, out) => {
-        let k = next
-        if (k >= count || rows[k] !== i) k = findRow(rows, i)
-        if (k >= 0) {
-          next = k + 1
-          copyRow(bytes, view, offs[k], offs[k + 1], big[k], out)
-          return
+        b = Buffer.allocUnsafeSlow(len)
+        let o = 0
+        b[o++] = 0x5b
+        for (let j = 0; j < toks.length; j++) {
+          if (j > 0) b[o++] = 0x2c
+          o += toks[j].copy(b, o)
         }
-        let b = kept.get(i)
-        if (b === undefined) kept.set(i, (b = build(i)))
-        out.copy(b, 0, b.length)
-      },
-      done: () => {
-        P.unlend()
-        if (kept.size === 0) return
-        const was = this.keptRows
-        const now = (this.keptRows = packRows(was, kept))
-        // a Map entry and a Buffer per row before (as `build` counted them), 8 bytes of index now
-        // (and a view per big row)
-        let before = keptBytes(was)
-        for (const b of kept.values()) before += 64 + b.length
-        P.account(keptBytes(now) - before)
-        kept.clear()
-      },
+        b[o] = 0x5d
+      }
+    } finally {
+      P.transient = was
     }
+    // a Map entry and the bytes
+    P.account(64 + b.length)
+    this.builtBytes.set(i, b)
+    return b
+  }
+
+  /** a use of `rowTokens` ended: the parts it read whole are dropped, the rows it built packed */
+  packKept(): void {
+    const P = this.parts
+    P.unlend()
+    const kept = this.builtBytes
+    if (kept.size === 0) return
+    const was = this.keptRows
+    const now = (this.keptRows = packRows(was, kept))
+    // a Map entry and a Buffer per row before (as `buildRow` counted them), 8 bytes of index now
+    // (and a view per big row)
+    let before = keptBytes(was)
+    for (const b of kept.values()) before += 64 + b.length
+    P.account(keptBytes(now) - before)
+    kept.clear()
+  }
+
+  /** row i's bytes built by the current use of `rowTokens`, if any */
+  builtRow(i: number): Buffer | undefined {
+    return this.builtBytes.get(i)
   }
 
   rowView(reads: number): ArrayLike<unknown> | null {
