@@ -253,29 +253,3 @@ process.stdout.write(String(r.imported))`
   assert.equal(status, 0, err)
   assert.ok(Number(out) > 0, out)
 })
-
-test('import workers compress on the thread pool while cores are idle, in their own thread else; the same files', async () => {
-  const work = tempDir()
-  const a = join(work, 'a.jsonl.gz')
-  await writeArchive(a, { count: 12, txPerBlock: 30 })
-  const one = join(work, 'one')
-  await runImport(one, [a], { progress: 'none', workers: 1 })
-  // one batch: one worker has it, the other none; with 2 cores one is idle: its frames go to the pool
-  const idle = join(work, 'idle')
-  const r1 = await runImport(idle, [a], { progress: 'none', workers: 2, cores: 2 })
-  assert.ok(r1.frames!.pool > 0 && r1.frames!.here === 0, `frames ${JSON.stringify(r1.frames)}`)
-  // one core, one worker with a batch: no core idle, the worker compresses its frames itself
-  const busy = join(work, 'busy')
-  const r2 = await runImport(busy, [a], { progress: 'none', workers: 2, cores: 1 })
-  assert.ok(r2.frames!.here > 0 && r2.frames!.pool === 0, `frames ${JSON.stringify(r2.frames)}`)
-  assert.equal(r1.frames!.pool, r2.frames!.here)
-  assert.deepEqual(await files(idle), await files(one))
-  assert.deepEqual(await files(busy), await files(one))
-  // several batches on two workers (some frames one way, some the other): the same files again
-  const mixed = join(work, 'mixed')
-  const mixedOne = join(work, 'mixed-one')
-  await runImport(mixedOne, [a], { progress: 'none', workers: 1, targetBlocks: 3 })
-  const r3 = await runImport(mixed, [a], { progress: 'none', workers: 2, cores: 2, targetBlocks: 3 })
-  assert.ok(r3.frames!.pool > 0, `frames ${JSON.stringify(r3.frames)}`)
-  assert.deepEqual(await files(mixed), await files(mixedOne))
-})

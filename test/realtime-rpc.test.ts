@@ -225,6 +225,46 @@ describe('RpcClient faults', () => {
 })
 
 describe('RpcSource', () => {
+  test('at the tip, the next slot’s block is asked for at once (one getBlock, no getSlot/getBlocks before it); skipped slots still listed', async () => {
+    const node = await FakeSolanaNode.start({ txPerBlock: 2, intervalMs: 0, initialBlocks: 3, skipRate: 0.4, seed: 5 })
+    try {
+      const src = new RpcSource({ client: { url: node.url }, pollIntervalMs: 5 })
+      const got: number[] = []
+      /** RPC calls from a block's production (at a tip event) to its delivery, by block */
+      const calls: { slot: number; calls: number; afterSkip: boolean }[] = []
+      let before = -1
+      let last = -1
+      for await (const ev of src.blocks(node.firstSlot)) {
+        if (ev.kind === 'tip') {
+          if (got.length >= 3 + 12) break
+          const b = node.produce()
+          before = src.client.stats.calls
+          calls.push({ slot: b.slot, calls: -1, afterSkip: b.slot !== last + 1 })
+          continue
+        }
+        assert.equal(ev.kind, 'block')
+        got.push(ev.slot)
+        last = ev.slot
+        const c = calls.find((x) => x.slot === ev.slot)
+        if (c) c.calls = src.client.stats.calls - before
+      }
+      assert.deepEqual(
+        got,
+        node.chain().map((b) => b.slot),
+      )
+      // a block in the slot after the last delivered one: fetched by the one getBlock
+      const direct = calls.filter((c) => !c.afterSkip)
+      const skipped = calls.filter((c) => c.afterSkip)
+      assert.ok(direct.length > 0 && skipped.length > 0, JSON.stringify(calls))
+      for (const c of direct) assert.equal(c.calls, 1, JSON.stringify(c))
+      // after a skipped slot: the probe (skipped), then the head and the list, then the block
+      for (const c of skipped) assert.ok(c.calls > 1, JSON.stringify(c))
+      assert.equal(src.stats.probed, direct.length)
+    } finally {
+      await node.stop()
+    }
+  })
+
   test('delivers every produced block exactly once, in order, through 429s, drops, not-yet answers and skipped slots', async () => {
     const node = await FakeSolanaNode.start({
       txPerBlock: 4,

@@ -10,7 +10,8 @@
  *
  * `RpcSource` turns the node into a stream of produced blocks in slot order: it lists produced
  * slots with `getBlocks` (skipped slots are not blocks), fetches them with `getBlock` with a
- * configurable number of requests in flight, and delivers them in order. The node's answers for
+ * configurable number of requests in flight, and delivers them in order; once caught up, it asks
+ * for the next slot's block directly and lists only when the node has none there (yet). The node's answers for
  * a slot that is not a block:
  *   -32007 SLOT_SKIPPED                      the slot was skipped (or lost to a ledger jump) → no block
  *   -32009 LONG_TERM_STORAGE_SLOT_SKIPPED    the same, answered from long-term storage → no block
@@ -560,7 +561,8 @@ export class RpcSource {
   private readonly notAvailableRetries: number
   private readonly log: (msg: string) => void
   private readonly decoder?: BlockDecoder
-  readonly stats = { blocks: 0, skipped: 0, notAvailable: 0, malformed: 0 }
+  /** `probed`: blocks fetched at the tip without listing them first (see `blocks`) */
+  readonly stats = { blocks: 0, skipped: 0, notAvailable: 0, malformed: 0, probed: 0 }
   /** the node's head slots as this source reads them (ingest lag) */
   readonly nodeHead = new NodeHeadTracker()
 
@@ -578,48 +580,8 @@ export class RpcSource {
   /** fetch one listed slot, classifying the node's answer (shape-checked) */
   async fetchSlot(slot: number, signal?: AbortSignal, commitment = this.commitment): Promise<SlotOutcome> {
     for (let attempt = 0; ; attempt++) {
-      let block: RpcBlock | DecodedBlock | null
-      let answeredAt = 0
-      const decoder = this.decoder
-      const decode: BodyDecoder = (bytes, sig) => {
-        answeredAt = performance.now()
-        return decoder ? decoder.decode(bytes, slot, sig) : Promise.resolve(parseJsonExact(bytes.toString('utf8')))
-      }
-      try {
-        block = await this.client.call<RpcBlock | DecodedBlock | null>(
-          'getBlock',
-          fullBlockParams(slot, commitment),
-          signal,
-          decode,
-        )
-      } catch (e) {
-        if (e instanceof ResponseTooLargeError) {
-          this.stats.malformed++
-          return { kind: 'malformed', problem: e.message }
-        }
-        if (e instanceof RpcError) {
-          if (e.code === RPC_SLOT_SKIPPED || e.code === RPC_LONG_TERM_STORAGE_SLOT_SKIPPED) {
-            this.stats.skipped++
-            return { kind: 'skipped' }
-          }
-          if (e.code !== RPC_BLOCK_NOT_AVAILABLE && e.code !== RPC_BLOCK_STATUS_NOT_AVAILABLE_YET) throw e
-          block = null
-        } else {
-          throw e
-        }
-      }
-      if (block && decoder) {
-        const d = block as DecodedBlock
-        if (d.kind === 'normalized') return { ...d, answeredAt }
-        this.stats.malformed++
-        return d
-      }
-      if (block) {
-        const problem = checkBlockShape(block)
-        if (problem === null) return { kind: 'block', block: block as RpcBlock, answeredAt }
-        this.stats.malformed++
-        return { kind: 'malformed', problem }
-      }
+      const r = await this.fetchOnce(slot, signal, commitment)
+      if (r !== null) return r
       this.stats.notAvailable++
       if (attempt >= this.notAvailableRetries) {
         throw new Error(`getBlock(${slot}): block still not available after ${attempt + 1} attempts`)
@@ -630,6 +592,56 @@ export class RpcSource {
       )
       await sleep(delay, signal)
     }
+  }
+
+  /** one `getBlock` of a slot, classified; null when the node has no block there yet (-32004, -32014, null) */
+  private async fetchOnce(
+    slot: number,
+    signal?: AbortSignal,
+    commitment = this.commitment,
+  ): Promise<SlotOutcome | null> {
+    let block: RpcBlock | DecodedBlock | null
+    let answeredAt = 0
+    const decoder = this.decoder
+    const decode: BodyDecoder = (bytes, sig) => {
+      answeredAt = performance.now()
+      return decoder ? decoder.decode(bytes, slot, sig) : Promise.resolve(parseJsonExact(bytes.toString('utf8')))
+    }
+    try {
+      block = await this.client.call<RpcBlock | DecodedBlock | null>(
+        'getBlock',
+        fullBlockParams(slot, commitment),
+        signal,
+        decode,
+      )
+    } catch (e) {
+      if (e instanceof ResponseTooLargeError) {
+        this.stats.malformed++
+        return { kind: 'malformed', problem: e.message }
+      }
+      if (e instanceof RpcError) {
+        if (e.code === RPC_SLOT_SKIPPED || e.code === RPC_LONG_TERM_STORAGE_SLOT_SKIPPED) {
+          this.stats.skipped++
+          return { kind: 'skipped' }
+        }
+        if (e.code !== RPC_BLOCK_NOT_AVAILABLE && e.code !== RPC_BLOCK_STATUS_NOT_AVAILABLE_YET) throw e
+        return null
+      }
+      throw e
+    }
+    if (block && decoder) {
+      const d = block as DecodedBlock
+      if (d.kind === 'normalized') return { ...d, answeredAt }
+      this.stats.malformed++
+      return d
+    }
+    if (block) {
+      const problem = checkBlockShape(block)
+      if (problem === null) return { kind: 'block', block: block as RpcBlock, answeredAt }
+      this.stats.malformed++
+      return { kind: 'malformed', problem }
+    }
+    return null
   }
 
   /** the node's header (no transactions) of a slot, or null when it is not a block there */
@@ -672,14 +684,38 @@ export class RpcSource {
       let next = from
       let listed: number[] = []
       let head = -1
+      /** everything up to the node's head was delivered when it was last read */
+      let atTip = false
       for (;;) {
         if (sig.aborted) return
         // refill the pipeline
         while (queue.length < this.concurrency) {
           if (listed.length === 0) {
             if (queue.length > 0) break
+            if (atTip) {
+              // caught up: ask for the next slot's block at once (the node's head and the list of
+              // produced slots would cost two round trips before it); when the node has no block
+              // there (yet, or the slot was skipped), its head and the list tell as before
+              const r = await this.fetchOnce(next, sig)
+              if (r !== null && r.kind !== 'skipped') {
+                const slot = next++
+                // the head is read again before the next one (blocks that came meanwhile are listed
+                // and fetched concurrently, as when catching up)
+                atTip = false
+                head = Math.max(head, slot)
+                this.nodeHead.observe(head)
+                this.stats.probed++
+                if (r.kind === 'malformed') yield { kind: 'malformed', slot, problem: r.problem }
+                else {
+                  this.stats.blocks++
+                  yield { ...r, slot }
+                }
+                continue
+              }
+            }
             head = await this.client.getSlot(this.commitment, sig)
             this.nodeHead.observe(head)
+            atTip = head < next
             if (head < next) {
               yield { kind: 'tip', head }
               await sleep(this.pollIntervalMs, sig)

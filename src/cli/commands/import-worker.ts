@@ -14,7 +14,6 @@ import { parentPort, workerData } from 'node:worker_threads'
 import { BatchBuilder, type BatchOptions, type LineResult } from './import-batch.ts'
 import { errorMessage, errorDetail } from '../../util/errors.ts'
 import { installZlibGate } from '../../util/zlib-gate.ts'
-import { compressStats, setCompressHere } from '../../store/cold/frames.ts'
 
 export type ToWorker =
   | { t: 'start'; id: number; tail: string[] }
@@ -30,41 +29,14 @@ export type FromWorker =
       chunk: { firstBlock: number; lastBlock: number; blockCount: number; lastHash: string; sha256: string }
       sealed: boolean
       data: Uint8Array
-      /** brotli frames this worker compressed since its previous chunk: in its thread, on the pool */
-      frames: { here: number; pool: number }
     }
   | { t: 'error'; id: number; seq: number | null; message: string; line: boolean }
 
-export interface WorkerData extends BatchOptions {
-  zlibGate?: Int32Array
-  /** [0]: the workers with a batch in hand (parsing or encoding), counted by each worker */
-  busy: Int32Array
-  /** the cores the process may use */
-  cores: number
-}
-
 const port = parentPort
 if (port) {
-  const data = workerData as WorkerData
-  installZlibGate(data.zlibGate)
-  const builder = new BatchBuilder(data)
+  installZlibGate((workerData as { zlibGate?: Int32Array }).zlibGate)
+  const builder = new BatchBuilder(workerData as BatchOptions)
   let open: number | null = null
-  /**
-   * Batches in hand (started, their chunk not yet sent). While fewer workers than cores have one
-   * (the last batches of an import), this worker's brotli frames go to the thread pool, where an
-   * idle core compresses them beside this thread's encoding; else this thread compresses them
-   * (frames.ts: less CPU than through the pool when every core is busy anyway).
-   */
-  let inHand = 0
-  const counted = { ...compressStats }
-  const idleCores = () => Atomics.load(data.busy, 0) < data.cores
-  setCompressHere(() => !idleCores())
-  const took = () => {
-    if (inHand++ === 0) Atomics.add(data.busy, 0, 1)
-  }
-  const done = () => {
-    if (--inHand === 0) Atomics.sub(data.busy, 0, 1)
-  }
   const post = (m: FromWorker, transfer?: ArrayBuffer[]) => port.postMessage(m, transfer)
   const fail = (id: number, e: unknown) => {
     const message = errorDetail(e)
@@ -87,10 +59,8 @@ if (port) {
       try {
         chunk = await c
       } catch (e) {
-        done()
         return fail(id, e)
       }
-      done()
       // one fresh buffer, transferred (parts may be views into shared pools)
       const data = new Uint8Array(chunk.bytes)
       let k = 0
@@ -99,17 +69,8 @@ if (port) {
         k += p.byteLength
       }
       const { firstBlock, lastBlock, blockCount, lastHash, sha256 } = chunk
-      const frames = { here: compressStats.here - counted.here, pool: compressStats.pool - counted.pool }
-      Object.assign(counted, compressStats)
       post(
-        {
-          t: 'chunk',
-          id,
-          chunk: { firstBlock, lastBlock, blockCount, lastHash, sha256 },
-          sealed: chunk.sealed,
-          data,
-          frames,
-        },
+        { t: 'chunk', id, chunk: { firstBlock, lastBlock, blockCount, lastHash, sha256 }, sealed: chunk.sealed, data },
         [data.buffer],
       )
     })
@@ -118,7 +79,6 @@ if (port) {
   const handle = (m: ToWorker) => {
     if (m.t === 'start') {
       open = m.id
-      took()
       builder.startWith(m.tail)
     } else if (m.t === 'line') {
       // a line of a batch already full: the main thread sends it again to the next one

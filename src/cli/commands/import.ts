@@ -36,7 +36,7 @@ import { parseJsonExact } from '../../rpc/json.ts'
 import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold.ts'
 import type { FormatVersion } from '../../store/cold/chunk-file.ts'
 import { BatchBuilder, LineError, type BatchOptions, type LineResult } from './import-batch.ts'
-import type { FromWorker, ToWorker, WorkerData } from './import-worker.ts'
+import type { FromWorker, ToWorker } from './import-worker.ts'
 import { archiveLineHash, MissingBlocks, PresentBlocks } from './import-present.ts'
 import { intOption } from '../options.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
@@ -66,11 +66,6 @@ export interface ImportOptions {
   workers?: number
   /** limits of each worker thread (tests: a worker running out of memory) */
   workerResourceLimits?: ResourceLimits
-  /**
-   * the cores the workers count on (default the available parallelism): while fewer workers
-   * have a batch in hand, they compress on the thread pool (import-worker.ts)
-   */
-  cores?: number
 }
 
 export interface ImportResult {
@@ -83,8 +78,6 @@ export interface ImportResult {
   seconds: number
   /** worker threads used (1: none, all in this thread) */
   workers: number
-  /** workers > 1: the brotli frames the workers compressed in their own threads and on the thread pool */
-  frames?: { here: number; pool: number }
 }
 
 export class ImportError extends Error {}
@@ -227,16 +220,11 @@ class WorkerBackend implements Backend {
   private failure: Error | null = null
   private closing = false
 
-  /** brotli frames the workers compressed in their threads and on the pool */
-  readonly frames = { here: 0, pool: 0 }
-
-  constructor(n: number, opts: BatchOptions, resourceLimits?: ResourceLimits, cores = availableParallelism()) {
-    // workers with a batch in hand, counted by the workers (import-worker.ts `idleCores`)
-    const busy = new Int32Array(new SharedArrayBuffer(4))
+  constructor(n: number, opts: BatchOptions, resourceLimits?: ResourceLimits) {
     for (let i = 0; i < n; i++) {
       const gate = newZlibGate()
       const w = new Worker(new URL('./import-worker.mjs', import.meta.url), {
-        workerData: { ...opts, zlibGate: gate, busy, cores } satisfies WorkerData,
+        workerData: { ...opts, zlibGate: gate },
         resourceLimits: parseWorkerLimits(resourceLimits),
         execArgv: workerExecArgv(),
       })
@@ -265,8 +253,6 @@ class WorkerBackend implements Backend {
       this.acks.delete(m.seq)
     } else if (m.t === 'chunk') {
       this.workers[i].batches--
-      this.frames.here += m.frames.here
-      this.frames.pool += m.frames.pool
       this.chunks.get(m.id)?.resolve({ ...m.chunk, bytes: m.data.byteLength, parts: [m.data], sealed: m.sealed })
     } else if (m.seq !== null && m.line) {
       this.acks.get(m.seq)?.reject(new LineError(m.message))
@@ -379,11 +365,8 @@ export async function runImport(
   /** writes of closed batches, in order (at most `workers + 1` batches in hand: bounded memory) */
   const writes: Promise<void>[] = []
   try {
-    if (workers > 1) {
-      const wb = new WorkerBackend(workers, batchOpts, opts.workerResourceLimits, opts.cores)
-      res.frames = wb.frames
-      backend = wb
-    } else backend = new InProcessBackend(batchOpts)
+    backend =
+      workers > 1 ? new WorkerBackend(workers, batchOpts, opts.workerResourceLimits) : new InProcessBackend(batchOpts)
     const resumeAfter = store.lastBlock()?.number ?? -1
     if (resumeAfter >= 0 && opts.progress !== 'none')
       log(`resuming: the dataset already holds blocks up to ${resumeAfter}\n`)

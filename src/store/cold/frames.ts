@@ -32,10 +32,7 @@
  * follower's cold writer) compresses in its own thread (`brotliCompressSync`): it has the other
  * threads to overlap with, and the same frames cost less CPU than through the pool (no stream and callback per frame; encoding a
  * 21-block chunk in a worker thread, median of 10 alternating rounds on the shared 2-core box:
- * 122 ms of CPU per block instead of 128), except an import worker while cores are idle
- * (`setCompressHere`: at the end of an import, when the other workers have no batch left, the
- * last one's frames go to the pool, so its compression runs beside its encoding and parsing on
- * the idle core instead of after them in its thread). Both compress a frame in one FINISH operation over the
+ * 122 ms of CPU per block instead of 128). Both compress a frame in one FINISH operation over the
  * whole input, so they write the same bytes (`test/cold-frames.test.ts`; a stream's default, a
  * PROCESS operation then a FINISH, cuts some frames differently).
  */
@@ -240,39 +237,22 @@ function brotliOptions(raw: Uint8Array, quality: number, lgwin: number) {
   }
 }
 
-/** what `brotli` did in this thread, by default: frames compressed in it and on the thread pool */
-export const compressStats = { here: 0, pool: 0 }
-
-let compressHere: () => boolean = () => !isMainThread
-
 /**
- * How this thread compresses frames by default from now on: `here()` (asked for each frame) true:
- * in this thread, else on the thread pool. Default: in this thread for a worker thread, on the
- * pool for the main thread. An import worker compresses on the pool while cores are idle (the
- * last batch of an import, the other workers done), so another core takes its compression.
+ * brotli of `raw`: in a worker thread at once, in this thread; on the main thread on the thread
+ * pool, once fewer than COMPRESS_AHEAD of its frames are running
  */
-export function setCompressHere(here: () => boolean): void {
-  compressHere = here
-}
-
-/**
- * brotli of `raw`: `sync` at once, in this thread; else on the thread pool, once fewer than
- * COMPRESS_AHEAD of this thread's frames are running. Both give the same bytes.
- */
-export async function brotli(raw: Uint8Array, quality: number, lgwin: number, sync?: boolean): Promise<Uint8Array> {
-  if (sync ?? compressHere()) {
-    if (sync === undefined) compressStats.here++
-    return gatedZlib(() => brotliCompressSync(raw, brotliOptions(raw, quality, lgwin)))
-  }
-  if (sync === undefined) compressStats.pool++
+export async function brotli(
+  raw: Uint8Array,
+  quality: number,
+  lgwin: number,
+  sync = !isMainThread,
+): Promise<Uint8Array> {
+  if (sync) return gatedZlib(() => brotliCompressSync(raw, brotliOptions(raw, quality, lgwin)))
   if (compressing >= COMPRESS_AHEAD) await new Promise<void>((resolve) => waiting.push(resolve))
   compressing++
   try {
-    // gated as the synchronous calls are (import-worker.ts): the compressor is set up in this thread
     return await new Promise<Uint8Array>((resolve, reject) =>
-      gatedZlib(() =>
-        brotliCompress(raw, brotliOptions(raw, quality, lgwin), (err, z) => (err ? reject(err) : resolve(z))),
-      ),
+      brotliCompress(raw, brotliOptions(raw, quality, lgwin), (err, z) => (err ? reject(err) : resolve(z))),
     )
   } finally {
     compressing--
