@@ -72,34 +72,35 @@ function bigBlocks(count: number, bytes: number): Block[] {
   })
 }
 
-test('a client that stops reading stops its query: the server holds at most pendingBytes and a block', async () => {
-  // 48 MB of lines: far more than the loopback socket buffers take
-  const blockBytes = 1024 * 1024
-  const blocks = bigBlocks(48, blockBytes)
-  const server = new PortalServer({
-    datasets: new DatasetRegistry([{ name: 'd', aliases: [], store: new StaticStore(blocks), realTime: false }]),
-    limits: { writeTimeoutMs: 0, responseBytes: 1e9, responseTimeMs: 120_000 },
-    rateLimit: null,
-    log: () => {},
-  })
-  const url = await server.listen(0, '127.0.0.1')
-  const q = { fromBlock: blocks[0].header.number, fields: { log: { message: true } }, logs: [{}] }
-  const staller = neverReader(Number(new URL(url).port), '/datasets/d/stream', q)
-  try {
-    await until(() => server.activeStreamCount === 1, 10_000, 'the stream to start')
-    // the kernel's buffers fill, then the writer's: it waits for the socket with about
-    // pendingBytes (1 MiB) in hand and renders nothing more
-    await until(() => server.bufferedBytes >= 1024 * 1024, 30_000, 'bytes to wait in the socket')
-    let most = 0
-    for (let i = 0; i < 25; i++) {
-      most = Math.max(most, server.bufferedBytes)
-      await new Promise((r) => setTimeout(r, 20))
+for (const gzip of [false, true])
+  test(`a client that stops reading stops its query: the server holds at most pendingBytes and a block (gzip: ${gzip})`, async () => {
+    // 48 MB of lines: far more than the loopback socket buffers take
+    const blockBytes = 1024 * 1024
+    const blocks = bigBlocks(48, blockBytes)
+    const server = new PortalServer({
+      datasets: new DatasetRegistry([{ name: 'd', aliases: [], store: new StaticStore(blocks), realTime: false }]),
+      limits: { writeTimeoutMs: 0, responseBytes: 1e9, responseTimeMs: 120_000 },
+      rateLimit: null,
+      log: () => {},
+    })
+    const url = await server.listen(0, '127.0.0.1')
+    const q = { fromBlock: blocks[0].header.number, fields: { log: { message: true } }, logs: [{}] }
+    const staller = neverReader(Number(new URL(url).port), '/datasets/d/stream', q, gzip)
+    try {
+      await until(() => server.activeStreamCount === 1, 10_000, 'the stream to start')
+      // the kernel's buffers fill, then the writer's (or the gzip stream's): it waits with about
+      // pendingBytes (1 MiB) in hand and renders nothing more
+      await until(() => server.bufferedBytes >= 1024 * 1024, 30_000, 'bytes to wait in the socket')
+      let most = 0
+      for (let i = 0; i < 25; i++) {
+        most = Math.max(most, server.bufferedBytes)
+        await new Promise((r) => setTimeout(r, 20))
+      }
+      const bound = 1024 * 1024 + 2 * (blockBytes + 4096)
+      assert.ok(most <= bound, `${most} bytes held for a client that does not read (at most ${bound})`)
+      assert.equal(server.activeStreamCount, 1, 'the stream waits, it is not cut (no write timeout)')
+    } finally {
+      staller.close()
+      await server.close()
     }
-    const bound = 1024 * 1024 + 2 * (blockBytes + 4096)
-    assert.ok(most <= bound, `${most} bytes held for a client that does not read (at most ${bound})`)
-    assert.equal(server.activeStreamCount, 1, 'the stream waits, it is not cut (no write timeout)')
-  } finally {
-    staller.close()
-    await server.close()
-  }
-})
+  })

@@ -195,6 +195,25 @@ test('a large answer is read into shared memory, which both decoding threads rea
   }
 })
 
+test('following a node sets when V8 starts marking (process-wide), once; a process that does not follow one keeps the default', async () => {
+  const r = await runInline(`
+    import { incrementalMarkingTuned } from './src/util/gc-tuning.ts'
+    import { createRealtimeDataset, silentLogger } from './src/ingest/realtime.ts'
+    import { mkdtempSync, rmSync } from 'node:fs'
+    import { tmpdir } from 'node:os'
+    import { join } from 'node:path'
+    const before = incrementalMarkingTuned()
+    const dir = mkdtempSync(join(tmpdir(), 'solportal-gc-'))
+    const ds = await createRealtimeDataset({ rpcUrl: 'http://127.0.0.1:1', dataDir: dir, logger: silentLogger, noSync: true })
+    const after = incrementalMarkingTuned()
+    await ds.stop()
+    rmSync(dir, { recursive: true, force: true })
+    console.log(JSON.stringify({ before, after }))
+  `)
+  assert.equal(r.status, 0, r.err)
+  assert.deepEqual(JSON.parse(r.out.trim().split('\n').pop()!), { before: false, after: true })
+})
+
 test('worker answers keep the envelope’s meaning: errors, null, damaged shapes, bytes that are not JSON', async () => {
   const pool = new BlockWorkerPool({ threads: 1 })
   try {

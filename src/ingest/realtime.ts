@@ -33,6 +33,7 @@ import { HotStore, type PushMarks } from '../store/hot.ts'
 import type { PackedBlock } from '../store/packed-block.ts'
 import { RealtimeStore } from '../store/realtime-store.ts'
 import type { ColdStore } from '../store/types.ts'
+import { tuneIncrementalMarking } from '../util/gc-tuning.ts'
 
 // --- the ingester ------------------------------------------------------------------------------
 
@@ -544,6 +545,9 @@ export interface RealtimeDataset {
 }
 
 export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promise<RealtimeDataset> {
+  // the main thread applies every block and serves the streams: keep V8 from marking it
+  // continuously (src/util/gc-tuning.ts)
+  tuneIncrementalMarking()
   const ownCold = !opts.cold
   const cold = opts.cold ?? new MemoryColdStore()
   let normalize = opts.normalize

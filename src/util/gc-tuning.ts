@@ -1,0 +1,35 @@
+/**
+ * When V8 starts marking the old generation of this process's heaps (every thread's), for the
+ * live follower (src/ingest/realtime.ts).
+ *
+ * V8 starts an incremental mark-compact "soon" (from a task) once the old generation's room left
+ * below its limit is smaller than the young generation's capacity. A server's main thread has a
+ * small old generation (~13 MB here, limit ~36 MB) beside a young generation grown to 33 MB, so
+ * that condition holds right after every mark-compact: the main thread marked and compacted
+ * continuously, about once per mainnet-sized block (bench/tail.bench.ts: ~12-20 ms of main-thread
+ * GC per block), in the middle of the path from a block's answer to the clients' lines.
+ * `--incremental-marking-soft-trigger=80` starts it instead once the old generation is at 80 %
+ * of its limit (and `--incremental-marking-hard-trigger=95` at once past 95 %), as for a large
+ * heap. Measured on the shared 2-core machine (`TAIL_CLIENTS=100 TAIL_THREADS=2 npm run bench --
+ * tail`, load average 4-5, alternating with the code without it): main-thread GC 9-11 ms per
+ * block against 14-22 ms, and 5-8 against 8-19 ms with the flags given at start (`--import`).
+ *
+ * The flags are V8's, process-wide, set at run time (`v8.setFlagsFromString`): they only change
+ * when marking starts, read at each such decision.
+ */
+import { setFlagsFromString } from 'node:v8'
+
+let tuned = false
+
+/** apply the marking start thresholds above (once per process) */
+export function tuneIncrementalMarking(): void {
+  if (tuned) return
+  setFlagsFromString('--incremental-marking-soft-trigger=80')
+  setFlagsFromString('--incremental-marking-hard-trigger=95')
+  tuned = true
+}
+
+/** whether `tuneIncrementalMarking` ran in this process */
+export function incrementalMarkingTuned(): boolean {
+  return tuned
+}
