@@ -9,6 +9,7 @@
  * `{ result: null }` for a null result, else `{ result: DecodedBlock }`; bytes that are not JSON
  * throw (the client takes them for a truncated answer and retries).
  */
+import { isAscii } from 'node:buffer'
 import type { Block, NormalizationWarning } from '../model.ts'
 import {
   isVoteTransaction,
@@ -232,15 +233,15 @@ function decodeCut(
 ): DecodedEnvelope | null {
   const second = part.index === 1
   // this part's elements, and the text after the array (from the last element, in part 0)
-  const side = second ? b.toString('utf8', c.cut) : b.toString('utf8', c.first, endBeforeCut(b, c))
+  const side = second ? textOf(b, c.cut, b.length) : textOf(b, c.first, endBeforeCut(b, c))
   const cut = guessCut(side)
   if (cut === null || (!second && cut.end !== side.length)) return null
-  const tail = second ? side : b.toString('utf8', c.last)
+  const tail = second ? side : textOf(b, c.last, b.length)
   let close = second ? cut.end : valueEnd(tail, 0)
   if (close < 0) return null
   while (isWs(tail.charCodeAt(close))) close++
   if (tail.charCodeAt(close) !== 93) return null
-  const prefix = b.toString('utf8', 0, c.open + 1)
+  const prefix = textOf(b, 0, c.open + 1)
   const skeleton = prefix + tail.slice(close)
   // the text around the array, exactly: the transactions array is the one at the junction
   const around = splitTransactions(skeleton, ANSWER_PATH)
@@ -277,6 +278,11 @@ function decodeCut(
   if (marks) marks.normalized = wallNow()
   if (missingOf(to, (i) => votes[i] === 1 || i < from, r.block) !== null) return null
   return { result: { kind: 'normalized', block: r.block, warnings: r.warnings, part: { ...part, from, to } } }
+}
+
+/** the text of bytes [start, end): ASCII ones (the usual answer) copied as they are, faster than UTF-8 */
+function textOf(b: Buffer, start: number, end: number): string {
+  return b.toString(isAscii(b.subarray(start, end)) ? 'latin1' : 'utf8', start, end)
 }
 
 /**
