@@ -454,7 +454,8 @@ class TxNormalizer implements WalkInput {
       const start = block.tokenBalances.length
       const merge = (list: RpcTokenBalance[], side: 'preTokenBalances' | 'postTokenBalances') => {
         for (const tb of list) {
-          if (!this.validTokenBalance(tb, side)) continue
+          const amount = this.tokenAmount(tb, side)
+          if (amount === null) continue
           const account = this.account(tb.accountIndex)
           let rec = byAccount.get(account)
           if (rec === undefined) {
@@ -462,8 +463,8 @@ class TxNormalizer implements WalkInput {
             byAccount.set(account, rec)
             block.tokenBalances.push(rec)
           }
-          if (side === 'preTokenBalances') setPre(rec, tb)
-          else setPost(rec, tb)
+          if (side === 'preTokenBalances') setPre(rec, tb, amount)
+          else setPost(rec, tb, amount)
         }
       }
       if (hasPre) merge(preTb!, 'preTokenBalances')
@@ -484,33 +485,38 @@ class TxNormalizer implements WalkInput {
     return 0n
   }
 
-  /** A token balance entry usable for the merge; a warning when not. */
-  private validTokenBalance(tb: RpcTokenBalance, list: string): boolean {
-    const amount = tb?.uiTokenAmount?.amount
-    let ok =
+  /**
+   * The amount of a token balance entry usable for the merge (decoded once here); null, with a
+   * warning, when the entry is not usable.
+   */
+  private tokenAmount(tb: RpcTokenBalance, list: string): bigint | null {
+    let amount: bigint | null = null
+    if (
       typeof tb?.accountIndex === 'number' &&
       typeof tb.mint === 'string' &&
       typeof tb.uiTokenAmount.decimals === 'number'
-    if (ok) {
+    ) {
       try {
-        u64(amount)
+        amount = u64(tb.uiTokenAmount.amount)
       } catch {
-        ok = false
+        // not an integer
       }
     }
-    if (!ok) {
+    if (amount === null) {
       this.warn(`malformed ${list} entry ${safeJson(tb)} ignored`)
-      return false
+      return null
     }
-    checkAddress(tb.mint, `meta.${list}.mint`)
-    if (tb.owner != null) checkAddress(tb.owner, `meta.${list}.owner`)
-    if (tb.programId != null) checkAddress(tb.programId, `meta.${list}.programId`)
+    if (!isAddress(tb.mint)) checkAddress(tb.mint, `meta.${list}.mint`)
+    if (tb.owner != null && !isAddress(tb.owner)) checkAddress(tb.owner, `meta.${list}.owner`)
+    if (tb.programId != null && !isAddress(tb.programId)) {
+      checkAddress(tb.programId, `meta.${list}.programId`)
+    }
     if (!isU8(tb.uiTokenAmount.decimals)) {
       throw new Error(
         `meta.${list}.uiTokenAmount.decimals is not an integer 0..255: ${safeJson(tb.uiTokenAmount.decimals)}`,
       )
     }
-    return true
+    return amount
   }
 
   private account(i: number): string {
@@ -614,20 +620,20 @@ function emptyTokenBalance(transactionIndex: number, account: string): TokenBala
   }
 }
 
-function setPre(rec: TokenBalance, tb: RpcTokenBalance): void {
+function setPre(rec: TokenBalance, tb: RpcTokenBalance, amount: bigint): void {
   rec.preMint = tb.mint
   rec.preDecimals = tb.uiTokenAmount.decimals
   rec.preProgramId = tb.programId ?? null
   rec.preOwner = tb.owner ?? null
-  rec.preAmount = u64(tb.uiTokenAmount.amount)
+  rec.preAmount = amount
 }
 
-function setPost(rec: TokenBalance, tb: RpcTokenBalance): void {
+function setPost(rec: TokenBalance, tb: RpcTokenBalance, amount: bigint): void {
   rec.postMint = tb.mint
   rec.postDecimals = tb.uiTokenAmount.decimals
   rec.postProgramId = tb.programId ?? null
   rec.postOwner = tb.owner ?? null
-  rec.postAmount = u64(tb.uiTokenAmount.amount)
+  rec.postAmount = amount
 }
 
 /** Re-exported for callers that only need the record types. */
