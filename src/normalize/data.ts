@@ -159,7 +159,8 @@ function pow58(e: number): bigint {
  * between lo and hi) the answer is UNDECIDED and the caller decodes exactly. The width of the
  * interval is 58^r, against 2^s ~ 58^(W+r) / 2^128: the window decides unless the low s bits of lo
  * lie within ~2^-83 of a carry, i.e. on random data practically always; crafted data (the bytes
- * after the 16th all 0xff) reaches the fallback, which the tests cover.
+ * after the 16th all 0x00 or all 0xff) reaches the fallback, which the tests cover. k and the
+ * leading bytes come from the hex rendering of lo's top 18 bytes only.
  *
  * Returns the length (the leading bytes in PREFIX), -1 for a non-base58 character, or UNDECIDED.
  */
@@ -173,15 +174,26 @@ export function viaWindow(data: string, zeros: number): number {
     const c = data.charCodeAt(i)
     if (c >= 128 || MAP[c] < 0) return -1
   }
-  const p = pow58(n - zeros - WINDOW_CHARS)
+  const m = n - zeros
+  const p = pow58(m - WINDOW_CHARS)
   const lo = acc * p
-  const hex = lo.toString(16)
-  const k = (hex.length + 1) >>> 1
-  if (k <= 16) return UNDECIDED
+  // lo < 58^m < 2^ceil(m log2 58): at most kMax bytes (one bit of margin for the rounding), and
+  // lo >= 58^(m-1): at least kMax - 2 bytes. Only the top 18 bytes are rendered in hex (lo's
+  // whole rendering costs more than the rest of this function).
+  const kMax = Math.ceil((Math.ceil(m * LOG2_58) + 1) / 8)
+  const s0 = 8 * (kMax - 18)
+  const hex = (lo >> BigInt(s0)).toString(16)
+  const kt = (hex.length + 1) >>> 1
+  if (kt < 16) return UNDECIDED
+  const k = kMax - 18 + kt // the byte length of lo
   const s = BigInt(8 * (k - 16))
   if (lo >> s !== (lo + p - 1n) >> s) return UNDECIDED
-  return zeros + hexToPrefix(hex, zeros)
+  hexToPrefix(hex, zeros) // lo >> s0 has lo's leading bytes
+  return zeros + k
 }
+
+/** log2(58), rounded up */
+const LOG2_58 = 5.857981
 
 function viaBigInt(data: string, zeros: number): number {
   const acc = bigIntOf(data, zeros, data.length)
