@@ -234,6 +234,8 @@ class TxNormalizer implements WalkInput {
   logMessages: readonly string[] | null | undefined = null
   err: unknown = null
   hasInnerInstructions = false
+  /** the distinct programs of the transaction's instructions (addresses: checked) */
+  programIds: string[] = []
 
   private accounts: readonly string[] = EMPTY
   private isCommitted = true
@@ -377,6 +379,14 @@ class TxNormalizer implements WalkInput {
       }
       // holes must be undefined, not missing, for a predictable length
       if (inner.length < instructions.length) inner.length = instructions.length
+    }
+
+    const programIds = this.programIds
+    programIds.length = 0
+    this.addPrograms(instructions)
+    for (let k = 0; k < inner.length; k++) {
+      const list = inner[k]
+      if (list !== undefined) this.addPrograms(list)
     }
 
     // instructions and logs; instruction data is checked where it is decoded (makeInstruction)
@@ -526,6 +536,15 @@ class TxNormalizer implements WalkInput {
       return ''
     }
     return a
+  }
+
+  /** adds the programs of `list` to `programIds` (the accounts are addresses: checked above) */
+  private addPrograms(list: readonly RpcInstruction[]): void {
+    const ids = this.programIds
+    for (let i = 0; i < list.length; i++) {
+      const a = this.accounts[list[i]?.programIdIndex]
+      if (a !== undefined && !ids.includes(a)) ids.push(a)
+    }
   }
 
   // --- WalkInput -------------------------------------------------------------------------------
