@@ -111,6 +111,10 @@ export function normalizeIntact(
  * 1,500-transaction block: less garbage collection). Anything unusual on that path (the text does
  * not split, a piece does not parse, a shape problem, normalization throws, an envelope without a
  * block) sends the whole text through the plain path, which gives the answer its exact meaning.
+ *
+ * `part` (of 2, the two threads of a large answer): the part is decoded from its half of the
+ * bytes only, both parts cutting them at the same place (`decodeCut`, block-cut.ts); a part that
+ * cannot be sure of its half decodes the whole answer as above (without `part` in the result).
  */
 export function decodeBlockAnswer(
   bytes: Uint8Array,
