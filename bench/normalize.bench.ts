@@ -10,6 +10,9 @@
  * 2. blocks/s, transactions/s and instructions/s of `normalizeBlock` over every block of
  *    data/mainnet (and data/sample/*.jsonl.gz), parsed once and normalized repeatedly;
  * 3. JSON parse throughput of `parseJsonExact` against plain `JSON.parse` on the same texts.
+ *
+ * With NORMALIZE_BASE=<a checkout of other code, node_modules linked> only: that code's normalizer
+ * against this one, same run, alternating rounds (`vsBase`).
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
