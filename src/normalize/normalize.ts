@@ -615,9 +615,27 @@ function d2Of(v: number): string {
   return (D2[v] ??= '0x' + v.toString(16).padStart(4, '0'))
 }
 
+/** Up to this many entries, `sortTail` sorts by insertion (no copy, no comparator calls). */
+const INSERTION_MAX = 24
+
+/** list[start..] sorted by account, stable (a transaction's balances: usually a few). */
 function sortTail<T extends { account: string }>(list: T[], start: number): void {
   const n = list.length - start
   if (n < 2) return
+  if (n <= INSERTION_MAX) {
+    // in place, moving only strictly greater entries: the order of Array.prototype.sort (stable)
+    for (let i = start + 1; i < list.length; i++) {
+      const x = list[i]
+      const key = x.account
+      let j = i - 1
+      while (j >= start && list[j].account > key) {
+        list[j + 1] = list[j]
+        j--
+      }
+      list[j + 1] = x
+    }
+    return
+  }
   const tail = list.slice(start).sort(compareAccount)
   for (let k = 0; k < n; k++) list[start + k] = tail[k]
 }
