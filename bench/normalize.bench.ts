@@ -10,6 +10,9 @@
  * 2. blocks/s, transactions/s and instructions/s of `normalizeBlock` over every block of
  *    data/mainnet (and data/sample/*.jsonl.gz), parsed once and normalized repeatedly;
  * 3. JSON parse throughput of `parseJsonExact` against plain `JSON.parse` on the same texts.
+ *
+ * With NORMALIZE_BASE=<a checkout of other code, node_modules linked> only: that code's normalizer
+ * against this one, same run, alternating rounds (`vsBase`).
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
@@ -396,7 +399,52 @@ function benchParse(texts: string[], parse: (s: string) => unknown, budgetMs: nu
 
 const fmt = (x: number) => (x >= 100 ? Math.round(x).toLocaleString('en-US') : x.toFixed(1))
 
+/**
+ * NORMALIZE_BASE=<a checkout of older code, node_modules linked>: this code against that one on the
+ * same blocks in the same run (alternating rounds, `duel`), text in (`normalizeArchiveText`) and
+ * normalize alone (`normalizeBlock` of the same parsed blocks); CPU ms per block and the ratio.
+ */
+async function vsBase(base: string): Promise<string[]> {
+  const oldText = (await import(pathToFileURL(join(base, 'src/normalize/text.ts')).href)) as {
+    normalizeArchiveText: typeof normalizeArchiveText
+  }
+  const oldNorm = (await import(pathToFileURL(join(base, 'src/normalize/normalize.ts')).href)) as {
+    normalizeBlock: typeof normalizeBlock
+  }
+  const rounds = Number(process.env.NORMALIZE_BASE_ROUNDS ?? 10)
+  const load0 = loadavg()[0]
+  const rows: string[] = []
+  for (const s of duelSources(2)) {
+    const e2e = duel(
+      s.texts,
+      oursText,
+      s.texts,
+      (t) => oldText.normalizeArchiveText(t).block.instructions.length,
+      rounds,
+    )
+    const lines = s.texts.map((t) => toArchiveLine(parseJsonExact(t)))
+    const alone = duel(lines, oursParsed, lines, (l) => oldNorm.normalizeBlock(l).block.instructions.length, rounds)
+    const per = (c: Cost) => (c.cpu / (s.texts.length * rounds)).toFixed(1)
+    const ratio = (d: Duel) => (d.ours.cpu / d.ref.cpu).toFixed(3)
+    rows.push(
+      `| ${s.name} | ${s.texts.length} | ${per(e2e.ref)} | ${per(e2e.ours)} | **${ratio(e2e)}** | ${per(alone.ref)} | ${per(alone.ours)} | **${ratio(alone)}** |`,
+    )
+  }
+  return [
+    '## This code against a base checkout (one core, same run, alternating rounds)',
+    '',
+    `Base: NORMALIZE_BASE; ${rounds} rounds per pipeline. Process CPU ms per block, new / old (below 1: faster).`,
+    '',
+    '| blocks | n | text in, old | text in, new | new / old | normalize alone, old | new | new / old |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+    '',
+    `Load average (1 min): ${load0.toFixed(1)} at start, ${loadavg()[0].toFixed(1)} at end.`,
+  ]
+}
+
 export async function run(): Promise<string> {
+  if (process.env.NORMALIZE_BASE) return (await vsBase(process.env.NORMALIZE_BASE)).join('\n')
   const vs = await vsReference()
   if (process.env.BENCH_NORMALIZE_VS_ONLY) return vs.join('\n')
   const sources = loadSources()

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import { dataPrefixOf, discriminatorsOf } from '../src/normalize/data.ts'
+import { dataPrefixOf, discriminatorsOf, prefixHex, viaWindow } from '../src/normalize/data.ts'
 import { base58Decode, base58Encode, hexPrefix } from '../src/util/base58.ts'
 import type { Instruction } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
@@ -25,6 +25,49 @@ test('dataPrefixOf equals the full decode: length and first 16 bytes (property, 
     }),
     { numRuns: 400 },
   )
+})
+
+test('viaWindow: long data decided from its leading 36 characters equals the full decode; crafted data falls back', () => {
+  const decided = { yes: 0, no: 0 }
+  const check = (bytes: Uint8Array, zeros: number, expectDecided: boolean | null) => {
+    const s = base58Encode(bytes)
+    const full = base58Decode(s)
+    const len = viaWindow(s, zeros)
+    if (len === -2) {
+      decided.no++
+      if (expectDecided === true) assert.fail(`undecided on ${s}`)
+    } else {
+      decided.yes++
+      if (expectDecided === false) assert.fail(`decided on crafted ${s}`)
+      assert.equal(len, full.length)
+      assert.equal(prefixHex(len), hexPrefix(full, 16))
+    }
+    // whichever path answers, the public result is the exact one
+    const p = dataPrefixOf(s)!
+    assert.equal(p.length, full.length)
+    assert.equal(p.prefix, hexPrefix(full, 16))
+  }
+  fc.assert(
+    fc.property(fc.uint8Array({ minLength: 45, maxLength: 1300 }), fc.nat(5), (bytes, zeros) => {
+      const b = new Uint8Array(bytes)
+      b[zeros] |= 1 // the number starts right after the leading zero bytes
+      for (let k = 0; k < zeros; k++) b[k] = 0
+      check(b, zeros, null)
+    }),
+    { numRuns: 300 },
+  )
+  // random data: decided (a carry within 2^-83 of the window's bound does not happen by chance)
+  assert.ok(decided.yes >= 290, JSON.stringify(decided))
+  // crafted: after 16 leading bytes, all 0x00 or all 0xff (the bounds straddle a carry)
+  for (const fill of [0x00, 0xff]) {
+    for (const n of [45, 46, 100, 333, 1232]) {
+      const b = Uint8Array.from({ length: n }, (_, i) => (i < 16 ? (i * 29 + 7) & 0xff : fill))
+      check(b, 0, false)
+    }
+  }
+  // a non-base58 character anywhere, also after the window
+  assert.equal(viaWindow('2'.repeat(70) + '0', 0), -1)
+  assert.equal(viaWindow('0' + '2'.repeat(70), 0), -1)
 })
 
 test('discriminators: exact widths, null when the data is shorter; invalid base58 → null', () => {

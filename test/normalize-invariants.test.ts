@@ -306,3 +306,29 @@ test('fuzz: random corruption of real transactions never throws out of normalize
     { numRuns: 600 },
   )
 })
+
+test('balances and token balances of a transaction sorted by account, stable, short lists and long ones', () => {
+  // 3, 24 (the insertion sort) and 40 (the copy and sort) changed accounts, keys in random order
+  for (const n of [3, 24, 40]) {
+    const line = synthBlock([{ top: [{ p: PA }], logs: [invoke(PA, 1), success(PA)] }])
+    const tx = line.block.transactions![0] as RpcTransaction
+    const extra = Array.from({ length: n }, (_, i) => addressOf(`sort-${n}-${i}`))
+    const keys = [...tx.transaction.message.accountKeys, ...extra]
+    tx.transaction.message.accountKeys = keys
+    tx.meta!.preBalances = keys.map((_, i) => 100 + i)
+    tx.meta!.postBalances = keys.map((_, i) => (i === 1 ? 100 + i : 200 + i))
+    const mint = addressOf('mint')
+    const tb = (i: number, amount: string) => ({ accountIndex: i, mint, uiTokenAmount: { amount, decimals: 6 } })
+    tx.meta!.preTokenBalances = extra.map((_, k) => tb(5 + k, '1'))
+    tx.meta!.postTokenBalances = extra.map((_, k) => tb(5 + ((k + 1) % n), '2'))
+    const b = normalizeBlock(line).block
+    const accounts = b.balances.map((x) => x.account)
+    assert.equal(accounts.length, keys.length - 1)
+    assert.deepStrictEqual(accounts, [...accounts].sort())
+    assert.deepStrictEqual(new Set(accounts), new Set(keys.filter((_, i) => i !== 1)))
+    for (const x of b.balances) assert.equal(x.post - x.pre, 100n)
+    const tAccounts = b.tokenBalances.map((x) => x.account)
+    assert.deepStrictEqual(tAccounts, [...extra].sort())
+    for (const x of b.tokenBalances) assert.deepStrictEqual([x.preAmount, x.postAmount], [1n, 2n])
+  }
+})

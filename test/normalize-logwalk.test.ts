@@ -424,6 +424,53 @@ function classifyByRegex(line: string): [number, string, number, string] {
   return [LINE_OTHER, '', 0, line]
 }
 
+test('parseLogLine with known program ids equals the anchored regular expressions (property)', () => {
+  const frag = fc.constantFrom(
+    'Program ',
+    'invoke [1]',
+    ' success',
+    'success',
+    ' failed: x',
+    ' consumed 5 of 9 compute units',
+    ' ',
+    'Tokenkeg',
+    '11111',
+    'Tokenkeg11111',
+    'x',
+    '0',
+    '\n',
+  )
+  const line = fc.array(frag, { maxLength: 6 }).map((a) => a.join(''))
+  // known ids must be non-empty base58 strings
+  const known = fc.array(fc.constantFrom('Tokenkeg', '11111', 'Tokenkeg11111', 'T', '1'), { maxLength: 4 })
+  const out: ParsedLine = { kind: LINE_OTHER, programId: '', depth: 0, text: '' }
+  fc.assert(
+    fc.property(line, known, (s, ids) => {
+      parseLogLine(s, out, ids)
+      assert.deepStrictEqual([out.kind, out.programId, out.depth, out.text], classifyByRegex(s))
+    }),
+    { numRuns: 5000 },
+  )
+  const id = 'TokenkegQfeYrjzdFBBzFuwEBxDSfRt4nP3CE4bkXS2fKJ'
+  for (const s of [
+    `Program ${id} invoke [2]`,
+    `Program ${id} success`,
+    `Program ${id} consumed 4645 of 200000 compute units`,
+    `Program ${id} failed: custom program error: 0x1`,
+    `Program ${id}x success`,
+    `Program ${id.slice(1)} success`,
+  ]) {
+    parseLogLine(s, out, [id])
+    assert.deepStrictEqual([out.kind, out.programId, out.depth, out.text], classifyByRegex(s), s)
+  }
+  // the known ids are trusted, not checked again: the path that takes the id from the list
+  // (a caller breaking the contract with a non-base58 id gets it back)
+  parseLogLine('Program Tok0n success', out, ['Tok0n'])
+  assert.deepStrictEqual([out.kind, out.programId], [LINE_SUCCESS, 'Tok0n'])
+  parseLogLine('Program Tok0n success', out)
+  assert.equal(out.kind, LINE_OTHER)
+})
+
 test('parseLogLine equals the anchored regular expressions (property)', () => {
   const frag = fc.constantFrom(
     'Program ',

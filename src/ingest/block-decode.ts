@@ -9,6 +9,7 @@
  * `{ result: null }` for a null result, else `{ result: DecodedBlock }`; bytes that are not JSON
  * throw (the client takes them for a truncated answer and retries).
  */
+import { isAscii } from 'node:buffer'
 import type { Block, NormalizationWarning } from '../model.ts'
 import {
   isVoteTransaction,
@@ -17,7 +18,8 @@ import {
   type TransactionSource,
 } from '../normalize/normalize.ts'
 import { parseJsonExact } from '../rpc/json.ts'
-import { parseElement, splitTransactions } from '../rpc/split.ts'
+import { guessCut, isWs, parseElement, splitTransactions, valueEnd, type SplitBlock } from '../rpc/split.ts'
+import { elementsBefore, endBeforeCut, locateCut, type Cut } from './block-cut.ts'
 import type { RpcBlock, RpcTransaction } from '../rpc/types.ts'
 import { packBlock, type PackedBlock } from '../store/packed-block.ts'
 import { checkBlockShape, checkTransactionShape } from './rpc.ts'
@@ -37,8 +39,11 @@ export type DecodedBlock =
       block: Block | PackedBlock
       warnings: NormalizationWarning[]
       marks?: DecodeMarks
-      /** set when this is one part of the block (`DecodePart`), not the whole block */
-      part?: DecodePart
+      /**
+       * set when this is one part of the block (`DecodePart`), not the whole block: with the
+       * positions [from, to) of its transactions in the block
+       */
+      part?: DecodePart & { from: number; to: number }
     }
   | { kind: 'malformed'; problem: string }
 
@@ -106,6 +111,10 @@ export function normalizeIntact(
  * 1,500-transaction block: less garbage collection). Anything unusual on that path (the text does
  * not split, a piece does not parse, a shape problem, normalization throws, an envelope without a
  * block) sends the whole text through the plain path, which gives the answer its exact meaning.
+ *
+ * `part` (of 2, the two threads of a large answer): the part is decoded from its half of the
+ * bytes only, both parts cutting them at the same place (`decodeCut`, block-cut.ts); a part that
+ * cannot be sure of its half decodes the whole answer as above (without `part` in the result).
  */
 export function decodeBlockAnswer(
   bytes: Uint8Array,
@@ -115,8 +124,15 @@ export function decodeBlockAnswer(
   marks?: DecodeMarks,
   part?: DecodePart,
 ): DecodedEnvelope {
-  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
-  const r = decodeSplit(text, slot, opts, marks, part) ?? decodeWhole(text, slot, opts, marks)
+  const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const cut = part?.of === 2 ? locateCut(b, ANSWER_PATH) : null
+  let r: DecodedEnvelope | null = cut && part ? decodeCut(b, cut, part, slot, opts, marks) : null
+  if (r === null) {
+    // no cut (both threads find that alike): the part the exact way; a part whose side failed its
+    // checks: the whole answer, which the join takes (block-cut.ts)
+    const text = b.toString('utf8')
+    r = decodeSplit(text, slot, opts, marks, cut ? undefined : part) ?? decodeWhole(text, slot, opts, marks)
+  }
   if (r.result?.kind !== 'normalized' || !pack) return r
   const block = packBlock(r.result.block as Block)
   if (marks) marks.packed = wallNow()
@@ -197,7 +213,80 @@ function decodeSplit(
   if (missingOf(count, (i) => votes[i] === 1 || i < from || i >= to, r.block) !== null) return null
   // the parts' warnings are their transactions' and the last part's rewards' (the header, which
   // passed the shape check, warns of nothing): in order, they are the whole block's
-  return { result: { kind: 'normalized', block: r.block, warnings: r.warnings, ...(part ? { part } : {}) } }
+  return {
+    result: {
+      kind: 'normalized',
+      block: r.block,
+      warnings: r.warnings,
+      ...(part ? { part: { ...part, from, to } } : {}),
+    },
+  }
+}
+
+/**
+ * Part `part.index` (of 2) of an answer cut at `c` (block-cut.ts), decoded from its own bytes only,
+ * or null when any of its checks fails (then this thread decodes the whole answer).
+ */
+function decodeCut(
+  b: Buffer,
+  c: Cut,
+  part: DecodePart,
+  slot: number,
+  opts: NormalizeOptions,
+  marks?: DecodeMarks,
+): DecodedEnvelope | null {
+  const second = part.index === 1
+  // this part's elements, and the text after the array (from the last element, in part 0)
+  const side = second ? textOf(b, c.cut, b.length) : textOf(b, c.first, endBeforeCut(b, c))
+  const cut = guessCut(side)
+  if (cut === null || (!second && cut.end !== side.length)) return null
+  const tail = second ? side : textOf(b, c.last, b.length)
+  let close = second ? cut.end : valueEnd(tail, 0)
+  if (close < 0) return null
+  while (isWs(tail.charCodeAt(close))) close++
+  if (tail.charCodeAt(close) !== 93) return null
+  const prefix = textOf(b, 0, c.open + 1)
+  const skeleton = prefix + tail.slice(close)
+  // the text around the array, exactly: the transactions array is the one at the junction
+  const around = splitTransactions(skeleton, ANSWER_PATH)
+  if (around === null || around.spans.length !== 0 || around.open !== prefix.length - 1) return null
+  let body: { result?: unknown; error?: unknown } | null
+  try {
+    body = parseJsonExact(skeleton) as typeof body
+  } catch {
+    return null
+  }
+  if (!body || typeof body !== 'object' || body.error || !body.result) return null
+  if (checkBlockShape(body.result) !== null) return null
+  if (marks) marks.parsed = wallNow()
+  const n = cut.spans.length / 2
+  const from = second ? elementsBefore(b, c) : 0
+  const to = from + n
+  const split: SplitBlock = { skeleton: '', spans: cut.spans, bigInts: cut.bigInts, guessed: true, open: -1 }
+  const votes = new Uint8Array(to)
+  const source: TransactionSource = {
+    count: to,
+    at(i: number): RpcTransaction {
+      const tx = parseElement(side, split, i - from) as RpcTransaction
+      if (checkTransactionShape(tx, i) !== null) throw GIVE_UP
+      if (isVoteTransaction(tx)) votes[i] = 1
+      return tx
+    },
+  }
+  let r: ReturnType<typeof normalizeBlock>
+  try {
+    r = normalizeBlockFrom({ slot, block: body.result as RpcBlock }, opts, source, { from, to, rewards: second })
+  } catch {
+    return null
+  }
+  if (marks) marks.normalized = wallNow()
+  if (missingOf(to, (i) => votes[i] === 1 || i < from, r.block) !== null) return null
+  return { result: { kind: 'normalized', block: r.block, warnings: r.warnings, part: { ...part, from, to } } }
+}
+
+/** the text of bytes [start, end): ASCII ones (the usual answer) copied as they are, faster than UTF-8 */
+function textOf(b: Buffer, start: number, end: number): string {
+  return b.toString(isAscii(b.subarray(start, end)) ? 'latin1' : 'utf8', start, end)
 }
 
 /**

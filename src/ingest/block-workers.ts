@@ -10,8 +10,8 @@
  * copy into LMDB. (Structured-cloning the records instead costs the main thread a deserialization
  * as long as decoding the buffer, for every block, whether read or not.) Each answer
  * goes to the worker with the fewest answers pending; with two threads or more, a large answer
- * (a mainnet block) goes to two of them, each decoding half of its transactions (and reading the
- * whole text: ~11 ms of a 1,500-transaction answer's ~85 ms are done twice), so that a block is
+ * (a mainnet block) goes to two of them, each decoding half of its transactions from its half of the
+ * bytes only (block-cut.ts: both cut the transactions array at the same place), so that a block is
  * ready in about half the time when two cores are free. A worker that dies fails its pending
  * answers (the RPC client takes them for damaged transport and asks again) and is replaced on the
  * next answer.
@@ -132,14 +132,17 @@ export class BlockWorkerPool implements BlockDecoder {
     const own = shared || (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength)
     const data = own ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : new Uint8Array(bytes)
     if (this.threads < 2 || bytes.byteLength < this.splitMinBytes) return this.send(this.pick(), slot, data)
-    // a large answer: half of its transactions in each of two threads (each reads the whole text)
-    const other = shared ? data : new Uint8Array(data)
+    // a large answer: half of its transactions in each of two threads, each reading its own half of
+    // the bytes (block-cut.ts), in shared memory (a copy when it was not: also kept in case the
+    // parts do not join)
+    const both = shared ? data : new Uint8Array(new SharedArrayBuffer(data.byteLength))
+    if (!shared) both.set(data)
     const a = this.pick()
     const b = this.pick(a)
     return Promise.all([
-      this.send(a, slot, data, { index: 0, of: 2 }),
-      this.send(b, slot, other, { index: 1, of: 2 }),
-    ]).then(joinParts)
+      this.send(a, slot, both, { index: 0, of: 2 }),
+      this.send(b, slot, both, { index: 1, of: 2 }),
+    ]).then((parts) => joinParts(parts) ?? this.send(this.pick(), slot, both))
   }
 
   private send(s: Slot, slot: number, bytes: Uint8Array, part?: DecodePart): Promise<DecodedEnvelope> {
@@ -168,14 +171,19 @@ export class BlockWorkerPool implements BlockDecoder {
  * The block of an answer decoded in parts: the parts' packed buffers joined in order (their lists
  * concatenated: the whole block's), their warnings in order. A part's thread that found anything
  * unusual decoded the whole answer instead (an error, a damaged block, or the whole block): that
- * answer is the result.
+ * answer is the result. Null when the parts' transaction positions do not follow each other (the
+ * answer is then decoded again whole).
  */
-function joinParts(parts: DecodedEnvelope[]): DecodedEnvelope {
+function joinParts(parts: DecodedEnvelope[]): DecodedEnvelope | null {
   const blocks: { block: PackedBlock; warnings: NormalizationWarning[]; marks?: DecodeMarks }[] = []
+  let next = 0
   for (const env of parts) {
     const r = env.result
     if (r?.kind !== 'normalized' || !r.part || !isPackedBlock(r.block)) return env
     blocks.push({ block: r.block, warnings: r.warnings, marks: r.marks })
+    // the parts' transaction positions follow each other (else: decode the answer whole)
+    if (r.part.from !== next) return null
+    next = r.part.to
   }
   const packed = joinPacked(blocks.map((p) => p.block.packed))
   // the stages of the later part (the block was ready when both were)

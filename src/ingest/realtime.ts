@@ -611,6 +611,8 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
     start: () => ingester.start(),
     stop: async () => {
       await ingester.stop()
+      // the kept-alive connections to the node
+      source.client.close()
       await pool?.close()
       await hot.close()
       if (ownCold) await (cold as ColdStore).close?.()

@@ -1,12 +1,15 @@
 /**
  * Instruction data prefixes: `d1/d2/d4/d8` and the internal `dataPrefix` (docs/query.md §1).
  *
- * Base58 is a big-endian base-58 number, so the leading bytes depend on every character: the whole
- * string has to be decoded (measured: there is no shortcut). Short strings are decoded on 32-bit
+ * Base58 is a big-endian base-58 number, so the leading bytes depend on every character (a carry
+ * can run from the last character up to the first byte). Short strings are decoded on 32-bit
  * limbs, three characters per pass (58^3 < 2^21, so limb * 58^3 + carry stays below 2^53 and is
  * exact in a double). Long strings (big instruction data, up to ~1.7k characters) go through a
  * BigInt, nine characters per step, whose native multiply is ~8x faster there than any JS limb
- * loop; the hex rendering of the BigInt then gives both the length and the leading bytes.
+ * loop; the hex rendering of the BigInt then gives both the length and the leading bytes. Above
+ * 60 characters, `viaWindow` first bounds the number between two products of its leading 36
+ * characters with a power of 58 (linear instead of quadratic) and decodes exactly only when the
+ * bounds disagree on the length or the leading bytes.
  */
 
 const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
@@ -70,6 +73,10 @@ export function decodeData(data: string): number {
     PREFIX.fill(0)
     return zeros
   }
+  if (n - zeros > WINDOW_MIN_CHARS) {
+    const len = viaWindow(data, zeros)
+    if (len !== UNDECIDED) return len
+  }
   if (n - zeros > LIMB_MAX_CHARS) return viaBigInt(data, zeros)
   const maxLimbs = (((n - zeros) * 0.733) >>> 2) + 2
   if (limbs.length < maxLimbs) limbs = new Uint32Array(maxLimbs * 2)
@@ -122,31 +129,104 @@ export function decodeData(data: string): number {
 const LIMB_MAX_CHARS = 32
 const B58_POW9 = 58n ** 9n
 
-function viaBigInt(data: string, zeros: number): number {
-  const n = data.length
-  let i = zeros
-  let v = 0
-  // the first chunk takes the remainder, so that every further step is exactly 9 characters
-  const first = (n - zeros) % 9 || 9
-  for (const e = i + first; i < e; i++) {
-    const c = data.charCodeAt(i)
-    const d = c < 128 ? MAP[c] : -1
-    if (d < 0) return -1
-    v = v * 58 + d
+/** `viaWindow`'s answer when the window cannot decide: the exact decode is needed. */
+const UNDECIDED = -2
+/** Characters read exactly by `viaWindow` (four steps of 9): a ~211-bit window. */
+const WINDOW_CHARS = 36
+/** Above this many significant characters, `viaWindow` is tried first (below it, 58^r is small). */
+const WINDOW_MIN_CHARS = 60
+/** 58^e by e, for the exponents met (e < the longest data, ~1.7k characters: bounded). */
+const POW58 = new Map<number, bigint>()
+
+function pow58(e: number): bigint {
+  let p = POW58.get(e)
+  if (p === undefined) {
+    p = 58n ** BigInt(e)
+    POW58.set(e, p)
   }
-  let acc = BigInt(v)
-  while (i < n) {
-    v = 0
-    for (const e = i + 9; i < e; i++) {
+  return p
+}
+
+/**
+ * The length and first 16 bytes of a long base58 number without its O(n^2) decode.
+ *
+ * Let the significant characters (after the leading `1`s) be the number v, A the value of its first
+ * W = 36 characters and r the count of the others: v = A * 58^r + R with 0 <= R < 58^r, so
+ * lo = A * 58^r <= v <= hi = lo + 58^r - 1. Both bounds cost one multiply by a cached power (linear
+ * in n). Let k be the byte length of lo and s = 8 * (k - 16). If lo >> s = hi >> s = T, then
+ * v >> s = T as well; T has 16 bytes with a non-zero first one (lo has exactly k bytes), so v has
+ * exactly k bytes and its first 16 are those of lo. Otherwise (a carry out of the low s bits
+ * between lo and hi) the answer is UNDECIDED and the caller decodes exactly. The width of the
+ * interval is 58^r, against 2^s ~ 58^(W+r) / 2^128: the window decides unless the low s bits of lo
+ * lie within ~2^-83 of a carry, i.e. on random data practically always; crafted data (the bytes
+ * after the 16th all 0x00 or all 0xff) reaches the fallback, which the tests cover. k and the
+ * leading bytes come from the hex rendering of lo's top 18 bytes only.
+ *
+ * Returns the length (the leading bytes in PREFIX), -1 for a non-base58 character, or UNDECIDED.
+ */
+export function viaWindow(data: string, zeros: number): number {
+  const n = data.length
+  if (n - zeros <= WINDOW_CHARS) return UNDECIDED
+  const acc = bigIntOf(data, zeros, zeros + WINDOW_CHARS)
+  if (acc < 0n) return -1
+  // the rest is only checked to be base58
+  for (let i = zeros + WINDOW_CHARS; i < n; i++) {
+    const c = data.charCodeAt(i)
+    if (c >= 128 || MAP[c] < 0) return -1
+  }
+  const m = n - zeros
+  const p = pow58(m - WINDOW_CHARS)
+  const lo = acc * p
+  // lo < 58^m < 2^ceil(m log2 58): at most kMax bytes (one bit of margin for the rounding), and
+  // lo >= 58^(m-1): at least kMax - 2 bytes. Only the top 18 bytes are rendered in hex (lo's
+  // whole rendering costs more than the rest of this function).
+  const kMax = Math.ceil((Math.ceil(m * LOG2_58) + 1) / 8)
+  const s0 = 8 * (kMax - 18)
+  const hex = (lo >> BigInt(s0)).toString(16)
+  const kt = (hex.length + 1) >>> 1
+  if (kt < 16) return UNDECIDED
+  const k = kMax - 18 + kt // the byte length of lo
+  const s = BigInt(8 * (k - 16))
+  if (lo >> s !== (lo + p - 1n) >> s) return UNDECIDED
+  hexToPrefix(hex, zeros) // lo >> s0 has lo's leading bytes
+  return zeros + k
+}
+
+/** log2(58), rounded up */
+const LOG2_58 = 5.857981
+
+function viaBigInt(data: string, zeros: number): number {
+  const acc = bigIntOf(data, zeros, data.length)
+  if (acc < 0n) return -1
+  // acc > 0: its first digit is not '1'
+  return zeros + hexToPrefix(acc.toString(16), zeros)
+}
+
+/** The base58 number data[from..to) (to > from), -1n on a character outside the alphabet. */
+function bigIntOf(data: string, from: number, to: number): bigint {
+  let i = from
+  let acc = 0n
+  // the first chunk takes the remainder, so that every further step is exactly 9 characters
+  let e = from + ((to - from) % 9 || 9)
+  while (i < to) {
+    let v = 0
+    for (; i < e; i++) {
       const c = data.charCodeAt(i)
       const d = c < 128 ? MAP[c] : -1
-      if (d < 0) return -1
+      if (d < 0) return -1n
       v = v * 58 + d
     }
     acc = acc * B58_POW9 + BigInt(v)
+    e = i + 9
   }
-  // acc > 0: its first digit is not '1'
-  const hex = acc.toString(16)
+  return acc
+}
+
+/**
+ * PREFIX = `zeros` zero bytes, then the leading bytes of the number whose hex digits are `hex`
+ * (no leading zero digit); returns the byte length of that number.
+ */
+function hexToPrefix(hex: string, zeros: number): number {
   const odd = hex.length & 1
   let k = 0
   for (; k < zeros && k < 16; k++) PREFIX[k] = 0
@@ -155,7 +235,7 @@ function viaBigInt(data: string, zeros: number): number {
     const hi = j === 0 && odd ? 0 : HEX_VALUE[hex.charCodeAt(2 * j - odd)]
     PREFIX[k] = (hi << 4) | HEX_VALUE[hex.charCodeAt(2 * j + 1 - odd)]
   }
-  return zeros + ((hex.length + odd) >>> 1)
+  return (hex.length + odd) >>> 1
 }
 
 const HEX_VALUE = new Uint8Array(128)

@@ -234,6 +234,8 @@ class TxNormalizer implements WalkInput {
   logMessages: readonly string[] | null | undefined = null
   err: unknown = null
   hasInnerInstructions = false
+  /** the distinct programs of the transaction's instructions (addresses: checked) */
+  programIds: string[] = []
 
   private accounts: readonly string[] = EMPTY
   private isCommitted = true
@@ -379,6 +381,14 @@ class TxNormalizer implements WalkInput {
       if (inner.length < instructions.length) inner.length = instructions.length
     }
 
+    const programIds = this.programIds
+    programIds.length = 0
+    this.addPrograms(instructions)
+    for (let k = 0; k < inner.length; k++) {
+      const list = inner[k]
+      if (list !== undefined) this.addPrograms(list)
+    }
+
     // instructions and logs; instruction data is checked where it is decoded (makeInstruction)
     const walkWarnings = this.walkWarnings
     walkWarnings.length = 0
@@ -454,7 +464,8 @@ class TxNormalizer implements WalkInput {
       const start = block.tokenBalances.length
       const merge = (list: RpcTokenBalance[], side: 'preTokenBalances' | 'postTokenBalances') => {
         for (const tb of list) {
-          if (!this.validTokenBalance(tb, side)) continue
+          const amount = this.tokenAmount(tb, side)
+          if (amount === null) continue
           const account = this.account(tb.accountIndex)
           let rec = byAccount.get(account)
           if (rec === undefined) {
@@ -462,8 +473,8 @@ class TxNormalizer implements WalkInput {
             byAccount.set(account, rec)
             block.tokenBalances.push(rec)
           }
-          if (side === 'preTokenBalances') setPre(rec, tb)
-          else setPost(rec, tb)
+          if (side === 'preTokenBalances') setPre(rec, tb, amount)
+          else setPost(rec, tb, amount)
         }
       }
       if (hasPre) merge(preTb!, 'preTokenBalances')
@@ -484,33 +495,38 @@ class TxNormalizer implements WalkInput {
     return 0n
   }
 
-  /** A token balance entry usable for the merge; a warning when not. */
-  private validTokenBalance(tb: RpcTokenBalance, list: string): boolean {
-    const amount = tb?.uiTokenAmount?.amount
-    let ok =
+  /**
+   * The amount of a token balance entry usable for the merge (decoded once here); null, with a
+   * warning, when the entry is not usable.
+   */
+  private tokenAmount(tb: RpcTokenBalance, list: string): bigint | null {
+    let amount: bigint | null = null
+    if (
       typeof tb?.accountIndex === 'number' &&
       typeof tb.mint === 'string' &&
       typeof tb.uiTokenAmount.decimals === 'number'
-    if (ok) {
+    ) {
       try {
-        u64(amount)
+        amount = u64(tb.uiTokenAmount.amount)
       } catch {
-        ok = false
+        // not an integer
       }
     }
-    if (!ok) {
+    if (amount === null) {
       this.warn(`malformed ${list} entry ${safeJson(tb)} ignored`)
-      return false
+      return null
     }
-    checkAddress(tb.mint, `meta.${list}.mint`)
-    if (tb.owner != null) checkAddress(tb.owner, `meta.${list}.owner`)
-    if (tb.programId != null) checkAddress(tb.programId, `meta.${list}.programId`)
+    if (!isAddress(tb.mint)) checkAddress(tb.mint, `meta.${list}.mint`)
+    if (tb.owner != null && !isAddress(tb.owner)) checkAddress(tb.owner, `meta.${list}.owner`)
+    if (tb.programId != null && !isAddress(tb.programId)) {
+      checkAddress(tb.programId, `meta.${list}.programId`)
+    }
     if (!isU8(tb.uiTokenAmount.decimals)) {
       throw new Error(
         `meta.${list}.uiTokenAmount.decimals is not an integer 0..255: ${safeJson(tb.uiTokenAmount.decimals)}`,
       )
     }
-    return true
+    return amount
   }
 
   private account(i: number): string {
@@ -520,6 +536,15 @@ class TxNormalizer implements WalkInput {
       return ''
     }
     return a
+  }
+
+  /** adds the programs of `list` to `programIds` (the accounts are addresses: checked above) */
+  private addPrograms(list: readonly RpcInstruction[]): void {
+    const ids = this.programIds
+    for (let i = 0; i < list.length; i++) {
+      const a = this.accounts[list[i]?.programIdIndex]
+      if (a !== undefined && !ids.includes(a)) ids.push(a)
+    }
   }
 
   // --- WalkInput -------------------------------------------------------------------------------
@@ -590,9 +615,27 @@ function d2Of(v: number): string {
   return (D2[v] ??= '0x' + v.toString(16).padStart(4, '0'))
 }
 
+/** Up to this many entries, `sortTail` sorts by insertion (no copy, no comparator calls). */
+const INSERTION_MAX = 24
+
+/** list[start..] sorted by account, stable (a transaction's balances: usually a few). */
 function sortTail<T extends { account: string }>(list: T[], start: number): void {
   const n = list.length - start
   if (n < 2) return
+  if (n <= INSERTION_MAX) {
+    // in place, moving only strictly greater entries: the order of Array.prototype.sort (stable)
+    for (let i = start + 1; i < list.length; i++) {
+      const x = list[i]
+      const key = x.account
+      let j = i - 1
+      while (j >= start && list[j].account > key) {
+        list[j + 1] = list[j]
+        j--
+      }
+      list[j + 1] = x
+    }
+    return
+  }
   const tail = list.slice(start).sort(compareAccount)
   for (let k = 0; k < n; k++) list[start + k] = tail[k]
 }
@@ -614,20 +657,20 @@ function emptyTokenBalance(transactionIndex: number, account: string): TokenBala
   }
 }
 
-function setPre(rec: TokenBalance, tb: RpcTokenBalance): void {
+function setPre(rec: TokenBalance, tb: RpcTokenBalance, amount: bigint): void {
   rec.preMint = tb.mint
   rec.preDecimals = tb.uiTokenAmount.decimals
   rec.preProgramId = tb.programId ?? null
   rec.preOwner = tb.owner ?? null
-  rec.preAmount = u64(tb.uiTokenAmount.amount)
+  rec.preAmount = amount
 }
 
-function setPost(rec: TokenBalance, tb: RpcTokenBalance): void {
+function setPost(rec: TokenBalance, tb: RpcTokenBalance, amount: bigint): void {
   rec.postMint = tb.mint
   rec.postDecimals = tb.uiTokenAmount.decimals
   rec.postProgramId = tb.programId ?? null
   rec.postOwner = tb.owner ?? null
-  rec.postAmount = u64(tb.uiTokenAmount.amount)
+  rec.postAmount = amount
 }
 
 /** Re-exported for callers that only need the record types. */

@@ -31,6 +31,8 @@ export interface SplitBlock {
    * are the elements only if every one of them parses (see there)
    */
   guessed: boolean
+  /** the index of the transactions array's `[` in the text */
+  open: number
 }
 
 /** The value of one element of a split block, exact integers (`parseJsonExact` of its text). */
@@ -70,7 +72,48 @@ export function splitTransactions(text: string, path: readonly string[], guess =
   }
 }
 
+/**
+ * The index of the `[` of the `transactions` array that `splitTransactions(text, path)` would
+ * find, read from the start of the text up to that `[` only (the keys and values before it are
+ * walked as there; the text may end anywhere after it), or -1. What follows the `[` is not
+ * looked at: a repeated key after it, or a text that is not JSON after it, is for the caller to
+ * find (src/ingest/block-cut.ts checks the text around the array with `splitTransactions`).
+ */
+export function transactionsOpen(text: string, path: readonly string[]): number {
+  const s = new Scanner(text, false, true)
+  try {
+    s.top(path)
+  } catch (e) {
+    if (e instanceof Opened) return e.open
+    if (e === GIVE_UP) return -1
+    throw e
+  }
+  return -1
+}
+
+/**
+ * The elements of a text that begins with elements of an array of objects cut by the guess of
+ * `splitTransactions(text, path, true)` (`guessElements`: the cut is right only if every element
+ * parses), from index 0: their spans and big-integer-looking tokens, and the index after the last
+ * one (measured exactly); null when the text does not begin with such an object.
+ */
+export function guessCut(text: string): { spans: number[]; bigInts: (number[] | null)[]; end: number } | null {
+  const spans: number[] = []
+  const bigInts: (number[] | null)[] = []
+  const end = guessElements(text, 0, spans, bigInts)
+  return end < 0 ? null : { spans, bigInts, end }
+}
+
+/** the index after the object or array that opens at `start` (strings skipped), or -1 */
+export function valueEnd(text: string, start: number): number {
+  return containerEnd(text, start, null)
+}
+
 import { bigIntegerAt, findCandidates, outsideStrings, parseJsonExact, parseJsonQuoting } from './json.ts'
+
+class Opened {
+  constructor(readonly open: number) {}
+}
 
 const GIVE_UP = new Error('not the expected shape')
 const NO_BIG_INTS: number[] = []
@@ -89,6 +132,8 @@ class Scanner {
   constructor(
     private readonly text: string,
     private readonly guess: boolean,
+    /** stop at the array's `[` (throwing `Opened`): the text may end anywhere after it */
+    private readonly stop = false,
   ) {}
 
   private guessedSplit = false
@@ -174,6 +219,7 @@ class Scanner {
       spans: found.spans,
       bigInts: found.bigInts,
       guessed: this.guessedSplit,
+      open: found.open,
     }
   }
 
@@ -222,6 +268,7 @@ class Scanner {
   private array(): Found {
     const t = this.text
     const open = this.i
+    if (this.stop) throw new Opened(open)
     this.i++
     const spans: number[] = []
     const bigInts: (number[] | null)[] = []
@@ -328,7 +375,7 @@ function guessElements(t: string, start: number, spans: number[], bigInts: (numb
   return end
 }
 
-function isWs(c: number): boolean {
+export function isWs(c: number): boolean {
   return c === 32 || c === 10 || c === 13 || c === 9
 }
 
