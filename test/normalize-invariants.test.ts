@@ -332,3 +332,23 @@ test('balances and token balances of a transaction sorted by account, stable, sh
     for (const x of b.tokenBalances) assert.deepStrictEqual([x.preAmount, x.postAmount], [1n, 2n])
   }
 })
+
+test('a balance that is not an integer: 0 used, the warning names the list and the index', () => {
+  const line = synthBlock([{ top: [{ p: PA }], logs: [invoke(PA, 1), success(PA)] }])
+  const tx = line.block.transactions![0] as RpcTransaction
+  tx.meta!.preBalances = [10, 1, 'x' as unknown as number, 1, 1]
+  tx.meta!.postBalances = [5, 1, 1, 1, 1.5]
+  const { block, warnings } = normalizeBlock(line)
+  assert.deepStrictEqual(
+    warnings.map((w) => w.message),
+    ['meta.preBalances[2] is not an integer ("x"): 0 used', 'meta.postBalances[4] is not an integer (1.5): 0 used'],
+  )
+  assert.deepStrictEqual(
+    block.balances.map((b) => [b.account, b.pre, b.post]),
+    [
+      [PB, 0n, 1n],
+      [block.transactions[0].accountKeys[4], 1n, 0n],
+      [block.transactions[0].accountKeys[0], 10n, 5n],
+    ].sort((a, b) => ((a[0] as string) < (b[0] as string) ? -1 : 1)),
+  )
+})

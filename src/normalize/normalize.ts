@@ -446,8 +446,8 @@ class TxNormalizer implements WalkInput {
         const a = pre[i]
         const b = post[i]
         if (a === b) continue
-        const x = this.safeU64(a, `meta.preBalances[${i}]`)
-        const y = this.safeU64(b, `meta.postBalances[${i}]`)
+        const x = this.safeU64(a, 'meta.preBalances', i)
+        const y = this.safeU64(b, 'meta.postBalances', i)
         if (x === y) continue
         block.balances.push({ transactionIndex: index, account: this.account(i), pre: x, post: y })
       }
@@ -484,14 +484,17 @@ class TxNormalizer implements WalkInput {
     if (this.badAccountIndex) this.warn('account index out of range: resolved to ""')
   }
 
-  /** A u64 field; 0 with a warning when it is not an integer. */
-  private safeU64(v: unknown, what: string): bigint {
+  /**
+   * A u64 field (`what`, or `what[index]` when index is given); 0 with a warning when it is not an
+   * integer. The name is only built for the warning.
+   */
+  private safeU64(v: unknown, what: string, index?: number): bigint {
     try {
       return u64(v)
     } catch {
       // not an integer
     }
-    this.warn(`${what} is not an integer (${safeJson(v)}): 0 used`)
+    this.warn(`${index === undefined ? what : `${what}[${index}]`} is not an integer (${safeJson(v)}): 0 used`)
     return 0n
   }
 
