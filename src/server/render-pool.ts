@@ -177,6 +177,8 @@ export type RenderResult =
       last?: boolean
     }
   | { type: 'error'; id: number; message: string }
+  /** a streamed range's worker waits for a credit */
+  | { type: 'blocked'; id: number }
 
 type Done = Extract<RenderResult, { type: 'done' }>
 
@@ -201,6 +203,10 @@ interface Run {
   error: Error | null
   /** resolves the wait for the next batch (or the end) */
   notify: (() => void) | null
+  /** bytes the stream took and not yet credited to the worker */
+  owed: number
+  /** the worker waits for a credit */
+  blocked: boolean
 }
 
 interface PoolWorker {
@@ -340,7 +346,17 @@ export class RenderPool {
     const w = alive.reduce((a, b) => (b.running.size + b.runs.size < a.running.size + a.runs.size ? b : a))
     this.openOn(w, owner)
     const id = this.nextId++
-    const run: Run = { id, owner, worker: w, batches: [], finished: false, error: null, notify: null }
+    const run: Run = {
+      id,
+      owner,
+      worker: w,
+      batches: [],
+      finished: false,
+      error: null,
+      notify: null,
+      owed: 0,
+      blocked: false,
+    }
     w.runs.set(id, run)
     this.stats.runs++
     const req: StreamRequest = {
@@ -357,8 +373,11 @@ export class RenderPool {
     return run
   }
 
-  /** @internal: `n` more bytes of the run taken by its stream (the worker may send as many more) */
-  credit(run: Run, n: number): void {
+  /** @internal: the bytes of the run its stream took (`owed`) credited: the worker may send as many more */
+  credit(run: Run): void {
+    const n = run.owed
+    run.owed = 0
+    run.blocked = false
     if (n > 0 && !run.finished) run.worker.worker.postMessage({ type: 'credit', id: run.id, n } satisfies WorkerMessage)
     this.sendBack(run.worker)
   }
@@ -459,6 +478,12 @@ export class RenderPool {
 
   private answer(w: PoolWorker, r: RenderResult): void {
     const run = w.runs.get(r.id)
+    if (r.type === 'blocked') {
+      if (!run) return
+      run.blocked = true
+      if (run.owed > 0 && !run.owner.budgetFull) this.credit(run)
+      return
+    }
     if (run) {
       if (r.type === 'done') {
         this.stats.segments++
@@ -580,6 +605,8 @@ export class PoolStream {
   private ended = false
   /** bytes of rendered segments not yet taken (the one being taken included) */
   heldBytes = 0
+  /** streamed ranges asked for and not done with */
+  private readonly runs = new Set<Run>()
 
   constructor(
     private readonly pool: RenderPool,
@@ -705,11 +732,20 @@ export class PoolStream {
    * The engine's blocks of [from, to] (a finalized range), rendered by the workers, and by this
    * thread for its share when `opts.local` is given.
    */
-  async *blocks(from: number, to: number, opts: PoolStreamOptions = {}): AsyncGenerator<PooledBlock | OutputBlock> {
+  blocks(from: number, to: number, opts: PoolStreamOptions = {}): AsyncGenerator<PooledBlock | OutputBlock> {
     if (this.pool.streamed) {
+      // (the range's generator itself, not wrapped in another: one promise less per block)
       const run = this.pool.startRun(this, from, to)
-      if (run) return yield* this.streamed(run, opts)
+      if (run) {
+        this.runs.add(run)
+        return this.streamed(run, opts)
+      }
     }
+    return this.split(from, to, opts)
+  }
+
+  /** `blocks` in segments (split ranges) */
+  private async *split(from: number, to: number, opts: PoolStreamOptions): AsyncGenerator<PooledBlock | OutputBlock> {
     const { shouldStop, local, wait } = opts
     this.next = from
     try {
@@ -754,6 +790,11 @@ export class PoolStream {
     }
   }
 
+  /** @internal: whether the response budget is full */
+  get budgetFull(): boolean {
+    return this.budget?.full ?? false
+  }
+
   /** @internal: a batch of a streamed range came: held (and counted in the response budget) until taken */
   received(r: Done): void {
     this.heldBytes += r.size
@@ -763,15 +804,14 @@ export class PoolStream {
   }
 
   /**
-   * The blocks of a streamed range as its worker sends them. Each batch taken is credited to the
+   * The blocks of a streamed range as its worker sends them. The batches taken are credited to the
    * worker, so it renders at most `readAheadBytes` (a batch at least) ahead of the blocks taken;
    * while the response budget is full, the credit is kept back until the stream has nothing left
    * (then the worker sends one batch at a time: the stream moves, nothing more is held).
    */
   private async *streamed(run: Run, opts: PoolStreamOptions): AsyncGenerator<PooledBlock> {
     const { shouldStop, wait } = opts
-    // bytes taken and not yet credited to the worker (while the budget was full)
-    let owed = 0
+    const step = Math.max(1, this.pool.readAheadBytes >> 2)
     let batch: Done | null = null
     let i = 0
     try {
@@ -781,11 +821,8 @@ export class PoolStream {
           if (run.batches.length === 0) {
             if (run.error) throw run.error
             if (run.finished) return
-            if (owed > 0) {
-              // nothing left to take: the worker may send its next batch
-              this.pool.credit(run, owed)
-              owed = 0
-            }
+            // nothing left to take: the worker may send its next batch
+            if (run.owed > 0) this.pool.credit(run)
             const came = new Promise<void>((resolve) => (run.notify = resolve))
             if (wait) {
               if (!(await wait(came))) return
@@ -794,11 +831,10 @@ export class PoolStream {
           }
           batch = run.batches.shift()!
           i = 0
-          owed += batch.size
-          if (!this.budget?.full) {
-            this.pool.credit(run, owed)
-            owed = 0
-          }
+          run.owed += batch.size
+          // credited a quarter of the read-ahead at a time (a message to the worker per batch
+          // cost the main thread ~2 ms of a 10 MB response), or at once when the worker waits
+          if ((run.owed >= step || run.blocked) && !this.budget?.full) this.pool.credit(run)
           // (a batch may hold no block: the range's end)
           continue
         }
@@ -815,14 +851,22 @@ export class PoolStream {
         if (shouldStop?.()) return
       }
     } finally {
-      // what is received and not taken is dropped; the worker stops
-      this.pool.endRun(run)
       let n = 0
       if (batch) for (; i < batch.numbers.length; i++) n += batch.ends[i] - batch.starts[i]
-      for (const b of run.batches.splice(0)) n += b.size
       this.heldBytes -= n
       this.budget?.release(n)
+      this.endRun(run)
     }
+  }
+
+  /** the stream is done with a streamed range: what was received and not taken is dropped, the worker stops */
+  private endRun(run: Run): void {
+    this.runs.delete(run)
+    this.pool.endRun(run)
+    let n = 0
+    for (const b of run.batches.splice(0)) n += b.size
+    this.heldBytes -= n
+    this.budget?.release(n)
   }
 
   /** the response is over: queued segments are dropped, the workers forget the query */
@@ -830,6 +874,8 @@ export class PoolStream {
     if (this.ended) return
     this.ended = true
     for (const s of this.ahead.splice(0)) this.drop(s)
+    // (a streamed range whose blocks were never asked for)
+    for (const run of this.runs) this.endRun(run)
     this.pool.release(this)
   }
 }

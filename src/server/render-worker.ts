@@ -132,8 +132,12 @@ async function streamRange(m: StreamRequest): Promise<void> {
   const run: Run = { ahead: 0, wake: null, cancelled: false }
   runs.set(m.id, run)
   const send = async (batch: Batch, last: boolean): Promise<boolean> => {
-    while (run.ahead > 0 && run.ahead + batch.size > m.aheadBytes && !run.cancelled)
-      await new Promise<void>((r) => (run.wake = r))
+    if (run.ahead > 0 && run.ahead + batch.size > m.aheadBytes && !run.cancelled) {
+      // (the stream credits what it took when told, else only every so many bytes)
+      port.postMessage({ type: 'blocked', id: m.id } satisfies RenderResult)
+      while (run.ahead > 0 && run.ahead + batch.size > m.aheadBytes && !run.cancelled)
+        await new Promise<void>((r) => (run.wake = r))
+    }
     if (run.cancelled) return false
     run.ahead += batch.size
     const r = batch.done(m.id, last)
