@@ -115,7 +115,6 @@ class Serve {
         s.close(() => done(p))
       })
     })
-    const words = (v: string | undefined) => (v ?? '').split(' ').filter((a) => a !== '')
     const extra = [...words(process.env.SELECTIVE_SERVE_ARGS), ...more]
     const cli = [...words(process.env.SELECTIVE_NODE_ARGS), '--import', 'tsx', join(root, 'src', 'cli', 'main.ts')]
     const proc = spawn(process.execPath, [...cli, ...benchServeArgs(dir, port), ...extra], {
@@ -167,6 +166,8 @@ class Serve {
   }
 }
 
+const words = (v: string | undefined) => (v ?? '').split(' ').filter((a) => a !== '')
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
 
 /** SELECTIVE_HTTP: the queries through `solportal serve` (and the base checkout's, alternating) */
@@ -187,7 +188,8 @@ async function runHttp(dirs: string[], runs: number, only: string[] | undefined)
     const servers: Serve[] = []
     let window: { fromUs: number; toUs: number } | null = null
     try {
-      for (const [, root] of roots) servers.push(await Serve.start(root, dir))
+      for (const [code, root] of roots)
+        servers.push(await Serve.start(root, dir, code === 'base' ? words(process.env.SELECTIVE_BASE_SERVE_ARGS) : []))
       const firsts = []
       for (const s of servers) firsts.push(await s.post(body, true))
       const times: number[][] = servers.map(() => [])
@@ -215,9 +217,9 @@ async function runHttp(dirs: string[], runs: number, only: string[] | undefined)
     } finally {
       for (const s of servers) await s.stop()
     }
-    const words = (process.env.SELECTIVE_NODE_ARGS ?? '').split(' ')
-    const profDir = words[words.indexOf('--cpu-prof-dir') + 1]
-    if (roots.length === 1 && words.includes('--cpu-prof-dir') && profDir && window) {
+    const nodeArgs = (process.env.SELECTIVE_NODE_ARGS ?? '').split(' ')
+    const profDir = nodeArgs[nodeArgs.indexOf('--cpu-prof-dir') + 1]
+    if (roots.length === 1 && nodeArgs.includes('--cpu-prof-dir') && profDir && window) {
       lines.push('', `server CPU profile during the timed runs (${profDir}):`, '')
       lines.push(...profileTable(summarizeProfileDir(profDir, roots[0][1], { ...window, top: 25 }).slice(0, 1)), '')
     }

@@ -75,42 +75,56 @@ function post(url: string, body: unknown, gzip = false) {
   })
 }
 
-test('conformance queries through the render pool give the bytes of the in-thread path', async () => {
-  const pool = newPool()
-  // a response budget of 3,000 bytes: responses end early at the same block boundary
-  for (const responseBytes of [20 * 1024 * 1024, 3_000]) {
-    const plain = await start(null, { responseBytes })
-    const pooled = await start(pool, { responseBytes })
-    const first = blocks[0].header.number
-    const cases: { ds: string; body: Record<string, unknown> }[] = []
-    for (const { body } of benchQueries()) cases.push({ ds: 'd', body: { ...body, fromBlock: first } })
-    cases.push({ ds: 'd', body: everything(first) }, { ds: 'n', body: everything(first + 10, first + 80) })
-    const r = new Rng(5)
-    for (let i = 0; i < 80; i++) {
-      const c = randomCase(r, P, blocks)
-      cases.push({ ds: c.bigintsAsNumbers ? 'n' : 'd', body: { ...c.body, toBlock: c.body.toBlock ?? c.to } })
+for (const streamed of [true, false])
+  test(`conformance queries through the render pool give the bytes of the in-thread path (${streamed ? 'streamed ranges' : 'split ranges'})`, async () => {
+    const pool = newPool({ streamed })
+    // a response budget of 3,000 bytes: responses end early at the same block boundary
+    for (const responseBytes of [20 * 1024 * 1024, 3_000]) {
+      const plain = await start(null, { responseBytes })
+      const pooled = await start(pool, { responseBytes })
+      const first = blocks[0].header.number
+      const cases: { ds: string; body: Record<string, unknown> }[] = []
+      for (const { body } of benchQueries()) cases.push({ ds: 'd', body: { ...body, fromBlock: first } })
+      cases.push({ ds: 'd', body: everything(first) }, { ds: 'n', body: everything(first + 10, first + 80) })
+      const r = new Rng(5)
+      for (let i = 0; i < 80; i++) {
+        const c = randomCase(r, P, blocks)
+        cases.push({ ds: c.bigintsAsNumbers ? 'n' : 'd', body: { ...c.body, toBlock: c.body.toBlock ?? c.to } })
+      }
+      let nonEmpty = 0
+      const before = pool.stats.segments
+      const local0 = pool.stats.local
+      const runs0 = pool.stats.runs
+      for (const [i, c] of cases.entries()) {
+        const gzip = i % 5 === 0
+        const [a, b] = await Promise.all([
+          post(`${plain}${c.ds}/stream`, c.body, gzip),
+          post(`${pooled}${c.ds}/stream`, c.body, gzip),
+        ])
+        assert.equal(b.status, a.status, JSON.stringify(c))
+        assert.equal(b.text, a.text, `query ${JSON.stringify(c)} (response budget ${responseBytes})`)
+        if (a.status === 200 && a.text.length > 0) nonEmpty++
+      }
+      assert.ok(nonEmpty > 60, `only ${nonEmpty} queries had output`)
+      assert.ok(pool.stats.segments - before > cases.length, 'the pool rendered the ranges')
+      if (streamed) {
+        // one worker rendered each range, the main thread none of it
+        assert.equal(pool.stats.local, local0)
+        assert.ok(pool.stats.runs - runs0 >= cases.length / 2, `${pool.stats.runs - runs0} streamed ranges`)
+      }
+      // the main thread rendered its share of the ranges between the workers' segments
+      else
+        assert.ok(
+          pool.stats.local - local0 > cases.length / 2,
+          `${pool.stats.local - local0} segments in the main thread`,
+        )
     }
-    let nonEmpty = 0
-    const before = pool.stats.segments
-    const local0 = pool.stats.local
-    for (const [i, c] of cases.entries()) {
-      const gzip = i % 5 === 0
-      const [a, b] = await Promise.all([
-        post(`${plain}${c.ds}/stream`, c.body, gzip),
-        post(`${pooled}${c.ds}/stream`, c.body, gzip),
-      ])
-      assert.equal(b.status, a.status, JSON.stringify(c))
-      assert.equal(b.text, a.text, `query ${JSON.stringify(c)} (response budget ${responseBytes})`)
-      if (a.status === 200 && a.text.length > 0) nonEmpty++
-    }
-    assert.ok(nonEmpty > 60, `only ${nonEmpty} queries had output`)
-    assert.ok(pool.stats.segments - before > cases.length, 'the pool rendered the ranges')
-    // the main thread rendered its share of the ranges between the workers' segments
-    assert.ok(pool.stats.local - local0 > cases.length / 2, `${pool.stats.local - local0} segments in the main thread`)
-  }
-  // segments a worker was rendering when a response ended finish and are discarded
-  await until(() => pool.activeStreams === 0 && pool.pendingSegments === 0, 'the streams to end')
-})
+    // segments a worker was rendering when a response ended finish and are discarded
+    await until(
+      () => pool.activeStreams === 0 && pool.pendingSegments === 0 && pool.pendingRuns === 0,
+      'the streams to end',
+    )
+  })
 
 /** resolves once `cond` holds, checking every 20 ms (fails after `ms`) */
 async function until(cond: () => boolean, what: string, ms = 20_000): Promise<void> {
@@ -230,8 +244,8 @@ test('rendered segments a stream holds count in the response budget until they a
   await until(() => pool.activeStreams === 0 && pool.pendingSegments === 0, 'the stream to end')
 })
 
-test('a full response budget stops the workers: the stream renders in its own thread, nothing ahead', async () => {
-  const pool = newPool({ threads: 1 })
+/** a response budget already full, and the whole range's query with its lines in this thread */
+async function fullBudgetCase() {
   const budget = new ByteBudget(1024)
   budget.take(1024)
   const first = blocks[0].header.number
@@ -239,6 +253,12 @@ test('a full response budget stops the workers: the stream renders in its own th
   const body = everything(first)
   const expected: string[] = []
   for await (const b of inThread(body)(first, last)) if (!b.empty) expected.push(b.line)
+  return { budget, first, last, body, expected }
+}
+
+test('a full response budget stops the workers: the stream renders in its own thread, nothing ahead', async () => {
+  const pool = newPool({ threads: 1, streamed: false })
+  const { budget, first, last, body, expected } = await fullBudgetCase()
   const segments = pool.stats.segments
   const s = pool.stream(store.cold.dir, body, {}, false, budget)
   const got: string[] = []
@@ -354,4 +374,53 @@ await pool.close()`
   const { status, out, err } = await runInline(code)
   assert.equal(status, 0, err)
   assert.match(out, /^render worker: .*no cold store here/)
+})
+
+test('a full response budget holds a streamed range to one batch ahead: the worker sends the next once the stream took it', async () => {
+  const batchBytes = 2048
+  const pool = newPool({ threads: 1, batchBytes, readAheadBytes: 64 * 1024 })
+  const { budget, first, last, body, expected } = await fullBudgetCase()
+  const s = pool.stream(store.cold.dir, body, {}, false, budget)
+  const it = s.blocks(first, last)
+  const got: string[] = []
+  let biggest = 0
+  for (let r = await it.next(); !r.done; r = await it.next()) {
+    const b = r.value as PooledBlock
+    biggest = Math.max(biggest, b.data.length)
+    if (got.length === 0) {
+      // what the worker rendered while the stream took nothing: one batch (a block more at most)
+      await quiet(pool)
+      assert.ok(s.heldBytes <= batchBytes + 200 * 1024, `${s.heldBytes} bytes held`)
+    }
+    if (!b.empty) got.push(b.data.toString('utf8', 0, b.data.length - 1))
+  }
+  s.close()
+  assert.deepEqual(got, expected)
+  assert.equal(s.heldBytes, 0)
+  budget.release(1024)
+  assert.equal(budget.inFlight, 0)
+  // with room in the budget, the worker renders ahead up to the read-ahead
+  const roomy = new ByteBudget(1 << 30)
+  const t = pool.stream(store.cold.dir, body, {}, false, roomy)
+  const it2 = t.blocks(first, last)
+  assert.equal((await it2.next()).done, false)
+  await quiet(pool)
+  assert.ok(t.heldBytes > 4 * batchBytes, `${t.heldBytes} bytes held with room in the budget`)
+  await it2.return(undefined)
+  t.close()
+  assert.equal(roomy.inFlight, 0)
+})
+
+test('the memory of a streamed range goes back to its worker once the response wrote it', async () => {
+  const pool = newPool({ threads: 1, batchBytes: 4096 })
+  const plain = await start(null)
+  const pooled = await start(pool)
+  const first = blocks[0].header.number
+  const body = everything(first)
+  const expected = (await post(plain + 'd/stream', body)).text
+  const returned = pool.stats.returned
+  for (let i = 0; i < 3; i++) assert.equal((await post(pooled + 'd/stream', body)).text, expected)
+  // the first responses' batches, written out, went back with the later credits
+  assert.ok(pool.stats.returned - returned > 10, `${pool.stats.returned - returned} buffers returned`)
+  await until(() => pool.activeStreams === 0 && pool.pendingRuns === 0, 'the streams to end')
 })

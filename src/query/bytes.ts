@@ -145,6 +145,8 @@ interface Lent {
   taken: number
   back: number
   left: boolean
+  /** where the memory goes once every line is back (default: this thread's spare buffers) */
+  onBack?: (ab: ArrayBuffer) => void
 }
 
 /** line buffers whose lines may come back, by their memory */
@@ -165,14 +167,34 @@ function leave(buf: Buffer, l: Lent): void {
 
 function giveBack(ab: ArrayBufferLike, l: Lent): void {
   LENT.delete(ab)
-  if (l.taken === 0 || ab.byteLength > SPARE_BYTES) return
+  if (l.onBack) return l.onBack(ab as ArrayBuffer)
+  if (l.taken !== 0) spareLines(ab as ArrayBuffer)
+}
+
+/**
+ * Memory for later line buffers (and `spareBuffer` takers): a line buffer whose lines are all back,
+ * or memory that held lines another thread was given (see `adoptLines`). Kept up to SPARE_BYTES in
+ * all, the oldest dropped first.
+ */
+export function spareLines(ab: ArrayBuffer): void {
+  if (ab.byteLength > SPARE_BYTES || ab.byteLength === 0) return
   while (spareBytes + ab.byteLength > SPARE_BYTES) spareBytes -= spare.shift()!.byteLength
   spare.push(ab as ArrayBuffer)
   spareBytes += ab.byteLength
   lineStats.recycled++
 }
 
-function spareBuffer(size: number): Buffer | null {
+/**
+ * Lines another thread rendered into `ab` (its first `taken` bytes), handed to a consumer that gives
+ * them back with `recycleLine` as the engine's own: once all are back, `onBack` gets the memory
+ * (to return it to the thread that rendered them). The caller holds no other view of `ab`.
+ */
+export function adoptLines(ab: ArrayBuffer, taken: number, onBack: (ab: ArrayBuffer) => void): void {
+  if (taken > 0) LENT.set(ab, { taken, back: 0, left: true, onBack })
+}
+
+/** a spare buffer of `size` bytes at least (a view of all of its memory), or null */
+export function spareBuffer(size: number): Buffer | null {
   for (let k = spare.length - 1; k >= 0; k--) {
     const ab = spare[k]
     if (ab.byteLength < size) continue

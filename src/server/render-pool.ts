@@ -1,7 +1,18 @@
 /**
  * Rendering of finalized ranges in worker threads (`render-worker.ts`).
  *
- * The finalized part of a dataset is immutable chunk files on disk, so any thread can open it
+ * Streamed ranges (the default, `RenderPoolOptions.streamed`): one worker renders a stream's whole
+ * finalized range in one pass of the engine (the same chunks, postings and compiled writers as the
+ * in-thread path, set up once) and sends its lines in batches of about `batchBytes` as they fill,
+ * while the stream's own thread only writes them to the socket: rendering and sending overlap.
+ * The worker runs at most `readAheadBytes` (a batch at least) ahead of the blocks the stream took;
+ * the bytes it sent count in the response budget until taken, and while that budget is full it
+ * sends the next batch only once the stream has taken the last one. The memory of a batch goes back
+ * to the worker once the response wrote it (`adoptLines`): neither thread takes fresh memory per
+ * batch. A stream that ends cancels its range: the worker stops at its next block.
+ *
+ * Split ranges (`streamed: false`):
+ * the finalized part of a dataset is immutable chunk files on disk, so any thread can open it
  * read-only. A stream response splits its finalized range into segments of consecutive slots;
  * the pool's workers render segments (several streams' segments interleaved, first come first
  * served) into Buffers of complete JSON lines, transferred back; the stream takes the blocks back
@@ -31,6 +42,7 @@ import { Worker } from 'node:worker_threads'
 import type { OutputBlock, QueryLimits } from '../query/index.ts'
 import type { ByteBudget } from './budget.ts'
 import { workerExecArgv } from '../util/worker-argv.ts'
+import { adoptLines } from '../query/bytes.ts'
 import { newZlibGate, release, stopAtExit, stopZlibGates } from '../util/zlib-gate.ts'
 
 export interface RenderPoolOptions {
@@ -44,6 +56,14 @@ export interface RenderPoolOptions {
   segmentBytes?: number
   /** a finalized range shorter than this many slots renders in the main thread */
   minSlots?: number
+  /**
+   * Streamed ranges (default): one worker renders a stream's whole finalized range in one pass
+   * of the engine, sent in batches of about `batchBytes` while the stream's thread only writes
+   * them out. False: the range split into segments shared by the workers and the stream's thread.
+   */
+  streamed?: boolean
+  /** output per batch of a streamed range (bytes) */
+  batchBytes?: number
 }
 
 /**
@@ -60,11 +80,23 @@ export function defaultRenderThreads(): number {
 }
 
 /**
- * The cold cache of each thread that opens a dataset (the main thread and every worker): the one
- * budget `totalBytes` (serve --cache-mb) split evenly, 1 MiB at least
+ * The cold cache of each thread that opens a dataset, the main thread's and each worker's: the one
+ * budget `totalBytes` (serve --cache-mb) split between them, 1 MiB at least each. Split ranges: evenly
+ * (every thread renders). Streamed ranges: the workers render every finalized range of `minSlots`
+ * or more, the main thread only shorter ones, so it keeps an eighth and the workers share the rest
+ * (the fee-payer query of the compare bench, 73 MB of output, reads its columns again on every run
+ * in a cache of 96 MiB, not in one of 144).
  */
-export function workerCacheBytes(totalBytes: number, threads: number): number {
-  return Math.max(1024 * 1024, Math.floor(totalBytes / (Math.max(0, threads) + 1)))
+export function cacheShares(totalBytes: number, threads: number, streamed = true): { main: number; worker: number } {
+  const MiB = 1024 * 1024
+  const n = Math.max(0, threads)
+  if (n === 0) return { main: Math.max(MiB, totalBytes), worker: 0 }
+  if (!streamed) {
+    const each = Math.max(MiB, Math.floor(totalBytes / (n + 1)))
+    return { main: each, worker: each }
+  }
+  const main = Math.max(MiB, Math.floor(totalBytes / 8))
+  return { main, worker: Math.max(MiB, Math.floor((totalBytes - main) / n)) }
 }
 
 /** What the response loop takes from a pooled range: an engine block with its line as bytes. */
@@ -92,6 +124,20 @@ export interface RenderRequest {
   to: number
 }
 
+/** a whole range rendered in one pass, sent in batches as credits allow (`PoolStream.blocks`, streamed) */
+export interface StreamRequest {
+  type: 'stream'
+  id: number
+  stream: number
+  dir: string
+  from: number
+  to: number
+  /** output per batch (bytes, a block more at most) */
+  batchBytes: number
+  /** bytes it may have sent and not taken by the stream (see `credit`; a batch at least) */
+  aheadBytes: number
+}
+
 export type WorkerMessage =
   | {
       type: 'open'
@@ -102,6 +148,12 @@ export type WorkerMessage =
     }
   | { type: 'close'; stream: number }
   | RenderRequest
+  | StreamRequest
+  /** `n` more bytes of a streamed range taken by its stream */
+  | { type: 'credit'; id: number; n: number }
+  | { type: 'cancel'; id: number }
+  /** memory of batches the main thread wrote out, for the worker's next ones */
+  | { type: 'spare'; buffers: ArrayBuffer[] }
 
 export type RenderResult =
   | {
@@ -121,6 +173,8 @@ export type RenderResult =
       starts: number[]
       ends: number[]
       empty: boolean[]
+      /** a streamed range's last batch */
+      last?: boolean
     }
   | { type: 'error'; id: number; message: string }
 
@@ -136,16 +190,37 @@ interface Task {
   worker?: PoolWorker
 }
 
+/** a streamed range: its batches received and not taken yet, and how it ended */
+interface Run {
+  id: number
+  owner: PoolStream
+  worker: PoolWorker
+  batches: Done[]
+  /** the last batch came */
+  finished: boolean
+  error: Error | null
+  /** resolves the wait for the next batch (or the end) */
+  notify: (() => void) | null
+}
+
 interface PoolWorker {
   worker: Worker
   /** tasks sent and not answered */
   running: Map<number, Task>
+  /** streamed ranges sent and not finished */
+  runs: Map<number, Run>
+  /** memory of its batches written out, to send back (see `adoptLines`), and its bytes */
+  back: ArrayBuffer[]
+  backBytes: number
   /** streams whose query this worker has */
   streams: Set<number>
   failed: Error | null
   /** its zlib gate */
   gate: Int32Array
 }
+
+/** memory of written batches kept to send back to a worker (its spare line buffers' bound) */
+const SPARE_BACK_BYTES = 16 << 20
 
 /** segments sent to one worker at a time (the next one is queued there while it renders) */
 const PER_WORKER = 2
@@ -155,6 +230,8 @@ export class RenderPool {
   readonly readAheadBytes: number
   readonly segmentBytes: number
   readonly minSlots: number
+  readonly streamed: boolean
+  readonly batchBytes: number
   private readonly cacheBytes: number
   private workers: PoolWorker[] | null = null
   private readonly queue: Task[] = []
@@ -164,9 +241,10 @@ export class RenderPool {
   private readonly open_ = new Set<PoolStream>()
   /**
    * counters: segments rendered by the workers, their bytes, segments dropped by streams that
-   * ended, segments the streams rendered in their own thread
+   * ended, segments the streams rendered in their own thread; streamed ranges started, and buffers
+   * of their batches sent back to the workers once written (segments and bytes count their batches)
    */
-  readonly stats = { segments: 0, bytes: 0, discarded: 0, local: 0 }
+  readonly stats = { segments: 0, bytes: 0, discarded: 0, local: 0, runs: 0, returned: 0 }
 
   constructor(opts: RenderPoolOptions) {
     this.threads = Math.max(0, Math.floor(opts.threads))
@@ -174,6 +252,8 @@ export class RenderPool {
     this.readAheadBytes = opts.readAheadBytes ?? 8 * 1024 * 1024
     this.segmentBytes = opts.segmentBytes ?? 1024 * 1024
     this.minSlots = opts.minSlots ?? 8
+    this.streamed = opts.streamed ?? true
+    this.batchBytes = opts.batchBytes ?? Math.min(this.segmentBytes, 256 * 1024)
   }
 
   /** false when off, closed, or every worker has died (streams then render in the main thread) */
@@ -195,6 +275,13 @@ export class RenderPool {
   get pendingSegments(): number {
     let n = this.queue.length
     for (const w of this.workers ?? []) n += w.running.size
+    return n
+  }
+
+  /** streamed ranges a worker renders (or holds, waiting for its stream to take), all streams */
+  get pendingRuns(): number {
+    let n = 0
+    for (const w of this.workers ?? []) n += w.runs.size
     return n
   }
 
@@ -241,6 +328,74 @@ export class RenderPool {
     return { task, promise }
   }
 
+  /**
+   * @internal: a streamed range [from, to] of `owner`, on the least busy worker; null when no
+   * worker runs
+   */
+  startRun(owner: PoolStream, from: number, to: number): Run | null {
+    if (this.closed) return null
+    this.workers ??= this.start()
+    const alive = this.workers.filter((w) => !w.failed)
+    if (alive.length === 0) return null
+    const w = alive.reduce((a, b) => (b.running.size + b.runs.size < a.running.size + a.runs.size ? b : a))
+    this.openOn(w, owner)
+    const id = this.nextId++
+    const run: Run = { id, owner, worker: w, batches: [], finished: false, error: null, notify: null }
+    w.runs.set(id, run)
+    this.stats.runs++
+    const req: StreamRequest = {
+      type: 'stream',
+      id,
+      stream: owner.id,
+      dir: owner.dir,
+      from,
+      to,
+      batchBytes: this.batchBytes,
+      aheadBytes: this.readAheadBytes,
+    }
+    w.worker.postMessage(req satisfies WorkerMessage)
+    return run
+  }
+
+  /** @internal: `n` more bytes of the run taken by its stream (the worker may send as many more) */
+  credit(run: Run, n: number): void {
+    if (n > 0 && !run.finished) run.worker.worker.postMessage({ type: 'credit', id: run.id, n } satisfies WorkerMessage)
+    this.sendBack(run.worker)
+  }
+
+  /** the memory of the worker's batches written out since the last time, back to it */
+  private sendBack(w: PoolWorker): void {
+    if (w.back.length === 0 || w.failed) return
+    const buffers = w.back
+    w.back = []
+    w.backBytes = 0
+    this.stats.returned += buffers.length
+    w.worker.postMessage({ type: 'spare', buffers } satisfies WorkerMessage, buffers)
+  }
+
+  /** a batch's memory is written out: kept for the worker (up to the size of its spare buffers) */
+  private written(w: PoolWorker, ab: ArrayBuffer): void {
+    if (w.failed) return
+    w.back.push(ab)
+    w.backBytes += ab.byteLength
+    while (w.backBytes > SPARE_BACK_BYTES) w.backBytes -= w.back.shift()!.byteLength
+  }
+
+  /** @internal: the stream is done with the run (its worker stops it if it still renders) */
+  endRun(run: Run): void {
+    if (run.worker.runs.delete(run.id)) {
+      if (!run.finished) run.worker.worker.postMessage({ type: 'cancel', id: run.id } satisfies WorkerMessage)
+      run.finished = true
+    }
+    this.sendBack(run.worker)
+  }
+
+  private openOn(w: PoolWorker, owner: PoolStream): void {
+    if (w.streams.has(owner.id)) return
+    w.streams.add(owner.id)
+    w.worker.postMessage({ type: 'open', stream: owner.id, ...owner.query } satisfies WorkerMessage)
+  }
+
   /** @internal: a segment no longer needed: dropped when still queued (a running one finishes) */
   cancel(task: Task): void {
     const i = this.queue.indexOf(task)
@@ -271,13 +426,28 @@ export class RenderPool {
       // ended at exit or by close(), the thread is never inside zlib (src/util/zlib-gate.ts)
       stopAtExit(gate)
       worker.once('exit', () => release(gate))
-      const pw: PoolWorker = { worker, running: new Map(), streams: new Set(), failed: null, gate }
+      const pw: PoolWorker = {
+        worker,
+        running: new Map(),
+        runs: new Map(),
+        back: [],
+        backBytes: 0,
+        streams: new Set(),
+        failed: null,
+        gate,
+      }
       worker.unref()
       worker.on('message', (r: RenderResult) => this.answer(pw, r))
       const fail = (e: Error) => {
         pw.failed ??= e
         for (const t of pw.running.values()) t.reject(new RenderError(`render worker failed: ${e.message}`))
         pw.running.clear()
+        for (const run of pw.runs.values()) {
+          run.error = new RenderError(`render worker failed: ${e.message}`)
+          run.finished = true
+          run.notify?.()
+        }
+        pw.runs.clear()
         this.pump()
       }
       worker.on('error', fail)
@@ -288,6 +458,31 @@ export class RenderPool {
   }
 
   private answer(w: PoolWorker, r: RenderResult): void {
+    const run = w.runs.get(r.id)
+    if (run) {
+      if (r.type === 'done') {
+        this.stats.segments++
+        this.stats.bytes += r.size
+        // once the response writer gave back every line of a buffer (`recycleLine`), the memory
+        // goes back to the worker for its next batches (no fresh memory per batch on either side)
+        const taken = new Array<number>(r.buffers.length).fill(0)
+        for (let i = 0; i < r.numbers.length; i++) taken[r.buffer[i]] += r.ends[i] - r.starts[i]
+        for (let k = 0; k < r.buffers.length; k++) adoptLines(r.buffers[k], taken[k], (ab) => this.written(w, ab))
+        run.batches.push(r)
+        run.owner.received(r)
+        if (r.last) {
+          run.finished = true
+          w.runs.delete(r.id)
+        }
+      } else {
+        run.error = new RenderError(`render worker: ${r.message}`)
+        run.finished = true
+        w.runs.delete(r.id)
+      }
+      run.notify?.()
+      run.notify = null
+      return
+    }
     const t = w.running.get(r.id)
     w.running.delete(r.id)
     if (t) {
@@ -314,10 +509,7 @@ export class RenderPool {
         if (this.queue.length === 0) return
         if (w.running.size > round) continue
         const t = this.queue.shift()!
-        if (!w.streams.has(t.owner.id)) {
-          w.streams.add(t.owner.id)
-          w.worker.postMessage({ type: 'open', stream: t.owner.id, ...t.owner.query } satisfies WorkerMessage)
-        }
+        this.openOn(w, t.owner)
         t.worker = w
         w.running.set(t.req.id, t)
         w.worker.postMessage(t.req satisfies WorkerMessage)
@@ -514,6 +706,10 @@ export class PoolStream {
    * thread for its share when `opts.local` is given.
    */
   async *blocks(from: number, to: number, opts: PoolStreamOptions = {}): AsyncGenerator<PooledBlock | OutputBlock> {
+    if (this.pool.streamed) {
+      const run = this.pool.startRun(this, from, to)
+      if (run) return yield* this.streamed(run, opts)
+    }
     const { shouldStop, local, wait } = opts
     this.next = from
     try {
@@ -555,6 +751,77 @@ export class PoolStream {
     } finally {
       // ended early: what was asked for ahead is not needed
       for (const s of this.ahead.splice(0)) this.drop(s)
+    }
+  }
+
+  /** @internal: a batch of a streamed range came: held (and counted in the response budget) until taken */
+  received(r: Done): void {
+    this.heldBytes += r.size
+    this.budget?.take(r.size)
+    // this stream's turns may now be granted while the budget is full (`holding`)
+    this.budget?.wake()
+  }
+
+  /**
+   * The blocks of a streamed range as its worker sends them. Each batch taken is credited to the
+   * worker, so it renders at most `readAheadBytes` (a batch at least) ahead of the blocks taken;
+   * while the response budget is full, the credit is kept back until the stream has nothing left
+   * (then the worker sends one batch at a time: the stream moves, nothing more is held).
+   */
+  private async *streamed(run: Run, opts: PoolStreamOptions): AsyncGenerator<PooledBlock> {
+    const { shouldStop, wait } = opts
+    // bytes taken and not yet credited to the worker (while the budget was full)
+    let owed = 0
+    let batch: Done | null = null
+    let i = 0
+    try {
+      for (;;) {
+        if (batch === null || i >= batch.numbers.length) {
+          batch = null
+          if (run.batches.length === 0) {
+            if (run.error) throw run.error
+            if (run.finished) return
+            if (owed > 0) {
+              // nothing left to take: the worker may send its next batch
+              this.pool.credit(run, owed)
+              owed = 0
+            }
+            const came = new Promise<void>((resolve) => (run.notify = resolve))
+            if (wait) {
+              if (!(await wait(came))) return
+            } else await came
+            continue
+          }
+          batch = run.batches.shift()!
+          i = 0
+          owed += batch.size
+          if (!this.budget?.full) {
+            this.pool.credit(run, owed)
+            owed = 0
+          }
+          // (a batch may hold no block: the range's end)
+          continue
+        }
+        const r = batch
+        const start = r.starts[i]
+        const data = Buffer.from(r.buffers[r.buffer[i]], start, r.ends[i] - start)
+        const number = r.numbers[i]
+        const hash = r.hashes[i]
+        const empty = r.empty[i]
+        i++
+        this.heldBytes -= data.length
+        this.budget?.release(data.length)
+        yield { number, hash, empty, data }
+        if (shouldStop?.()) return
+      }
+    } finally {
+      // what is received and not taken is dropped; the worker stops
+      this.pool.endRun(run)
+      let n = 0
+      if (batch) for (; i < batch.numbers.length; i++) n += batch.ends[i] - batch.starts[i]
+      for (const b of run.batches.splice(0)) n += b.size
+      this.heldBytes -= n
+      this.budget?.release(n)
     }
   }
 

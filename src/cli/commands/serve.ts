@@ -14,7 +14,7 @@ import { DEFAULT_LIMITS, PortalServer } from '../../server/http.ts'
 import { loadStaticStore } from '../../server/load.ts'
 import { Metrics } from '../../server/metrics.ts'
 import { Observer } from '../../server/observe.ts'
-import { defaultRenderThreads, RenderPool, workerCacheBytes } from '../../server/render-pool.ts'
+import { defaultRenderThreads, RenderPool, cacheShares } from '../../server/render-pool.ts'
 import { createLogger, levelFromEnv, messageLogger, type Logger } from '../../log.ts'
 import type { BlockStore } from '../../store/types.ts'
 import type { NodeHeadTracker } from '../../ingest/lag.ts'
@@ -64,6 +64,7 @@ export interface ServeOptions {
   cacheDiskMb?: string
   s3PollMs?: string
   renderThreads?: string
+  renderSplit?: boolean
   quiet?: boolean
 }
 
@@ -90,13 +91,16 @@ interface ServeSettings {
   rateLimit: number
   cacheBytes: number
   /**
-   * the cache of each thread's cold stores: --cache-mb is the total over the main thread and the
-   * render threads (each opens the store and keeps a cache of its own), split evenly
+   * the cache of the main thread's cold stores: --cache-mb is the total over the main thread and
+   * the render threads (each opens the store and keeps a cache of its own; see `cacheShares`)
    */
   threadCacheBytes: number
+  /** the cache of each render thread's cold stores */
+  workerCacheBytes: number
   cacheDiskBytes: number
   s3PollMs: number
   renderThreads: number
+  renderSplit: boolean
 }
 
 /**
@@ -167,8 +171,10 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     cacheDiskBytes: intOption('cache-disk-mb', opts.cacheDiskMb ?? '10240', 1, 1 << 30) * 1024 * 1024,
     s3PollMs: intOption('s3-poll-ms', opts.s3PollMs ?? '5000', 100),
     renderThreads: intOption('render-threads', opts.renderThreads ?? String(defaultRenderThreads()), 0, 256),
+    renderSplit: opts.renderSplit === true,
   }
-  return { ...cfg, threadCacheBytes: workerCacheBytes(cfg.cacheBytes, cfg.renderThreads) }
+  const shares = cacheShares(cfg.cacheBytes, cfg.renderThreads, !cfg.renderSplit)
+  return { ...cfg, threadCacheBytes: shares.main, workerCacheBytes: shares.worker }
 }
 
 export function register(program: Command): void {
@@ -252,7 +258,7 @@ export function register(program: Command): void {
     .option('--rate-limit <n>', 'requests per second per client address (0 = off)', '200')
     .option(
       '--cache-mb <n>',
-      'memory for cold-store columns, pages, filters and chunk footers read from disk (--dataset-dir, --rpc), in all: split evenly between the main thread and the render threads',
+      'memory for cold-store columns, pages, filters and chunk footers read from disk (--dataset-dir, --rpc), in all: with --render-threads, an eighth for the main thread and the rest split between the render threads (--render-split: evenly between all)',
       '192',
     )
     .option('--cache-dir <dir>', '--dataset-dir s3://...: local cache of the fetched objects (default a temporary one)')
@@ -261,6 +267,10 @@ export function register(program: Command): void {
     .option(
       '--render-threads <n>',
       'worker threads rendering finalized ranges of stream responses (default 0 = render in the main thread; opt-in: memory under many wide streams is not bounded yet)',
+    )
+    .option(
+      '--render-split',
+      "with --render-threads: split a stream's range into segments rendered by every thread, the main one included (default: one render thread streams the whole range while the main thread sends)",
     )
     .option('--quiet', 'log errors only')
     .action(async (opts: ServeOptions) => {
@@ -314,7 +324,9 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
   // worker threads start with the first stream that uses them
   // each worker keeps its own cache of what it reads: --cache-mb split with the main thread's
   const renderPool =
-    cfg.renderThreads > 0 ? new RenderPool({ threads: cfg.renderThreads, cacheBytes: cfg.threadCacheBytes }) : null
+    cfg.renderThreads > 0
+      ? new RenderPool({ threads: cfg.renderThreads, cacheBytes: cfg.workerCacheBytes, streamed: !cfg.renderSplit })
+      : null
   const server = new PortalServer({
     renderPool,
     limits: {
