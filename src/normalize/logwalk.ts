@@ -170,9 +170,10 @@ function programIdAt(line: string, j: number, known: readonly string[] | undefin
   const id = line.slice(8, j)
   if (known !== undefined) {
     const len = j - 8
+    const c0 = line.charCodeAt(8)
     for (let q = 0; q < known.length; q++) {
       const k = known[q]
-      if (k.length === len && k === id) return k
+      if (k.length === len && k.charCodeAt(0) === c0 && k === id) return k
     }
   }
   return B58_ALL.test(id) ? id : undefined
