@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test'
 import { pathToFileURL } from 'node:url'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer, type ServerLimits } from '../src/server/http.ts'
-import { RenderPool, type PooledBlock } from '../src/server/render-pool.ts'
+import { cacheShares, RenderPool, type PooledBlock } from '../src/server/render-pool.ts'
 import { executeQuery, parseQuery, type OutputBlock } from '../src/query/index.ts'
 import { ByteBudget } from '../src/server/budget.ts'
 import type { DatasetDirStore } from '../src/store/dataset-dir.ts'
@@ -423,4 +423,19 @@ test('the memory of a streamed range goes back to its worker once the response w
   // the first responses' batches, written out, went back with the later credits
   assert.ok(pool.stats.returned - returned > 10, `${pool.stats.returned - returned} buffers returned`)
   await until(() => pool.activeStreams === 0 && pool.pendingRuns === 0, 'the streams to end')
+})
+
+test("--cache-mb is the total of the threads' caches: with streamed ranges the workers, which render them, get most of it", () => {
+  const MiB = 1024 * 1024
+  for (const total of [1, 64, 192, 1000].map((n) => n * MiB))
+    for (const threads of [1, 2, 3, 7]) {
+      const s = cacheShares(total, threads)
+      assert.ok(s.main + threads * s.worker <= Math.max(total, (threads + 1) * MiB), `${total} ${threads}`)
+      if (total >= 64 * MiB) assert.ok(s.worker >= s.main, `${total} ${threads}: ${JSON.stringify(s)}`)
+      const even = cacheShares(total, threads, false)
+      assert.equal(even.main, even.worker)
+    }
+  // one render thread beside the main one: the fee-payer query's columns (more than 96 MiB) fit
+  assert.deepEqual(cacheShares(192 * MiB, 1), { main: 24 * MiB, worker: 168 * MiB })
+  assert.deepEqual(cacheShares(192 * MiB, 0), { main: 192 * MiB, worker: 0 })
 })
