@@ -27,6 +27,7 @@
  * When no cut is found (no such array, a single element, an opening text that could overlap
  * itself), both threads find that alike and decode their part the exact way (the whole text).
  */
+import { isWhitespace } from '../rpc/json.ts'
 import { transactionsOpen } from '../rpc/split.ts'
 
 /** where both parts of an answer cut it (byte offsets) */
@@ -52,16 +53,16 @@ export function locateCut(b: Buffer, path: readonly string[]): Cut | null {
   const open = transactionsOpen(b.toString('latin1', 0, Math.min(b.length, PREFIX_BYTES)), path)
   if (open < 0) return null
   let first = open + 1
-  while (isWs(b[first])) first++
+  while (isWhitespace(b[first])) first++
   // the opening text: `{`, whitespace, a key without escapes, whitespace, `:` (as split.ts)
   if (b[first] !== 123) return null
   let k = first + 1
-  while (isWs(b[k])) k++
+  while (isWhitespace(b[k])) k++
   if (b[k] !== 34) return null
   const q = b.indexOf(34, k + 1)
   if (q < 0) return null
   k = q + 1
-  while (isWs(b[k])) k++
+  while (isWhitespace(b[k])) k++
   if (b[k] !== 58) return null
   const opening = b.subarray(first, k + 1)
   // ASCII only, and no second `{` (two matches could then overlap: the guess steps over them)
@@ -84,9 +85,9 @@ export function elementsBefore(b: Buffer, c: Cut): number {
 /** the end of part 0's bytes: after the `}` that ends the element before the cut */
 export function endBeforeCut(b: Buffer, c: Cut): number {
   let j = c.cut - 1
-  while (isWs(b[j])) j--
+  while (isWhitespace(b[j])) j--
   j-- // the `,` (`isCut`)
-  while (isWs(b[j])) j--
+  while (isWhitespace(b[j])) j--
   return j + 1
 }
 
@@ -111,13 +112,9 @@ function startsWith(b: Buffer, at: number, opening: Buffer): boolean {
 /** the opening text at `at` is preceded by `}`, `,` and whitespace only (split.ts `guessElements`) */
 function isCut(b: Buffer, at: number): boolean {
   let j = at - 1
-  while (isWs(b[j])) j--
+  while (isWhitespace(b[j])) j--
   if (b[j] !== 44) return false
   j--
-  while (isWs(b[j])) j--
+  while (isWhitespace(b[j])) j--
   return b[j] === 125
-}
-
-function isWs(c: number | undefined): boolean {
-  return c === 32 || c === 10 || c === 13 || c === 9
 }

@@ -17,8 +17,8 @@ import {
   normalizeBlockFrom,
   type TransactionSource,
 } from '../normalize/normalize.ts'
-import { parseJsonExact } from '../rpc/json.ts'
-import { guessCut, isWs, parseElement, splitTransactions, valueEnd, type SplitBlock } from '../rpc/split.ts'
+import { isWhitespace, parseJsonExact } from '../rpc/json.ts'
+import { guessCut, parseElement, splitTransactions, valueEnd, type SplitBlock } from '../rpc/split.ts'
 import { elementsBefore, endBeforeCut, locateCut, type Cut } from './block-cut.ts'
 import type { RpcBlock, RpcTransaction } from '../rpc/types.ts'
 import { packBlock, type PackedBlock } from '../store/packed-block.ts'
@@ -171,15 +171,9 @@ function decodeSplit(
   // the guessed cut (src/rpc/split.ts) is checked by parsing every element: not for a part
   const split = splitTransactions(text, ANSWER_PATH, !exact && part === undefined)
   if (split === null) return null
-  let body: { result?: unknown; error?: unknown } | null
-  try {
-    body = parseJsonExact(split.skeleton) as typeof body
-  } catch {
-    return null
-  }
-  if (!body || typeof body !== 'object' || body.error || !body.result) return null
   // the header and rewards (the transactions are checked one by one below)
-  if (checkBlockShape(body.result) !== null) return null
+  const result = skeletonBlock(split.skeleton)
+  if (result === null) return null
   if (marks) marks.parsed = wallNow()
   const count = split.spans.length / 2
   const votes = new Uint8Array(count)
@@ -204,7 +198,7 @@ function decodeSplit(
   const range = part ? { from, to, rewards: part.index === part.of - 1 } : undefined
   let r: ReturnType<typeof normalizeBlock>
   try {
-    r = normalizeBlockFrom({ slot, block: body.result as RpcBlock }, opts, source, range)
+    r = normalizeBlockFrom({ slot, block: result }, opts, source, range)
   } catch {
     // a guessed cut that did not parse: cut exactly
     return unparsed && split.guessed ? decodeSplit(text, slot, opts, marks, part, true) : null
@@ -243,21 +237,15 @@ function decodeCut(
   const tail = second ? side : textOf(b, c.last, b.length)
   let close = second ? cut.end : valueEnd(tail, 0)
   if (close < 0) return null
-  while (isWs(tail.charCodeAt(close))) close++
+  while (isWhitespace(tail.charCodeAt(close))) close++
   if (tail.charCodeAt(close) !== 93) return null
   const prefix = textOf(b, 0, c.open + 1)
   const skeleton = prefix + tail.slice(close)
   // the text around the array, exactly: the transactions array is the one at the junction
   const around = splitTransactions(skeleton, ANSWER_PATH)
   if (around === null || around.spans.length !== 0 || around.open !== prefix.length - 1) return null
-  let body: { result?: unknown; error?: unknown } | null
-  try {
-    body = parseJsonExact(skeleton) as typeof body
-  } catch {
-    return null
-  }
-  if (!body || typeof body !== 'object' || body.error || !body.result) return null
-  if (checkBlockShape(body.result) !== null) return null
+  const result = skeletonBlock(skeleton)
+  if (result === null) return null
   if (marks) marks.parsed = wallNow()
   const n = cut.spans.length / 2
   const from = second ? elementsBefore(b, c) : 0
@@ -275,13 +263,29 @@ function decodeCut(
   }
   let r: ReturnType<typeof normalizeBlock>
   try {
-    r = normalizeBlockFrom({ slot, block: body.result as RpcBlock }, opts, source, { from, to, rewards: second })
+    r = normalizeBlockFrom({ slot, block: result }, opts, source, { from, to, rewards: second })
   } catch {
     return null
   }
   if (marks) marks.normalized = wallNow()
   if (missingOf(to, (i) => votes[i] === 1 || i < from, r.block) !== null) return null
   return { result: { kind: 'normalized', block: r.block, warnings: r.warnings, part: { ...part, from, to } } }
+}
+
+/**
+ * The block of an answer's text without its transactions (a split's skeleton): the envelope
+ * parsed with exact integers, a result and no error, the header and rewards shape-checked; null
+ * otherwise (the caller then takes the plain path).
+ */
+function skeletonBlock(skeleton: string): RpcBlock | null {
+  let body: { result?: unknown; error?: unknown } | null
+  try {
+    body = parseJsonExact(skeleton) as typeof body
+  } catch {
+    return null
+  }
+  if (!body || typeof body !== 'object' || body.error || !body.result) return null
+  return checkBlockShape(body.result) === null ? (body.result as RpcBlock) : null
 }
 
 /** the text of bytes [start, end): ASCII ones (the usual answer) copied as they are, faster than UTF-8 */

@@ -46,7 +46,8 @@ function firstNonWhitespace(text: string, i: number): number {
   return i
 }
 
-function isWhitespace(c: number): boolean {
+/** JSON whitespace (space, tab, line feed, carriage return); `undefined` (past the end of a buffer) is not */
+export function isWhitespace(c: number | undefined): boolean {
   return c === 32 || c === 9 || c === 10 || c === 13
 }
 

@@ -109,7 +109,7 @@ export function valueEnd(text: string, start: number): number {
   return containerEnd(text, start, null)
 }
 
-import { bigIntegerAt, findCandidates, outsideStrings, parseJsonExact, parseJsonQuoting } from './json.ts'
+import { bigIntegerAt, findCandidates, isWhitespace, outsideStrings, parseJsonExact, parseJsonQuoting } from './json.ts'
 
 class Opened {
   constructor(readonly open: number) {}
@@ -147,7 +147,7 @@ class Scanner {
     let i = this.i
     for (;;) {
       const c = t.charCodeAt(i)
-      if (c === 32 || c === 10 || c === 13 || c === 9) i++
+      if (isWhitespace(c)) i++
       else break
     }
     this.i = i
@@ -334,12 +334,12 @@ class Scanner {
 function guessElements(t: string, start: number, spans: number[], bigInts: (number[] | null)[]): number {
   if (t.charCodeAt(start) !== 123) return -1
   let k = start + 1
-  while (isWs(t.charCodeAt(k))) k++
+  while (isWhitespace(t.charCodeAt(k))) k++
   if (t.charCodeAt(k) !== 34) return -1
   const q = t.indexOf('"', k + 1)
   if (q < 0 || t.slice(k, q).includes('\\')) return -1
   k = q + 1
-  while (isWs(t.charCodeAt(k))) k++
+  while (isWhitespace(t.charCodeAt(k))) k++
   if (t.charCodeAt(k) !== 58) return -1
   const opening = t.slice(start, k + 1)
   const cands = findCandidates(t) ?? NO_BIG_INTS
@@ -356,10 +356,10 @@ function guessElements(t: string, start: number, spans: number[], bigInts: (numb
   while (at >= 0) {
     // the previous element ends at the `}` before `,` (whitespace aside)
     let j = at - 1
-    while (isWs(t.charCodeAt(j))) j--
+    while (isWhitespace(t.charCodeAt(j))) j--
     if (t.charCodeAt(j) === 44) {
       j--
-      while (isWs(t.charCodeAt(j))) j--
+      while (isWhitespace(t.charCodeAt(j))) j--
       if (t.charCodeAt(j) === 125 && j > from) {
         spans.push(from, j + 1)
         bigInts.push(bigIn(from, j + 1))
@@ -373,10 +373,6 @@ function guessElements(t: string, start: number, spans: number[], bigInts: (numb
   spans.push(from, end)
   bigInts.push(bigIn(from, end))
   return end
-}
-
-export function isWs(c: number): boolean {
-  return c === 32 || c === 10 || c === 13 || c === 9
 }
 
 /** Character classes for containerEnd: 0 nothing to do, 1 opens, 2 closes, 3 a quote, 4 a digit. */
