@@ -398,17 +398,11 @@ export function encodeColumn(
       return { e: 'addr', parts: [u8(offsets), packCodes(flat, w)], w }
     }
     case 'safeAsciiList': {
-      const offsets = new Uint32Array(n + 1)
+      const offsets = listOffsets(values)
+      if (typeof offsets === 'number') fail(name, offsets, 'expected an array of strings', values[offsets])
       const index = new Map<string, number>()
       const dict: string[] = []
-      let total = 0
-      for (let i = 0; i < n; i++) {
-        const x = values[i]
-        if (!Array.isArray(x)) fail(name, i, 'expected an array of strings', x)
-        offsets[i] = total
-        total += x.length
-      }
-      offsets[n] = total
+      const total = offsets[n]
       const codes = new Uint32Array(total)
       let k = 0
       for (let i = 0; i < n; i++) {
@@ -430,6 +424,24 @@ export function encodeColumn(
       return indexedList(offsets, sortDicts ? sortDict(dict, codes) : dict, codes, positions, sortDicts)
     }
   }
+}
+
+/**
+ * The offsets of a list column (row i's elements are [offsets[i], offsets[i + 1]) of the
+ * concatenated lists, offsets[n] their count), or the index of the first row that is not a list.
+ */
+export function listOffsets(values: ArrayLike<unknown>): Uint32Array | number {
+  const n = values.length
+  const offsets = new Uint32Array(n + 1)
+  let total = 0
+  for (let i = 0; i < n; i++) {
+    const x = values[i]
+    if (!Array.isArray(x)) return i
+    offsets[i] = total
+    total += x.length
+  }
+  offsets[n] = total
+  return offsets
 }
 
 function longestList(offsets: Uint32Array): number {

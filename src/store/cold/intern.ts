@@ -7,7 +7,7 @@
  * dictionary and codes are then built from small integers: the same bytes as encode.ts writes for
  * the column alone (`orderedDict`, `indexedList`).
  */
-import { encodeColumn, indexedList, orderedDict, widthFor, type Encoded } from './encode.ts'
+import { encodeColumn, indexedList, listOffsets, orderedDict, widthFor, type Encoded } from './encode.ts'
 import { sortOrder } from './sort-strings.ts'
 
 /** a column's values as ids: one per row (-1: null) or, for a list column, one per element */
@@ -62,16 +62,9 @@ export class AccountInterner {
   internLists(values: ArrayLike<unknown>): InternedColumn | null {
     if (this.order) throw new Error('cold store: interner sealed')
     const n = values.length
-    const offsets = new Uint32Array(n + 1)
-    let total = 0
-    for (let i = 0; i < n; i++) {
-      const x = values[i]
-      if (!Array.isArray(x)) return null
-      offsets[i] = total
-      total += x.length
-    }
-    offsets[n] = total
-    const ids = new Int32Array(total)
+    const offsets = listOffsets(values)
+    if (typeof offsets === 'number') return null
+    const ids = new Int32Array(offsets[n])
     let k = 0
     for (let i = 0; i < n; i++) {
       for (const e of values[i] as unknown[]) {
