@@ -16,7 +16,9 @@
  * A second table breaks node answer → hot store into its stages (the marks every stored block
  * reports: the decoding thread's parse, normalize and pack, the hand-over, the LMDB write, the wake
  * of the waiting streams), p50 / p99 per row and for the row's slowest block; `TAIL_THREADS=1,2`
- * compares one decoding thread with two (a block split across both).
+ * compares one decoding thread with two (a block split across both). A third table shows the
+ * decoding thread's own times per block: how long it ran, how long it waited for a core, its
+ * garbage collection.
  *
  * `TAIL_BLOCKS` (default 30) blocks per row; `TAIL_TXS` (default 1500) transactions per block;
  * `TAIL_COLD=disk` finalizes into a disk cold store written by a thread of its own (as `serve --rpc
@@ -26,7 +28,7 @@
  */
 import { fork, type ChildProcess, type ForkOptions } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { constants as perfConstants, PerformanceObserver } from 'node:perf_hooks'
 import { join } from 'node:path'
@@ -53,6 +55,8 @@ const COLDS = (process.env.TAIL_COLD ?? 'memory').split(',')
 /** slots the node's finalized head lags its confirmed head (32: no block is finalized during a 30-block row) */
 const FINALITY_LAG = Number(process.env.TAIL_FINALITY_LAG ?? 32)
 const POLL_MS = 20
+/** `TAIL_DUMP=FILE`: every stored block's marks written to FILE as JSON (the last row's), to look at block by block */
+const DUMP = process.env.TAIL_DUMP
 const CHILD: ForkOptions = { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
 const now = () => performance.timeOrigin + performance.now()
 
@@ -93,8 +97,10 @@ interface Row {
   storeToClient: number[]
   /** per stage of answer → store (STAGES), ms per block */
   stages: Map<string, number[]>
+  /** the decoding thread's own times per block (THREAD_TIMES), ms */
+  thread: Map<string, number[]>
   /** the stages of the block slowest from answer to store */
-  slowest: { number: number; total: number; stages: Map<string, number> } | null
+  slowest: { number: number; total: number; stages: Map<string, number>; thread: Map<string, number> } | null
   /** share of the time the main thread (ingest applying blocks + the server) was busy */
   busy: number
   /** CPU of this process (main thread, decoding threads, LMDB's writer), ms per block produced */
@@ -187,6 +193,7 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   node.send({ t: 'stop' })
   await once(node, 'exit')
   rmSync(dir, { recursive: true, force: true })
+  if (DUMP) writeFileSync(DUMP, JSON.stringify([...stored.values()]))
 
   const row: Row = {
     threads,
@@ -207,6 +214,7 @@ async function measure(archive: string, threads: number, clients: number, coldKi
     blockToClient: [],
     storeToClient: [],
     stages: new Map(),
+    thread: new Map(),
     slowest: null,
     busy,
     cpuPerBlock: (cpu.user + cpu.system) / 1000 / producedAt.size,
@@ -224,8 +232,10 @@ async function measure(archive: string, threads: number, clients: number, coldKi
     row.blockToStore.push(performance.timeOrigin + s.storedAt - at)
     const st = stagesOf(s)
     for (const [k, v] of st) row.stages.set(k, [...(row.stages.get(k) ?? []), v])
+    const th = threadOf(s)
+    for (const [k, v] of th) row.thread.set(k, [...(row.thread.get(k) ?? []), v])
     const total = s.storedAt - s.answeredAt
-    if (!row.slowest || total > row.slowest.total) row.slowest = { number: slot, total, stages: st }
+    if (!row.slowest || total > row.slowest.total) row.slowest = { number: slot, total, stages: st, thread: th }
   }
   for (const [slot, at] of seen) {
     const t = producedAt.get(slot)
@@ -253,6 +263,26 @@ const STAGES: [name: string, mark: keyof NonNullable<StoredBlock['marks']> | 'st
   ['wake streams', 'emitted'],
   ['after wake', 'stored'],
 ]
+
+/**
+ * The decoding thread's own times for a block (of the later part when it was decoded in two):
+ * from taking the answer to posting the result, the ms it ran on a core, the ms it waited for
+ * one, the ms of garbage collection in its run (block-worker.ts, src/util/thread-clock.ts)
+ */
+const THREAD_TIMES: [name: string, mark: 'run' | 'wait' | 'gc'][] = [
+  ['thread ran', 'run'],
+  ['thread waited for a core', 'wait'],
+  ['thread GC', 'gc'],
+]
+
+function threadOf(s: StoredBlock): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const [name, mark] of THREAD_TIMES) {
+    const v = s.marks?.[mark]
+    if (v !== undefined) out.set(name, v)
+  }
+  return out
+}
 
 function stagesOf(s: StoredBlock): Map<string, number> {
   const out = new Map<string, number>()
@@ -300,6 +330,15 @@ export async function run(): Promise<string> {
     ...rows.map(
       (r) =>
         `| ${r.path} | ${r.clients} | ${STAGES.map(([n]) => (r.stages.has(n) ? `${f(pct(r.stages.get(n)!, 50))} / ${f(pct(r.stages.get(n)!, 99))}` : '-')).join(' | ')} | ${f(pct(r.storeToClient, 50))} / ${f(pct(r.storeToClient, 99))} | ${r.slowest ? `${f(r.slowest.total)} = ${[...r.slowest.stages.values()].map(f).join(' + ')}` : '-'} |`,
+    ),
+    '',
+    '#### the decoding thread, from taking the answer to posting the result (p50 / p99 ms; the slowest block of each row)',
+    '',
+    `| parse + normalize | clients | ${THREAD_TIMES.map(([n]) => n).join(' | ')} | slowest block: ${THREAD_TIMES.map(([n]) => n).join(', ')} |`,
+    `|---|---|${THREAD_TIMES.map(() => '---|').join('')}---|`,
+    ...rows.map(
+      (r) =>
+        `| ${r.path} | ${r.clients} | ${THREAD_TIMES.map(([n]) => (r.thread.has(n) ? `${f(pct(r.thread.get(n)!, 50))} / ${f(pct(r.thread.get(n)!, 99))}` : '-')).join(' | ')} | ${r.slowest ? THREAD_TIMES.map(([n]) => f(r.slowest!.thread.get(n) ?? NaN)).join(', ') : '-'} |`,
     ),
     '',
     'node assembling: the fake node producing a block, its getBlock answer text assembled then (signatures and JSON of ~1,500 transactions in the node’s JS), before the block counts as produced: latencies start after it, as for a node that has the block at hand. block → answer: from the node producing the block to the last byte of its getBlock answer read (the poll interval, the getSlot/getBlocks round trips, the node sending its answer, the transfer); answer → store: from the last byte of the node’s getBlock answer read to the block in the hot store; block → store and client: from the node producing the block (it includes the poll interval and the node sending its answer) to the hot store having it and to each client reading its line. Main thread busy: its event loop utilization while the blocks were produced (ingest applying blocks, the server, and on the main-thread path parse + normalize). CPU ms per block: this process’s CPU time (all its threads: main, decoding, LMDB’s writer; not the node’s nor the clients’ processes) while the blocks were produced, per block; main GC: the main thread’s garbage collection pauses per block, in parentheses the full (mark-compact) ones. Responses: the clients’ requests by HTTP status (a 204 is asked again at once).',

@@ -12,12 +12,8 @@
  */
 import { loadavg } from 'node:os'
 import { join, resolve } from 'node:path'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { pathToFileURL } from 'node:url'
-import { writeArchive } from '../../src/ingest/generate.ts'
-import { FakeSolanaNode } from '../../src/ingest/fake-node.ts'
-import { fullBlockParams } from '../../src/ingest/rpc.ts'
+import { mainnetAnswer } from './answer.ts'
 
 type Decode = (
   bytes: Uint8Array,
@@ -31,19 +27,7 @@ type Decode = (
 const roots = process.argv.slice(2).length > 0 ? process.argv.slice(2) : [resolve(import.meta.dirname, '..', '..')]
 const ROUNDS = Number(process.env.PARTS_ROUNDS ?? 8)
 const load0 = loadavg()
-const dir = mkdtempSync(join(tmpdir(), 'parts-bench-'))
-const archive = join(dir, 'blocks.jsonl.gz')
-await writeArchive(archive, { blocks: 1, txsPerBlock: 1500, seed: 7 })
-const node = await FakeSolanaNode.start({ templates: [archive], intervalMs: 0, initialBlocks: 1, skipRate: 0, seed: 3 })
-const slot = node.firstSlot
-const res = await fetch(node.url, {
-  method: 'POST',
-  headers: { 'content-type': 'application/json' },
-  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getBlock', params: fullBlockParams(slot, 'confirmed') }),
-})
-const bytes = new Uint8Array(await res.arrayBuffer())
-await node.stop()
-rmSync(dir, { recursive: true, force: true })
+const { bytes, slot } = await mainnetAnswer()
 
 const decoders: Decode[] = []
 for (const r of roots) {

@@ -69,6 +69,19 @@ export interface DecodeMarks {
   packed?: number
   sent?: number
   received?: number
+  /**
+   * the decoding thread from taking the answer to posting the result: ms it ran on a core, ms it
+   * waited for one (src/util/thread-clock.ts), ms of its garbage collection (in the run)
+   */
+  run?: number
+  wait?: number
+  gc?: number
+  /**
+   * the decoding thread's collections of its young generation between the previous answer and
+   * this one (block-worker.ts), and their ms
+   */
+  idleCollections?: number
+  idleGc?: number
 }
 
 /** the JSON-RPC envelope with the result decoded */

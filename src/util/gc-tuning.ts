@@ -18,6 +18,7 @@
  * when marking starts, read at each such decision.
  */
 import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 
 let tuned = false
 
@@ -32,4 +33,25 @@ export function tuneIncrementalMarking(): void {
 /** whether `tuneIncrementalMarking` ran in this process */
 export function incrementalMarkingTuned(): boolean {
   return tuned
+}
+
+/**
+ * A function that collects the calling thread's young generation at once (a scavenge), or null
+ * when V8 does not offer one. For the block decoding threads (src/ingest/block-worker.ts), between
+ * blocks.
+ *
+ * V8's `gc` function is only installed in contexts created while `--expose-gc` is set: the flag is
+ * set, a fresh context's `gc` taken, and the flag cleared again, so that no other context (other
+ * threads' included) gets a global `gc`.
+ */
+export function youngCollector(): (() => void) | null {
+  try {
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc') as unknown
+    return typeof gc === 'function' ? () => (gc as (o: { type: 'minor' }) => void)({ type: 'minor' }) : null
+  } catch {
+    return null
+  } finally {
+    setFlagsFromString('--no-expose-gc')
+  }
 }
