@@ -53,15 +53,15 @@ test('interned columns encode as encodeColumn encodes each alone', () => {
   interner.seal()
   for (const [name, values] of Object.entries(columns)) {
     const want = encodeColumn(name, 'safeAscii', values, true, true, true)
-    const got = interner.encode(name, false, ids.get(name)!, values)
+    const got = interner.encode(name, false, ids.get(name)!)
     assert.equal(got.e, want.e, name)
     assert.deepEqual(got, want, name)
   }
-  assert.equal(interner.encode('plain', false, ids.get('plain')!, plain).e, 'plain')
+  assert.equal(interner.encode('plain', false, ids.get('plain')!).e, 'plain')
   const want = encodeColumn('lists', 'safeAsciiList', lists, true, true, true)
-  assert.deepEqual(interner.encode('lists', true, listIds, lists), want)
+  assert.deepEqual(interner.encode('lists', true, listIds), want)
   // a column encoded twice gives the same (codes are released after each column)
-  assert.deepEqual(interner.encode('lists', true, listIds, lists), want)
+  assert.deepEqual(interner.encode('lists', true, listIds), want)
 })
 
 test('a value that is not a string is left to encodeColumn, which names it', () => {

@@ -10,7 +10,7 @@ import type { Block } from '../../model.ts'
 import type { NormalizationWarning } from '../../normalize/normalize.ts'
 import { normalizeArchiveText } from '../../normalize/text.ts'
 import { estimateBlockBytes, type PreparedChunk } from '../../store/cold.ts'
-import { encodeChunk, readChunkBlocks, type WriteOptions } from '../../store/cold/chunk-file.ts'
+import { ChunkColumns, readChunkBlocks, type WriteOptions } from '../../store/cold/chunk-file.ts'
 import { errorMessage } from '../../util/errors.ts'
 
 export interface BatchOptions {
@@ -30,10 +30,13 @@ export interface LineResult {
 export class LineError extends Error {}
 
 export class BatchBuilder {
-  private blocks: Block[] = []
+  /** the batch's blocks, taken into columns as they come (their record objects are not kept) */
+  private columns: ChunkColumns
   private bytes = 0
 
-  constructor(private readonly opts: BatchOptions) {}
+  constructor(private readonly opts: BatchOptions) {
+    this.columns = new ChunkColumns(opts.encode)
+  }
 
   /** Start a batch with the blocks of these chunk files (the store's unsealed tail, rewritten with the first batch). */
   startWith(files: readonly string[]): void {
@@ -41,9 +44,13 @@ export class BatchBuilder {
   }
 
   private push(b: Block): boolean {
-    this.blocks.push(b)
     this.bytes += estimateBlockBytes(b)
-    return this.blocks.length >= this.opts.targetBlocks || this.bytes >= this.opts.targetBytes
+    this.columns.add(b)
+    return this.full()
+  }
+
+  private full(): boolean {
+    return this.columns.blockCount >= this.opts.targetBlocks || this.bytes >= this.opts.targetBytes
   }
 
   /** Parse and normalize one archive line into the batch. Throws LineError for a bad line. */
@@ -59,21 +66,23 @@ export class BatchBuilder {
   }
 
   get size(): number {
-    return this.blocks.length
+    return this.columns.blockCount
   }
 
   /** Encode the batch (non-empty) as one chunk file's bytes and start a new batch. */
   async encode(): Promise<PreparedChunk & { sealed: boolean }> {
-    const blocks = this.blocks
-    const sealed = blocks.length >= this.opts.targetBlocks || this.bytes >= this.opts.targetBytes
-    this.blocks = []
+    const columns = this.columns
+    const sealed = this.full()
+    this.columns = new ChunkColumns(this.opts.encode)
     this.bytes = 0
-    const enc = await encodeChunk(blocks, this.opts.encode)
-    const last = blocks[blocks.length - 1].header
+    const headers = columns.blockHeaders
+    const first = headers[0]
+    const last = headers[headers.length - 1]
+    const enc = await columns.encode()
     return {
-      firstBlock: blocks[0].header.number,
+      firstBlock: first.number,
       lastBlock: last.number,
-      blockCount: blocks.length,
+      blockCount: headers.length,
       lastHash: last.hash,
       parts: enc.parts,
       bytes: enc.bytes,

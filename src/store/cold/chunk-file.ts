@@ -26,7 +26,7 @@ import { BLOOM_SCHEMES, bloomHas, buildBloom } from './bloom.ts'
 import { align8 } from './offsets.ts'
 import { decodeColumn, encodeColumn, type Decoded, type Enc, type Encoded } from './encode.ts'
 import { compressFrames, framing, unframe, type Framed } from './frames.ts'
-import { AccountInterner, type InternedColumn } from './intern.ts'
+import { AccountInterner, IdList, type InternedColumn } from './intern.ts'
 
 export const MAGIC = Buffer.from('SPCOLD01', 'latin1')
 export const END_MAGIC = Buffer.from('SPCOLDZZ', 'latin1')
@@ -173,31 +173,30 @@ function crc32Of(bufs: readonly Uint8Array[]): number {
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve))
 const ZERO = new Uint8Array(8)
 
-type Transpose = (rows: readonly Record<string, unknown>[], out: unknown[][]) => void
-const TRANSPOSERS = new Map<string, Transpose>()
+type AppendColumns = (rows: readonly Record<string, unknown>[], out: unknown[][]) => void
+const APPENDERS = new Map<string, AppendColumns>()
 /**
- * The columns of `rows` (one array per name, a missing value as null), in one pass over the rows:
- * each row is visited once for all its fields (rows are scattered objects, and a pass per column
- * would fetch every row again), with the names as constants (fast named loads, not keyed ones).
+ * Append the columns of `rows` to `out` (one array per name, a missing value as null), in one
+ * pass over the rows: each row is visited once for all its fields (rows are scattered objects,
+ * and a pass per column would fetch every row again), with the names as constants (fast named
+ * loads, not keyed ones).
  */
-function transpose(names: readonly string[], rows: readonly Record<string, unknown>[]): unknown[][] {
+function appendColumns(names: readonly string[], rows: readonly Record<string, unknown>[], out: unknown[][]): void {
   const key = names.join(',')
-  let f = TRANSPOSERS.get(key)
+  let f = APPENDERS.get(key)
   if (!f) {
     const load = (k: string) => (/^[A-Za-z_$][\w$]*$/.test(k) ? `r.${k}` : `r[${JSON.stringify(k)}]`)
     const body = [
       ...names.map((k, j) => `const c${j} = out[${j}]`),
       'for (let i = 0; i < rows.length; i++) {',
       '  const r = rows[i]',
-      ...names.map((k, j) => `  c${j}[i] = ${load(k)} ?? null`),
+      ...names.map((k, j) => `  c${j}.push(${load(k)} ?? null)`),
       '}',
     ].join('\n')
-    f = new Function('rows', 'out', body) as Transpose
-    TRANSPOSERS.set(key, f)
+    f = new Function('rows', 'out', body) as AppendColumns
+    APPENDERS.set(key, f)
   }
-  const out = names.map(() => new Array<unknown>(rows.length))
   f(rows, out)
-  return out
 }
 
 /** All values of a loadedAddresses JSON value that are addresses. */
@@ -242,230 +241,326 @@ export async function writeEncodedChunk(path: string, parts: readonly Uint8Array
  */
 export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions = {}): Promise<EncodedChunk> {
   if (blocks.length === 0) throw new Error('cold store: empty chunk')
-  for (let i = 1; i < blocks.length; i++) {
-    if (!(blocks[i].header.number > blocks[i - 1].header.number)) {
-      throw new Error(
-        `cold store: blocks of a chunk must ascend (${blocks[i - 1].header.number} then ${blocks[i].header.number})`,
-      )
-    }
-  }
-  const version = opts.formatVersion ?? FORMAT_VERSION
-  if (!READABLE_VERSIONS.includes(version)) throw new Error(`cold store: cannot write chunk format version ${version}`)
-  const bufs: Uint8Array[] = [MAGIC]
-  let pos = MAGIC.length
+  const c = new ChunkColumns(opts)
+  for (const b of blocks) c.add(b)
+  return c.encode()
+}
 
-  /** append a blob's stored bytes, then pad the file to 8 bytes */
-  const store = (blob: readonly Uint8Array[]) => {
-    for (const b of blob) {
-      bufs.push(b)
-      pos += b.byteLength
-    }
-    const padding = align8(pos) - pos
-    if (padding) {
-      bufs.push(ZERO.subarray(0, padding))
-      pos += padding
-    }
-  }
+/** an account column interned block by block: its ids (and a list column's row offsets into them) */
+interface InternedIds {
+  ids: IdList
+  offsets?: IdList
+}
 
+/** the columns of one table (the headers, or a kind's records) gathered so far */
+interface TableColumns {
+  kind?: RecordKind
+  defs: readonly FieldDef[]
+  rows: number
+  /** row offset of each block added so far (a kind's tables) */
+  offsets: number[]
+  /** per def: its values, or null while it is interned (`ids`) */
+  values: (unknown[] | null)[]
+  /** per def: the ids of an interned account column, else null */
+  ids: (InternedIds | null)[]
+}
+
+/**
+ * A chunk file being built block by block: `add` takes each block's records into columns at once
+ * (their values appended to one array per column; the account columns interned, intern.ts, and
+ * kept as ids), so the record objects are garbage as soon as their block is added instead of
+ * living, scattered, until the chunk is encoded; `encode` then writes exactly the bytes
+ * `encodeChunk` of the same blocks writes (it is built on this).
+ */
+export class ChunkColumns {
+  private readonly version: FormatVersion
   /**
-   * format 4: blobs whose frames are being compressed (frames.ts, on the thread pool), in file
-   * order; their places (o) and frame tables are filled in once all columns are encoded
+   * format 4: the account columns of every kind (the address-like PRUNE_FIELDS of string and
+   * string list type), interned into one table as blocks come (intern.ts)
    */
-  const framed: { meta: ColMeta; f: Promise<Framed> }[] = []
+  private readonly interner: AccountInterner | null
+  private readonly headers: BlockHeader[] = []
+  private readonly headerTable: TableColumns
+  private readonly tables: TableColumns[]
 
-  const emit = (enc: Encoded, t: FieldType): ColMeta => {
-    const p = enc.parts.map((x) => x.byteLength)
-    if (version >= 4) {
-      const f = compressFrames(enc.e, enc.parts, opts.frameLog)
-      f.catch(() => undefined) // awaited (and reported) below
-      const meta: ColMeta = { e: enc.e, t, o: 0, l: 0, p, c: 0, fr: [], fc: [] }
+  constructor(private readonly opts: WriteOptions = {}) {
+    const version = opts.formatVersion ?? FORMAT_VERSION
+    if (!READABLE_VERSIONS.includes(version))
+      throw new Error(`cold store: cannot write chunk format version ${version}`)
+    this.version = version
+    this.interner = version >= 4 ? new AccountInterner() : null
+    const table = (defs: readonly FieldDef[], kind?: RecordKind): TableColumns => ({
+      kind,
+      defs,
+      rows: 0,
+      offsets: [],
+      values: defs.map((d) => (kind && this.interner && isAccountColumn(kind, d) ? null : [])),
+      ids: defs.map((d) =>
+        kind && this.interner && isAccountColumn(kind, d)
+          ? d.type === 'safeAsciiList'
+            ? { ids: new IdList(), offsets: listStart() }
+            : { ids: new IdList() }
+          : null,
+      ),
+    })
+    this.headerTable = table(HEADER_FIELDS)
+    this.tables = RECORD_KINDS.map((kind) => table(columnsOf(kind), kind))
+  }
+
+  get blockCount(): number {
+    return this.headers.length
+  }
+
+  /** the headers of the blocks added so far, in order */
+  get blockHeaders(): readonly BlockHeader[] {
+    return this.headers
+  }
+
+  /** Take a block (above the previous one) into the columns; nothing of it is kept but its values. */
+  add(block: Block): void {
+    const prev = this.headers[this.headers.length - 1]
+    if (prev && !(block.header.number > prev.number)) {
+      throw new Error(`cold store: blocks of a chunk must ascend (${prev.number} then ${block.header.number})`)
+    }
+    this.headers.push(block.header)
+    this.append(this.headerTable, [block.header as unknown as Record<string, unknown>])
+    for (const t of this.tables) {
+      t.offsets.push(t.rows)
+      this.append(t, block[LISTS[t.kind!]] as unknown as Record<string, unknown>[])
+    }
+  }
+
+  private append(t: TableColumns, rows: readonly Record<string, unknown>[]): void {
+    const plain: string[] = []
+    const plainOut: unknown[][] = []
+    const accounts: number[] = []
+    t.defs.forEach((d, j) => {
+      const v = t.values[j]
+      if (v) {
+        plain.push(d.name)
+        plainOut.push(v)
+      } else accounts.push(j)
+    })
+    appendColumns(plain, rows, plainOut)
+    if (accounts.length) {
+      const fresh = accounts.map(() => [] as unknown[])
+      appendColumns(
+        accounts.map((j) => t.defs[j].name),
+        rows,
+        fresh,
+      )
+      accounts.forEach((j, k) => {
+        const col = t.ids[j]!
+        const ok = col.offsets
+          ? this.interner!.appendLists(fresh[k], col.ids, col.offsets)
+          : this.interner!.appendValues(fresh[k], col.ids)
+        if (ok) return
+        // a value of another type: the column keeps its values from here on (encodeColumn names it)
+        t.values[j] = [...this.interner!.strings(internedColumn(col)), ...fresh[k]]
+        t.ids[j] = null
+      })
+    }
+    t.rows += rows.length
+  }
+
+  /** The chunk file's bytes of the blocks added (at least one). */
+  async encode(): Promise<EncodedChunk> {
+    const headers = this.headers
+    if (headers.length === 0) throw new Error('cold store: empty chunk')
+    const { version, opts, interner } = this
+    const bufs: Uint8Array[] = [MAGIC]
+    let pos = MAGIC.length
+
+    /** append a blob's stored bytes, then pad the file to 8 bytes */
+    const store = (blob: readonly Uint8Array[]) => {
+      for (const b of blob) {
+        bufs.push(b)
+        pos += b.byteLength
+      }
+      const padding = align8(pos) - pos
+      if (padding) {
+        bufs.push(ZERO.subarray(0, padding))
+        pos += padding
+      }
+    }
+
+    /**
+     * format 4: blobs whose frames are being compressed (frames.ts, on the thread pool), in file
+     * order; their places (o) and frame tables are filled in once all columns are encoded
+     */
+    const framed: { meta: ColMeta; f: Promise<Framed> }[] = []
+
+    const emit = (enc: Encoded, t: FieldType): ColMeta => {
+      const p = enc.parts.map((x) => x.byteLength)
+      if (version >= 4) {
+        const f = compressFrames(enc.e, enc.parts, opts.frameLog)
+        f.catch(() => undefined) // awaited (and reported) below
+        const meta: ColMeta = { e: enc.e, t, o: 0, l: 0, p, c: 0, fr: [], fc: [] }
+        if (enc.w) meta.w = enc.w
+        if (enc.v) meta.v = enc.v
+        if (enc.x) meta.x = enc.x
+        if (enc.s) {
+          meta.s = enc.s
+          meta.fx = fences(enc, opts.frameLog ?? framing(enc.e, enc.e === 'list' ? 1 : 0).log)
+        }
+        framed.push({ meta, f })
+        return meta
+      }
+      let raw: Uint8Array
+      if (enc.parts.length === 1 && enc.parts[0].byteLength % 8 === 0) raw = enc.parts[0]
+      else {
+        const total = enc.parts.reduce((s, x) => s + align8(x.byteLength), 0)
+        const b = new Uint8Array(total)
+        let k = 0
+        for (const x of enc.parts) {
+          b.set(x, k)
+          k += align8(x.byteLength)
+        }
+        raw = b
+      }
+      let stored = raw
+      let z: 1 | undefined
+      if (opts.compress && raw.byteLength >= 4096) {
+        const d = gatedZlib(() => deflateRawSync(raw, { level: 1 }))
+        if (d.byteLength < raw.byteLength * 0.75) {
+          stored = d
+          z = 1
+        }
+      }
+      const meta: ColMeta = { e: enc.e, o: pos, l: stored.byteLength, p, c: crc32(stored) }
+      if (z) meta.z = z
       if (enc.w) meta.w = enc.w
       if (enc.v) meta.v = enc.v
       if (enc.x) meta.x = enc.x
-      if (enc.s) {
-        meta.s = enc.s
-        meta.fx = fences(enc, opts.frameLog ?? framing(enc.e, enc.e === 'list' ? 1 : 0).log)
-      }
-      framed.push({ meta, f })
+      if (version >= 3 && !z) meta.pc = pageCrcs(stored)
+      store([stored])
       return meta
     }
-    let raw: Uint8Array
-    if (enc.parts.length === 1 && enc.parts[0].byteLength % 8 === 0) raw = enc.parts[0]
-    else {
-      const total = enc.parts.reduce((s, x) => s + align8(x.byteLength), 0)
-      const b = new Uint8Array(total)
-      let k = 0
-      for (const x of enc.parts) {
-        b.set(x, k)
-        k += align8(x.byteLength)
-      }
-      raw = b
-    }
-    let stored = raw
-    let z: 1 | undefined
-    if (opts.compress && raw.byteLength >= 4096) {
-      const d = gatedZlib(() => deflateRawSync(raw, { level: 1 }))
-      if (d.byteLength < raw.byteLength * 0.75) {
-        stored = d
-        z = 1
-      }
-    }
-    const meta: ColMeta = { e: enc.e, o: pos, l: stored.byteLength, p, c: crc32(stored) }
-    if (z) meta.z = z
-    if (enc.w) meta.w = enc.w
-    if (enc.v) meta.v = enc.v
-    if (enc.x) meta.x = enc.x
-    if (version >= 3 && !z) meta.pc = pageCrcs(stored)
-    store([stored])
-    return meta
-  }
 
-  const blooms: { key: string; bits: Uint8Array }[] = []
-  // format 4: filters of exactly 10 bits per value (scheme 2); older formats as they were written
-  const bloomScheme = version >= 4 ? 2 : 1
+    const blooms: { key: string; bits: Uint8Array }[] = []
+    // format 4: filters of exactly 10 bits per value (scheme 2); older formats as they were written
+    const bloomScheme = version >= 4 ? 2 : 1
 
-  /**
-   * format 4: the account columns of every kind (the address-like PRUNE_FIELDS of string and
-   * string list type), interned into one table before any column is encoded (intern.ts)
-   */
-  const interner = version >= 4 ? new AccountInterner() : null
-  const interned = new Map<string, { values: unknown[]; col: InternedColumn }>()
+    // every account column interned: the strings sorted once
+    interner?.seal()
 
-  const kindRows = (kind: RecordKind) => {
-    const offsets = new Uint32Array(blocks.length + 1)
-    const rows: Record<string, unknown>[] = []
-    for (let b = 0; b < blocks.length; b++) {
-      offsets[b] = rows.length
-      for (const r of blocks[b][LISTS[kind]] as unknown as Record<string, unknown>[]) rows.push(r)
-    }
-    offsets[blocks.length] = rows.length
-    return { offsets, rows }
-  }
-  const tables = RECORD_KINDS.map((kind) => ({ kind, ...kindRows(kind) }))
-  if (interner) {
-    for (const { kind, rows } of tables) {
-      const defs = columnsOf(kind).filter(
-        (d) => PRUNE_FIELDS[kind].includes(d.name) && (d.type === 'safeAscii' || d.type === 'safeAsciiList'),
-      )
-      const columns = transpose(
-        defs.map((d) => d.name),
-        rows,
-      )
-      defs.forEach((d, k) => {
-        const values = columns[k]
-        const col = d.type === 'safeAscii' ? interner.internValues(values) : interner.internLists(values)
-        // a value of another type: encodeColumn names it
-        if (col) interned.set(`${kind}.${d.name}`, { values, col })
-      })
-    }
-    interner.seal()
-  }
-
-  const encodeTable = async (
-    defs: readonly FieldDef[],
-    rows: readonly Record<string, unknown>[],
-    kind?: RecordKind,
-  ) => {
-    const cols: Record<string, ColMeta> = {}
-    const prune = kind ? PRUNE_FIELDS[kind] : []
-    const rest = defs.filter((d) => !interned.has(`${kind}.${d.name}`))
-    const columns: (unknown[] | null)[] = transpose(
-      rest.map((d) => d.name),
-      rows,
-    )
-    let j = 0
-    for (let k = 0; k < defs.length; k++) {
-      const d = defs[k]
-      const pre = interned.get(`${kind}.${d.name}`)
-      const values = pre ? pre.values : columns[j]!
-      if (pre) interned.delete(`${kind}.${d.name}`)
-      else columns[j++] = null // garbage once encoded
-      if (rows.length > 10_000) await tick() // let the event loop breathe between big columns
-      const enc = pre
-        ? interner!.encode(d.name, d.type === 'safeAsciiList', pre.col, values)
-        : encodeColumn(d.name, d.type, values, version >= 2, version >= 3, version >= 4)
-      cols[d.name] = emit(enc, d.type)
-      // format 4: a value-ordered dictionary answers `mayContain` exactly (RawColumn.lookup,
-      // bounded by the column's fences to one frame of its text): no Bloom filter
-      if (prune.includes(d.name) && enc.s !== 1) {
-        let distinct: Iterable<string>
-        let n: number
-        if (d.type === 'json') {
-          const s = new Set<string>()
-          // each distinct value once (loaded addresses repeat: a lookup table's accounts)
-          for (const x of enc.objects ?? values) loadedAddressValues(x, s)
-          distinct = s
-          n = s.size
-        } else if (enc.distinct && (enc.e === 'dict' || enc.e === 'list')) {
-          distinct = enc.distinct
-          n = enc.distinct.length
-        } else {
-          const s = new Set<string>()
-          for (const x of values) if (typeof x === 'string') s.add(x)
-          distinct = s
-          n = s.size
+    const encodeTable = async (t: TableColumns) => {
+      const { defs, kind } = t
+      const cols: Record<string, ColMeta> = {}
+      const prune = kind ? PRUNE_FIELDS[kind] : []
+      for (let k = 0; k < defs.length; k++) {
+        const d = defs[k]
+        const pre = t.ids[k]
+        let values = t.values[k]
+        t.values[k] = null // garbage once encoded
+        t.ids[k] = null
+        if (t.rows > 10_000) await tick() // let the event loop breathe between big columns
+        const enc = pre
+          ? interner!.encode(d.name, d.type === 'safeAsciiList', internedColumn(pre))
+          : encodeColumn(d.name, d.type, values!, version >= 2, version >= 3, version >= 4)
+        cols[d.name] = emit(enc, d.type)
+        // format 4: a value-ordered dictionary answers `mayContain` exactly (RawColumn.lookup,
+        // bounded by the column's fences to one frame of its text): no Bloom filter
+        if (prune.includes(d.name) && enc.s !== 1) {
+          values ??= interner!.strings(internedColumn(pre!))
+          let distinct: Iterable<string>
+          let n: number
+          if (d.type === 'json') {
+            const s = new Set<string>()
+            // each distinct value once (loaded addresses repeat: a lookup table's accounts)
+            for (const x of enc.objects ?? values) loadedAddressValues(x, s)
+            distinct = s
+            n = s.size
+          } else if (enc.distinct && (enc.e === 'dict' || enc.e === 'list')) {
+            distinct = enc.distinct
+            n = enc.distinct.length
+          } else {
+            const s = new Set<string>()
+            for (const x of values) if (typeof x === 'string') s.add(x)
+            distinct = s
+            n = s.size
+          }
+          blooms.push({ key: `${kind}.${d.name}`, bits: buildBloom(distinct, n, bloomScheme) })
         }
-        blooms.push({ key: `${kind}.${d.name}`, bits: buildBloom(distinct, n, bloomScheme) })
       }
+      return cols
     }
-    return cols
-  }
 
-  const headers = blocks.map((b) => b.header as unknown as Record<string, unknown>)
-  const header: TableMeta = { rows: blocks.length, cols: await encodeTable(HEADER_FIELDS, headers) }
-  const kinds = {} as Record<RecordKind, TableMeta>
-  for (const { kind, offsets, rows } of tables) {
-    const off = emit({ e: 'u32', parts: [new Uint8Array(offsets.buffer)] }, 'u32')
-    kinds[kind] = { rows: rows.length, off, cols: await encodeTable(columnsOf(kind), rows, kind) }
-  }
+    const header: TableMeta = { rows: headers.length, cols: await encodeTable(this.headerTable) }
+    const kinds = {} as Record<RecordKind, TableMeta>
+    for (const t of this.tables) {
+      const offsets = new Uint32Array(headers.length + 1)
+      offsets.set(t.offsets)
+      offsets[headers.length] = t.rows
+      const off = emit({ e: 'u32', parts: [new Uint8Array(offsets.buffer)] }, 'u32')
+      kinds[t.kind!] = { rows: t.rows, off, cols: await encodeTable(t) }
+    }
+    for (const { meta, f: pending } of framed) {
+      const f = await pending
+      meta.o = pos
+      meta.l = f.bytes
+      meta.c = crc32Of(f.stored)
+      meta.fr = f.fr
+      meta.fc = f.fc
+      store(f.stored)
+    }
 
-  for (const { meta, f: pending } of framed) {
-    const f = await pending
-    meta.o = pos
-    meta.l = f.bytes
-    meta.c = crc32Of(f.stored)
-    meta.fr = f.fr
-    meta.fc = f.fc
-    store(f.stored)
-  }
+    // prune section
+    const f: Record<string, [number, number] | [number, number, number]> = {}
+    let k = 0
+    for (const b of blooms) {
+      // format 3: each filter's own crc32, so one filter is read and checked without the others
+      f[b.key] = version >= 3 ? [k, b.bits.byteLength, crc32(b.bits)] : [k, b.bits.byteLength]
+      k += align8(b.bits.byteLength)
+    }
+    const section = new Uint8Array(k)
+    for (const b of blooms) section.set(b.bits, f[b.key][0])
+    const pruneOff = pos
+    bufs.push(section)
+    pos += section.byteLength
 
-  // prune section
-  const f: Record<string, [number, number] | [number, number, number]> = {}
-  let k = 0
-  for (const b of blooms) {
-    // format 3: each filter's own crc32, so one filter is read and checked without the others
-    f[b.key] = version >= 3 ? [k, b.bits.byteLength, crc32(b.bits)] : [k, b.bits.byteLength]
-    k += align8(b.bits.byteLength)
-  }
-  const section = new Uint8Array(k)
-  for (const b of blooms) section.set(b.bits, f[b.key][0])
-  const pruneOff = pos
-  bufs.push(section)
-  pos += section.byteLength
+    const footer: Footer = {
+      v: version,
+      firstBlock: headers[0].number,
+      lastBlock: headers[headers.length - 1].number,
+      blockCount: headers.length,
+      header,
+      kinds,
+      prune: { o: pruneOff, l: section.byteLength, c: crc32(section), h: bloomScheme, f },
+    }
+    const json = Buffer.from(JSON.stringify(footer), 'utf8')
+    // format 4: compressed (frame lengths and checksums make it a few kilobytes per chunk)
+    const fj =
+      version >= 4
+        ? gatedZlib(() => brotliCompressSync(json, { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } }))
+        : json
+    const trailer = Buffer.alloc(TRAILER)
+    trailer.writeUInt32LE(fj.byteLength, 0)
+    trailer.writeUInt32LE(crc32(fj), 4)
+    ;(version >= 4 ? END_MAGIC_BROTLI : END_MAGIC).copy(trailer, 8)
+    bufs.push(fj, trailer)
+    pos += fj.byteLength + TRAILER
 
-  const footer: Footer = {
-    v: version,
-    firstBlock: blocks[0].header.number,
-    lastBlock: blocks[blocks.length - 1].header.number,
-    blockCount: blocks.length,
-    header,
-    kinds,
-    prune: { o: pruneOff, l: section.byteLength, c: crc32(section), h: bloomScheme, f },
+    const h = createHash('sha256')
+    for (const b of bufs) h.update(b)
+    return { parts: bufs, bytes: pos, sha256: h.digest('hex'), footer }
   }
-  const json = Buffer.from(JSON.stringify(footer), 'utf8')
-  // format 4: compressed (frame lengths and checksums make it a few kilobytes per chunk)
-  const fj =
-    version >= 4 ? gatedZlib(() => brotliCompressSync(json, { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } })) : json
-  const trailer = Buffer.alloc(TRAILER)
-  trailer.writeUInt32LE(fj.byteLength, 0)
-  trailer.writeUInt32LE(crc32(fj), 4)
-  ;(version >= 4 ? END_MAGIC_BROTLI : END_MAGIC).copy(trailer, 8)
-  bufs.push(fj, trailer)
-  pos += fj.byteLength + TRAILER
+}
 
-  const h = createHash('sha256')
-  for (const b of bufs) h.update(b)
-  return { parts: bufs, bytes: pos, sha256: h.digest('hex'), footer }
+/** a kind's account column, interned (the address-like PRUNE_FIELDS of string and string list type) */
+function isAccountColumn(kind: RecordKind, d: FieldDef): boolean {
+  return PRUNE_FIELDS[kind].includes(d.name) && (d.type === 'safeAscii' || d.type === 'safeAsciiList')
+}
+
+/** the row offsets of a list column with no row yet */
+function listStart(): IdList {
+  const o = new IdList()
+  o.push(0)
+  return o
+}
+
+function internedColumn(c: InternedIds): InternedColumn {
+  return c.offsets ? { ids: c.ids.view(), offsets: new Uint32Array(c.offsets.view()) } : { ids: c.ids.view() }
 }
 
 export class CorruptChunkError extends Error {}

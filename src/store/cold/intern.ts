@@ -7,7 +7,7 @@
  * dictionary and codes are then built from small integers: the same bytes as encode.ts writes for
  * the column alone (`orderedDict`, `indexedList`).
  */
-import { encodeColumn, indexedList, listOffsets, orderedDict, widthFor, type Encoded } from './encode.ts'
+import { encodeColumn, indexedList, orderedDict, widthFor, type Encoded } from './encode.ts'
 import { sortOrder } from './sort-strings.ts'
 
 /** a column's values as ids: one per row (-1: null) or, for a list column, one per element */
@@ -15,6 +15,36 @@ export interface InternedColumn {
   ids: Int32Array
   /** list columns: the elements of row i are ids[offsets[i]..offsets[i + 1]) */
   offsets?: Uint32Array
+}
+
+/** A growing list of int32 values (ids, offsets) */
+export class IdList {
+  private a = new Int32Array(1024)
+  private n = 0
+
+  get length(): number {
+    return this.n
+  }
+
+  /** shortened (never longer) */
+  set length(n: number) {
+    if (n > this.n) throw new Error('IdList: cannot grow by length')
+    this.n = n
+  }
+
+  push(x: number): void {
+    if (this.n === this.a.length) {
+      const b = new Int32Array(this.a.length * 2)
+      b.set(this.a)
+      this.a = b
+    }
+    this.a[this.n++] = x
+  }
+
+  /** the values so far (a view: valid until the next push) */
+  view(): Int32Array {
+    return this.a.subarray(0, this.n)
+  }
 }
 
 export class AccountInterner {
@@ -39,40 +69,89 @@ export class AccountInterner {
 
   /** The ids of a column of strings (null / undefined: -1); null when a value is not a string (left to encodeColumn, which names it). */
   internValues(values: ArrayLike<unknown>): InternedColumn | null {
+    const ids = new IdList()
+    return this.appendValues(values, ids) ? { ids: ids.view() } : null
+  }
+
+  /** The ids of a column of string lists; null when a row is not a list of strings. */
+  internLists(values: ArrayLike<unknown>): InternedColumn | null {
+    const ids = new IdList()
+    const offsets = new IdList()
+    offsets.push(0)
+    if (!this.appendLists(values, ids, offsets)) return null
+    return { ids: ids.view(), offsets: new Uint32Array(offsets.view()) }
+  }
+
+  /**
+   * Append the ids of a column's next rows (strings; null / undefined: -1) to `ids`; false, with
+   * `ids` as it was, when a value is not a string
+   */
+  appendValues(values: ArrayLike<unknown>, ids: IdList): boolean {
     if (this.order) throw new Error('cold store: interner sealed')
     const n = values.length
-    const ids = new Int32Array(n)
+    const start = ids.length
     // a run of one value (a program id over an instruction's logs) costs a comparison
     let prev: unknown = null
     let prevId = -1
     for (let i = 0; i < n; i++) {
       const x = values[i]
-      if (x === null || x === undefined) ids[i] = -1
-      else if (x === prev) ids[i] = prevId
-      else if (typeof x !== 'string') return null
-      else {
-        prevId = ids[i] = this.id(x)
+      if (x === null || x === undefined) ids.push(-1)
+      else if (x === prev) ids.push(prevId)
+      else if (typeof x !== 'string') {
+        ids.length = start
+        return false
+      } else {
+        prevId = this.id(x)
+        ids.push(prevId)
         prev = x
       }
     }
-    return { ids }
+    return true
   }
 
-  /** The ids of a column of string lists; null when a row is not a list of strings. */
-  internLists(values: ArrayLike<unknown>): InternedColumn | null {
+  /**
+   * Append the ids of a list column's next rows (lists of strings) to `ids`, and the end of each
+   * row's elements in `ids` to `offsets` (which holds the start of the first); false, with both as
+   * they were, when a row is not a list of strings
+   */
+  appendLists(values: ArrayLike<unknown>, ids: IdList, offsets: IdList): boolean {
     if (this.order) throw new Error('cold store: interner sealed')
     const n = values.length
-    const offsets = listOffsets(values)
-    if (typeof offsets === 'number') return null
-    const ids = new Int32Array(offsets[n])
-    let k = 0
+    const start = ids.length
+    const rows = offsets.length
     for (let i = 0; i < n; i++) {
-      for (const e of values[i] as unknown[]) {
-        if (typeof e !== 'string') return null
-        ids[k++] = this.id(e)
+      const row = values[i]
+      if (!Array.isArray(row)) {
+        ids.length = start
+        offsets.length = rows
+        return false
       }
+      for (const e of row) {
+        if (typeof e !== 'string') {
+          ids.length = start
+          offsets.length = rows
+          return false
+        }
+        ids.push(this.id(e))
+      }
+      offsets.push(ids.length)
     }
-    return { ids, offsets }
+    return true
+  }
+
+  /** The values of an interned column again: its strings (null for -1), or a list column's lists. */
+  strings(col: InternedColumn): (string | null)[] | string[][] {
+    const { ids, offsets } = col
+    if (offsets) {
+      const rows: string[][] = []
+      for (let i = 0; i + 1 < offsets.length; i++) {
+        const row: string[] = []
+        for (let k = offsets[i]; k < offsets[i + 1]; k++) row.push(this.values[ids[k]])
+        rows.push(row)
+      }
+      return rows
+    }
+    return Array.from(ids, (id) => (id < 0 ? null : this.values[id]))
   }
 
   /** Every column interned: sort the strings once. */
@@ -121,10 +200,10 @@ export class AccountInterner {
 
   /**
    * The column (catalogue type safeAscii or safeAsciiList, format 4 with index parts) as
-   * `encodeColumn` encodes it; `values` are its values, for the cases left to it (a string
-   * column stored plain: the dictionary would not be smaller)
+   * `encodeColumn` encodes it (a string column stored plain, when the dictionary would not be
+   * smaller, is left to it)
    */
-  encode(name: string, list: boolean, col: InternedColumn, values: ArrayLike<unknown>): Encoded {
+  encode(name: string, list: boolean, col: InternedColumn): Encoded {
     if (!this.order) throw new Error('cold store: interner not sealed')
     const ids = col.ids
     const sorted = this.distinct(ids)
@@ -148,7 +227,7 @@ export class AccountInterner {
       let dictChars = 0
       for (const s of dict) dictChars += s.length + 3
       if (dictChars + n * widthFor(dict.length) >= plainChars + nulls * 5)
-        return encodeColumn(name, 'safeAscii', values, true, true, true)
+        return encodeColumn(name, 'safeAscii', this.strings(col), true, true, true)
       const codes = new Uint32Array(n)
       for (let i = 0; i < n; i++) {
         const id = ids[i]

@@ -1,0 +1,69 @@
+// A chunk built block by block (src/store/cold/chunk-file.ts `ChunkColumns`, what the import's
+// batches use): the records of a block added are not kept (only their values, in columns), the
+// bytes are those of encodeChunk of the same blocks, and a value of the wrong type in an account
+// column of a later block is reported at its row in the whole chunk, as encodeColumn reports it.
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { fixtureBlocks } from '../scripts/gen-cold-fixture.ts'
+import type { Block } from '../src/model.ts'
+import { ChunkColumns, encodeChunk, readChunkBlocks, writeEncodedChunk } from '../src/store/cold/chunk-file.ts'
+import { tempDir } from './support/cold/util.ts'
+
+setFlagsFromString('--expose-gc')
+const gc = runInNewContext('gc') as () => void
+
+/** add a copy of each block, weak references to the copies and some of their records (in a frame of its own: none of them stays in the caller's registers) */
+function addCopies(c: ChunkColumns, blocks: readonly Block[]): WeakRef<object>[] {
+  const refs: WeakRef<object>[] = []
+  for (const b of blocks) {
+    const copy = structuredClone(b)
+    refs.push(new WeakRef(copy.instructions[0]), new WeakRef(copy.transactions[0]), new WeakRef(copy))
+    c.add(copy)
+  }
+  return refs
+}
+
+test('a block added is not kept, only its values; the same bytes as encodeChunk', async () => {
+  const blocks = (await fixtureBlocks()).filter((b) => b.instructions.length > 0 && b.transactions.length > 0)
+  assert.ok(blocks.length >= 2)
+  const want = await encodeChunk(blocks)
+  const c = new ChunkColumns()
+  const refs = addCopies(c, blocks)
+  // weak references hold their targets until the current job ends
+  await new Promise((resolve) => setImmediate(resolve))
+  gc()
+  assert.equal(refs.filter((r) => r.deref() !== undefined).length, 0)
+  const got = await c.encode()
+  assert.equal(got.sha256, want.sha256)
+  const dir = tempDir()
+  const path = join(dir, 'c.spc')
+  await writeEncodedChunk(path, got.parts, false)
+  assert.deepEqual(
+    readChunkBlocks(path).map((b: Block) => b.header.number),
+    blocks.map((b) => b.header.number),
+  )
+})
+
+test('a bad account value in a later block is reported at its row in the chunk', async () => {
+  const blocks = (await fixtureBlocks()).filter((b) => b.instructions.length > 0).slice(0, 2)
+  const row = blocks[0].instructions.length
+  for (const [field, bad, message] of [
+    ['programId', 5, 'expected a string'],
+    ['accounts', ['x', 3], 'expected string elements'],
+  ] as const) {
+    const c = new ChunkColumns()
+    const second = structuredClone(blocks[1])
+    ;(second.instructions[0] as unknown as Record<string, unknown>)[field] = bad
+    c.add(blocks[0])
+    c.add(second)
+    await assert.rejects(c.encode(), new RegExp(`column ${field} row ${row}: ${message}`))
+  }
+  // order, as encodeChunk checks it
+  const c = new ChunkColumns()
+  c.add(blocks[1])
+  assert.throws(() => c.add(blocks[0]), /blocks of a chunk must ascend/)
+  await assert.rejects(new ChunkColumns().encode(), /empty chunk/)
+})
