@@ -139,10 +139,18 @@ export class BlockWorkerPool implements BlockDecoder {
     if (!shared) both.set(data)
     const a = this.pick()
     const b = this.pick(a)
-    return Promise.all([
+    // both parts settled before the answer does (its memory is used again then: rpc.ts)
+    return Promise.allSettled([
       this.send(a, slot, both, { index: 0, of: 2 }),
       this.send(b, slot, both, { index: 1, of: 2 }),
-    ]).then((parts) => joinParts(parts) ?? this.send(this.pick(), slot, both))
+    ]).then((parts) => {
+      const values: DecodedEnvelope[] = []
+      for (const p of parts) {
+        if (p.status === 'rejected') throw p.reason
+        values.push(p.value)
+      }
+      return joinParts(values) ?? this.send(this.pick(), slot, both)
+    })
   }
 
   private send(s: Slot, slot: number, bytes: Uint8Array, part?: DecodePart): Promise<DecodedEnvelope> {
