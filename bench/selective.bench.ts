@@ -8,6 +8,8 @@
  * SELECTIVE_ONLY   comma-separated query name prefixes to run
  * SELECTIVE_POOL, SELECTIVE_ACCOUNT, SELECTIVE_PAYER   the queries' parameters (defaults below)
  * SELECTIVE_CACHE_MB   the store's cache budget (default: the store's own default)
+ * SELECTIVE_FULL_BLOCKS  blocks of Q5, everything (default 1000; the compare bench's is 200): its range
+ *                    is 1.1 times as many slots (about one in ten is skipped)
  * SELECTIVE_FROM   first block (default 310000000, `gen --from-slot`); the range ends at the dataset's head.
  * Each row also gives the brotli frames decompressed
  * (and their raw MB) by the first run and by the last warm run.
@@ -18,6 +20,9 @@
  * SELECTIVE_BASE     with SELECTIVE_HTTP: the root of another checkout (the code before a change);
  *                    its server runs alongside, the runs alternate (base, new, base, ...) and the
  *                    table gives new / base, and whether both outputs are the same bytes.
+ *                    Each server's CPU time per timed run (its main thread and the whole process,
+ *                    from /proc on Linux) is given too: on a shared machine it moves less than
+ *                    the wall time.
  * SELECTIVE_SERVE_ARGS  extra `serve` arguments for both servers (space-separated)
  * SELECTIVE_BASE_SERVE_ARGS  extra `serve` arguments for the base server only (SELECTIVE_BASE may then
  *                    be this checkout: two settings compared)
@@ -46,6 +51,9 @@ const POOL = process.env.SELECTIVE_POOL ?? 'G111111DnPt5HyjWmseU3u7rReFKX1deSMi7
 const ACCOUNT = process.env.SELECTIVE_ACCOUNT ?? '4111111Dneqr5otaZqC2LqYAhhc4TXxfdc8s6Y1BNTkE'
 const PAYER = process.env.SELECTIVE_PAYER ?? '91111111tjNcgGycZSmYXgZYVD7VpjVtjDkeE9UTshJH'
 
+/** blocks of Q5 (everything, all fields) */
+const FULL_BLOCKS = Number(process.env.SELECTIVE_FULL_BLOCKS ?? 1000)
+
 type Q = Record<string, unknown>
 
 function queries(FROM: number, TO: number): { name: string; body: Q }[] {
@@ -55,8 +63,8 @@ function queries(FROM: number, TO: number): { name: string; body: Q }[] {
     pool: POOL,
     account: ACCOUNT,
     payer: PAYER,
-    fullTo: FROM + 1099,
-    fullBlocks: 1000,
+    fullTo: FROM + Math.round(FULL_BLOCKS * 1.1) - 1,
+    fullBlocks: FULL_BLOCKS,
   })
   out[2].body.toBlock = Math.min(TO, FROM + 2200)
   for (const n of ['whirlpool_swap', 'instr_and_balances', 'hard']) {
@@ -157,6 +165,23 @@ class Serve {
     })
   }
 
+  /**
+   * CPU ms the server used so far: its main thread and the whole process (Linux /proc, 10 ms
+   * ticks; zeros elsewhere). Less sensitive to other work on a shared machine than wall times.
+   */
+  cpu(): { main: number; all: number } {
+    const ticks = (file: string) => {
+      try {
+        const f = readFileSync(file, 'utf8').split(') ')[1].split(' ')
+        return (Number(f[11]) + Number(f[12])) * 10
+      } catch {
+        return 0
+      }
+    }
+    const pid = this.proc.pid
+    return { main: ticks(`/proc/${pid}/task/${pid}/stat`), all: ticks(`/proc/${pid}/stat`) }
+  }
+
   stop(): Promise<void> {
     return new Promise((done) => {
       if (this.proc.exitCode !== null) return done()
@@ -181,8 +206,8 @@ async function runHttp(dirs: string[], runs: number, only: string[] | undefined)
       .map((x) => x.toFixed(2))
       .join(' ')}`,
     '',
-    '| query | code | lines | MB | best ms | median ms | MB/s (best) | vs base (best, median) | sha1 |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| query | code | lines | MB | best ms | median ms | MB/s (best) | vs base (best, median) | server CPU ms/run: main thread, process | CPU vs base (main, process) | sha1 |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
   ]
   for await (const { dir, name, body } of selected(dirs, only)) {
     const servers: Serve[] = []
@@ -193,10 +218,16 @@ async function runHttp(dirs: string[], runs: number, only: string[] | undefined)
       const firsts = []
       for (const s of servers) firsts.push(await s.post(body, true))
       const times: number[][] = servers.map(() => [])
+      // the servers' CPU time over the timed runs (main thread, whole process)
+      const cpu = servers.map(() => ({ main: 0, all: 0 }))
       const fromUs = monotonicMicros()
       for (let i = 0; i < runs; i++)
         for (let k = 0; k < servers.length; k++) {
+          const c0 = servers[k].cpu()
           const r = await servers[k].post(body)
+          const c1 = servers[k].cpu()
+          cpu[k].main += c1.main - c0.main
+          cpu[k].all += c1.all - c0.all
           if (r.bytes !== firsts[k].bytes || r.lines !== firsts[k].lines)
             throw new Error(`${roots[k][0]}: output changed between runs`)
           times[k].push(r.ms)
@@ -209,7 +240,12 @@ async function runHttp(dirs: string[], runs: number, only: string[] | undefined)
           roots.length > 1 && k > 0
             ? `${(best / Math.min(...times[0])).toFixed(2)}, ${(med / median(times[0])).toFixed(2)}${firsts[k].sha === firsts[0].sha ? '' : ' (OUTPUT DIFFERS)'}`
             : ''
-        const row = `| ${k === 0 ? name : ''} | ${roots[k][0]} | ${firsts[k].lines} | ${mb.toFixed(1)} | ${best.toFixed(1)} | ${med.toFixed(1)} | ${(mb / (best / 1000)).toFixed(0)} | ${vs} | ${firsts[k].sha} |`
+        const per = (x: number) => (x / runs).toFixed(1)
+        const cpuVs =
+          roots.length > 1 && k > 0
+            ? `${(cpu[k].main / cpu[0].main).toFixed(2)}, ${(cpu[k].all / cpu[0].all).toFixed(2)}`
+            : ''
+        const row = `| ${k === 0 ? name : ''} | ${roots[k][0]} | ${firsts[k].lines} | ${mb.toFixed(1)} | ${best.toFixed(1)} | ${med.toFixed(1)} | ${(mb / (best / 1000)).toFixed(0)} | ${vs} | ${per(cpu[k].main)}, ${per(cpu[k].all)} | ${cpuVs} | ${firsts[k].sha} |`
         lines.push(row)
         console.error(row)
       }

@@ -55,7 +55,7 @@ const COLDS = (process.env.TAIL_COLD ?? 'memory').split(',')
 /** slots the node's finalized head lags its confirmed head (32: no block is finalized during a 30-block row) */
 const FINALITY_LAG = Number(process.env.TAIL_FINALITY_LAG ?? 32)
 const POLL_MS = 20
-/** `TAIL_DUMP=FILE`: every stored block's marks written to FILE as JSON (the last row's), to look at block by block */
+/** `TAIL_DUMP=FILE`: the last row's stored blocks (their marks) and the main thread's GC pauses ([wall ms, ms, kind]) written to FILE as JSON, to look at block by block */
 const DUMP = process.env.TAIL_DUMP
 const CHILD: ForkOptions = { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
 const now = () => performance.timeOrigin + performance.now()
@@ -157,10 +157,16 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   /** ms the node took to produce each block, its answer text assembled (not part of the latencies) */
   const assembled: number[] = []
   let gcMs = 0
+  const gcEntries: [number, number, number][] = []
   let majorGcMs = 0
   const gcs = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
       gcMs += e.duration
+      gcEntries.push([
+        performance.timeOrigin + e.startTime,
+        e.duration,
+        (e as { detail?: { kind?: number } }).detail?.kind ?? 0,
+      ])
       if ((e as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR)
         majorGcMs += e.duration
     }
@@ -193,7 +199,8 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   node.send({ t: 'stop' })
   await once(node, 'exit')
   rmSync(dir, { recursive: true, force: true })
-  if (DUMP) writeFileSync(DUMP, JSON.stringify([...stored.values()]))
+  if (DUMP)
+    writeFileSync(DUMP, JSON.stringify({ stored: [...stored.values()], gc: gcEntries, origin: performance.timeOrigin }))
 
   const row: Row = {
     threads,

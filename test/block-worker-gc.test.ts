@@ -4,15 +4,12 @@
  * waited for one, garbage collection: src/util/thread-clock.ts) for the tail bench's breakdown.
  */
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
 import { test } from 'node:test'
+import { mainnetAnswer } from './support/mainnet-answer.ts'
 import { GCProfiler } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import { gunzipSync } from 'node:zlib'
 import type { DecodeMarks } from '../src/ingest/block-decode.ts'
 import { BlockWorkerPool } from '../src/ingest/block-workers.ts'
-import { DEFAULT_TEMPLATE } from '../src/ingest/fake-node.ts'
-import { parseJsonExact } from '../src/rpc/json.ts'
 import { youngCollector } from '../src/util/gc-tuning.ts'
 import { threadTimes } from '../src/util/thread-clock.ts'
 
@@ -42,18 +39,12 @@ test('threadTimes: this thread’s run time grows as it computes', () => {
 })
 
 test('a decoding thread collects its young generation once between two answers, and reports its own times', async () => {
-  const line = gunzipSync(readFileSync(DEFAULT_TEMPLATE)).toString('utf8').trim()
-  const { slot } = parseJsonExact(line) as { slot: number }
-  const blockText = line
-    .slice(line.indexOf('"block"') + '"block"'.length)
-    .replace(/^\s*:/, '')
-    .replace(/}\s*$/, '')
-  const answer = Buffer.from(`{"jsonrpc":"2.0","id":1,"result":${blockText}}`)
+  const { answer, archived } = mainnetAnswer()
   const pool = new BlockWorkerPool({ threads: 1 })
   try {
     const marks: DecodeMarks[] = []
     for (let i = 0; i < 3; i++) {
-      const env = await pool.decode(Buffer.from(answer), slot)
+      const env = await pool.decode(Buffer.from(answer), archived.slot)
       assert.equal(env.result?.kind, 'normalized')
       marks.push((env.result as { marks: DecodeMarks }).marks)
     }

@@ -13,6 +13,7 @@ import { executeQuery, parseQuery } from '../src/query/index.ts'
 import { coldDir, openDatasetDir, writeDatasetMeta } from '../src/store/dataset-dir.ts'
 import { CorruptChunkError } from '../src/store/cold/chunk-file.ts'
 import { frameStats } from '../src/store/cold/frames.ts'
+import { storedReads } from '../src/store/cold/raw.ts'
 import { holdPrefetch, prefetchPending, prefetchStats, stopPrefetchThread } from '../src/store/cold/prefetch.ts'
 import { StaticStore } from '../src/store/static.ts'
 import type { BlockStore } from '../src/store/types.ts'
@@ -76,15 +77,21 @@ test('a wide scan takes frames decompressed ahead and writes the same lines as w
   const off = await openDatasetDir(dir, { cacheBytes: 1, readAhead: false })
   const s0 = { ...prefetchStats }
   const f0 = frameStats.frames
+  const r0 = storedReads.bytes
   assert.deepEqual(await lines(off, body, last), want)
   const withoutFrames = frameStats.frames - f0
+  const withoutStored = storedReads.bytes - r0
   assert.equal(prefetchStats.started, s0.started, 'readAhead: false fetches nothing ahead')
   await off.close()
 
   const on = await openDatasetDir(dir, { cacheBytes: 1 })
   const f1 = frameStats.frames
+  const r1 = storedReads.bytes
   assert.deepEqual(await lines(on, body, last), want)
   const withFrames = frameStats.frames - f1
+  // the stored bytes of frames all decompressed ahead are not read again by the reader
+  const withStored = storedReads.bytes - r1
+  assert.ok(withStored < withoutStored * 0.75, `${withStored} of ${withoutStored} stored bytes read by the reader`)
   const taken = prefetchStats.taken - s0.taken
   assert.ok(taken > 0, 'frames decompressed ahead were taken')
   assert.equal(withoutFrames, withFrames + taken, 'every frame is decompressed once, by the reader or ahead')

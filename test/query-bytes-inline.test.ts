@@ -1,12 +1,13 @@
 /**
  * The compiled byte writers copy the cold store's stored forms inline (plain, dictionary and list
- * tokens 4 bytes at a time or in one `set`, 64-bit integers as digits in place, instruction
+ * tokens 8 bytes at a time or in one `set`, 64-bit integers as digits in place, instruction
  * addresses): values at the edges of each of those paths render byte for byte as the in-memory
  * store renders them, with u64 quoted and as numbers.
  */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { formTag, LineBuf } from '../src/query/bytes.ts'
+import { listStep } from '../src/query/render.ts'
 import { executeQuery, parseQuery } from '../src/query/index.ts'
 import type { Block } from '../src/model.ts'
 import { StaticStore } from '../src/store/static.ts'
@@ -30,7 +31,7 @@ const U64 = [
 ]
 /** i64 values: negative ones and those around 2^32 take the exact path */
 const I64 = [0n, 1n, -1n, 4294967295n, 4294967296n, -4294967296n, 2n ** 53n, -(2n ** 63n), 2n ** 63n - 1n]
-/** token lengths around the 4-byte copy and the one-`set` copy (160 bytes) */
+/** token lengths around the 8-byte copy and the one-`set` copy (160 bytes) */
 const TEXTS = [
   '',
   'a',
@@ -157,6 +158,39 @@ test('values at the edges of the inline copies render as the in-memory store ren
   for (const t of TEXTS) assert.ok(all.includes(JSON.stringify(t)), JSON.stringify(t).slice(0, 40))
   for (const v of U64) assert.ok(all.includes(`"${v}"`), `${v}`)
   for (const v of I64) assert.ok(all.includes(`"lamports":"${v}"`), `${v}`)
+  await cold.close()
+})
+
+test('a list longer than the line buffer, of tokens of several lengths, renders whole (room made once per list)', async () => {
+  // listStep: the longest token of a dictionary and its comma (token k: [toff[k], toff[k + 1] - 1))
+  assert.equal(listStep(new Uint32Array([0, 3, 11, 13])), 8)
+  assert.equal(listStep(new Uint32Array([0])), 0)
+  const blocks = randomBlocks(91, { blocks: 4, maxTx: 6 })
+  // lists of 2,000-6,000 accounts (the line buffer starts at 64 KiB), their lengths 1 to 120 bytes,
+  // the longest ones in rows of their own, and lists of one long or one short account
+  let k = 0
+  const account = (j: number) => String.fromCharCode(65 + (j % 26)) + String(j).padStart(1 + (j % 7) * (j % 17), '9')
+  for (const b of blocks) {
+    for (const ins of b.instructions) {
+      const n = k % 4 === 0 ? 2000 + ((k * 977) % 4000) : k % 4 === 1 ? 1 : 3
+      ins.accounts = Array.from({ length: n }, (_, j) => account(j * 7 + k))
+      if (k % 9 === 5) ins.accounts = ['L'.repeat(120)]
+      k++
+    }
+  }
+  const first = blocks[0].header.number
+  const last = blocks[blocks.length - 1].header.number
+  const cold = await datasetOf(blocks, { targetBlocks: 2 })
+  const memory = new StaticStore(blocks, 5)
+  const body = { fromBlock: first, fields: { instruction: { accounts: true, data: true } }, instructions: [{}] }
+  const want = await lines(memory, body, false, last)
+  const got = await lines(cold, body, false, last)
+  assert.ok(
+    got.some((l) => l.bytes!.length > 200_000),
+    'lines far above 64 KiB',
+  )
+  assert.equal(got.length, want.length)
+  for (let i = 0; i < got.length; i++) assert.equal(got[i].bytes!.toString('utf8'), want[i].line, `line ${i}`)
   await cold.close()
 })
 

@@ -8,17 +8,16 @@
  * still load.
  */
 import assert from 'node:assert/strict'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { gunzipSync } from 'node:zlib'
 import { after, test } from 'node:test'
 import { decodeBlockAnswer, normalizeIntact } from '../src/ingest/block-decode.ts'
 import { BlockWorkerPool } from '../src/ingest/block-workers.ts'
-import { DEFAULT_TEMPLATE, FakeSolanaNode } from '../src/ingest/fake-node.ts'
+import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
 import {
   createRealtimeDataset,
   silentLogger,
@@ -35,6 +34,7 @@ import { MemoryColdStore } from '../src/store/cold-memory.ts'
 import { HotStore } from '../src/store/hot.ts'
 import { isPackedBlock, lazyBlock, unpackBlock, type PackedBlock } from '../src/store/packed-block.ts'
 import { runInline } from './support/inline.ts'
+import { mainnetAnswer } from './support/mainnet-answer.ts'
 import { GENESIS, mkChain } from './support/realtime/blocks.ts'
 import { asBinary, open } from 'lmdb'
 import { Packr } from 'msgpackr'
@@ -81,13 +81,7 @@ after(() => {
 })
 
 // the bundled whole mainnet block as a node's getBlock answer (raw text: u64 values exact)
-const line = gunzipSync(readFileSync(DEFAULT_TEMPLATE)).toString('utf8').trim()
-const archived = parseJsonExact(line) as { slot: number; block: RpcBlock }
-const blockText = line
-  .slice(line.indexOf('"block"') + '"block"'.length)
-  .replace(/^\s*:/, '')
-  .replace(/}\s*$/, '')
-const answer = Buffer.from(`{"jsonrpc":"2.0","id":1,"result":${blockText}}`)
+const { answer, archived } = mainnetAnswer()
 const expected = normalizeBlock(archived)
 
 test('a worker decodes a mainnet answer to the main thread’s block, packed; the hot store reads it back equal', async () => {

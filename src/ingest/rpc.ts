@@ -30,6 +30,7 @@ import { Agent as HttpAgent, request as httpRequest } from 'node:http'
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 import { parseJsonExact } from '../rpc/json.ts'
 import { NodeHeadTracker } from './lag.ts'
+import { SharedBodies } from './shared-bodies.ts'
 import type { Block, NormalizationWarning } from '../model.ts'
 import { isAddress } from '../util/base58.ts'
 import { safeJson } from '../util/safe-json.ts'
@@ -131,9 +132,9 @@ function headerValue(v: string | string[] | undefined): string | undefined {
  * the body's chunks as one buffer: in shared memory (`SharedArrayBuffer`, which worker threads
  * read without a copy) from `SHARED_BODY_MIN_BYTES` on
  */
-function joinBody(parts: readonly Buffer[], size: number): Buffer {
+function joinBody(parts: readonly Buffer[], size: number, shared: SharedBodies): Buffer {
   if (size < SHARED_BODY_MIN_BYTES) return parts.length === 1 ? parts[0] : Buffer.concat(parts, size)
-  const out = Buffer.from(new SharedArrayBuffer(size))
+  const out = shared.take(size)
   let at = 0
   for (const p of parts) {
     out.set(p, at)
@@ -200,6 +201,8 @@ export class RpcClient {
   private readonly request: typeof httpRequest
   private readonly agent: HttpAgent
   private nextId = 1
+  /** the shared memory large answers are read into, kept for later answers (`releaseBody`) */
+  readonly bodies = new SharedBodies()
   /** statistics: transient failures seen, by kind */
   readonly stats = { calls: 0, retries: 0, http429: 0, dropped: 0, timeouts: 0, stalls: 0, tooLarge: 0 }
 
@@ -218,6 +221,14 @@ export class RpcClient {
     this.request = secure ? httpsRequest : httpRequest
     // idle keep-alive sockets are unref'd by the agent: they do not hold the process open
     this.agent = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true })
+  }
+
+  /**
+   * the bytes a `decode` was given are read no more (its promise settled and nothing keeps them):
+   * a large answer's shared memory is used again for a later answer
+   */
+  releaseBody(bytes: Buffer): void {
+    this.bodies.release(bytes)
   }
 
   /** close the idle connections to the node (in-flight calls go on) */
@@ -384,7 +395,7 @@ export class RpcClient {
         })
         res.on('end', () => {
           if (!res.complete) return finish(new Error('the connection closed before the answer ended'))
-          finish(null, { status, bytes: joinBody(parts, size) })
+          finish(null, { status, bytes: joinBody(parts, size, this.bodies) })
         })
         res.on('close', () => {
           if (!res.complete) finish(new Error('the connection closed before the answer ended'))
@@ -437,6 +448,10 @@ export type BodyDecoder = (bytes: Buffer, signal?: AbortSignal) => Promise<unkno
 
 /** decodes `getBlock` answers (block-workers.ts: in worker threads) */
 export interface BlockDecoder {
+  /**
+   * the envelope of a `getBlock` answer's bytes; settles only once nothing reads `bytes` any more
+   * and keeps none of them (they are then used again for another answer: `RpcClient.releaseBody`)
+   */
   decode(bytes: Buffer, slot: number, signal?: AbortSignal): Promise<DecodedEnvelope>
 }
 
@@ -605,7 +620,11 @@ export class RpcSource {
     const decoder = this.decoder
     const decode: BodyDecoder = (bytes, sig) => {
       answeredAt = performance.now()
-      return decoder ? decoder.decode(bytes, slot, sig) : Promise.resolve(parseJsonExact(bytes.toString('utf8')))
+      if (!decoder) return Promise.resolve(parseJsonExact(bytes.toString('utf8')))
+      // the decoder settles once no thread reads the bytes (block-workers.ts) and its result holds
+      // none of them: the answer's memory serves the next answers
+      const settled = () => this.client.releaseBody(bytes)
+      return decoder.decode(bytes, slot, sig).finally(settled)
     }
     try {
       block = await this.client.call<RpcBlock | DecodedBlock | null>(

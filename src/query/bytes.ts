@@ -12,7 +12,7 @@
  */
 export class LineBuf {
   buf: Buffer
-  /** a view of `buf` for 4-byte loads and stores (the compiled writers copy tokens 4 bytes at a time) */
+  /** a view of `buf` for 4- and 8-byte stores (the compiled writers copy tokens 8 bytes at a time) */
   dv: DataView
   pos = 0
   /** where the line being written starts (`begin`): the bytes before it are lines taken */

@@ -215,7 +215,7 @@ export type ColumnTake = boolean | string
 /**
  * Compile (once per selection and way of taking each column) a writer of records as bytes. The
  * generated code keeps the buffer and the position in locals: keys and punctuation are stored as
- * immediate 4-byte and 1-byte stores, stored tokens are copied 4 bytes at a time, integers are
+ * immediate 4-byte and 1-byte stores, stored tokens are copied 8 bytes at a time, integers are
  * written as digits in place; other values are rendered as the string writer does and encoded.
  * Same text as `compileWriter` for the same values.
  */
@@ -237,7 +237,24 @@ export function compileByteWriter(
   return w
 }
 
-/** tokens of at least this many bytes are copied by `TypedArray.set` (a view costs about as much as copying them 4 bytes at a time) */
+/** `listStep` by token offsets (a column's dictionary, bound once per chunk and query) */
+const LIST_STEPS = new WeakMap<Uint32Array, number>()
+
+/**
+ * The most bytes a list element of a dictionary with token offsets `toff` takes, its comma
+ * included: the longest token (token k is bytes [toff[k], toff[k + 1] - 1)) and one byte.
+ */
+export function listStep(toff: Uint32Array): number {
+  let m = LIST_STEPS.get(toff)
+  if (m === undefined) {
+    m = 0
+    for (let k = 0; k + 1 < toff.length; k++) if (toff[k + 1] - toff[k] > m) m = toff[k + 1] - toff[k]
+    LIST_STEPS.set(toff, m)
+  }
+  return m
+}
+
+/** tokens of at least this many bytes are copied by `TypedArray.set` (a view costs about as much as copying them 8 bytes at a time) */
 const SET_BYTES = 160
 
 function compileBytes(
@@ -275,15 +292,20 @@ function compileBytes(
   const TRUE = store(Buffer.from('true'))
   const FALSE = store(Buffer.from('false'))
   const LEGACY = store(Buffer.from('"legacy"'))
-  // tokens a..e of the text X<c> (DataView V<c>)
   // tokens a..e of the text X<c> (DataView V<c>, length L<c>): 8 bytes per step, the last step
   // reading and writing up to 7 bytes past the token (overwritten next; the room made covers them)
-  // unless the token ends the text
-  const copy = (c: number, a: string, e: string) =>
-    `{ const a = ${a}; const e = ${e}; ${room('(e - a) + F')} ` +
+  // unless the token ends the text (`roomMade`: the caller made room for the token and F bytes).
+  // The 8 bytes go through a float64 load and store: one each, where two 32-bit ones cost about
+  // half as much again (a wide query's lists of accounts are most of its rendering). An engine
+  // may only alter the bits of a NaN on the way, and no 8 bytes of UTF-8 text are one: a NaN's
+  // high byte (the last, little-endian) is 0x7f or 0xff and the byte before it 0xf0-0xff, while in
+  // UTF-8 0xff never occurs and a byte 0xf0-0xf4 is followed by one of 0x80-0xbf. The stored
+  // texts are JSON tokens (UTF-8) and the bytes between them ASCII.
+  const copy = (c: number, a: string, e: string, roomMade = false) =>
+    `{ const a = ${a}; const e = ${e}; ${roomMade ? '' : room('(e - a) + F')} ` +
     `if (e - a >= ${SET_BYTES}) { d.set(X${c}.subarray(a, e), p); p += e - a } ` +
     `else if (e + 7 <= L${c}) { for (let k = a, q = p; k < e; k += 8, q += 8) { ` +
-    `dv.setUint32(q, V${c}.getUint32(k, true), true); dv.setUint32(q + 4, V${c}.getUint32(k + 4, true), true) } p += e - a } ` +
+    `dv.setFloat64(q, V${c}.getFloat64(k, true), true) } p += e - a } ` +
     `else { for (let k = a; k < e; k++) d[p++] = X${c}[k] } }`
   const used = new Set<number>()
   if (fields.length === 0) text = '{'
@@ -302,7 +324,7 @@ function compileBytes(
         if (kind === 'p' || kind === 'd' || kind === 'l')
           lines.push(`const X${c} = f${c}.text, V${c} = f${c}.tv, T${c} = f${c}.toff, L${c} = X${c}.length;`)
         if (kind === 'd') lines.push(`const C${c} = f${c}.codes, S${c} = f${c}.size;`)
-        if (kind === 'l') lines.push(`const C${c} = f${c}.codes, O${c} = f${c}.off;`)
+        if (kind === 'l') lines.push(`const C${c} = f${c}.codes, O${c} = f${c}.off, M${c} = listStep(T${c});`)
         if (kind === 'a') lines.push(`const E${c} = f${c}.el, O${c} = f${c}.off;`)
         if (kind === 'i') lines.push(`const W${c} = f${c}.w32, B${c} = f${c}.big, N${c} = f${c}.valid;`)
         if (kind === 'k')
@@ -325,8 +347,10 @@ function compileBytes(
           break
         case 'l':
           body.push(
-            `{ d[p++] = 91; const la = O${c}[i], le = O${c}[i + 1]; for (let j = la; j < le; j++) { ` +
-              `if (j > la) d[p++] = 44; const x = C${c}[j]; ${copy(c, `T${c}[x]`, `T${c}[x + 1] - 1`)} } d[p++] = 93 }`,
+            // room for the whole list at once: its elements, each at most M<c> bytes and a comma
+            `{ d[p++] = 91; const la = O${c}[i], le = O${c}[i + 1]; ${room(`(le - la) * M${c} + F`)} ` +
+              `for (let j = la; j < le; j++) { ` +
+              `if (j > la) d[p++] = 44; const x = C${c}[j]; ${copy(c, `T${c}[x]`, `T${c}[x + 1] - 1`, true)} } d[p++] = 93 }`,
           )
           break
         case 'a':
@@ -343,7 +367,7 @@ function compileBytes(
               `if (k < RN${c}) { K${c} = k + 1; const a = O${c}[k], e = O${c}[k + 1], w = B${c}[k]; ${room('(e - a) + F')} ` +
               `if (w !== undefined) { d.set(w, p); p += e - a } ` +
               `else if (e + 7 <= L${c}) { for (let x = a, q = p; x < e; x += 8, q += 8) { ` +
-              `dv.setUint32(q, V${c}.getUint32(x, true), true); dv.setUint32(q + 4, V${c}.getUint32(x + 4, true), true) } p += e - a } ` +
+              `dv.setFloat64(q, V${c}.getFloat64(x, true), true) } p += e - a } ` +
               `else { for (let x = a; x < e; x++) d[p++] = X${c}[x] } } ` +
               `else { ${viaO(`c${c}.write(i, o);`)} } }`,
           )
@@ -414,11 +438,12 @@ function compileBytes(
   const src =
     `${lines.join('\n')}\nconst F = ${fixed};\nreturn function (i, o) {\nlet d = o.buf, dv = o.dv, p = o.pos;\n${room('F')}\n` +
     `${body.join('\n')}\no.pos = p;\n}`
-  const make = new Function('h', 'digits', 'lowerBound', 'cols', src) as (
+  const make = new Function('h', 'digits', 'lowerBound', 'listStep', 'cols', src) as (
     h: typeof helpers,
     dig: typeof digits,
     lb: typeof lowerBound,
+    ls: typeof listStep,
     cols: readonly (ArrayLike<unknown> | JsonTokens)[],
   ) => ByteRowWriter
-  return (cols) => make(helpers, digits, lowerBound, cols)
+  return (cols) => make(helpers, digits, lowerBound, listStep, cols)
 }

@@ -342,6 +342,20 @@ export function framesOf(m: { p: readonly number[]; fr?: number[][]; fc?: number
 export const frameStats = { frames: 0, bytes: 0 }
 
 /**
+ * Frame j of part `part` as decompressed ahead (taken: the caller decompresses it with
+ * `inflateFrame`, passing it on), or undefined (none, or stored raw: its stored bytes are needed)
+ */
+export function aheadOf(
+  f: Frames,
+  part: number,
+  j: number,
+  src: { path: string; blob: number } | undefined,
+): Buffer | undefined {
+  const p = f.parts[part]
+  return src === undefined || p.len[j] < 0 ? undefined : takePrefetched(src.path, src.blob + p.at[j])
+}
+
+/**
  * Decompress frame j of part `p` (its stored bytes `z`, `rawLen` raw bytes) into out at pos;
  * `what` names the blob in errors. The frame's crc32 is checked first.
  */
@@ -356,9 +370,14 @@ export function inflateFrame(
   fail: (why: string) => Error,
   /** the chunk file and file offset of the blob: frames decompressed ahead are taken (prefetch.ts) */
   src?: { path: string; blob: number },
+  /**
+   * the frame as decompressed ahead, taken by the caller (`aheadOf`; then `z` is not read), or
+   * null when the caller found none; undefined: looked up here
+   */
+  ahead?: Buffer | null,
 ): void {
   const p = f.parts[part]
-  let raw = src === undefined || p.len[j] < 0 ? undefined : takePrefetched(src.path, src.blob + p.at[j])
+  let raw = ahead !== undefined ? (ahead ?? undefined) : aheadOf(f, part, j, src)
   // a frame decompressed ahead: the thread checked the stored bytes it read against the same crc32
   if (raw === undefined && crc32(z) !== f.fc[p.crc0 + j]) throw fail('frame checksum mismatch')
   if (src !== undefined) noteFrame(src.path, src.blob, part)

@@ -19,7 +19,7 @@ import type { MatchOp } from '../chunk.ts'
 import type { Enc } from './encode.ts'
 import { codesOf, view32 } from './encode.ts'
 import { CorruptChunkError, CRC_PAGE } from './chunk-file.ts'
-import { inflateFrame, type Frames } from './frames.ts'
+import { aheadOf, inflateFrame, type Frames } from './frames.ts'
 import { align8, pageOf } from './offsets.ts'
 import type { JsonTokens, LineBuf, TokenForm } from '../../query/bytes.ts'
 
@@ -140,6 +140,14 @@ export function closeFds(dir: string): void {
   }
 }
 
+/**
+ * Counters for tests and benches: reads of a column's stored frames (format 4) from its file, and
+ * their bytes (frames all decompressed ahead are not read: see `Parts.readFramed`)
+ */
+export const storedReads = { reads: 0, bytes: 0 }
+
+const NO_BYTES = Buffer.alloc(0)
+
 function preadExact(path: string, pos: number, len: number): Buffer {
   // a fresh buffer at offset 0 (8-aligned views), not zero-filled: every byte is read
   const b = Buffer.allocUnsafeSlow(len)
@@ -249,18 +257,29 @@ export class Parts {
     const size = 2 ** p.log
     const j0 = Math.floor(rel0 / size)
     const j1 = Math.floor((rel1 - 1) / size)
+    const from = { path: src.path, blob: src.start }
+    // the frames decompressed ahead: when they are all of them, the stored bytes are not read
+    const ahead: (Buffer | null)[] = []
+    let need = false
+    for (let j = j0; j <= j1; j++) {
+      const r = aheadOf(f, i, j, from) ?? null
+      if (r === null) need = true
+      ahead.push(r)
+    }
     const a = p.at[j0]
-    const z = preadExact(src.path, src.start + a, p.at[j1] + Math.abs(p.len[j1]) - a)
+    const z = need ? preadExact(src.path, src.start + a, p.at[j1] + Math.abs(p.len[j1]) - a) : NO_BYTES
+    if (need) {
+      storedReads.reads++
+      storedReads.bytes += z.length
+    }
     const base = j0 * size
     const out = Buffer.allocUnsafeSlow(Math.min(len, (j1 + 1) * size) - base)
     const fail = (why: string) => new CorruptChunkError(`${src.path}: column at offset ${src.start}: ${why}`)
     for (let j = j0; j <= j1; j++) {
       const s = p.at[j] - a
       const pos = j * size - base
-      inflateFrame(f, i, j, z.subarray(s, s + Math.abs(p.len[j])), Math.min(len - j * size, size), out, pos, fail, {
-        path: src.path,
-        blob: src.start,
-      })
+      const zj = need ? z.subarray(s, s + Math.abs(p.len[j])) : NO_BYTES
+      inflateFrame(f, i, j, zj, Math.min(len - j * size, size), out, pos, fail, from, ahead[j - j0])
     }
     // the frames' other pages: kept aside for neighbouring reads
     const first = pageOf(this.offs[i] + base, PAGE)
@@ -539,10 +558,11 @@ function copyRow(src: Buffer, view: DataView, a: number, e: number, whole: Buffe
   if (whole !== undefined) d.set(whole, p)
   else if (e + 7 <= src.length) {
     // up to 7 bytes past the row are copied too: room was made, and the next write overwrites them
+    // (8 bytes through a float64, exact for UTF-8 JSON: see the compiled writers' `copy` in
+    // src/query/render.ts)
     const dv = out.dv
     for (let k = a, q = p; k < e; k += 8, q += 8) {
-      dv.setUint32(q, view.getUint32(k, true), true)
-      dv.setUint32(q + 4, view.getUint32(k + 4, true), true)
+      dv.setFloat64(q, view.getFloat64(k, true), true)
     }
   } else for (let k = a; k < e; k++) d[p++] = src[k]
   out.pos = out.pos + n
