@@ -2,12 +2,13 @@
  * A block decoding worker thread (block-workers.ts): parses, shape-checks and normalizes the
  * `getBlock` answers the main thread transfers to it, one message at a time.
  *
- * In: `{ id, slot, bytes, part? }` (the answer's body, transferred; `part`: decode only that part of
- * the block, block-decode.ts). Out: `{ id, env }` (the decoded
- * envelope; the normalized block packed into one buffer, transferred: src/store/packed-block.ts) or
- * `{ id, error }` (the bytes are not JSON, or decoding threw).
+ * In: `{ id, slot, bytes, part?, pair? }` (the answer's body, transferred or shared; `part`: decode
+ * only that part of the block, block-decode.ts; `pair`: see `answerForPair`). Out: `{ id, env }`
+ * (the decoded envelope; the normalized block packed into one buffer, transferred:
+ * src/store/packed-block.ts), `{ id, error }` (the bytes are not JSON, or decoding threw), or for a
+ * part of a pair `{ id, handedOff }` / `{ id, rejoin }`.
  */
-import { parentPort, workerData } from 'node:worker_threads'
+import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads'
 import {
   decodeBlockAnswer,
   type DecodedEnvelope,
@@ -20,6 +21,8 @@ import { wallNow } from '../util/wall-clock.ts'
 import { threadTimes } from '../util/thread-clock.ts'
 import { GCProfiler } from 'node:v8'
 import { youngCollector } from '../util/gc-tuning.ts'
+import { joinParts } from './block-join.ts'
+import { isPackedBlock } from '../store/packed-block.ts'
 
 export interface ToBlockWorker {
   id: number
@@ -27,9 +30,62 @@ export interface ToBlockWorker {
   bytes: Uint8Array
   /** decode only this part of the block (block-decode.ts `DecodePart`) */
   part?: DecodePart
+  /** the part's pair: the thread done last answers for both (`answerForPair`) */
+  pair?: PairOfParts
 }
 
-export type FromBlockWorker = { id: number; env: DecodedEnvelope } | { id: number; error: string }
+/**
+ * What two threads decoding the two parts of one answer share: a port of a channel between them,
+ * and two counters in shared memory (threads done; the first's result posted to the other)
+ */
+export interface PairOfParts {
+  port: MessagePort
+  flag: Int32Array
+}
+
+export type FromBlockWorker =
+  | { id: number; env: DecodedEnvelope }
+  | { id: number; error: string }
+  /** this part's result went to the other thread of the pair, which answers for the block */
+  | { id: number; handedOff: true }
+  /** the parts do not join (or the other thread is gone): the answer is to be decoded whole */
+  | { id: number; rejoin: true }
+
+/** how long the thread done last waits for the other's result once it is announced (only a dead thread takes long) */
+const PAIR_WAIT_MS = 10_000
+
+/**
+ * The answer for a part of a pair. The thread done first posts its result (its packed buffer
+ * transferred) to the other thread and answers `handedOff`; the thread done last takes it and
+ * answers with the two parts joined (block-join.ts), as the main thread did before: the main
+ * thread then receives one buffer (no copy there, and no part buffers to collect). Which thread
+ * is first is settled by an atomic count, so that exactly one joins.
+ */
+function answerForPair(
+  m: ToBlockWorker & { pair: PairOfParts; part: DecodePart },
+  out: FromBlockWorker,
+  transfer: ArrayBuffer[],
+  marks: DecodeMarks,
+): [FromBlockWorker, ArrayBuffer[]] {
+  const { port: other, flag } = m.pair
+  if (Atomics.add(flag, 0, 1) === 0) {
+    other.postMessage(out, transfer)
+    Atomics.store(flag, 1, 1)
+    Atomics.notify(flag, 1)
+    return [{ id: m.id, handedOff: true }, []]
+  }
+  const got = Atomics.wait(flag, 1, 0, PAIR_WAIT_MS) === 'timed-out' ? undefined : receiveMessageOnPort(other)
+  other.close()
+  if (!got) return [{ id: m.id, rejoin: true }, []]
+  const theirs = got.message as FromBlockWorker
+  if ('error' in out) return [out, []]
+  if ('error' in theirs) return [{ id: m.id, error: theirs.error }, []]
+  if (!('env' in theirs) || !('env' in out)) return [{ id: m.id, rejoin: true }, []]
+  const env = joinParts(m.part.index === 0 ? [out.env, theirs.env] : [theirs.env, out.env], marks)
+  if (env === null) return [{ id: m.id, rejoin: true }, []]
+  const r = env.result?.kind === 'normalized' ? env.result : null
+  return [{ id: m.id, env }, r && isPackedBlock(r.block) ? [r.block.packed.buffer as ArrayBuffer] : []]
+}
 
 /**
  * ms after posting a result when the thread collects its young generation, unless the next answer
@@ -68,26 +124,25 @@ if (port) {
     const gc = new GCProfiler()
     gc.start()
     let out: FromBlockWorker
-    const transfer: ArrayBuffer[] = []
+    let transfer: ArrayBuffer[] = []
     try {
       const env = decodeBlockAnswer(m.bytes, m.slot, opts, true, marks, m.part)
       const r = env.result?.kind === 'normalized' ? env.result : null
       if (r && 'packed' in r.block) transfer.push(r.block.packed.buffer as ArrayBuffer)
       const gcs = gc.stop()
       const t1 = threadTimes()
-      if (r?.marks) {
-        r.marks.gc = gcs.statistics.reduce((ms, g) => ms + g.cost / 1000, 0)
-        if (t0 && t1) {
-          r.marks.run = t1.run - t0.run
-          r.marks.wait = t1.wait - t0.wait
-        }
-        r.marks.sent = wallNow()
+      marks.gc = gcs.statistics.reduce((ms, g) => ms + g.cost / 1000, 0)
+      if (t0 && t1) {
+        marks.run = t1.run - t0.run
+        marks.wait = t1.wait - t0.wait
       }
       out = { id: m.id, env }
     } catch (e) {
       gc.stop()
       out = { id: m.id, error: errorMessage(e) }
     }
+    if (m.pair && m.part) [out, transfer] = answerForPair({ ...m, pair: m.pair, part: m.part }, out, transfer, marks)
+    marks.sent = wallNow()
     port.postMessage(out, transfer)
     idle = setTimeout(collect, IDLE_GC_DELAY_MS)
   })

@@ -17,17 +17,21 @@
  * next answer.
  */
 import { availableParallelism } from 'node:os'
-import { Worker } from 'node:worker_threads'
-import type { DecodedEnvelope, DecodeMarks, DecodePart, NormalizeOptions } from './block-decode.ts'
-import type { NormalizationWarning } from '../model.ts'
-import { isPackedBlock, joinPacked, type PackedBlock } from '../store/packed-block.ts'
-import type { FromBlockWorker, ToBlockWorker } from './block-worker.ts'
+import { MessageChannel, Worker, type Transferable } from 'node:worker_threads'
+import type { DecodedEnvelope, DecodePart, NormalizeOptions } from './block-decode.ts'
+import type { FromBlockWorker, PairOfParts, ToBlockWorker } from './block-worker.ts'
 import type { BlockDecoder } from './rpc.ts'
 import { wallNow } from '../util/wall-clock.ts'
 import { parseWorkerLimits, workerExecArgv } from '../util/worker-argv.ts'
 
+/** a thread's answer for one part of a pair: its part went to the other thread, which answers */
+const HANDED_OFF = Symbol('handed off')
+/** a thread's answer for a pair: the parts do not join, the answer is to be decoded whole */
+const REJOIN = Symbol('decode whole')
+type Outcome = DecodedEnvelope | typeof HANDED_OFF | typeof REJOIN
+
 interface Pending {
-  resolve: (env: DecodedEnvelope) => void
+  resolve: (r: Outcome) => void
   reject: (err: Error) => void
 }
 
@@ -95,6 +99,12 @@ export class BlockWorkerPool implements BlockDecoder {
       if ('error' in m) {
         this.stats.failed++
         p.reject(new Error(m.error))
+      } else if ('handedOff' in m) {
+        this.stats.decoded++
+        p.resolve(HANDED_OFF)
+      } else if ('rejoin' in m) {
+        this.stats.decoded++
+        p.resolve(REJOIN)
       } else {
         this.stats.decoded++
         const r = m.env.result
@@ -131,35 +141,50 @@ export class BlockWorkerPool implements BlockDecoder {
     const shared = bytes.buffer instanceof SharedArrayBuffer
     const own = shared || (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength)
     const data = own ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : new Uint8Array(bytes)
-    if (this.threads < 2 || bytes.byteLength < this.splitMinBytes) return this.send(this.pick(), slot, data)
+    if (this.threads < 2 || bytes.byteLength < this.splitMinBytes) return this.whole(this.pick(), slot, data)
     // a large answer: half of its transactions in each of two threads, each reading its own half of
     // the bytes (block-cut.ts), in shared memory (a copy when it was not: also kept in case the
-    // parts do not join)
+    // parts do not join); the thread done last joins the parts (block-worker.ts), so that the
+    // main thread receives the block's one buffer
     const both = shared ? data : new Uint8Array(new SharedArrayBuffer(data.byteLength))
     if (!shared) both.set(data)
     const a = this.pick()
     const b = this.pick(a)
+    const flag = new Int32Array(new SharedArrayBuffer(8))
+    const { port1, port2 } = new MessageChannel()
     // both parts settled before the answer does (its memory is used again then: rpc.ts)
     return Promise.allSettled([
-      this.send(a, slot, both, { index: 0, of: 2 }),
-      this.send(b, slot, both, { index: 1, of: 2 }),
+      this.send(a, slot, both, { index: 0, of: 2 }, { port: port1, flag }),
+      this.send(b, slot, both, { index: 1, of: 2 }, { port: port2, flag }),
     ]).then((parts) => {
-      const values: DecodedEnvelope[] = []
+      const answers: DecodedEnvelope[] = []
+      let rejoin = false
       for (const p of parts) {
         if (p.status === 'rejected') throw p.reason
-        values.push(p.value)
+        if (p.value === REJOIN) rejoin = true
+        else if (p.value !== HANDED_OFF) answers.push(p.value)
       }
-      return joinParts(values) ?? this.send(this.pick(), slot, both)
+      return !rejoin && answers.length === 1 ? answers[0] : this.whole(this.pick(), slot, both)
     })
   }
 
-  private send(s: Slot, slot: number, bytes: Uint8Array, part?: DecodePart): Promise<DecodedEnvelope> {
+  /** the answer decoded whole by one thread */
+  private whole(s: Slot, slot: number, bytes: Uint8Array): Promise<DecodedEnvelope> {
+    return this.send(s, slot, bytes).then((r) => {
+      if (typeof r === 'symbol') throw new Error('a block decoding worker answered for a part it was not given')
+      return r
+    })
+  }
+
+  private send(s: Slot, slot: number, bytes: Uint8Array, part?: DecodePart, pair?: PairOfParts): Promise<Outcome> {
     const id = this.nextId++
-    return new Promise<DecodedEnvelope>((resolve, reject) => {
+    return new Promise<Outcome>((resolve, reject) => {
       s.pending.set(id, { resolve, reject })
       s.w.ref()
-      const msg: ToBlockWorker = { id, slot, bytes, ...(part ? { part } : {}) }
-      s.w.postMessage(msg, bytes.buffer instanceof SharedArrayBuffer ? [] : [bytes.buffer])
+      const msg: ToBlockWorker = { id, slot, bytes, ...(part ? { part } : {}), ...(pair ? { pair } : {}) }
+      const transfer: Transferable[] = bytes.buffer instanceof SharedArrayBuffer ? [] : [bytes.buffer]
+      if (pair) transfer.push(pair.port)
+      s.w.postMessage(msg, transfer)
     })
   }
 
@@ -172,37 +197,5 @@ export class BlockWorkerPool implements BlockDecoder {
       s.pending.clear()
     }
     await Promise.all(ws.map((s) => s.w.terminate()))
-  }
-}
-
-/**
- * The block of an answer decoded in parts: the parts' packed buffers joined in order (their lists
- * concatenated: the whole block's), their warnings in order. A part's thread that found anything
- * unusual decoded the whole answer instead (an error, a damaged block, or the whole block): that
- * answer is the result. Null when the parts' transaction positions do not follow each other (the
- * answer is then decoded again whole).
- */
-function joinParts(parts: DecodedEnvelope[]): DecodedEnvelope | null {
-  const blocks: { block: PackedBlock; warnings: NormalizationWarning[]; marks?: DecodeMarks }[] = []
-  let next = 0
-  for (const env of parts) {
-    const r = env.result
-    if (r?.kind !== 'normalized' || !r.part || !isPackedBlock(r.block)) return env
-    blocks.push({ block: r.block, warnings: r.warnings, marks: r.marks })
-    // the parts' transaction positions follow each other (else: decode the answer whole)
-    if (r.part.from !== next) return null
-    next = r.part.to
-  }
-  const packed = joinPacked(blocks.map((p) => p.block.packed))
-  // the stages of the later part (the block was ready when both were)
-  const marks = blocks.map((p) => p.marks).reduce((x, y) => ((y?.received ?? 0) > (x?.received ?? 0) ? y : x))
-  if (marks) marks.received = wallNow()
-  return {
-    result: {
-      kind: 'normalized',
-      block: { header: blocks[0].block.header, packed },
-      warnings: blocks.flatMap((p) => p.warnings),
-      ...(marks ? { marks } : {}),
-    },
   }
 }
