@@ -10,6 +10,7 @@ import { runInNewContext } from 'node:vm'
 import { fixtureBlocks } from '../scripts/gen-cold-fixture.ts'
 import type { Block } from '../src/model.ts'
 import { ChunkColumns, encodeChunk, readChunkBlocks, writeEncodedChunk } from '../src/store/cold/chunk-file.ts'
+import { encodeColumn, StringColumn } from '../src/store/cold/encode.ts'
 import { tempDir } from './support/cold/util.ts'
 
 setFlagsFromString('--expose-gc')
@@ -53,6 +54,8 @@ test('a bad account value in a later block is reported at its row in the chunk',
   for (const [field, bad, message] of [
     ['programId', 5, 'expected a string'],
     ['accounts', ['x', 3], 'expected string elements'],
+    // a string column that is not an account column (StringColumn)
+    ['data', 7, 'expected a string'],
   ] as const) {
     const c = new ChunkColumns()
     const second = structuredClone(blocks[1])
@@ -66,4 +69,32 @@ test('a bad account value in a later block is reported at its row in the chunk',
   c.add(blocks[1])
   assert.throws(() => c.add(blocks[0]), /blocks of a chunk must ascend/)
   await assert.rejects(new ChunkColumns().encode(), /empty chunk/)
+})
+
+test('a string column appended in pieces encodes as encodeColumn of all its values', () => {
+  const words = ['b', 'a', 'ccc', 'a b', '']
+  // repeating values with runs and nulls: a dictionary; all distinct: the plain list
+  const repeating = Array.from({ length: 3000 }, (_, i) =>
+    i % 11 === 0 ? null : words[Math.floor(i / 3) % words.length],
+  )
+  const distinct = Array.from({ length: 3000 }, (_, i) => (i % 13 === 0 ? null : `v${i}`))
+  for (const [values, e] of [
+    [repeating, 'dict'],
+    [distinct, 'plain'],
+  ] as const) {
+    for (const ascii of [true, false]) {
+      const col = new StringColumn()
+      for (let a = 0; a < values.length; a += 700) assert.equal(col.append(values.slice(a, a + 700)), -1)
+      assert.equal(col.length, values.length)
+      assert.deepEqual(col.values(), values)
+      const want = encodeColumn('c', ascii ? 'safeAscii' : 'string', values, true, true, true)
+      assert.equal(want.e, e)
+      assert.deepEqual(col.encode(true, true, ascii), want)
+    }
+  }
+  // a value that is not a string: its index, and nothing of that piece appended
+  const col = new StringColumn()
+  col.append(['a', null])
+  assert.equal(col.append(['b', 3, 'c']), 1)
+  assert.deepEqual(col.values(), ['a', null])
 })

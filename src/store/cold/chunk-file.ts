@@ -24,9 +24,10 @@ import type { Block, BlockHeader, RecordKind } from '../../model.ts'
 import { RECORD_KINDS } from '../../model.ts'
 import { BLOOM_SCHEMES, bloomHas, buildBloom } from './bloom.ts'
 import { align8 } from './offsets.ts'
-import { decodeColumn, encodeColumn, type Decoded, type Enc, type Encoded } from './encode.ts'
+import { decodeColumn, encodeColumn, StringColumn, type Decoded, type Enc, type Encoded } from './encode.ts'
 import { compressFrames, framing, unframe, type Framed } from './frames.ts'
-import { AccountInterner, IdList, type InternedColumn } from './intern.ts'
+import { IdList } from './id-list.ts'
+import { AccountInterner, type InternedColumn } from './intern.ts'
 
 export const MAGIC = Buffer.from('SPCOLD01', 'latin1')
 export const END_MAGIC = Buffer.from('SPCOLDZZ', 'latin1')
@@ -263,6 +264,8 @@ interface TableColumns {
   values: (unknown[] | null)[]
   /** per def: the ids of an interned account column, else null */
   ids: (InternedIds | null)[]
+  /** per def (format 4): the dictionary and codes of a string column that is not interned, else null */
+  strings: (StringColumn | null)[]
 }
 
 /**
@@ -294,13 +297,16 @@ export class ChunkColumns {
       defs,
       rows: 0,
       offsets: [],
-      values: defs.map((d) => (kind && this.interner && isAccountColumn(kind, d) ? null : [])),
+      values: defs.map((d) => (this.interner && (isString(d) || (kind && isAccountColumn(kind, d))) ? null : [])),
       ids: defs.map((d) =>
         kind && this.interner && isAccountColumn(kind, d)
           ? d.type === 'safeAsciiList'
             ? { ids: new IdList(), offsets: listStart() }
             : { ids: new IdList() }
           : null,
+      ),
+      strings: defs.map((d) =>
+        this.interner && isString(d) && !(kind && isAccountColumn(kind, d)) ? new StringColumn() : null,
       ),
     })
     this.headerTable = table(HEADER_FIELDS)
@@ -331,31 +337,40 @@ export class ChunkColumns {
   }
 
   private append(t: TableColumns, rows: readonly Record<string, unknown>[]): void {
+    // columns kept as values, appended as they are; the others (account and string columns,
+    // format 4) taken from this block's values, which are then garbage
     const plain: string[] = []
     const plainOut: unknown[][] = []
-    const accounts: number[] = []
+    const built: number[] = []
     t.defs.forEach((d, j) => {
       const v = t.values[j]
       if (v) {
         plain.push(d.name)
         plainOut.push(v)
-      } else accounts.push(j)
+      } else built.push(j)
     })
     appendColumns(plain, rows, plainOut)
-    if (accounts.length) {
-      const fresh = accounts.map(() => [] as unknown[])
+    if (built.length) {
+      const fresh = built.map(() => [] as unknown[])
       appendColumns(
-        accounts.map((j) => t.defs[j].name),
+        built.map((j) => t.defs[j].name),
         rows,
         fresh,
       )
-      accounts.forEach((j, k) => {
+      built.forEach((j, k) => {
+        const strings = t.strings[j]
+        if (strings) {
+          if (strings.append(fresh[k]) < 0) return
+          // a value of another type: the column keeps its values from here on (encodeColumn names it)
+          t.values[j] = [...strings.values(), ...fresh[k]]
+          t.strings[j] = null
+          return
+        }
         const col = t.ids[j]!
         const ok = col.offsets
           ? this.interner!.appendLists(fresh[k], col.ids, col.offsets)
           : this.interner!.appendValues(fresh[k], col.ids)
         if (ok) return
-        // a value of another type: the column keeps its values from here on (encodeColumn names it)
         t.values[j] = [...this.interner!.strings(internedColumn(col)), ...fresh[k]]
         t.ids[j] = null
       })
@@ -451,18 +466,22 @@ export class ChunkColumns {
       for (let k = 0; k < defs.length; k++) {
         const d = defs[k]
         const pre = t.ids[k]
+        const strings = t.strings[k]
         let values = t.values[k]
         t.values[k] = null // garbage once encoded
         t.ids[k] = null
+        t.strings[k] = null
         if (t.rows > 10_000) await tick() // let the event loop breathe between big columns
         const enc = pre
           ? interner!.encode(d.name, d.type === 'safeAsciiList', internedColumn(pre))
-          : encodeColumn(d.name, d.type, values!, version >= 2, version >= 3, version >= 4)
+          : strings
+            ? strings.encode(version >= 2, version >= 4, d.type === 'safeAscii')
+            : encodeColumn(d.name, d.type, values!, version >= 2, version >= 3, version >= 4)
         cols[d.name] = emit(enc, d.type)
         // format 4: a value-ordered dictionary answers `mayContain` exactly (RawColumn.lookup,
         // bounded by the column's fences to one frame of its text): no Bloom filter
         if (prune.includes(d.name) && enc.s !== 1) {
-          values ??= interner!.strings(internedColumn(pre!))
+          values ??= strings ? strings.values() : interner!.strings(internedColumn(pre!))
           let distinct: Iterable<string>
           let n: number
           if (d.type === 'json') {
@@ -550,6 +569,11 @@ export class ChunkColumns {
 /** a kind's account column, interned (the address-like PRUNE_FIELDS of string and string list type) */
 function isAccountColumn(kind: RecordKind, d: FieldDef): boolean {
   return PRUNE_FIELDS[kind].includes(d.name) && (d.type === 'safeAscii' || d.type === 'safeAsciiList')
+}
+
+/** a column of strings (not a list) */
+function isString(d: FieldDef): boolean {
+  return d.type === 'safeAscii' || d.type === 'string'
 }
 
 /** the row offsets of a list column with no row yet */

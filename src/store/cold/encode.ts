@@ -24,6 +24,7 @@
  * faster than decoding each string from UTF-8 separately.
  */
 import type { FieldType } from '../../catalogue.ts'
+import { IdList } from './id-list.ts'
 import { sortOrder } from './sort-strings.ts'
 
 export type Enc = 'u32' | 'u64' | 'i64' | 'bool' | 'ver' | 'dict' | 'plain' | 'jdict' | 'jplain' | 'addr' | 'list'
@@ -99,13 +100,19 @@ function encodeStrings(
   sortDicts: boolean,
   ascii = false,
 ): Encoded {
+  if (!json) {
+    const col = new StringColumn()
+    const bad = col.append(values)
+    if (bad >= 0) fail(name, bad, 'expected a string', values[bad])
+    return col.encode(withIndex, sortDicts, ascii)
+  }
   const n = values.length
   const index = new Map<string, number>()
   const dict: string[] = []
   const codes = new Uint32Array(n)
-  const texts: (string | null)[] | null = json ? new Array(n) : null
-  /** json: the first value of each dictionary entry */
-  const objects: unknown[] | undefined = json ? [] : undefined
+  const texts: (string | null)[] = new Array(n)
+  /** the first value of each dictionary entry */
+  const objects: unknown[] = []
   let nulls = 0
   let plainChars = 0
   let dictChars = 0
@@ -119,32 +126,25 @@ function encodeStrings(
     if (x === null || x === undefined) {
       codes[i] = U32_MAX
       nulls++
-      if (texts) texts[i] = null
+      texts[i] = null
       continue
     }
     if (x === prev) {
       codes[i] = prevCode
       plainChars += prevKey.length + 3
-      if (texts) texts[i] = prevKey
+      texts[i] = prevKey
       continue
     }
-    let key: string
-    if (json) {
-      const t = JSON.stringify(x)
-      if (t === undefined) fail(name, i, 'expected a JSON value', x)
-      key = t
-      texts![i] = t
-    } else {
-      if (typeof x !== 'string') fail(name, i, 'expected a string', x)
-      key = x
-    }
+    const key = JSON.stringify(x)
+    if (key === undefined) fail(name, i, 'expected a JSON value', x)
+    texts[i] = key
     plainChars += key.length + 3
     let c = index.get(key)
     if (c === undefined) {
       c = dict.length
       index.set(key, c)
       dict.push(key)
-      objects?.push(x)
+      objects.push(x)
       dictChars += key.length + 3
     }
     codes[i] = c
@@ -155,34 +155,118 @@ function encodeStrings(
   if (nulls) for (let i = 0; i < n; i++) if (codes[i] === U32_MAX) codes[i] = dict.length
   const w = widthFor(dict.length)
   if (dictChars + n * w >= plainChars + nulls * 5) {
-    if (json) {
-      const text = `[${texts!.map((t) => (t === null ? 'null' : t)).join(',')}]`
-      return { e: 'jplain', parts: [utf8(text)], distinct: dict, objects }
-    }
-    const [text, off] = jsonArray(values as ArrayLike<string | null | undefined>, ascii)
-    if (!withIndex) return { e: 'plain', parts: [text], distinct: dict }
-    // format 2: + the byte offset of every row's JSON token (row access without parsing the text)
-    return { e: 'plain', parts: [text, u8(off)], x: 1, distinct: dict }
+    const text = `[${texts.map((t) => (t === null ? 'null' : t)).join(',')}]`
+    return { e: 'jplain', parts: [utf8(text)], distinct: dict, objects }
   }
-  if (json) {
-    // in value order (codes are only ever mapped through it, so any order reads the same): like
-    // values side by side compress better and faster (loaded addresses of one lookup table)
-    const order = sortOrder(dict)
-    const sorted = sortDict(dict, codes, order)
-    const objs = Array.from(order, (k) => objects![k])
-    return {
-      e: 'jdict',
-      parts: [utf8(`[${sorted.join(',')}]`), packCodes(codes, w)],
-      w,
-      distinct: sorted,
-      objects: objs,
-    }
+  // in value order (codes are only ever mapped through it, so any order reads the same): like
+  // values side by side compress better and faster (loaded addresses of one lookup table)
+  const order = sortOrder(dict)
+  const sorted = sortDict(dict, codes, order)
+  const objs = Array.from(order, (k) => objects[k])
+  return {
+    e: 'jdict',
+    parts: [utf8(`[${sorted.join(',')}]`), packCodes(codes, w)],
+    w,
+    distinct: sorted,
+    objects: objs,
   }
-  if (!withIndex) return { e: 'dict', parts: [utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
-  // format 4: the dictionary in value order, so code order is value order (no sorted codes part)
-  if (sortDicts) return orderedDict(sortDict(dict, codes), codes, ascii)
-  const [dictText, sorted, toff] = indexedDict(dict, false, ascii)
-  return { e: 'dict', parts: [dictText, packCodes(codes, w), u8(sorted), u8(toff)], w, x: 1, distinct: dict }
+}
+
+/**
+ * A column of strings dictionary-encoded as its values come (the import's batches append a block's
+ * values at a time, chunk-file.ts `ChunkColumns`; `encodeColumn` all at once): each value is
+ * looked up once and only the distinct strings are kept, with a code per row. `encode` chooses
+ * between a dictionary and the plain list (high-cardinality: data, signatures, messages) on the
+ * sums gathered on the way, when it is smaller.
+ */
+export class StringColumn {
+  private readonly index = new Map<string, number>()
+  private readonly dict: string[] = []
+  /** per row: its code, -1 for null */
+  private readonly codes = new IdList()
+  private nulls = 0
+  private plainChars = 0
+  private dictChars = 0
+  // the previous row's value and code: a run of one value (a program id over an instruction's
+  // logs, a mint over a transaction's balances) costs a comparison instead of a lookup
+  private prev: string | null = null
+  private prevCode = 0
+
+  get length(): number {
+    return this.codes.length
+  }
+
+  /**
+   * Append the next rows (strings; null or undefined: null): -1, or the index in `values` of the
+   * first value that is not a string (the column is then left as it was before, but for its
+   * dictionary)
+   */
+  append(values: ArrayLike<unknown>): number {
+    const codes = this.codes
+    const start = codes.length
+    let { nulls, plainChars, dictChars, prev, prevCode } = this
+    const n = values.length
+    for (let i = 0; i < n; i++) {
+      const x = values[i]
+      if (x === null || x === undefined) {
+        codes.push(-1)
+        nulls++
+        continue
+      }
+      if (x === prev) {
+        codes.push(prevCode)
+        plainChars += (x as string).length + 3
+        continue
+      }
+      if (typeof x !== 'string') {
+        codes.length = start
+        return i
+      }
+      plainChars += x.length + 3
+      let c = this.index.get(x)
+      if (c === undefined) {
+        c = this.dict.length
+        this.index.set(x, c)
+        this.dict.push(x)
+        dictChars += x.length + 3
+      }
+      codes.push(c)
+      prev = x
+      prevCode = c
+    }
+    this.nulls = nulls
+    this.plainChars = plainChars
+    this.dictChars = dictChars
+    this.prev = prev
+    this.prevCode = prevCode
+    return -1
+  }
+
+  /** the values appended (null for null) */
+  values(): (string | null)[] {
+    return Array.from(this.codes.view(), (c) => (c < 0 ? null : this.dict[c]))
+  }
+
+  /** the column as `encodeColumn` encodes its values (string types; `ascii`: safeAscii) */
+  encode(withIndex: boolean, sortDicts: boolean, ascii: boolean): Encoded {
+    const dict = this.dict
+    const n = this.codes.length
+    const codes = new Uint32Array(n)
+    const ids = this.codes.view()
+    for (let i = 0; i < n; i++) codes[i] = ids[i] < 0 ? dict.length : ids[i]
+    const w = widthFor(dict.length)
+    if (this.dictChars + n * w >= this.plainChars + this.nulls * 5) {
+      const [text, off] = jsonArray(this.values(), ascii)
+      if (!withIndex) return { e: 'plain', parts: [text], distinct: dict }
+      // format 2: + the byte offset of every row's JSON token (row access without parsing the text)
+      return { e: 'plain', parts: [text, u8(off)], x: 1, distinct: dict }
+    }
+    if (!withIndex) return { e: 'dict', parts: [utf8(JSON.stringify(dict)), packCodes(codes, w)], w, distinct: dict }
+    // format 4: the dictionary in value order, so code order is value order (no sorted codes part)
+    if (sortDicts) return orderedDict(sortDict(dict, codes), codes, ascii)
+    const [dictText, sorted, toff] = indexedDict(dict, false, ascii)
+    return { e: 'dict', parts: [dictText, packCodes(codes, w), u8(sorted), u8(toff)], w, x: 1, distinct: dict }
+  }
 }
 
 const EMPTY = new Uint8Array(0)

@@ -8,6 +8,7 @@
  * the column alone (`orderedDict`, `indexedList`).
  */
 import { encodeColumn, indexedList, orderedDict, widthFor, type Encoded } from './encode.ts'
+import { IdList } from './id-list.ts'
 import { sortOrder } from './sort-strings.ts'
 
 /** a column's values as ids: one per row (-1: null) or, for a list column, one per element */
@@ -15,36 +16,6 @@ export interface InternedColumn {
   ids: Int32Array
   /** list columns: the elements of row i are ids[offsets[i]..offsets[i + 1]) */
   offsets?: Uint32Array
-}
-
-/** A growing list of int32 values (ids, offsets) */
-export class IdList {
-  private a = new Int32Array(1024)
-  private n = 0
-
-  get length(): number {
-    return this.n
-  }
-
-  /** shortened (never longer) */
-  set length(n: number) {
-    if (n > this.n) throw new Error('IdList: cannot grow by length')
-    this.n = n
-  }
-
-  push(x: number): void {
-    if (this.n === this.a.length) {
-      const b = new Int32Array(this.a.length * 2)
-      b.set(this.a)
-      this.a = b
-    }
-    this.a[this.n++] = x
-  }
-
-  /** the values so far (a view: valid until the next push) */
-  view(): Int32Array {
-    return this.a.subarray(0, this.n)
-  }
 }
 
 export class AccountInterner {
