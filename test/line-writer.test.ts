@@ -64,6 +64,58 @@ test('a batch goes to the kernel at once, and the caller waits only from pending
   }
 })
 
+test('a slow client inside one large write is not taken for one that stopped reading (the kernel taking part of a write is progress)', async () => {
+  // one 32 MB write (far more than the loopback socket buffers take), read by pieces with pauses:
+  // that write is not done for seconds, while the client takes some of it all the time
+  const data = Buffer.alloc(32 * 1024 * 1024, 0x61)
+  data[data.length - 1] = 0x0a
+  let destroyed = false
+  const server = http.createServer((req, res) => {
+    req.resume()
+    res.on('close', () => (destroyed = !res.writableFinished))
+    const out = new LineWriter(
+      res,
+      {
+        headers: { 'Content-Type': 'application/jsonl' },
+        gzipLevel: null,
+        writeTimeoutMs: 1_500,
+        budget: null,
+        batchBytes: 64 * 1024,
+        pendingBytes: 64 * 1024 * 1024,
+      },
+      new AbortController().signal,
+    )
+    out.addBytes(data)
+    void out.end()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  try {
+    const port = (server.address() as { port: number }).port
+    const t0 = Date.now()
+    const got = await new Promise<number>((resolve, reject) => {
+      http
+        .get(`http://127.0.0.1:${port}/`, (res) => {
+          let n = 0
+          res.on('data', (c: Buffer) => {
+            n += c.length
+            res.pause()
+            setTimeout(() => res.resume(), 8)
+          })
+          res.on('end', () => resolve(n))
+          res.on('error', reject)
+          res.on('aborted', () => reject(new Error('response cut')))
+        })
+        .on('error', reject)
+    })
+    assert.equal(got, data.length)
+    assert.equal(destroyed, false)
+    // (slower than the watchdog's timeout: else the test shows nothing)
+    assert.ok(Date.now() - t0 > 1_500, `read in ${Date.now() - t0} ms`)
+  } finally {
+    server.close()
+  }
+})
+
 /** `count` blocks each carrying a log message of `bytes` random base64 characters */
 function bigBlocks(count: number, bytes: number): Block[] {
   return mkChain(GENESIS, count).map((b) => {

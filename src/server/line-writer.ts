@@ -15,6 +15,7 @@
  */
 import type http from 'node:http'
 import zlib from 'node:zlib'
+import type { Socket } from 'node:net'
 import type { Writable } from 'node:stream'
 import { recycleLine } from '../query/bytes.ts'
 import type { ByteBudget } from './budget.ts'
@@ -62,7 +63,9 @@ export class LineWriter {
     private readonly signal: AbortSignal,
   ) {
     this.sink = res
-    this.batchBytes = opts.batchBytes ?? 64 * 1024
+    // (a write costs the sending thread per call too: on loopback, 256 KiB writes against 64 KiB
+    // cut the server's main-thread CPU for a 10.7 MB response by ~15 %)
+    this.batchBytes = opts.batchBytes ?? 256 * 1024
     this.pendingBytes = opts.pendingBytes ?? 1024 * 1024
     res.once('close', () => this.onClose())
   }
@@ -94,18 +97,24 @@ export class LineWriter {
     const sock = this.res.socket
     if (!sock) return
     let last = -1
+    let lastQueued = -1
     let lastProgress = Date.now()
     this.watchdog = setInterval(
       () => {
         const pending = sock.writableLength
         const taken = sock.bytesWritten - pending
+        // node counts a write as taken once all of it is; the bytes of the writes under way that
+        // the kernel has not taken yet (libuv's write queue) show a slow client's progress inside
+        // one write (a batch is up to `batchBytes`)
+        const queued = queuedBytes(sock)
         const now = Date.now()
-        if (pending === 0 || taken !== last) {
+        if (pending === 0 || taken !== last || queued < lastQueued) {
           last = taken
           lastProgress = now
         } else if (now - lastProgress >= timeoutMs) {
           this.destroy()
         }
+        lastQueued = queued
       },
       Math.max(10, Math.floor(timeoutMs / 4)),
     )
@@ -253,6 +262,15 @@ export class LineWriter {
       start(done)
     })
   }
+}
+
+/**
+ * bytes of the socket's writes under way not taken by the kernel yet (libuv's write queue: it
+ * shrinks as the kernel takes part of a write), -1 when unknown
+ */
+function queuedBytes(sock: Socket): number {
+  const q = (sock as unknown as { _handle?: { writeQueueSize?: unknown } | null })._handle?.writeQueueSize
+  return typeof q === 'number' ? q : -1
 }
 
 function adjacent(a: Buffer, b: Buffer): boolean {
