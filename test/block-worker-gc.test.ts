@@ -4,6 +4,9 @@
  * waited for one, garbage collection: src/util/thread-clock.ts) for the tail bench's breakdown.
  */
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { join } from 'node:path'
 import { test } from 'node:test'
 import { mainnetAnswer } from './support/mainnet-answer.ts'
 import { GCProfiler } from 'node:v8'
@@ -63,4 +66,23 @@ test('a decoding thread collects its young generation once between two answers, 
   } finally {
     await pool.close()
   }
+})
+
+test('youngCollector in a process started with --expose-gc: its gc used, still there for later contexts', async () => {
+  const code = `
+    import { youngCollector } from './src/util/gc-tuning.ts'
+    import { runInNewContext } from 'node:vm'
+    const collect = youngCollector()
+    collect()
+    console.log(JSON.stringify([typeof collect, typeof globalThis.gc, runInNewContext('typeof gc')]))
+  `
+  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', '--input-type=module', '-e', code], {
+    cwd: join(import.meta.dirname, '..'),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  let out = ''
+  child.stdout.on('data', (c: Buffer) => (out += c))
+  const [status] = (await once(child, 'close')) as [number]
+  assert.equal(status, 0)
+  assert.deepStrictEqual(JSON.parse(out.trim()), ['function', 'function', 'function'])
 })

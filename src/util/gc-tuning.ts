@@ -40,18 +40,23 @@ export function incrementalMarkingTuned(): boolean {
  * when V8 does not offer one. For the block decoding threads (src/ingest/block-worker.ts), between
  * blocks.
  *
- * V8's `gc` function is only installed in contexts created while `--expose-gc` is set: the flag is
- * set, a fresh context's `gc` taken, and the flag cleared again, so that no other context (other
- * threads' included) gets a global `gc`.
+ * V8's `gc` function is only installed in contexts created while `--expose-gc` is set: in a process
+ * started with it, this context's own is used; otherwise the flag is set, a fresh context's `gc`
+ * taken, and the flag cleared again, so that no other context (other threads' included) gets a
+ * global `gc`.
  */
 export function youngCollector(): (() => void) | null {
+  const minor = (gc: unknown) => (typeof gc === 'function' ? () => (gc as MinorGc)({ type: 'minor' }) : null)
+  const own = (globalThis as { gc?: unknown }).gc
+  if (typeof own === 'function') return minor(own)
   try {
     setFlagsFromString('--expose-gc')
-    const gc = runInNewContext('gc') as unknown
-    return typeof gc === 'function' ? () => (gc as (o: { type: 'minor' }) => void)({ type: 'minor' }) : null
+    return minor(runInNewContext('gc'))
   } catch {
     return null
   } finally {
     setFlagsFromString('--no-expose-gc')
   }
 }
+
+type MinorGc = (o: { type: 'minor' }) => void
