@@ -12,7 +12,8 @@
  * goes to the worker with the fewest answers pending; with two threads or more, a large answer
  * (a mainnet block) goes to two of them, each decoding half of its transactions from its half of the
  * bytes only (block-cut.ts: both cut the transactions array at the same place), so that a block is
- * ready in about half the time when two cores are free. A worker that dies fails its pending
+ * ready in about half the time when two cores are free; the one done last joins the two parts
+ * (block-worker.ts), so that the main thread receives one buffer. A worker that dies fails its pending
  * answers (the RPC client takes them for damaged transport and asks again) and is replaced on the
  * next answer.
  */
