@@ -10,7 +10,7 @@ import { runInNewContext } from 'node:vm'
 import { fixtureBlocks } from '../scripts/gen-cold-fixture.ts'
 import type { Block } from '../src/model.ts'
 import { ChunkColumns, encodeChunk, readChunkBlocks, writeEncodedChunk } from '../src/store/cold/chunk-file.ts'
-import { encodeColumn, StringColumn } from '../src/store/cold/encode.ts'
+import { AddressColumn, BigColumn, encodeColumn, StringColumn, type ColumnBuilder } from '../src/store/cold/encode.ts'
 import { tempDir } from './support/cold/util.ts'
 
 setFlagsFromString('--expose-gc')
@@ -54,8 +54,11 @@ test('a bad account value in a later block is reported at its row in the chunk',
   for (const [field, bad, message] of [
     ['programId', 5, 'expected a string'],
     ['accounts', ['x', 3], 'expected string elements'],
-    // a string column that is not an account column (StringColumn)
+    // a string column that is not an account column (StringColumn), an address, a u64
     ['data', 7, 'expected a string'],
+    ['instructionAddress', [0, -1], 'expected u32 elements'],
+    ['instructionAddress', 'x', 'expected an array of numbers'],
+    ['computeUnitsConsumed', 5, 'expected a u64 bigint'],
   ] as const) {
     const c = new ChunkColumns()
     const second = structuredClone(blocks[1])
@@ -83,18 +86,48 @@ test('a string column appended in pieces encodes as encodeColumn of all its valu
     [distinct, 'plain'],
   ] as const) {
     for (const ascii of [true, false]) {
-      const col = new StringColumn()
+      const col = new StringColumn(true, true, ascii)
       for (let a = 0; a < values.length; a += 700) assert.equal(col.append(values.slice(a, a + 700)), -1)
       assert.equal(col.length, values.length)
       assert.deepEqual(col.values(), values)
       const want = encodeColumn('c', ascii ? 'safeAscii' : 'string', values, true, true, true)
       assert.equal(want.e, e)
-      assert.deepEqual(col.encode(true, true, ascii), want)
+      assert.deepEqual(col.encode(), want)
     }
   }
   // a value that is not a string: its index, and nothing of that piece appended
-  const col = new StringColumn()
+  const col = new StringColumn(true, true, true)
   col.append(['a', null])
   assert.equal(col.append(['b', 3, 'c']), 1)
   assert.deepEqual(col.values(), ['a', null])
+})
+
+test('address and u64 / i64 columns appended in pieces encode as encodeColumn of all their values', () => {
+  const addresses = Array.from({ length: 2000 }, (_, i) => Array.from({ length: i % 4 }, (_, k) => (i * 7 + k) % 300))
+  // a null first in a later piece (validity bytes begun there), and none at all
+  const amounts = Array.from({ length: 2000 }, (_, i) => (i % 777 === 5 && i > 700 ? null : BigInt(i) * 10n ** 15n))
+  const plain = amounts.map((x) => x ?? 1n)
+  const signed = amounts.map((x) => (x === null ? null : -x))
+  const cases: [() => ColumnBuilder, 'address' | 'u64' | 'i64', unknown[]][] = [
+    [() => new AddressColumn(), 'address', addresses],
+    [() => new AddressColumn(), 'address', [[70000], [1, 2]]],
+    [() => new BigColumn('u64'), 'u64', amounts],
+    [() => new BigColumn('u64'), 'u64', plain],
+    [() => new BigColumn('i64'), 'i64', signed],
+  ]
+  for (const [make, type, values] of cases) {
+    const col = make()
+    for (let a = 0; a < values.length; a += 700) assert.equal(col.append(values.slice(a, a + 700)), -1)
+    assert.deepEqual(col.values(), values)
+    assert.deepEqual(col.encode(), encodeColumn('c', type, values, true, true, true), type)
+  }
+  // a bad value: its index, and the rows before it as they were
+  const big = new BigColumn('u64')
+  big.append([1n, null])
+  assert.equal(big.append([2n, null, -1n]), 2)
+  assert.deepEqual(big.values(), [1n, null])
+  const addr = new AddressColumn()
+  addr.append([[1]])
+  assert.equal(addr.append([[2], [3, 1.5]]), 1)
+  assert.deepEqual(addr.values(), [[1]])
 })

@@ -24,7 +24,15 @@ import type { Block, BlockHeader, RecordKind } from '../../model.ts'
 import { RECORD_KINDS } from '../../model.ts'
 import { BLOOM_SCHEMES, bloomHas, buildBloom } from './bloom.ts'
 import { align8 } from './offsets.ts'
-import { decodeColumn, encodeColumn, StringColumn, type Decoded, type Enc, type Encoded } from './encode.ts'
+import {
+  columnBuilder,
+  decodeColumn,
+  encodeColumn,
+  type ColumnBuilder,
+  type Decoded,
+  type Enc,
+  type Encoded,
+} from './encode.ts'
 import { compressFrames, framing, unframe, type Framed } from './frames.ts'
 import { IdList } from './id-list.ts'
 import { AccountInterner, type InternedColumn } from './intern.ts'
@@ -264,8 +272,11 @@ interface TableColumns {
   values: (unknown[] | null)[]
   /** per def: the ids of an interned account column, else null */
   ids: (InternedIds | null)[]
-  /** per def (format 4): the dictionary and codes of a string column that is not interned, else null */
-  strings: (StringColumn | null)[]
+  /**
+   * per def (format 4): the builder of a column gathered in a compact form (strings that are not
+   * interned: a dictionary and codes; addresses, u64 / i64: typed arrays), else null
+   */
+  built: (ColumnBuilder | null)[]
 }
 
 /**
@@ -292,23 +303,19 @@ export class ChunkColumns {
       throw new Error(`cold store: cannot write chunk format version ${version}`)
     this.version = version
     this.interner = version >= 4 ? new AccountInterner() : null
-    const table = (defs: readonly FieldDef[], kind?: RecordKind): TableColumns => ({
-      kind,
-      defs,
-      rows: 0,
-      offsets: [],
-      values: defs.map((d) => (this.interner && (isString(d) || (kind && isAccountColumn(kind, d))) ? null : [])),
-      ids: defs.map((d) =>
-        kind && this.interner && isAccountColumn(kind, d)
+    const table = (defs: readonly FieldDef[], kind?: RecordKind): TableColumns => {
+      const interned = (d: FieldDef) => kind !== undefined && this.interner !== null && isAccountColumn(kind, d)
+      const ids = defs.map((d) =>
+        interned(d)
           ? d.type === 'safeAsciiList'
             ? { ids: new IdList(), offsets: listStart() }
             : { ids: new IdList() }
           : null,
-      ),
-      strings: defs.map((d) =>
-        this.interner && isString(d) && !(kind && isAccountColumn(kind, d)) ? new StringColumn() : null,
-      ),
-    })
+      )
+      const built = defs.map((d) => (this.interner && !interned(d) ? columnBuilder(d.type, true, true) : null))
+      const values = defs.map((_, j) => (ids[j] || built[j] ? null : []))
+      return { kind, defs, rows: 0, offsets: [], values, ids, built }
+    }
     this.headerTable = table(HEADER_FIELDS)
     this.tables = RECORD_KINDS.map((kind) => table(columnsOf(kind), kind))
   }
@@ -358,12 +365,12 @@ export class ChunkColumns {
         fresh,
       )
       built.forEach((j, k) => {
-        const strings = t.strings[j]
-        if (strings) {
-          if (strings.append(fresh[k]) < 0) return
+        const b = t.built[j]
+        if (b) {
+          if (b.append(fresh[k]) < 0) return
           // a value of another type: the column keeps its values from here on (encodeColumn names it)
-          t.values[j] = [...strings.values(), ...fresh[k]]
-          t.strings[j] = null
+          t.values[j] = [...b.values(), ...fresh[k]]
+          t.built[j] = null
           return
         }
         const col = t.ids[j]!
@@ -466,22 +473,22 @@ export class ChunkColumns {
       for (let k = 0; k < defs.length; k++) {
         const d = defs[k]
         const pre = t.ids[k]
-        const strings = t.strings[k]
+        const built = t.built[k]
         let values = t.values[k]
         t.values[k] = null // garbage once encoded
         t.ids[k] = null
-        t.strings[k] = null
+        t.built[k] = null
         if (t.rows > 10_000) await tick() // let the event loop breathe between big columns
         const enc = pre
           ? interner!.encode(d.name, d.type === 'safeAsciiList', internedColumn(pre))
-          : strings
-            ? strings.encode(version >= 2, version >= 4, d.type === 'safeAscii')
+          : built
+            ? built.encode()
             : encodeColumn(d.name, d.type, values!, version >= 2, version >= 3, version >= 4)
         cols[d.name] = emit(enc, d.type)
         // format 4: a value-ordered dictionary answers `mayContain` exactly (RawColumn.lookup,
         // bounded by the column's fences to one frame of its text): no Bloom filter
         if (prune.includes(d.name) && enc.s !== 1) {
-          values ??= strings ? strings.values() : interner!.strings(internedColumn(pre!))
+          values ??= built ? built.values() : interner!.strings(internedColumn(pre!))
           let distinct: Iterable<string>
           let n: number
           if (d.type === 'json') {
@@ -569,11 +576,6 @@ export class ChunkColumns {
 /** a kind's account column, interned (the address-like PRUNE_FIELDS of string and string list type) */
 function isAccountColumn(kind: RecordKind, d: FieldDef): boolean {
   return PRUNE_FIELDS[kind].includes(d.name) && (d.type === 'safeAscii' || d.type === 'safeAsciiList')
-}
-
-/** a column of strings (not a list) */
-function isString(d: FieldDef): boolean {
-  return d.type === 'safeAscii' || d.type === 'string'
 }
 
 /** the row offsets of a list column with no row yet */

@@ -101,10 +101,10 @@ function encodeStrings(
   ascii = false,
 ): Encoded {
   if (!json) {
-    const col = new StringColumn()
+    const col = new StringColumn(withIndex, sortDicts, ascii)
     const bad = col.append(values)
     if (bad >= 0) fail(name, bad, 'expected a string', values[bad])
-    return col.encode(withIndex, sortDicts, ascii)
+    return col.encode()
   }
   const n = values.length
   const index = new Map<string, number>()
@@ -173,13 +173,167 @@ function encodeStrings(
 }
 
 /**
+ * A column gathered as its values come, a block's worth at a time (chunk-file.ts `ChunkColumns`),
+ * keeping them in a compact form (codes, typed arrays) instead of as JS values
+ */
+export interface ColumnBuilder {
+  /**
+   * append the next rows: -1, or the index in `values` of the first one of another type (the
+   * column is then left with the rows it had: its values are taken back and given to encodeColumn,
+   * which names the bad one)
+   */
+  append(values: ArrayLike<unknown>): number
+  /** the values appended (null for null) */
+  values(): unknown[]
+  /** the column as `encodeColumn` encodes its values */
+  encode(): Encoded
+}
+
+/** The builder of a column of this type (same bytes as `encodeColumn`), or null for a type kept as values. */
+export function columnBuilder(type: FieldType, withIndex: boolean, sortDicts: boolean): ColumnBuilder | null {
+  switch (type) {
+    case 'safeAscii':
+    case 'string':
+      return new StringColumn(withIndex, sortDicts, type === 'safeAscii')
+    case 'address':
+      return new AddressColumn()
+    case 'u64':
+    case 'i64':
+      return new BigColumn(type)
+    default:
+      return null
+  }
+}
+
+/** An address column (lists of u32: instruction addresses) as offsets and elements. */
+export class AddressColumn implements ColumnBuilder {
+  /** row i's elements are flat[offsets[i]..offsets[i + 1]) */
+  private readonly offsets = new IdList()
+  /** the elements, as int32 bit patterns */
+  private readonly flat = new IdList()
+  private max = 0
+
+  constructor() {
+    this.offsets.push(0)
+  }
+
+  append(values: ArrayLike<unknown>): number {
+    const { offsets, flat } = this
+    const rows = offsets.length
+    const start = flat.length
+    let max = this.max
+    for (let i = 0; i < values.length; i++) {
+      const x = values[i]
+      let ok = Array.isArray(x)
+      if (ok)
+        for (const e of x as unknown[]) {
+          if (typeof e !== 'number' || !Number.isInteger(e) || e < 0 || e > U32_MAX) {
+            ok = false
+            break
+          }
+          if (e > max) max = e
+          flat.push(e)
+        }
+      if (!ok) {
+        offsets.length = rows
+        flat.length = start
+        return i
+      }
+      offsets.push(flat.length)
+    }
+    this.max = max
+    return -1
+  }
+
+  values(): number[][] {
+    const o = this.offsets.view()
+    const f = u32(this.flat.view())
+    const out: number[][] = []
+    for (let i = 0; i + 1 < o.length; i++) out.push(Array.from(f.subarray(o[i], o[i + 1])))
+    return out
+  }
+
+  encode(): Encoded {
+    const w = widthFor(this.max)
+    return { e: 'addr', parts: [u8(this.offsets.view()), packCodes(u32(this.flat.view()), w)], w }
+  }
+}
+
+/** the same bytes as unsigned words */
+function u32(a: Int32Array): Uint32Array {
+  return new Uint32Array(a.buffer, a.byteOffset, a.length)
+}
+
+/** A u64 or i64 column as a typed array and, once a value is null, validity bytes. */
+export class BigColumn implements ColumnBuilder {
+  private a: BigUint64Array | BigInt64Array
+  private n = 0
+  /** per row: 1 = present; null while no value was null */
+  private valid: Uint8Array | null = null
+
+  constructor(private readonly type: 'u64' | 'i64') {
+    this.a = type === 'u64' ? new BigUint64Array(1024) : new BigInt64Array(1024)
+  }
+
+  append(values: ArrayLike<unknown>): number {
+    const [lo, hi] = this.type === 'u64' ? [0n, U64_MAX] : [I64_MIN, I64_MAX]
+    const start = this.n
+    this.room(start + values.length)
+    const a = this.a
+    for (let i = 0; i < values.length; i++) {
+      const x = values[i]
+      if (x === null || x === undefined) {
+        if (!this.valid) this.valid = new Uint8Array(a.length).fill(1, 0, start + i)
+        a[start + i] = 0n
+        this.valid[start + i] = 0
+        continue
+      }
+      if (typeof x !== 'bigint' || x < lo || x > hi) {
+        // the validity bytes of the rows before stay as they were
+        return i
+      }
+      a[start + i] = x
+      if (this.valid) this.valid[start + i] = 1
+    }
+    this.n = start + values.length
+    return -1
+  }
+
+  private room(n: number): void {
+    if (n <= this.a.length) return
+    let size = this.a.length * 2
+    while (size < n) size *= 2
+    const b = this.type === 'u64' ? new BigUint64Array(size) : new BigInt64Array(size)
+    b.set(this.a.subarray(0, this.n) as never)
+    this.a = b
+    if (this.valid) {
+      const v = new Uint8Array(size)
+      v.set(this.valid.subarray(0, this.n))
+      this.valid = v
+    }
+  }
+
+  values(): (bigint | null)[] {
+    const out: (bigint | null)[] = []
+    for (let i = 0; i < this.n; i++) out.push(this.valid && !this.valid[i] ? null : this.a[i])
+    return out
+  }
+
+  encode(): Encoded {
+    const a = u8(this.a.subarray(0, this.n))
+    const e = this.type
+    return this.valid ? { e, parts: [a, this.valid.slice(0, this.n)], v: 1 } : { e, parts: [a] }
+  }
+}
+
+/**
  * A column of strings dictionary-encoded as its values come (the import's batches append a block's
  * values at a time, chunk-file.ts `ChunkColumns`; `encodeColumn` all at once): each value is
  * looked up once and only the distinct strings are kept, with a code per row. `encode` chooses
  * between a dictionary and the plain list (high-cardinality: data, signatures, messages) on the
  * sums gathered on the way, when it is smaller.
  */
-export class StringColumn {
+export class StringColumn implements ColumnBuilder {
   private readonly index = new Map<string, number>()
   private readonly dict: string[] = []
   /** per row: its code, -1 for null */
@@ -191,6 +345,13 @@ export class StringColumn {
   // logs, a mint over a transaction's balances) costs a comparison instead of a lookup
   private prev: string | null = null
   private prevCode = 0
+
+  /** as encodeColumn's arguments (`ascii`: safeAscii) */
+  constructor(
+    private readonly withIndex: boolean,
+    private readonly sortDicts: boolean,
+    private readonly ascii: boolean,
+  ) {}
 
   get length(): number {
     return this.codes.length
@@ -247,8 +408,9 @@ export class StringColumn {
     return Array.from(this.codes.view(), (c) => (c < 0 ? null : this.dict[c]))
   }
 
-  /** the column as `encodeColumn` encodes its values (string types; `ascii`: safeAscii) */
-  encode(withIndex: boolean, sortDicts: boolean, ascii: boolean): Encoded {
+  /** the column as `encodeColumn` encodes its values */
+  encode(): Encoded {
+    const { withIndex, sortDicts, ascii } = this
     const dict = this.dict
     const n = this.codes.length
     const codes = new Uint32Array(n)
@@ -423,16 +585,10 @@ export function encodeColumn(
     }
     case 'u64':
     case 'i64': {
-      const a = type === 'u64' ? new BigUint64Array(n) : new BigInt64Array(n)
-      const [lo, hi] = type === 'u64' ? [0n, U64_MAX] : [I64_MIN, I64_MAX]
-      for (let i = 0; i < n; i++) {
-        const x = values[i]
-        if (x === null || x === undefined) continue
-        if (typeof x !== 'bigint' || x < lo || x > hi) fail(name, i, `expected a ${type} bigint`, x)
-        a[i] = x
-      }
-      const v = validity(values)
-      return v ? { e: type, parts: [u8(a), v], v: 1 } : { e: type, parts: [u8(a)] }
+      const col = new BigColumn(type)
+      const bad = col.append(values)
+      if (bad >= 0) fail(name, bad, `expected a ${type} bigint`, values[bad])
+      return col.encode()
     }
     case 'bool': {
       const a = new Uint8Array(n)
@@ -460,26 +616,16 @@ export function encodeColumn(
     case 'json':
       return encodeStrings(name, values, true, false, false)
     case 'address': {
-      const offsets = new Uint32Array(n + 1)
-      let total = 0
-      let max = 0
-      for (let i = 0; i < n; i++) {
-        const x = values[i]
-        if (!Array.isArray(x)) fail(name, i, 'expected an array of numbers', x)
-        offsets[i] = total
-        total += x.length
-        for (const e of x) {
-          if (typeof e !== 'number' || !Number.isInteger(e) || e < 0 || e > U32_MAX)
-            fail(name, i, 'expected u32 elements', x)
-          if (e > max) max = e
-        }
-      }
-      offsets[n] = total
-      const flat = new Uint32Array(total)
-      let k = 0
-      for (let i = 0; i < n; i++) for (const e of values[i] as number[]) flat[k++] = e
-      const w = widthFor(max)
-      return { e: 'addr', parts: [u8(offsets), packCodes(flat, w)], w }
+      const col = new AddressColumn()
+      const bad = col.append(values)
+      if (bad >= 0)
+        fail(
+          name,
+          bad,
+          Array.isArray(values[bad]) ? 'expected u32 elements' : 'expected an array of numbers',
+          values[bad],
+        )
+      return col.encode()
     }
     case 'safeAsciiList': {
       const offsets = listOffsets(values)
