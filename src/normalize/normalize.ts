@@ -86,6 +86,44 @@ export function normalizeBlockFrom(
   txs: TransactionSource | null,
   part?: { from: number; to: number; rewards: boolean },
 ): NormalizeResult {
+  return normalizeInto(line, opts, txs, part, null)
+}
+
+/**
+ * Where `normalizeBlockInto` hands a block's records over: `take(slice)`, in order, with the
+ * block's header and the records of the next transactions (the rewards in the last slice); the
+ * slice's lists are the normalizer's no longer once given.
+ */
+export interface RecordSink {
+  /** transactions (of the block's list, votes dropped included) per slice */
+  every: number
+  take(slice: Block): void
+}
+
+/**
+ * `normalizeBlockFrom`, with the records handed to `sink` as they are made, a slice of
+ * `sink.every` transactions at a time, instead of gathered into one block: a block-sized list of
+ * records never lives, so records die young (import, where each slice goes into the chunk's
+ * columns at once). The slices' lists concatenated in order are the lists of
+ * `normalizeBlockFrom`; the result's block has the header and empty lists. An exception thrown
+ * by `txs.at` or `sink.take` leaves, after the slices given so far.
+ */
+export function normalizeBlockInto(
+  line: ArchiveLine,
+  opts: NormalizeOptions | undefined,
+  txs: TransactionSource | null,
+  sink: RecordSink,
+): NormalizeResult {
+  return normalizeInto(line, opts, txs, undefined, sink)
+}
+
+function normalizeInto(
+  line: ArchiveLine,
+  opts: NormalizeOptions | undefined,
+  txs: TransactionSource | null,
+  part: { from: number; to: number; rewards: boolean } | undefined,
+  sink: RecordSink | null,
+): NormalizeResult {
   const warnings: NormalizationWarning[] = []
   const slot = line.slot
   const src: RpcBlock = line.block ?? ({} as RpcBlock)
@@ -132,8 +170,15 @@ export function normalizeBlockFrom(
     const includeVotes = opts?.includeVotes === true
     const tn = new TxNormalizer(block, warnings, slot)
     const n = txs !== null ? txs.count : list!.length
+    // the transactions to go before the next slice is given (+1: counted down as each one comes)
+    const every = sink === null ? 0 : Math.max(1, sink.every)
+    let left = sink === null ? -1 : every + 1
     for (let i = part?.from ?? 0, end = Math.min(n, part?.to ?? n); i < end; i++) {
       const tx = txs !== null ? txs.at(i) : list![i]
+      if (--left === 0) {
+        left = every
+        flush(sink!, block)
+      }
       if (!includeVotes && isVoteTransaction(tx)) continue
       tn.process(i, tx)
     }
@@ -148,8 +193,20 @@ export function normalizeBlockFrom(
     }
     block.rewards.sort(compareRewards)
   }
+  if (sink !== null) flush(sink, block)
 
   return { block, warnings }
+}
+
+/** give the records made so far to `sink`, and start new lists */
+function flush(sink: RecordSink, block: Block): void {
+  sink.take({ ...block })
+  block.transactions = []
+  block.instructions = []
+  block.logs = []
+  block.balances = []
+  block.tokenBalances = []
+  block.rewards = []
 }
 
 /** a non-negative safe integer (a slot, a height) */

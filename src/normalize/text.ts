@@ -12,7 +12,15 @@ import { parseJsonExact } from '../rpc/json.ts'
 import { toArchiveLine } from '../rpc/line.ts'
 import { parseElement, splitTransactions, type SplitBlock } from '../rpc/split.ts'
 import type { RpcTransaction } from '../rpc/types.ts'
-import { normalizeBlock, normalizeBlockFrom, type NormalizeOptions, type NormalizeResult } from './normalize.ts'
+import type { Block } from '../model.ts'
+import {
+  normalizeBlock,
+  normalizeBlockFrom,
+  normalizeBlockInto,
+  type NormalizeOptions,
+  type NormalizeResult,
+  type RecordSink,
+} from './normalize.ts'
 
 const ARCHIVE_PATH: readonly string[] = ['block']
 
@@ -32,8 +40,72 @@ export function normalizeArchiveText(text: string, opts?: NormalizeOptions): Nor
   return normalizeBlock(toArchiveLine(parseJsonExact(text)), opts)
 }
 
+/**
+ * `normalizeArchiveText`, with the records given to `sink` a slice of transactions at a time as
+ * they are made (normalize.ts `normalizeBlockInto`): the result's block has the header and empty
+ * lists. When a piece fails after slices were given, the next way of reading the text makes the
+ * same records for the same transactions, and gives only those after the ones already given:
+ * each record reaches `sink` exactly once, in order. On an exception (a bad line) some of the
+ * block's slices may have been given.
+ */
+export function normalizeArchiveTextInto(
+  text: string,
+  opts: NormalizeOptions | undefined,
+  sink: RecordSink,
+): NormalizeResult {
+  const given = new Given(sink)
+  for (const guess of [true, false]) {
+    const split = splitTransactions(text, ARCHIVE_PATH, guess)
+    if (split === null) break
+    const r = normalizeSplit(text, split, opts, given.attempt())
+    if (r !== null) return r
+    if (!split.guessed) break
+  }
+  return normalizeBlockInto(toArchiveLine(parseJsonExact(text)), opts, null, given.attempt())
+}
+
+const LIST_KEYS = ['transactions', 'instructions', 'logs', 'balances', 'tokenBalances', 'rewards'] as const
+
+/** the records given to a sink so far, over the attempts at reading one block */
+class Given {
+  private readonly counts = LIST_KEYS.map(() => 0)
+
+  constructor(private readonly sink: RecordSink) {}
+
+  /** the sink of the next attempt: its slices given on without the records already given */
+  attempt(): RecordSink {
+    const seen = LIST_KEYS.map(() => 0)
+    const { counts, sink } = this
+    return {
+      every: sink.every,
+      take(slice: Block): void {
+        let part = slice
+        for (let k = 0; k < LIST_KEYS.length; k++) {
+          const key = LIST_KEYS[k]
+          const list = slice[key]
+          const skip = counts[k] - seen[k]
+          seen[k] += list.length
+          if (skip <= 0) {
+            counts[k] = seen[k]
+            continue
+          }
+          if (part === slice) part = { ...slice }
+          ;(part[key] as unknown[]) = list.slice(skip)
+          if (seen[k] > counts[k]) counts[k] = seen[k]
+        }
+        sink.take(part)
+      },
+    }
+  }
+}
+
 /** The block normalized one transaction at a time, or null when a piece does not parse. */
-function normalizeSplit(text: string, split: SplitBlock, opts: NormalizeOptions | undefined): NormalizeResult | null {
+function normalizeSplit(
+  text: string,
+  split: SplitBlock,
+  opts: NormalizeOptions | undefined,
+  sink: RecordSink | null = null,
+): NormalizeResult | null {
   let line
   try {
     line = toArchiveLine(parseJsonExact(split.skeleton))
@@ -51,7 +123,7 @@ function normalizeSplit(text: string, split: SplitBlock, opts: NormalizeOptions 
     },
   }
   try {
-    return normalizeBlockFrom(line, opts, source)
+    return sink === null ? normalizeBlockFrom(line, opts, source) : normalizeBlockInto(line, opts, source, sink)
   } catch (e) {
     if (e !== PIECE_FAILED) throw e
     return null

@@ -8,8 +8,8 @@
  */
 import type { Block } from '../../model.ts'
 import type { NormalizationWarning } from '../../normalize/normalize.ts'
-import { normalizeArchiveText } from '../../normalize/text.ts'
-import { estimateBlockBytes, type PreparedChunk } from '../../store/cold.ts'
+import { normalizeArchiveTextInto } from '../../normalize/text.ts'
+import { BLOCK_BASE_BYTES, estimateBlockBytes, estimateRecordBytes, type PreparedChunk } from '../../store/cold.ts'
 import { ChunkColumns, readChunkBlocks, type WriteOptions } from '../../store/cold/chunk-file.ts'
 import { errorMessage } from '../../util/errors.ts'
 
@@ -28,6 +28,13 @@ export interface LineResult {
 
 /** A failure of one line (bad JSON, not an archive line): the message, without the place. */
 export class LineError extends Error {}
+
+/**
+ * Transactions per slice of records taken into the columns while a block is normalized: a few
+ * hundred records, which die in the young generation instead of living (and being copied) until
+ * the whole block is normalized.
+ */
+export const SLICE_TRANSACTIONS = 64
 
 export class BatchBuilder {
   /** the batch's blocks, taken into columns as they come (their record objects are not kept) */
@@ -53,16 +60,29 @@ export class BatchBuilder {
     return this.columns.blockCount >= this.opts.targetBlocks || this.bytes >= this.opts.targetBytes
   }
 
-  /** Parse and normalize one archive line into the batch. Throws LineError for a bad line. */
+  /**
+   * Parse and normalize one archive line into the batch, its records taken into the columns a
+   * slice of transactions at a time as they are made (so they die young). Throws LineError for a
+   * bad line, after which the batch is not to be encoded (the import stops on a bad line).
+   */
   add(text: string): LineResult {
+    let first = true
+    const sink = {
+      every: SLICE_TRANSACTIONS,
+      take: (part: Block) => {
+        this.bytes += estimateRecordBytes(part) + (first ? BLOCK_BASE_BYTES : 0)
+        this.columns.addPart(part, first)
+        first = false
+      },
+    }
     let r
     try {
       // throws only for the line itself (bad JSON, not an archive line); content problems are warnings
-      r = normalizeArchiveText(text, { includeVotes: this.opts.includeVotes })
+      r = normalizeArchiveTextInto(text, { includeVotes: this.opts.includeVotes }, sink)
     } catch (e) {
       throw new LineError(errorMessage(e))
     }
-    return { warnings: r.warnings, full: this.push(r.block) }
+    return { warnings: r.warnings, full: this.full() }
   }
 
   get size(): number {

@@ -331,15 +331,28 @@ export class ChunkColumns {
 
   /** Take a block (above the previous one) into the columns; nothing of it is kept but its values. */
   add(block: Block): void {
-    const prev = this.headers[this.headers.length - 1]
-    if (prev && !(block.header.number > prev.number)) {
-      throw new Error(`cold store: blocks of a chunk must ascend (${prev.number} then ${block.header.number})`)
-    }
-    this.headers.push(block.header)
-    this.append(this.headerTable, [block.header as unknown as Record<string, unknown>])
+    this.addPart(block, true)
+  }
+
+  /**
+   * Take a block given in parts (normalize.ts `normalizeBlockInto`) into the columns: `first`,
+   * its first part, starts the block (its header, above the previous block's); each later part
+   * holds the next records of that block. The parts' lists concatenated are the block's lists.
+   * After an exception here, or a block left unfinished, the columns are not to be encoded.
+   */
+  addPart(part: Block, first: boolean): void {
+    if (first) {
+      const prev = this.headers[this.headers.length - 1]
+      if (prev && !(part.header.number > prev.number)) {
+        throw new Error(`cold store: blocks of a chunk must ascend (${prev.number} then ${part.header.number})`)
+      }
+      this.headers.push(part.header)
+      this.append(this.headerTable, [part.header as unknown as Record<string, unknown>])
+      for (const t of this.tables) t.offsets.push(t.rows)
+    } else if (this.headers.length === 0) throw new Error('cold store: a part of a block before its first')
     for (const t of this.tables) {
-      t.offsets.push(t.rows)
-      this.append(t, block[LISTS[t.kind!]] as unknown as Record<string, unknown>[])
+      const rows = part[LISTS[t.kind!]] as unknown as Record<string, unknown>[]
+      if (rows.length > 0) this.append(t, rows)
     }
   }
 
