@@ -104,7 +104,7 @@ export class DiskChunk implements Chunk {
       this._footer = footer
       // the chunk object now holds its footer: accounted in the cache entry of this chunk object
       // (a no-op when the chunk is not kept there)
-      this.cache.grow(chunkKey(this.path), footerBytes(jsonBytes))
+      this.cache.growValue(chunkKey(this.path), this as unknown as ArrayLike<unknown>, footerBytes(jsonBytes))
     }
     return this._footer
   }
@@ -116,7 +116,7 @@ export class DiskChunk implements Chunk {
       k = typeof name === 'number' ? `${this.path}\0@${name}` : `${this.path}\0${name}`
       this.keys.set(name, k)
       // held by the chunk object: accounted in its cache entry (a no-op when it is not kept there)
-      this.cache.grow(chunkKey(this.path), KEY_BYTES + 2 * k.length)
+      this.cache.growValue(chunkKey(this.path), this as unknown as ArrayLike<unknown>, KEY_BYTES + 2 * k.length)
     }
     return k
   }
@@ -186,11 +186,10 @@ export class DiskChunk implements Chunk {
       // accounted for the bytes it holds (whole parts, pages read on demand, parsed values), which
       // grow as queries read it
       this.cache.set(k, v as unknown as ArrayLike<unknown>, 256 + parts.bytes)
-      // only while this very object is the cached one (an evicted column may still be in use)
+      // only while this very object is the cached one, or one dropped that may come back (an
+      // evicted column may still be in use)
       const col = v as unknown as ArrayLike<unknown>
-      parts.onGrow = (d) => {
-        if (this.cache.peek(k) === col) this.cache.grow(k, d)
-      }
+      parts.onGrow = (d) => this.cache.growValue(k, col, d)
     }
     return v
   }
@@ -281,7 +280,7 @@ class DiskTable implements Table {
       const c = this.chunk
       const d = c.decode(c.footer.kinds[this.kind].off!, c.blockCount + 1)
       this.offsets = d.values as ArrayLike<number>
-      c.cache.grow(chunkKey(c.path), d.bytes)
+      c.cache.growValue(chunkKey(c.path), c as unknown as ArrayLike<unknown>, d.bytes)
     }
     return this.offsets
   }
