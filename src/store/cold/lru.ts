@@ -240,10 +240,18 @@ class Sketch {
   }
 }
 
-/** FNV-1a of a string key (other keys by their string form) */
+/** hashes of recent keys (the engine keeps a string's own hash, so a lookup here is cheaper than hashing the key again) */
+const HASHES = new Map<unknown, number>()
+
+/** FNV-1a of a key's string form, remembered for up to 16,384 recent keys (~2 MB of key strings at most) */
 function hash(key: unknown): number {
+  let h = HASHES.get(key)
+  if (h !== undefined) return h
   const s = typeof key === 'string' ? key : String(key)
-  let h = 0x811c9dc5
+  h = 0x811c9dc5
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193)
-  return h >>> 0
+  h >>>= 0
+  if (HASHES.size >= 1 << 14) HASHES.clear()
+  HASHES.set(key, h)
+  return h
 }
