@@ -115,6 +115,8 @@ interface Plan {
   relations: RelationDecl[]
   headerDefs: FieldDef[]
   headerWriter: WriterFactory
+  /** the header as bytes (its values taken as they are) */
+  headerBytes: ByteWriterFactory
   /** per request: candidate row buffer reused across chunks (one execution only) */
   scratch: Map<ItemRequest, Int32Array>
   /** per kind: the memory of the selection mask, reused across chunks (one chunk's at a time) */
@@ -146,12 +148,18 @@ function makePlan(q: ParsedQuery, bigintsAsNumbers: boolean): Plan {
     kinds.push(kp)
     byKind.set(kind, kp)
   }
+  const headerDefs = selectedDefs(q.fields.block)
   return {
     kinds,
     byKind,
     relations,
-    headerDefs: selectedDefs(q.fields.block),
+    headerDefs,
     headerWriter: compileWriter(q.fields.block, bigintsAsNumbers),
+    headerBytes: compileByteWriter(
+      q.fields.block,
+      bigintsAsNumbers,
+      headerDefs.map(() => false),
+    ),
     scratch: new Map(),
     masks: new Map(),
   }
@@ -712,7 +720,8 @@ function takeOf(c: ArrayLike<unknown> | JsonTokens): ColumnTake {
  */
 class ByteBlock implements OutputBlock {
   private text: string | null = null
-  public bytes: Buffer | undefined
+  /** the line without its newline, once asked for (`bytes`), or dropped (undefined) */
+  private view: Buffer | null | undefined = null
   private full: Buffer
 
   constructor(
@@ -723,7 +732,16 @@ class ByteBlock implements OutputBlock {
     readonly empty: boolean,
   ) {
     this.full = data
-    this.bytes = data.subarray(0, data.length - 1)
+  }
+
+  /** the line (a view of `data` made when first read: the server writes `data` only) */
+  get bytes(): Buffer | undefined {
+    if (this.view === null) this.view = this.full.subarray(0, this.full.length - 1)
+    return this.view
+  }
+
+  set bytes(v: Buffer | undefined) {
+    this.view = v
   }
 
   get data(): Buffer {
@@ -732,18 +750,21 @@ class ByteBlock implements OutputBlock {
 
   set data(v: Buffer) {
     this.full = v
-    this.bytes = undefined
+    this.view = undefined
     this.text = null
   }
 
   get line(): string {
-    if (this.text === null) this.text = this.bytes === undefined ? '' : this.bytes.toString('utf8')
+    if (this.text === null) {
+      const b = this.bytes
+      this.text = b === undefined ? '' : b.toString('utf8')
+    }
     return this.text
   }
 
   set line(v: string) {
     this.text = v
-    this.bytes = undefined
+    this.view = undefined
     this.full = NO_BYTES
   }
 }
@@ -834,15 +855,16 @@ export async function* executeQuery(
           writeBytes: bytes ? byteWriterOf(kp, bigints, takes)(cols) : null,
         })
       }
-      const header = plan.headerWriter(plan.headerDefs.map((d) => chunk.header(d.name as 'number')))
+      const headerCols = plan.headerDefs.map((d) => chunk.header(d.name as 'number'))
 
       if (bytes) {
+        const header = plan.headerBytes(headerCols)
         const o = (lineBuf ??= new LineBuf())
         for (let b = bLo; b < bHi; b++) {
           if (pending !== null) pending = null // a later block exists: the pending one was not the last
           o.begin()
           o.raw(HEADER_OPEN)
-          o.str(header(b))
+          header(b, o)
           const headerEnd = o.pos
           for (let k = 0; k < bound.length; k++) {
             const bk = bound[k]
@@ -897,6 +919,7 @@ export async function* executeQuery(
         for (const c of used) if (isTokens(c)) c.done?.()
         continue
       }
+      const header = plan.headerWriter(headerCols)
       for (let b = bLo; b < bHi; b++) {
         if (pending !== null) pending = null // a later block exists: the pending one was not the last
         let body = ''

@@ -218,7 +218,8 @@ export class RenderScheduler {
   private pump(): void {
     if (this.deferred) return
     if (this.sliceStart < 0) this.startSlice()
-    else if (performance.now() - this.sliceStart >= this.sliceMs && this.waiting.length > 0) {
+    // (the clock read only when a stream waits: a turn released with none waiting costs no reading)
+    else if (this.waiting.length > 0 && performance.now() - this.sliceStart >= this.sliceMs) {
       this.deferred = true
       setImmediate(() => {
         this.deferred = false

@@ -622,30 +622,43 @@ export class PortalServer {
    * the rest (or all of it) in this thread. The server's loop drops the extra header-only boundary
    * blocks either way.
    */
-  private async *rangeBlocks(
+  private rangeBlocks(
     ds: Dataset,
     query: ParsedQuery,
     opts: ExecuteOptions,
     pooled: PoolStream | null,
     wait: (rendered: Promise<unknown>) => Promise<boolean>,
   ): AsyncGenerator<OutputBlock | PooledBlock> {
-    let from = query.fromBlock
     const to = query.toBlock !== undefined && query.toBlock < opts.to ? query.toBlock : opts.to
     if (pooled && this.opts.renderPool) {
       const fin = ds.store.finalizedHead()
       const coldTo = fin ? Math.min(to, fin.number) : -1
-      if (coldTo >= from && this.opts.renderPool.wants(from, coldTo)) {
-        let stopped = false
-        const stop = opts.shouldStop
-        const shouldStop = stop && (() => (stopped = stop()))
-        const local = (a: number, b: number) =>
-          executeQuery(ds.store, { ...query, fromBlock: a }, { ...opts, to: b, shouldStop })
-        yield* pooled.blocks(from, coldTo, { shouldStop, local, wait })
-        if (stopped || coldTo >= to) return
-        from = coldTo + 1
-      }
+      if (coldTo >= query.fromBlock && this.opts.renderPool.wants(query.fromBlock, coldTo))
+        return this.pooledBlocks(ds, query, opts, pooled, wait, coldTo)
     }
-    yield* executeQuery(ds.store, from === query.fromBlock ? query : { ...query, fromBlock: from }, opts)
+    // the engine's own iteration (no generator in between: a block costs one resumption less)
+    return executeQuery(ds.store, query, opts)
+  }
+
+  /** `rangeBlocks` through the render pool: blocks up to `coldTo` (finalized), then the rest here */
+  private async *pooledBlocks(
+    ds: Dataset,
+    query: ParsedQuery,
+    opts: ExecuteOptions,
+    pooled: PoolStream,
+    wait: (rendered: Promise<unknown>) => Promise<boolean>,
+    coldTo: number,
+  ): AsyncGenerator<OutputBlock | PooledBlock> {
+    const from = query.fromBlock
+    const to = query.toBlock !== undefined && query.toBlock < opts.to ? query.toBlock : opts.to
+    let stopped = false
+    const stop = opts.shouldStop
+    const shouldStop = stop && (() => (stopped = stop()))
+    const local = (a: number, b: number) =>
+      executeQuery(ds.store, { ...query, fromBlock: a }, { ...opts, to: b, shouldStop })
+    yield* pooled.blocks(from, coldTo, { shouldStop, local, wait })
+    if (stopped || coldTo >= to) return
+    yield* executeQuery(ds.store, { ...query, fromBlock: coldTo + 1 }, opts)
   }
 }
 

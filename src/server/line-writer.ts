@@ -44,6 +44,12 @@ export class LineWriter {
   bytes = 0
   private buf: (string | Buffer)[] = []
   private bufLen = 0
+  /**
+   * the last lines added by `addBytes` while they are adjacent bytes of one buffer: the first
+   * line, and the length of the run (one view over all of them is made once, when the run ends)
+   */
+  private run: Buffer | null = null
+  private runLen = 0
   private sink: Writable
   private gz: zlib.Gzip | null = null
   private started_ = false
@@ -144,6 +150,7 @@ export class LineWriter {
    * (without its newline: the engine's byte output, `OutputBlock.bytes`).
    */
   addLine(line: string | Buffer): boolean {
+    if (this.run !== null) this.endRun()
     if (typeof line !== 'string') {
       this.buf.push(line, NEWLINE)
       const n = line.length + 1
@@ -166,14 +173,25 @@ export class LineWriter {
   addBytes(data: Buffer): boolean {
     // a large line goes out on its own, as it is, not copied into a batch with the lines before it
     if (data.length >= this.batchBytes && this.bufLen > 0) this.pushNow()
-    const last = this.buf[this.buf.length - 1]
-    if (last !== undefined && typeof last !== 'string' && adjacent(last, data)) {
-      // the next line of the same rendered segment: one view over both
-      this.buf[this.buf.length - 1] = Buffer.from(last.buffer, last.byteOffset, last.length + data.length)
-    } else this.buf.push(data)
+    const run = this.run
+    if (run !== null && run.buffer === data.buffer && run.byteOffset + this.runLen === data.byteOffset) {
+      // the next line of the same rendered segment: the run grows (one view over all, made later)
+      this.runLen += data.length
+    } else {
+      if (run !== null) this.endRun()
+      this.run = data
+      this.runLen = data.length
+    }
     this.bufLen += data.length
     this.bytes += data.length
     return this.bufLen >= this.batchBytes ? this.pushNow() : true
+  }
+
+  /** the run of adjacent lines into the batch, as one view */
+  private endRun(): void {
+    const run = this.run!
+    this.buf.push(this.runLen === run.length ? run : Buffer.from(run.buffer, run.byteOffset, this.runLen))
+    this.run = null
   }
 
   /** resolves when the socket (or gzip stream) can take more, or the response is gone */
@@ -189,6 +207,7 @@ export class LineWriter {
   private pushNow(): boolean {
     const n = this.bufLen
     if (n === 0) return true
+    if (this.run !== null) this.endRun()
     const parts = this.buf
     this.buf = []
     this.bufLen = 0
@@ -271,10 +290,6 @@ export class LineWriter {
 function queuedBytes(sock: Socket): number {
   const q = (sock as unknown as { _handle?: { writeQueueSize?: unknown } | null })._handle?.writeQueueSize
   return typeof q === 'number' ? q : -1
-}
-
-function adjacent(a: Buffer, b: Buffer): boolean {
-  return a.buffer === b.buffer && a.byteOffset + a.length === b.byteOffset
 }
 
 const NEWLINE = Buffer.from('\n')

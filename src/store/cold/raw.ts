@@ -1148,7 +1148,7 @@ export class RawColumn {
       const b = P.part(0)
       return { write: (i, out) => out.raw(b[i] === 2 ? NULL : b[i] === 1 ? TRUE : FALSE) }
     }
-    if (e !== 'addr' && (!this.x || (e !== 'plain' && e !== 'dict' && e !== 'list'))) return null
+    if (e !== 'addr' && e !== 'u32' && (!this.x || (e !== 'plain' && e !== 'dict' && e !== 'list'))) return null
     return new KeptTokens(this, reads, this.keptRows)
   }
 
@@ -1174,6 +1174,9 @@ export class RawColumn {
         let t = '['
         for (let j = a; j < z; j++) t += (j > a ? ',' : '') + P.uw(1, j, w)
         b = Buffer.from(t + ']', 'latin1')
+      } else if (e === 'u32') {
+        // validity in part 1 when the column has nulls
+        b = this.v && P.uw(1, i, 1) === 0 ? NULL : Buffer.from('' + P.u32(0, i), 'latin1')
       } else if (e === 'plain') b = Buffer.from(this.tokenBytes(i))
       else if (e === 'dict') {
         const c = P.uw(this.pCodes, i, w)
