@@ -6,7 +6,7 @@ import { BLOCK_MEMBERS, type FieldDef } from '../catalogue.ts'
 import type { RecordKind } from '../model.ts'
 import type { Chunk, MatchOp, Table } from '../store/chunk.ts'
 import type { BlockStore } from '../store/types.ts'
-import { formTag, LineBuf, type JsonTokens } from './bytes.ts'
+import { formTag, LineBuf, recycleLine, type JsonTokens } from './bytes.ts'
 import type { CompiledFilter, ItemRequest, ParsedQuery, SelectedField } from './parse.ts'
 import {
   compileByteWriter,
@@ -771,6 +771,15 @@ class ByteBlock implements OutputBlock {
 
 const NO_BYTES = Buffer.alloc(0)
 
+/**
+ * A block held back and not handed out after all: its line's bytes go back to their line buffer
+ * (`recycleLine`), which is reused once its other lines are back too; null.
+ */
+function drop(b: OutputBlock): null {
+  if (b instanceof ByteBlock) recycleLine(b.data)
+  return null
+}
+
 interface BoundKind {
   open: string
   mask: Uint8Array
@@ -861,7 +870,7 @@ export async function* executeQuery(
         const header = plan.headerBytes(headerCols)
         const o = (lineBuf ??= new LineBuf())
         for (let b = bLo; b < bHi; b++) {
-          if (pending !== null) pending = null // a later block exists: the pending one was not the last
+          if (pending !== null) pending = drop(pending) // a later block exists: the pending one was not the last
           o.begin()
           o.raw(HEADER_OPEN)
           header(b, o)
@@ -912,7 +921,11 @@ export async function* executeQuery(
           }
           first = false
           if (shouldStop !== undefined && shouldStop()) {
-            if (!emitted) yield pending ?? new ByteBlock(number, hashes[b], o.takeLine(), empty)
+            if (!emitted) {
+              const p = pending ?? new ByteBlock(number, hashes[b], o.takeLine(), empty)
+              pending = null
+              yield p
+            }
             return
           }
         }
@@ -921,7 +934,7 @@ export async function* executeQuery(
       }
       const header = plan.headerWriter(headerCols)
       for (let b = bLo; b < bHi; b++) {
-        if (pending !== null) pending = null // a later block exists: the pending one was not the last
+        if (pending !== null) pending = drop(pending) // a later block exists: the pending one was not the last
         let body = ''
         for (let k = 0; k < bound.length; k++) {
           const bk = bound[k]
@@ -969,8 +982,14 @@ export async function* executeQuery(
         }
       }
     }
-    if (pending !== null) yield pending
+    if (pending !== null) {
+      const p = pending
+      pending = null
+      yield p
+    }
   } finally {
+    // a line taken and never handed out (the iteration ended early) is back too
+    if (pending !== null) drop(pending)
     // the lines' memory comes back once they are written (src/server/line-writer.ts)
     ;(lineBuf as LineBuf | null)?.close()
   }
