@@ -17,24 +17,23 @@ import { StaticStore } from '../src/store/static.ts'
 import { neverReader, until } from './support/http/hostile.ts'
 import { GENESIS, mkChain } from './support/realtime/blocks.ts'
 
+/** a writer of JSON lines without gzip nor memory budget, in batches of 64 KiB */
+function plainWriter(res: http.ServerResponse, writeTimeoutMs: number, pendingBytes: number): LineWriter {
+  const opts = { headers: { 'Content-Type': 'application/jsonl' }, gzipLevel: null, budget: null }
+  return new LineWriter(
+    res,
+    { ...opts, writeTimeoutMs, batchBytes: 64 * 1024, pendingBytes },
+    new AbortController().signal,
+  )
+}
+
 test('a batch goes to the kernel at once, and the caller waits only from pendingBytes not yet taken', async () => {
   const line = Buffer.alloc(100_000, 0x61)
   line[line.length - 1] = 0x0a
   let seen: { room: boolean; corked: number; pending: number } | null = null
   const server = http.createServer((req, res) => {
     req.resume()
-    const out = new LineWriter(
-      res,
-      {
-        headers: { 'Content-Type': 'application/jsonl' },
-        gzipLevel: null,
-        writeTimeoutMs: 0,
-        budget: null,
-        batchBytes: 64 * 1024,
-        pendingBytes: 1024 * 1024,
-      },
-      new AbortController().signal,
-    )
+    const out = plainWriter(res, 0, 1024 * 1024)
     // over the batch size: written now
     const room = out.addBytes(Buffer.from(line))
     seen = { room, corked: res.socket!.writableCorked, pending: res.writableLength }
@@ -73,18 +72,7 @@ test('a slow client inside one large write is not taken for one that stopped rea
   const server = http.createServer((req, res) => {
     req.resume()
     res.on('close', () => (destroyed = !res.writableFinished))
-    const out = new LineWriter(
-      res,
-      {
-        headers: { 'Content-Type': 'application/jsonl' },
-        gzipLevel: null,
-        writeTimeoutMs: 1_500,
-        budget: null,
-        batchBytes: 64 * 1024,
-        pendingBytes: 64 * 1024 * 1024,
-      },
-      new AbortController().signal,
-    )
+    const out = plainWriter(res, 1_500, 64 * 1024 * 1024)
     out.addBytes(data)
     void out.end()
   })

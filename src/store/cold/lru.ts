@@ -4,14 +4,19 @@
  * their footers), so a query touching many chunks never holds more than `maxBytes` of them (beyond
  * what running queries still reference).
  *
- * Policy (window + frequency admission, after W-TinyLFU): a new entry goes to a small
- * least-recently-used window (WINDOW_SHARE of the budget). An entry leaving the window enters the
- * main part only if it was used more often, lately, than the main part's least recently used
- * entries it would push out; otherwise it is dropped. Use counts are estimated by a small
- * count-min sketch that is halved every so often, so that counts fade. A plain least-recently-used
- * cache gets no hits at all when a query is repeated over data a little larger than the cache
- * (each entry is pushed out just before its next use); here the main part keeps what it holds and
- * the repeated query finds that share. Entries used often stay through one-off scans of other data.
+ * Policy: least recently used out first, as long as that works. It fails when a query is repeated
+ * over data a little larger than the cache: each entry is pushed out just before its next use and
+ * the repeated query finds nothing. The cache notices it by the keys it misses: when most of them
+ * were dropped lately (remembered for the last GHOSTS keys), it protects what it holds. New entries
+ * go to a least-recently-used window (WINDOW_SHARE of the budget); one leaving the window enters
+ * the main part, pushing out its least recently used entries, unless the cache is protecting, in
+ * which case it enters only if its use before this stay is more recent than the last use of every
+ * entry it would push out (after LRU-2), and is dropped otherwise. The repeated query then keeps
+ * finding the main part's share; a new query's keys, not dropped lately, end the protection and
+ * take the place of entries no longer used. (Admission by estimated use counts, W-TinyLFU's, was
+ * measured and not kept: the engine looks an entry up many times within one query, so the entries
+ * of a wide query run a few times kept counts a selective query run next needed dozens of runs to
+ * beat; admission on recency alone held a new query's data only up to the main part's size.)
  *
  * (Remembering dropped values weakly, to take back those a running query still holds, was measured
  * and not kept: every WeakRef made or read pins its value until the current job ends, and a
@@ -33,7 +38,16 @@ const WINDOW_SHARE = 0.2
 interface Entry<V> {
   value: V
   bytes: number
+  /** the tick of its last use */
+  last: number
+  /** the tick of its last use before this stay in the cache, -1 when not remembered */
+  prev: number
 }
+
+/** keys of dropped entries whose last use is remembered (at most this many) */
+const GHOSTS = 1 << 14
+/** the weight of one miss in the moving share of misses on keys dropped lately */
+const THRASH_WEIGHT = 1 / 64
 
 export class ByteLru<K, V> {
   /** new entries, least recently used first (Map insertion order = recency) */
@@ -44,7 +58,12 @@ export class ByteLru<K, V> {
   private mainBytes = 0
   private readonly winMax: number
   private readonly mainMax: number
-  private readonly sketch = new Sketch()
+  /** logical time: one tick per lookup or insertion */
+  private tick = 0
+  /** the last use of keys dropped lately, oldest first */
+  private readonly ghosts = new Map<K, number>()
+  /** the share of recent misses whose keys had been dropped lately (a moving average) */
+  private thrash = 0
   /** lookups (get) that found / did not find their key, and entries evicted (for metrics) */
   readonly stats = { hits: 0, misses: 0, evictions: 0 }
 
@@ -70,17 +89,17 @@ export class ByteLru<K, V> {
 
   /** `get` without counting a hit or a miss (lookups that are not cache reads, e.g. chunk objects) */
   touch(key: K): V | undefined {
-    this.sketch.add(key)
     let e = this.win.get(key)
     if (e !== undefined) {
       this.win.delete(key)
       this.win.set(key, e)
-      return e.value
+    } else {
+      e = this.main.get(key)
+      if (e === undefined) return undefined
+      this.main.delete(key)
+      this.main.set(key, e)
     }
-    e = this.main.get(key)
-    if (e === undefined) return undefined
-    this.main.delete(key)
-    this.main.set(key, e)
+    e.last = ++this.tick
     return e.value
   }
 
@@ -94,8 +113,21 @@ export class ByteLru<K, V> {
   }
 
   set(key: K, value: V, bytes: number): void {
+    const old = this.win.get(key) ?? this.main.get(key)
+    let prev = -1
+    if (old !== undefined) prev = old.prev
+    else {
+      const g = this.ghosts.get(key)
+      if (g !== undefined) {
+        prev = g
+        this.ghosts.delete(key)
+      }
+      this.thrash += ((g === undefined ? 0 : 1) - this.thrash) * THRASH_WEIGHT
+    }
     this.delete(key)
-    this.insert(key, { value, bytes })
+    this.win.set(key, { value, bytes, last: ++this.tick, prev })
+    this.winBytes += bytes
+    this.balance()
   }
 
   /** an entry's value holds `delta` more bytes now (no-op when it was evicted meanwhile) */
@@ -122,6 +154,7 @@ export class ByteLru<K, V> {
   }
 
   delete(key: K): void {
+    this.ghosts.delete(key)
     const e = this.win.get(key)
     if (e !== undefined) {
       this.winBytes -= e.bytes
@@ -137,20 +170,15 @@ export class ByteLru<K, V> {
 
   /** drop every entry whose key matches */
   deleteWhere(pred: (key: K) => boolean): void {
-    for (const k of [...this.win.keys(), ...this.main.keys()]) if (pred(k)) this.delete(k)
+    for (const k of [...this.win.keys(), ...this.main.keys(), ...this.ghosts.keys()]) if (pred(k)) this.delete(k)
   }
 
   clear(): void {
     this.win.clear()
     this.main.clear()
+    this.ghosts.clear()
     this.winBytes = 0
     this.mainBytes = 0
-  }
-
-  private insert(key: K, e: Entry<V>): void {
-    this.win.set(key, e)
-    this.winBytes += e.bytes
-    this.balance()
   }
 
   /** back within the budgets: the window's oldest entries offered to the main part */
@@ -167,19 +195,23 @@ export class ByteLru<K, V> {
       const [k, e] = this.main.entries().next().value as [K, Entry<V>]
       this.main.delete(k)
       this.mainBytes -= e.bytes
-      this.drop()
+      this.drop(k, e)
     }
   }
 
-  /** a candidate from the window: into the main part if used more than all it would push out */
+  /**
+   * a candidate from the window: into the main part, unless the cache is protecting what it holds
+   * and the candidate's use before this stay is not more recent than the last use of everything it
+   * would push out
+   */
   private admit(key: K, cand: Entry<V>): void {
-    if (cand.bytes > this.mainMax) return this.drop()
+    if (cand.bytes > this.mainMax) return this.drop(key, cand)
     let need = this.mainBytes + cand.bytes - this.mainMax
     if (need > 0) {
-      const f = this.sketch.estimate(key)
       const victims: K[] = []
+      const protect = this.thrash >= 0.5
       for (const [k, e] of this.main) {
-        if (this.sketch.estimate(k) >= f) return this.drop()
+        if (protect && e.last >= cand.prev) return this.drop(key, cand)
         victims.push(k)
         need -= e.bytes
         if (need <= 0) break
@@ -188,70 +220,17 @@ export class ByteLru<K, V> {
         const e = this.main.get(k)!
         this.main.delete(k)
         this.mainBytes -= e.bytes
-        this.drop()
+        this.drop(k, e)
       }
     }
     this.main.set(key, cand)
     this.mainBytes += cand.bytes
   }
 
-  private drop(): void {
+  /** an entry out of the cache: its last use remembered */
+  private drop(key: K, e: Entry<V>): void {
     this.stats.evictions++
+    this.ghosts.set(key, e.last)
+    if (this.ghosts.size > GHOSTS) this.ghosts.delete(this.ghosts.keys().next().value as K)
   }
-}
-
-/**
- * Estimated use counts of keys: a count-min sketch of 4-bit counters (4 rows), all halved once
- * the additions reach ten times a row's width, so that old uses fade.
- */
-class Sketch {
-  private static readonly WIDTH = 1 << 14
-  private readonly rows = new Uint8Array(4 * Sketch.WIDTH)
-  private additions = 0
-
-  add(key: unknown): void {
-    const h = hash(key)
-    const rows = this.rows
-    const m = Sketch.WIDTH - 1
-    let h2 = Math.imul(h, 0x9e3779b1) >>> 0
-    for (let r = 0; r < 4; r++) {
-      const i = r * Sketch.WIDTH + ((h + r * h2) & m)
-      if (rows[i] < 15) rows[i]++
-      h2 = (h2 >>> 7) | (h2 << 25)
-    }
-    if (++this.additions >= 10 * Sketch.WIDTH) {
-      for (let i = 0; i < rows.length; i++) rows[i] >>>= 1
-      this.additions >>>= 1
-    }
-  }
-
-  estimate(key: unknown): number {
-    const h = hash(key)
-    const rows = this.rows
-    const m = Sketch.WIDTH - 1
-    let h2 = Math.imul(h, 0x9e3779b1) >>> 0
-    let min = 15
-    for (let r = 0; r < 4; r++) {
-      const c = rows[r * Sketch.WIDTH + ((h + r * h2) & m)]
-      if (c < min) min = c
-      h2 = (h2 >>> 7) | (h2 << 25)
-    }
-    return min
-  }
-}
-
-/** hashes of recent keys (the engine keeps a string's own hash, so a lookup here is cheaper than hashing the key again) */
-const HASHES = new Map<unknown, number>()
-
-/** FNV-1a of a key's string form, remembered for up to 16,384 recent keys (~2 MB of key strings at most) */
-function hash(key: unknown): number {
-  let h = HASHES.get(key)
-  if (h !== undefined) return h
-  const s = typeof key === 'string' ? key : String(key)
-  h = 0x811c9dc5
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193)
-  h >>>= 0
-  if (HASHES.size >= 1 << 14) HASHES.clear()
-  HASHES.set(key, h)
-  return h
 }
