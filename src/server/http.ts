@@ -634,13 +634,13 @@ export class PortalServer {
       const fin = ds.store.finalizedHead()
       const coldTo = fin ? Math.min(to, fin.number) : -1
       if (coldTo >= query.fromBlock && this.opts.renderPool.wants(query.fromBlock, coldTo))
-        return this.pooledBlocks(ds, query, opts, pooled, wait, coldTo)
+        return this.pooledBlocks(ds, query, opts, pooled, wait, coldTo, to)
     }
     // the engine's own iteration (no generator in between: a block costs one resumption less)
     return executeQuery(ds.store, query, opts)
   }
 
-  /** `rangeBlocks` through the render pool: blocks up to `coldTo` (finalized), then the rest here */
+  /** `rangeBlocks` through the render pool: blocks up to `coldTo` (finalized), then the rest up to `to` here */
   private async *pooledBlocks(
     ds: Dataset,
     query: ParsedQuery,
@@ -648,9 +648,9 @@ export class PortalServer {
     pooled: PoolStream,
     wait: (rendered: Promise<unknown>) => Promise<boolean>,
     coldTo: number,
+    to: number,
   ): AsyncGenerator<OutputBlock | PooledBlock> {
     const from = query.fromBlock
-    const to = query.toBlock !== undefined && query.toBlock < opts.to ? query.toBlock : opts.to
     let stopped = false
     const stop = opts.shouldStop
     const shouldStop = stop && (() => (stopped = stop()))

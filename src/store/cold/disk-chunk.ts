@@ -104,9 +104,17 @@ export class DiskChunk implements Chunk {
       this._footer = footer
       // the chunk object now holds its footer: accounted in the cache entry of this chunk object
       // (a no-op when the chunk is not kept there)
-      this.cache.growValue(chunkKey(this.path), this as unknown as ArrayLike<unknown>, footerBytes(jsonBytes))
+      this.accountBytes(footerBytes(jsonBytes))
     }
     return this._footer
+  }
+
+  /**
+   * this chunk object holds `bytes` more (its footer, cache keys, block offsets): accounted in its
+   * cache entry while it is the one cached (a no-op otherwise)
+   */
+  accountBytes(bytes: number): void {
+    this.cache.growValue(chunkKey(this.path), this as unknown as ArrayLike<unknown>, bytes)
   }
 
   /** the cache key of this chunk's entry `name` (`kind.field`), or of the blob at file offset `name` */
@@ -116,7 +124,7 @@ export class DiskChunk implements Chunk {
       k = typeof name === 'number' ? `${this.path}\0@${name}` : `${this.path}\0${name}`
       this.keys.set(name, k)
       // held by the chunk object: accounted in its cache entry (a no-op when it is not kept there)
-      this.cache.growValue(chunkKey(this.path), this as unknown as ArrayLike<unknown>, KEY_BYTES + 2 * k.length)
+      this.accountBytes(KEY_BYTES + 2 * k.length)
     }
     return k
   }
@@ -186,8 +194,7 @@ export class DiskChunk implements Chunk {
       // accounted for the bytes it holds (whole parts, pages read on demand, parsed values), which
       // grow as queries read it
       this.cache.set(k, v as unknown as ArrayLike<unknown>, 256 + parts.bytes)
-      // only while this very object is the cached one, or one dropped that may come back (an
-      // evicted column may still be in use)
+      // only while this very object is the cached one (an evicted column may still be in use)
       const col = v as unknown as ArrayLike<unknown>
       parts.onGrow = (d) => this.cache.growValue(k, col, d)
     }
@@ -280,7 +287,7 @@ class DiskTable implements Table {
       const c = this.chunk
       const d = c.decode(c.footer.kinds[this.kind].off!, c.blockCount + 1)
       this.offsets = d.values as ArrayLike<number>
-      c.cache.growValue(chunkKey(c.path), c as unknown as ArrayLike<unknown>, d.bytes)
+      c.accountBytes(d.bytes)
     }
     return this.offsets
   }
