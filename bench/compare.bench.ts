@@ -22,7 +22,9 @@
  * COMPARE_SEED (1), COMPARE_FULL_BLOCKS (range of the "everything" query, 200), COMPARE_RUNS (timed runs
  * per query and system, best reported; 2), COMPARE_PROFILE (0: no profiles), COMPARE_TAIL (0: no tail
  * run), COMPARE_REUSE (1: reuse the import, PostgreSQL load and Parquet files of an earlier run of the
- * same shape, saved in bench/tmp/compare/prepared.json), COMPARE_WORK (the work directory). Results: bench/results/compare.md for the default shape, compare-b<BLOCKS>-t<TXS>.md for others
+ * same shape, saved in bench/tmp/compare/prepared.json), COMPARE_WARM_MS (untimed warm-up runs of each
+ * query and system after the checked one, while they add up to under this many ms: 1000), COMPARE_WORK
+ * (the work directory). Results: bench/results/compare.md for the default shape, compare-b<BLOCKS>-t<TXS>.md for others
  * (e.g. COMPARE_BLOCKS=10000 COMPARE_TXS=200 COMPARE_FULL_BLOCKS=1000: the earlier small-block shape).
  */
 import { DuckDBInstance } from '@duckdb/node-api'
@@ -48,6 +50,9 @@ import {
   TOKEN,
   WHIRLPOOL,
   waitForServe,
+  cpuFloor,
+  ownCpuMs,
+  processCpuMs,
   type ComparisonParams,
 } from './support.ts'
 
@@ -64,6 +69,14 @@ const TXS = Number(process.env.COMPARE_TXS ?? DEFAULT_TXS)
 const SEED = Number(process.env.COMPARE_SEED ?? 1)
 const FULL_BLOCKS = Number(process.env.COMPARE_FULL_BLOCKS ?? 200)
 const RUNS = Number(process.env.COMPARE_RUNS ?? 2)
+/**
+ * untimed runs after the checked one, while they add up to under this (at most 30; none after a
+ * checked run this long): a server answering a query it has answered a few times has not finished
+ * compiling its code (the one-account query, 40 runs after one: ~9 ms of V8 helper-thread CPU a
+ * run beside the main thread's 14, against 0.5 beside 11 after 40 more), and a long-running
+ * service answers warm; the same for both systems
+ */
+const WARM_MS = Number(process.env.COMPARE_WARM_MS ?? 1000)
 const PROFILE = process.env.COMPARE_PROFILE !== '0'
 const TAIL = process.env.COMPARE_TAIL !== '0'
 /** 1: keep the dataset, the PostgreSQL database and the Parquet files of an earlier run of the same shape */
@@ -323,31 +336,54 @@ interface Measure {
   peakKb: number
   digest: Digest | null
   note?: string
+  /** with a server probe: CPU ms per timed run of the server (main thread, process) and of this client */
+  cpu?: { main: number; all: number; client: number; meanMs: number }
 }
 
 async function measure(
   runOnce: (onChunk: (b: Buffer) => void) => Promise<unknown>,
   memory: { reset: () => void; peak: () => number },
   runs: number,
+  /** the server's CPU so far (main thread, process), for `Measure.cpu` */
+  serverCpu?: () => { main: number; all: number },
 ): Promise<Measure> {
   memory.reset()
   // first run: untimed, checked (canonical line hashes, rows)
   const dg = digester(true)
+  const tc = performance.now()
   await runOnce((b) => dg.push(b))
+  const checkedMs = performance.now() - tc
   const digest = dg.end()
+  if (checkedMs < WARM_MS)
+    for (let i = 0, warm = 0; i < 30 && warm < WARM_MS; i++) {
+      const t0 = performance.now()
+      await runOnce(() => undefined)
+      warm += performance.now() - t0
+    }
   let best = Infinity
   let bytes = 0
   let lines = 0
   let total = 0
+  const cpu = { main: 0, all: 0, client: 0 }
+  let timed = 0
   // `runs` timed runs, more (up to 30) while they add up to under 3 s: a short query's best of 2
   // is mostly noise and JIT warm-up (the server's first ~7 answers to the Whirlpool query took
   // 35-60 ms, the later ones 11-18 ms: a long-running server answers warm); the same rule for
   // every system
   for (let i = 0; i < runs || (i < 30 && total < 3000); i++) {
     const dd = digester(false)
+    const s0 = serverCpu?.()
+    const c0 = ownCpuMs()
     const t0 = performance.now()
     await runOnce((b) => dd.push(b))
     const ms = performance.now() - t0
+    cpu.client += ownCpuMs() - c0
+    if (s0 && serverCpu) {
+      const s1 = serverCpu()
+      cpu.main += s1.main - s0.main
+      cpu.all += s1.all - s0.all
+    }
+    timed++
     total += ms
     const r = dd.end()
     bytes = r.bytes
@@ -355,7 +391,10 @@ async function measure(
     best = Math.min(best, ms)
     if (ms > 10_000) break // one timed run is enough for the slow ones
   }
-  return { ms: best, bytes, lines, rows: digest.rows, peakKb: memory.peak(), digest }
+  const perRun = serverCpu
+    ? { main: cpu.main / timed, all: cpu.all / timed, client: cpu.client / timed, meanMs: total / timed }
+    : undefined
+  return { ms: best, bytes, lines, rows: digest.rows, peakKb: memory.peak(), digest, cpu: perRun }
 }
 
 interface GzipMeasure {
@@ -573,6 +612,11 @@ async function targetsAndProfiles(
       met: ratio >= TARGET_RATIO && r.equal,
       notes: 'best wall times, back to back in the same run',
     }
+    // where it is missed: what the cores allow a run, from the CPU the timed runs took
+    if (!row.met && r.sp.cpu) {
+      row.floor = cpuFloor(r.sp.cpu, os.availableParallelism())
+      row.notes += `; ${row.floor}`
+    }
     rows.push(row)
     if (!row.met) jobs.push({ row, r, gzip: false })
   }
@@ -621,7 +665,7 @@ async function targetsAndProfiles(
     }
     jobs.forEach((j, i) => {
       const threads = summarizeProfileDir(dir, ROOT, { fromUs: windows[i][0], toUs: windows[i][1] })
-      j.row.notes = `bounded by: ${boundedBy(threads)}`
+      j.row.notes = `${j.row.floor ? `${j.row.floor}; ` : ''}bounded by: ${boundedBy(threads)}`
       profiles.push({
         title: `${j.r.name}${j.gzip ? ', gzip' : ''}`,
         threads,
@@ -810,7 +854,12 @@ export async function run(): Promise<string> {
       const body = JSON.stringify(q.body)
       const short = q.name.split(' ')[0]
       log(`${q.name}: solportal`)
-      const sp = await measure((cb) => server!.post(body, cb), srvMem, RUNS)
+      const sp = await measure(
+        (cb) => server!.post(body, cb),
+        srvMem,
+        RUNS,
+        () => processCpuMs(srvPid),
+      )
       notePeak(sp.peakKb, short)
       log(`  ${fmt(sp.ms)} ms, ${fmt(mb(sp.bytes), 1)} MB`)
       let gz: GzipMeasure | null = null
@@ -953,7 +1002,7 @@ export async function run(): Promise<string> {
       '',
       '### Results',
       '',
-      `Each query: one untimed run (output checked), then best of ${RUNS} timed runs, or of up to 30 while they add up to under 3 s (short queries: noise and JIT warm-up; a long-running server answers warm), a single timed run when it takes over 10 s; the same rule for PostgreSQL. solportal: \`solportal serve --dataset-dir\` in a child process, one HTTP request over loopback (identity encoding, response budget lifted so one response holds the range), time until the last byte. PostgreSQL: one SQL statement per query, run in a long-lived \`psql -A -t\` session (FETCH_COUNT 1000), time until the last row is read. Peak RSS: solportal = the server process's VmHWM (reset before each query through /proc/PID/clear_refs); PostgreSQL = sum of VmHWM (and sampled VmRSS) of all its processes (shared buffers counted once per process that touched them). Lower bound: DuckDB (1 thread) \`count(*)\` of the rows matching the query's filters over Parquet files of the same rows — no relations, no JSON; a lower bound for a *scan* (no index): PostgreSQL's indexes beat it on the selective queries.`,
+      `Each query: one untimed run (output checked), untimed warm-up runs while they add up to under ${fmt(WARM_MS)} ms (at most 30; none after a checked run that long), then best of ${RUNS} timed runs, or of up to 30 while they add up to under 3 s (short queries: noise and JIT warm-up; a long-running server answers warm), a single timed run when it takes over 10 s; the same rule for PostgreSQL. solportal: \`solportal serve --dataset-dir\` in a child process, one HTTP request over loopback (identity encoding, response budget lifted so one response holds the range), time until the last byte. PostgreSQL: one SQL statement per query, run in a long-lived \`psql -A -t\` session (FETCH_COUNT 1000), time until the last row is read. Peak RSS: solportal = the server process's VmHWM (reset before each query through /proc/PID/clear_refs); PostgreSQL = sum of VmHWM (and sampled VmRSS) of all its processes (shared buffers counted once per process that touched them). Lower bound: DuckDB (1 thread) \`count(*)\` of the rows matching the query's filters over Parquet files of the same rows — no relations, no JSON; a lower bound for a *scan* (no index): PostgreSQL's indexes beat it on the selective queries.`,
       '',
       '| query | system | rows out | JSON MB | wall ms | rows/s | JSON MB/s | peak RSS MiB | time ratios |',
       '|---|---|---|---|---|---|---|---|---|',

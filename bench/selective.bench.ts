@@ -22,7 +22,8 @@
  *                    table gives new / base, and whether both outputs are the same bytes.
  *                    Each server's CPU time per timed run (its main thread and the whole process,
  *                    from /proc on Linux) is given too: on a shared machine it moves less than
- *                    the wall time.
+ *                    the wall time. So is this process's own CPU (the client's), and from the
+ *                    three the run's CPU floor on this machine's cores (`cpuFloorMs`).
  * SELECTIVE_SERVE_ARGS  extra `serve` arguments for both servers (space-separated)
  * SELECTIVE_BASE_SERVE_ARGS  extra `serve` arguments for the base server only (SELECTIVE_BASE may then
  *                    be this checkout: two settings compared)
@@ -36,13 +37,13 @@ import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import http from 'node:http'
 import { createServer } from 'node:net'
-import { loadavg } from 'node:os'
+import { availableParallelism, loadavg } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { executeQuery, parseQuery } from '../src/query/index.ts'
 import { openDatasetDir } from '../src/store/dataset-dir.ts'
 import { frameStats } from '../src/store/cold/frames.ts'
-import { benchServeArgs, comparisonQueries, waitForServe } from './support.ts'
+import { benchServeArgs, comparisonQueries, cpuFloorMs, ownCpuMs, processCpuMs, waitForServe } from './support.ts'
 import { monotonicMicros, profileTable, summarizeProfileDir } from './compare/profile.ts'
 
 const DEFAULT_DIR = join(import.meta.dirname, 'tmp', 'compare', 'gen-b1000-t1500-s1', 'dataset')
@@ -165,21 +166,9 @@ class Serve {
     })
   }
 
-  /**
-   * CPU ms the server used so far: its main thread and the whole process (Linux /proc, 10 ms
-   * ticks; zeros elsewhere). Less sensitive to other work on a shared machine than wall times.
-   */
+  /** CPU ms the server used so far: its main thread and the whole process (`processCpuMs`) */
   cpu(): { main: number; all: number } {
-    const ticks = (file: string) => {
-      try {
-        const f = readFileSync(file, 'utf8').split(') ')[1].split(' ')
-        return (Number(f[11]) + Number(f[12])) * 10
-      } catch {
-        return 0
-      }
-    }
-    const pid = this.proc.pid
-    return { main: ticks(`/proc/${pid}/task/${pid}/stat`), all: ticks(`/proc/${pid}/stat`) }
+    return processCpuMs(this.proc.pid!)
   }
 
   stop(): Promise<void> {
@@ -206,8 +195,8 @@ async function runHttp(dirs: string[], runs: number, only: string[] | undefined)
       .map((x) => x.toFixed(2))
       .join(' ')}`,
     '',
-    '| query | code | lines | MB | best ms | median ms | MB/s (best) | vs base (best, median) | server CPU ms/run: main thread, process | CPU vs base (main, process) | sha1 |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| query | code | lines | MB | best ms | median ms | MB/s (best) | vs base (best, median) | server CPU ms/run: main thread, process | client CPU ms/run | CPU floor ms/run | CPU vs base (main, process) | sha1 |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ]
   for await (const { dir, name, body } of selected(dirs, only)) {
     const servers: Serve[] = []
@@ -219,12 +208,14 @@ async function runHttp(dirs: string[], runs: number, only: string[] | undefined)
       for (const s of servers) firsts.push(await s.post(body, true))
       const times: number[][] = servers.map(() => [])
       // the servers' CPU time over the timed runs (main thread, whole process)
-      const cpu = servers.map(() => ({ main: 0, all: 0 }))
+      const cpu = servers.map(() => ({ main: 0, all: 0, client: 0 }))
       const fromUs = monotonicMicros()
       for (let i = 0; i < runs; i++)
         for (let k = 0; k < servers.length; k++) {
           const c0 = servers[k].cpu()
+          const own0 = ownCpuMs()
           const r = await servers[k].post(body)
+          cpu[k].client += ownCpuMs() - own0
           const c1 = servers[k].cpu()
           cpu[k].main += c1.main - c0.main
           cpu[k].all += c1.all - c0.all
@@ -245,7 +236,8 @@ async function runHttp(dirs: string[], runs: number, only: string[] | undefined)
           roots.length > 1 && k > 0
             ? `${(cpu[k].main / cpu[0].main).toFixed(2)}, ${(cpu[k].all / cpu[0].all).toFixed(2)}`
             : ''
-        const row = `| ${k === 0 ? name : ''} | ${roots[k][0]} | ${firsts[k].lines} | ${mb.toFixed(1)} | ${best.toFixed(1)} | ${med.toFixed(1)} | ${(mb / (best / 1000)).toFixed(0)} | ${vs} | ${per(cpu[k].main)}, ${per(cpu[k].all)} | ${cpuVs} | ${firsts[k].sha} |`
+        const floor = cpuFloorMs(cpu[k], availableParallelism()) / runs
+        const row = `| ${k === 0 ? name : ''} | ${roots[k][0]} | ${firsts[k].lines} | ${mb.toFixed(1)} | ${best.toFixed(1)} | ${med.toFixed(1)} | ${(mb / (best / 1000)).toFixed(0)} | ${vs} | ${per(cpu[k].main)}, ${per(cpu[k].all)} | ${per(cpu[k].client)} | ${floor.toFixed(1)} | ${cpuVs} | ${firsts[k].sha} |`
         lines.push(row)
         console.error(row)
       }
@@ -260,6 +252,10 @@ async function runHttp(dirs: string[], runs: number, only: string[] | undefined)
       lines.push(...profileTable(summarizeProfileDir(profDir, roots[0][1], { ...window, top: 25 }).slice(0, 1)), '')
     }
   }
+  lines.push(
+    '',
+    `Client CPU: this process's main thread (the HTTP client) during the timed runs, per run. CPU floor: on ${availableParallelism()} cores the runs take on average at least max(server main thread, (server process + client) / cores) ms each: where the median is near it, the cores, not waiting, bound the query.`,
+  )
   lines.push(
     '',
     `load average at end: ${loadavg()

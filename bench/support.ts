@@ -1,5 +1,6 @@
 /** Helpers shared by the benches. Field lists come from the one field catalogue. */
 import type { ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import { homedir, tmpdir } from 'node:os'
 import { dirname, resolve, sep } from 'node:path'
@@ -162,6 +163,52 @@ export function portablePaths(text: string): string {
   for (const [from, to] of swaps)
     if (from.length > 1) out = out.replace(new RegExp(`(?<![\\w.$~-])${esc(from)}`, 'g'), () => to)
   return out
+}
+
+/**
+ * CPU ms process `pid` has used so far: its main thread and the whole process (Linux /proc, 10 ms
+ * ticks; zeros elsewhere). Less sensitive to other work on a shared machine than wall times.
+ */
+export function processCpuMs(pid: number): { main: number; all: number } {
+  const ticks = (file: string) => {
+    try {
+      const f = readFileSync(file, 'utf8').split(') ')[1].split(' ')
+      return (Number(f[11]) + Number(f[12])) * 10
+    } catch {
+      return 0
+    }
+  }
+  return { main: ticks(`/proc/${pid}/task/${pid}/stat`), all: ticks(`/proc/${pid}/stat`) }
+}
+
+/**
+ * this process's main thread's CPU ms so far (an HTTP client's JS and its socket reads; not the
+ * process's other threads, e.g. an idle database engine's pool); `process.cpuUsage()` elsewhere
+ */
+export function ownCpuMs(): number {
+  const main = processCpuMs(process.pid).main
+  if (main > 0) return main
+  const u = process.cpuUsage()
+  return (u.user + u.system) / 1000
+}
+
+/**
+ * What the CPU allows a request on `cores` cores, from the mean CPU its runs took: the server's
+ * main thread runs it alone, and the server's threads and the client share the cores, so the runs
+ * take on average at least max(main, (server + client) / cores) ms each.
+ */
+export function cpuFloorMs(perRun: { main: number; all: number; client: number }, cores: number): number {
+  return Math.max(perRun.main, (perRun.all + perRun.client) / cores)
+}
+
+/** `cpuFloorMs` with the figures it comes from and the runs' mean wall time, as a sentence */
+export function cpuFloor(perRun: { main: number; all: number; client: number; meanMs: number }, cores: number): string {
+  const floor = cpuFloorMs(perRun, cores)
+  const f = (x: number) => x.toFixed(1)
+  return (
+    `mean CPU per timed run: server ${f(perRun.all)} ms (main thread ${f(perRun.main)}), client ${f(perRun.client)} ms (its main thread); ` +
+    `on ${cores} cores the runs take on average at least max(${f(perRun.main)}, (${f(perRun.all)} + ${f(perRun.client)}) / ${cores}) = ${f(floor)} ms (measured mean ${f(perRun.meanMs)} ms)`
+  )
 }
 
 /**

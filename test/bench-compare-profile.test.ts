@@ -1,13 +1,15 @@
 // bench/compare: the CPU-profile summary that explains unmet targets (a real `node --cpu-prof` child,
-// windowed by the shared monotonic clock) and the tail bench's table reader.
+// windowed by the shared monotonic clock), the tail bench's table reader, and the CPU floor a missed
+// speed target is explained with (a real busy child's CPU read from /proc).
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { boundedBy, summarizeProfileDir } from '../bench/compare/profile.ts'
 import { tailP99 } from '../bench/compare/tail.ts'
+import { cpuFloor, cpuFloorMs, processCpuMs } from '../bench/support.ts'
 
 test('a --cpu-prof profile summarized over a window of the monotonic clock names the function that ran in it', () => {
   const dir = mkdtempSync(join(tmpdir(), 'compare-profile-'))
@@ -63,3 +65,35 @@ test("the tail bench's table: client p99 of the row with the most clients, found
   assert.deepEqual(tailP99(md), { p99Ms: 119.4, clients: 100 })
   assert.equal(tailP99('no table here'), null)
 })
+
+test('the CPU floor of a run: the main thread alone, or the server and the client sharing the cores', () => {
+  // the main thread bounds it: 12 ms against (13 + 8) / 2
+  assert.equal(cpuFloorMs({ main: 12, all: 13, client: 8 }, 2), 12)
+  // the cores do: (13 + 15) / 2 = 14 ms against the main thread's 12
+  assert.equal(cpuFloorMs({ main: 12, all: 13, client: 15 }, 2), 14)
+  assert.match(
+    cpuFloor({ main: 12, all: 13, client: 15, meanMs: 16 }, 2),
+    /client 15\.0 ms \(its main thread\); on 2 cores .* = 14\.0 ms \(measured mean 16\.0 ms\)$/,
+  )
+})
+
+test(
+  "a child's CPU from /proc: its main thread's busy time counted, the process's at least as much",
+  { skip: process.platform !== 'linux' },
+  async () => {
+    const child = spawn(process.execPath, [
+      '-e',
+      'const e = Date.now() + 400; let x = 0; while (Date.now() < e) x += Math.sqrt(x + 1); setTimeout(() => {}, 5000)',
+    ])
+    try {
+      await new Promise((r) => setTimeout(r, 700))
+      const c = processCpuMs(child.pid!)
+      assert.ok(c.main >= 200, `main thread ${c.main} ms after a 400 ms spin`)
+      assert.ok(c.all >= c.main, `process ${c.all} ms, main thread ${c.main}`)
+    } finally {
+      child.kill()
+    }
+    // a process that is gone: zeros, not a throw
+    assert.deepEqual(processCpuMs(2 ** 30), { main: 0, all: 0 })
+  },
+)

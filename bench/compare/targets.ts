@@ -7,6 +7,8 @@ export interface TargetRow {
   met: boolean | null
   /** what bounds it when not met (a profile summary), or how it was measured */
   notes: string
+  /** a missed speed target: what the cores allow a run (bench/support.ts `cpuFloor`) */
+  floor?: string
 }
 
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ')
