@@ -49,9 +49,14 @@ const noWriter: RowWriter = () => {
 /** the engine's clock for `pause`: one reading per PAUSE_ROWS rows rendered */
 const PAUSE_ROWS = 64
 
-/** When the current slice of synchronous work began, and the pause to take once it is long. */
+/**
+ * When the current slice of synchronous work began, and the pause to take once it is long. A
+ * slice begins at its first check after a yield (`reset` reads no clock: it runs once per block
+ * output, and the checks come at most PAUSE_ROWS rows apart, or before a chunk's filters).
+ */
 class Slicer {
-  private start = performance.now()
+  /** when the slice began; -1: at the next check */
+  private start = -1
 
   constructor(
     private readonly pause: (() => Promise<boolean>) | undefined,
@@ -60,12 +65,18 @@ class Slicer {
 
   /** a yield happened (the consumer ran): a new slice begins */
   reset(): void {
-    this.start = performance.now()
+    this.start = -1
   }
 
   /** true when the slice is long enough for a pause */
   get due(): boolean {
-    return this.pause !== undefined && performance.now() - this.start >= this.sliceMs
+    if (this.pause === undefined) return false
+    const now = performance.now()
+    if (this.start < 0) {
+      this.start = now
+      return false
+    }
+    return now - this.start >= this.sliceMs
   }
 
   /** pause now; false = stop */

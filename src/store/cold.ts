@@ -26,7 +26,7 @@
  */
 import { mkdirSync, opendirSync, rmSync, statSync } from 'node:fs'
 import { rename } from 'node:fs/promises'
-import { join } from 'node:path'
+import { join, sep } from 'node:path'
 import type { Block } from '../model.ts'
 import type { Chunk, HeadInfo } from './chunk.ts'
 import {
@@ -164,6 +164,8 @@ export class DiskColdStore implements ColdStore {
   readonly targetBlocks: number
   readonly targetBytes: number
   readonly fanout: number
+  /** the chunk files' directory and a separator: a chunk's path is this and its file name */
+  private readonly chunkPrefix: string
 
   private constructor(
     readonly dir: string,
@@ -171,6 +173,7 @@ export class DiskColdStore implements ColdStore {
     cat: Catalogue,
   ) {
     this.cat = cat
+    this.chunkPrefix = join(dir, 'chunks') + sep
     this.cache = new ByteLru(opts.cacheBytes ?? 192 * 1024 * 1024)
     this.targetBlocks = opts.targetBlocks ?? 10_000
     this.targetBytes = opts.targetBytes ?? 32 * 1024 * 1024
@@ -309,8 +312,11 @@ export class DiskColdStore implements ColdStore {
    * (`DiskChunk.footer`), so the memory budget covers them too: a query over thousands of chunks
    * keeps only the recently used ones.
    */
-  private chunkOf(e: ChunkEntry): DiskChunk {
-    const path = join(this.dir, 'chunks', e.file)
+  private chunkOf(e: ChunkEntry, known: DiskChunk | null = null): DiskChunk {
+    // the object found for this entry a moment ago (read-ahead), when it is still the cached one:
+    // its key is a held string (hashed once), where a new path and key cost a join and a hash
+    const path = this.chunkPrefix + e.file
+    if (known !== null && known.path === path && this.cache.touch(known.key) === (known as unknown)) return known
     const key = chunkKey(path)
     let c = this.cache.touch(key) as unknown as DiskChunk | undefined
     if (c === undefined) {
@@ -321,7 +327,7 @@ export class DiskColdStore implements ColdStore {
   }
 
   private forget(file: string): void {
-    const prefix = `${join(this.dir, 'chunks', file)}\0`
+    const prefix = `${this.chunkPrefix}${file}\0`
     this.cache.deleteWhere((k) => k.startsWith(prefix))
   }
 
@@ -334,16 +340,19 @@ export class DiskColdStore implements ColdStore {
     const ahead = this.opts.readAhead !== false && !this.opts.acquireChunk
     /** the chunk before this one (its reads tell what to decompress ahead for the one after) */
     let prev: DiskChunk | null = null
+    /** the chunk object of entry i + 1 when read-ahead looked it up */
+    let following: DiskChunk | null = null
     try {
       for (let i = snap.atOrAfter(from); i < snap.count && snap.firstBlockOf(i) <= to; i++) {
         const e = snap.entry(i)
         if (this.opts.acquireChunk) releases.push(await this.opts.acquireChunk(e))
-        const chunk = this.chunkOf(e)
+        const chunk = this.chunkOf(e, following)
+        following = null
         if (ahead) {
           if (prev !== null) {
             const wanted = collect(prev.path, prev.footer)
             if (wanted.length > 0 && i + 1 < snap.count && snap.firstBlockOf(i + 1) <= to) {
-              const next = this.chunkOf(snap.entry(i + 1))
+              const next = (following = this.chunkOf(snap.entry(i + 1)))
               prefetch(next.path, next.footer, wanted, (kind, field, m) => next.holds(kind, field, m))
             }
           }

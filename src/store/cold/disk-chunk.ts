@@ -78,6 +78,8 @@ export class DiskChunk implements Chunk {
    * several times: a held key string is hashed once, a new one at every lookup)
    */
   private readonly keys = new Map<string | number, string>()
+  /** this chunk object's own cache key (`chunkKey(path)`), made once */
+  readonly key: string
 
   constructor(
     readonly path: string,
@@ -89,6 +91,7 @@ export class DiskChunk implements Chunk {
     this.firstBlock = meta.firstBlock
     this.lastBlock = meta.lastBlock
     this.blockCount = meta.blockCount
+    this.key = chunkKey(path)
   }
 
   get footer(): Footer {
@@ -114,7 +117,7 @@ export class DiskChunk implements Chunk {
    * cache entry while it is the one cached (a no-op otherwise)
    */
   accountBytes(bytes: number): void {
-    this.cache.growValue(chunkKey(this.path), this as unknown as ArrayLike<unknown>, bytes)
+    this.cache.growValue(this.key, this as unknown as ArrayLike<unknown>, bytes)
   }
 
   /** the cache key of this chunk's entry `name` (`kind.field`), or of the blob at file offset `name` */

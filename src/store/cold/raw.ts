@@ -481,6 +481,8 @@ interface KeptRows {
   view: DataView
   /** row k as a Buffer of its own when it is BIG_ROW bytes or more (copied whole: no view made per copy) */
   big: (Buffer | undefined)[]
+  /** these rows as the compiled writers take them, made on the first use (not one per column and chunk a query reads) */
+  form?: TokenForm
 }
 
 /** rows from this many bytes are copied by `TypedArray.set` of a view kept (`KeptRows.big`) */
@@ -584,7 +586,8 @@ class KeptTokens implements JsonTokens {
     private readonly reads: number,
     private readonly packed: KeptRows,
   ) {
-    this.form = { kind: 'kept', ...packed }
+    const { rows, offs, bytes, view, big } = packed
+    this.form = packed.form ??= { kind: 'kept', rows, offs, bytes, view, big }
   }
 
   write(i: number, out: LineBuf): void {
