@@ -166,6 +166,12 @@ export class DiskColdStore implements ColdStore {
   readonly fanout: number
   /** the chunk files' directory and a separator: a chunk's path is this and its file name */
   private readonly chunkPrefix: string
+  /**
+   * each catalogue entry's chunk path and cache key, made once while the entry object lives (the
+   * catalogue keeps its latest entries as objects; a held key is hashed once, a new one at every
+   * lookup); not the chunk objects, which only the byte-bounded cache holds
+   */
+  private readonly keysOf = new WeakMap<ChunkEntry, { path: string; key: string }>()
 
   private constructor(
     readonly dir: string,
@@ -313,11 +319,14 @@ export class DiskColdStore implements ColdStore {
    * keeps only the recently used ones.
    */
   private chunkOf(e: ChunkEntry, known: DiskChunk | null = null): DiskChunk {
-    // the object found for this entry a moment ago (read-ahead), when it is still the cached one:
-    // its key is a held string (hashed once), where a new path and key cost a join and a hash
-    const path = this.chunkPrefix + e.file
+    let k = this.keysOf.get(e)
+    if (k === undefined) {
+      const path = this.chunkPrefix + e.file
+      this.keysOf.set(e, (k = { path, key: chunkKey(path) }))
+    }
+    const { path, key } = k
+    // the object found for this entry a moment ago (read-ahead), when it is still the cached one
     if (known !== null && known.path === path && this.cache.touch(known.key) === (known as unknown)) return known
-    const key = chunkKey(path)
     let c = this.cache.touch(key) as unknown as DiskChunk | undefined
     if (c === undefined) {
       c = new DiskChunk(path, e, this.cache)
