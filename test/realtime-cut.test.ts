@@ -53,7 +53,7 @@ function spansOf(text: string): number[] {
 
 test('an answer cut in two halves of its bytes decodes, in each half alone, to the block decoded whole', async () => {
   const node = await FakeSolanaNode.start({ txPerBlock: 40, intervalMs: 0, initialBlocks: 2, skipRate: 0, seed: 9 })
-  const pool = new BlockWorkerPool({ threads: 2, splitMinBytes: 1 })
+  const pool = new BlockWorkerPool({ threads: 2, splitMinBytes: 1, inlineMaxBytes: 0 })
   try {
     const slot = node.firstSlot
     const res = await fetch(node.url, {

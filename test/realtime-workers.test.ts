@@ -116,7 +116,7 @@ test('a worker decodes a mainnet answer to the main thread’s block, packed; th
     await again.close()
 
     // in two parts, one per thread: the joined buffer reads back the same block, also after a restart
-    const halves = new BlockWorkerPool({ threads: 2, splitMinBytes: 1 })
+    const halves = new BlockWorkerPool({ threads: 2, splitMinBytes: 1, inlineMaxBytes: 0 })
     try {
       const joined = (await halves.decode(Buffer.from(answer), archived.slot)).result as { block: PackedBlock }
       assert.equal(joined.block.packed[0], 0xfe, 'packed in parts')
@@ -209,7 +209,12 @@ test('following a node sets when V8 starts marking (process-wide), once; a proce
 })
 
 test('worker answers keep the envelope’s meaning: errors, null, damaged shapes, bytes that are not JSON', async () => {
-  const pool = new BlockWorkerPool({ threads: 1 })
+  // every answer in the thread (inlineMaxBytes 0), and with the default: the small ones here, at once
+  for (const inlineMaxBytes of [0, undefined]) await envelopeMeaning(inlineMaxBytes)
+})
+
+async function envelopeMeaning(inlineMaxBytes: number | undefined): Promise<void> {
+  const pool = new BlockWorkerPool({ threads: 1, inlineMaxBytes })
   try {
     const err = await pool.decode(
       Buffer.from('{"jsonrpc":"2.0","id":1,"error":{"code":-32007,"message":"Slot 5 was skipped"}}'),
@@ -234,18 +239,23 @@ test('worker answers keep the envelope’s meaning: errors, null, damaged shapes
     const small = Buffer.from('{"jsonrpc":"2.0","id":1,"result":null}')
     await pool.decode(small, 5)
     assert.equal(small.toString(), '{"jsonrpc":"2.0","id":1,"result":null}')
+    // where they went: the half answer (~2 MB) to the thread; the four small ones (< 1 KB) to the
+    // thread too, or decoded here with the default (64 KiB)
+    const { decoded, failed, inline } = pool.stats
+    if (inlineMaxBytes === 0) assert.deepEqual({ decoded, failed, inline }, { decoded: 4, failed: 1, inline: 0 })
+    else assert.deepEqual({ decoded, failed, inline }, { decoded: 0, failed: 1, inline: 4 })
   } finally {
     await pool.close()
   }
   await assert.rejects(pool.decode(Buffer.from('{}'), 1), /closed/)
-})
+}
 
 test('the worker threads start in a process whose entry point is inline code (node --input-type=module -e)', async () => {
   // the bench harness runs benches so; a worker inheriting `--input-type` died at once, and the
   // RPC client, taking that for damaged transport, asked again forever: no block reached the store
   const url = pathToFileURL(join(import.meta.dirname, '..', 'src', 'ingest', 'block-workers.ts')).href
   const code = `const { BlockWorkerPool } = await import(${JSON.stringify(url)})
-const pool = new BlockWorkerPool({ threads: 1 })
+const pool = new BlockWorkerPool({ threads: 1, inlineMaxBytes: 0 })
 const env = await pool.decode(Buffer.from('{"jsonrpc":"2.0","id":1,"result":null}'), 5)
 await pool.close()
 process.stdout.write(JSON.stringify(env))`
@@ -364,7 +374,7 @@ test('an answer decoded transaction by transaction, or in two threads, means exa
     return { result: normalizeIntact(slot, body.result as RpcBlock, (l) => normalizeBlock(l)) }
   }
   const node = await FakeSolanaNode.start({ txPerBlock: 6, intervalMs: 0, initialBlocks: 12, skipRate: 0, seed: 5 })
-  const pool = new BlockWorkerPool({ threads: 2, splitMinBytes: 1 })
+  const pool = new BlockWorkerPool({ threads: 2, splitMinBytes: 1, inlineMaxBytes: 0 })
   const inParts = async (bytes: Buffer, slot: number, want: unknown) => {
     const env = await pool.decode(Buffer.from(bytes), slot)
     const r = env.result

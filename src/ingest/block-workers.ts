@@ -8,7 +8,8 @@
  * into one transferred buffer (src/store/packed-block.ts), which the hot store writes as it is and
  * decodes only when a reader needs the records: the main thread's share of a block is a memory
  * copy into LMDB. (Structured-cloning the records instead costs the main thread a deserialization
- * as long as decoding the buffer, for every block, whether read or not.) Each answer
+ * as long as decoding the buffer, for every block, whether read or not.) An answer under 64 KiB
+ * (at the tip, mostly "block not available") is decoded in the calling thread; each other answer
  * goes to the worker with the fewest answers pending; with two threads or more, a large answer
  * (a mainnet block) goes to two of them, each decoding half of its transactions from its half of the
  * bytes only (block-cut.ts: both cut the transactions array at the same place), so that a block is
@@ -19,7 +20,7 @@
  */
 import { availableParallelism } from 'node:os'
 import { MessageChannel, Worker, type Transferable } from 'node:worker_threads'
-import type { DecodedEnvelope, DecodePart, NormalizeOptions } from './block-decode.ts'
+import { decodeBlockAnswer, type DecodedEnvelope, type DecodePart, type NormalizeOptions } from './block-decode.ts'
 import type { FromBlockWorker, PairOfParts, ToBlockWorker } from './block-worker.ts'
 import type { BlockDecoder } from './rpc.ts'
 import { wallNow } from '../util/wall-clock.ts'
@@ -58,19 +59,32 @@ export class BlockWorkerPool implements BlockDecoder {
   private readonly threads: number
   private readonly normalize: NormalizeOptions
   private readonly splitMinBytes: number
+  private readonly inlineMaxBytes: number
   private readonly workers: Slot[] = []
   private nextId = 1
   private closed = false
-  readonly stats = { decoded: 0, failed: 0, spawned: 0 }
+  /** `inline`: answers decoded in the calling thread (smaller than `inlineMaxBytes`) */
+  readonly stats = { decoded: 0, failed: 0, spawned: 0, inline: 0 }
 
   /**
    * `splitMinBytes` (default 1 MiB): with two threads or more, an answer at least this large is
-   * decoded in two parts at once, half of its transactions in each thread
+   * decoded in two parts at once, half of its transactions in each thread. `inlineMaxBytes`
+   * (default 64 KiB): an answer smaller than this is decoded in the calling thread, at once.
+   *
+   * Why small answers stay here: at the chain's tip most answers are the node's "block not
+   * available" errors (~100 bytes, one per poll), which cost less to parse than a round trip to a
+   * thread, and sent to a thread they made it collect its young generation before each (the
+   * collection `block-worker.ts` runs between answers). With ~13 such answers between two blocks,
+   * V8 then shrank that thread's young generation, and its half of the next mainnet block ran 2-7
+   * scavenges (5-15 ms copying the records made so far) where the other thread ran none.
    */
-  constructor(opts: { threads?: number; normalize?: NormalizeOptions; splitMinBytes?: number } = {}) {
+  constructor(
+    opts: { threads?: number; normalize?: NormalizeOptions; splitMinBytes?: number; inlineMaxBytes?: number } = {},
+  ) {
     this.threads = Math.max(1, opts.threads ?? defaultDecodeThreads())
     this.normalize = { ...opts.normalize }
     this.splitMinBytes = opts.splitMinBytes ?? 1 << 20
+    this.inlineMaxBytes = opts.inlineMaxBytes ?? 64 << 10
   }
 
   get size(): number {
@@ -137,6 +151,16 @@ export class BlockWorkerPool implements BlockDecoder {
   decode(bytes: Buffer, slot: number, signal?: AbortSignal): Promise<DecodedEnvelope> {
     if (this.closed) return Promise.reject(new Error('block decoding workers are closed'))
     if (signal?.aborted) return Promise.reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'))
+    if (bytes.byteLength < this.inlineMaxBytes) {
+      try {
+        const env = decodeBlockAnswer(bytes, slot, this.normalize)
+        this.stats.inline++
+        return Promise.resolve(env)
+      } catch (e) {
+        this.stats.failed++
+        return Promise.reject(e instanceof Error ? e : new Error(String(e)))
+      }
+    }
     // shared memory (large answers, src/ingest/rpc.ts) is read by the threads as it is; else the
     // body's memory is transferred when it is its own, and a pooled small one copied
     const shared = bytes.buffer instanceof SharedArrayBuffer
