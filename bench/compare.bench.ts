@@ -40,7 +40,7 @@ import { loadDataset } from './compare/load.ts'
 import { freePort, PG_SETTINGS, PgCluster, PsqlSession, resetPeak, statusKb } from './compare/pg.ts'
 import { boundedBy, monotonicMicros, profileTable, summarizeProfileDir, type ThreadProfile } from './compare/profile.ts'
 import { INDEXES, querySql, schemaSql } from './compare/sql.ts'
-import { runTailBench, type TailResult } from './compare/tail.ts'
+import { runTailBench, tailStages, type TailResult } from './compare/tail.ts'
 import { targetsTable, type TargetRow } from './compare/targets.ts'
 import {
   benchServeArgs,
@@ -629,6 +629,11 @@ async function targetsAndProfiles(
       }
     : { target: `tail: p99 ≤ ${TARGET_TAIL_P99_MS} ms, 100 clients`, measured: '–', met: null, notes: 'COMPARE_TAIL=0' }
   rows.push(tailRow)
+  if (tail && tailRow.met === false) {
+    const stages = tailStages(tail.markdown)
+    if (stages)
+      tailRow.notes += `; where the time goes, default ingest path at ${tail.clients} clients (ms; a / b: p50 / p99): ${stages}`
+  }
   const rssRow: TargetRow = {
     target: 'peak RSS of the server ≤ 1 GiB',
     measured: `${fmt(peak.kb / 1024)} MiB (during ${peak.query}; ${fmt(peak.startKb / 1024)} MiB after start)`,

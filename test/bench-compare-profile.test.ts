@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { boundedBy, summarizeProfileDir } from '../bench/compare/profile.ts'
-import { tailP99 } from '../bench/compare/tail.ts'
+import { tailP99, tailStages } from '../bench/compare/tail.ts'
 import { cpuFloor, cpuFloorMs, processCpuMs } from '../bench/support.ts'
 
 test('a --cpu-prof profile summarized over a window of the monotonic clock names the function that ran in it', () => {
@@ -64,6 +64,31 @@ test("the tail bench's table: client p99 of the row with the most clients, found
   ].join('\n')
   assert.deepEqual(tailP99(md), { p99Ms: 119.4, clients: 100 })
   assert.equal(tailP99('no table here'), null)
+})
+
+test("the tail bench's tables: where the latency of the default path's row with the most clients goes", () => {
+  const md = [
+    '## Live tail, mainnet-sized blocks (fake node → clients)',
+    '',
+    '| parse + normalize | clients | lines received / expected | block → answer p50 ms | answer → store p99 ms | client p99 ms |',
+    '|---|---|---|---|---|---|',
+    '| worker threads (2) (default) | 1 | 30/30 | 17 | 89 | 119 |',
+    '| main thread | 100 | 3000/3000 | 15 | 104 | 140 |',
+    '| worker threads (2) (default) | 100 | 3000/3000 | 14 | 105 | 141 |',
+    '',
+    '### answer → store by stage (p50 / p99 ms; the slowest block of each row: ms per stage)',
+    '',
+    '| parse + normalize | clients | normalize | LMDB write | store → client p50 / p99 | slowest block: total = stages |',
+    '|---|---|---|---|---|---|',
+    '| worker threads (2) (default) | 100 | 36 / 61 | 8 / 18 | 8 / 23 | 105 = 3 + 61 + 11 |',
+    '| main thread | 100 | - | 26 / 44 | 3 / 23 | 104 = 63 + 39 |',
+  ].join('\n')
+  assert.equal(
+    tailStages(md),
+    'Live tail, mainnet-sized blocks: block → answer p50 14, answer → store p99 105, client p99 141; ' +
+      'answer → store by stage: normalize 36 / 61, LMDB write 8 / 18, store → client 8 / 23',
+  )
+  assert.equal(tailStages('no table here'), null)
 })
 
 test('the CPU floor of a run: the main thread alone, or the server and the client sharing the cores', () => {

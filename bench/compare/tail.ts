@@ -2,7 +2,7 @@
  * The tail figure of the comparison bench: runs bench/tail.bench.ts (the live-ingest latency bench:
  * fake node → ingest → store → server → clients) in a child process, optionally under `--cpu-prof`,
  * and reads the 100-client row's p99 from the markdown table it returns (by column name, so that the
- * table may gain columns).
+ * table may gain columns), and where the latency of that row goes, stage by stage (`tailStages`).
  */
 import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
@@ -45,6 +45,50 @@ export function tailP99(markdown: string): { p99Ms: number; clients: number } | 
     }
   }
   return best
+}
+
+/**
+ * Where the tail's latency goes, from the tables of a tail bench section: for the default ingest path
+ * (the row whose first cell says "(default)", else the first) with the most clients, every p50 / p99
+ * pair of its tables (block → answer, answer → store stage by stage, store → client, the decoding
+ * thread's run time, wait for a core and GC), as "name p50 / p99" cells, table by table. Columns are read by
+ * name; a "slowest block" column and the row's own keys are left out. Null when no table has such a row.
+ */
+export function tailStages(markdown: string): string | null {
+  const lines = markdown.split('\n')
+  const parts: string[] = []
+  let title = ''
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].trim()
+    if (line.startsWith('#')) title = line.replace(/^#+\s*/, '').replace(/\s*\(.*$/, '')
+    if (!line.startsWith('|') || !lines[i + 1]?.trim().startsWith('|---')) continue
+    const head = cells(line)
+    const ci = head.findIndex((c) => /^clients?\b/i.test(c))
+    if (ci < 0) continue
+    let pick: string[] | null = null
+    let j = i + 2
+    for (; j < lines.length && lines[j].trim().startsWith('|'); j++) {
+      const row = cells(lines[j])
+      const clients = Number(row[ci]?.replace(/,/g, ''))
+      if (!Number.isFinite(clients)) continue
+      const best = pick ? Number(pick[ci].replace(/,/g, '')) : -1
+      const isDefault = /\(default\)/.test(row[0])
+      const pickDefault = pick !== null && /\(default\)/.test(pick[0])
+      if (!pick || (isDefault && !pickDefault) || (isDefault === pickDefault && clients > best)) pick = row
+    }
+    i = j - 1
+    if (!pick) continue
+    const found: string[] = []
+    head.forEach((h, k) => {
+      if (k === 0 || k === ci || /^slowest/i.test(h)) return
+      const v = pick[k] ?? ''
+      // "p50 / p99" cells, or a lone p50 / p99 column ("client p99 ms")
+      if (/^[\d.,]+ \/ [\d.,]+$/.test(v)) found.push(`${h.replace(/\s*p50 \/ p99\s*(ms)?/i, '')} ${v}`)
+      else if (/\bp(50|99)\b/.test(h) && /^[\d.,]+$/.test(v)) found.push(`${h.replace(/\s*ms$/, '')} ${v}`)
+    })
+    if (found.length) parts.push(`${title ? `${title}: ` : ''}${found.join(', ')}`)
+  }
+  return parts.length ? parts.join('; ') : null
 }
 
 export function runTailBench(root: string, opts: { cpuProfDir?: string } = {}): TailResult {
