@@ -1,7 +1,7 @@
 /**
  * The two threads that decode the parts of one large answer (src/ingest/block-worker.ts
  * `answerForPair`): the one done first hands its part to the other, which answers with the block
- * joined, so that the main thread receives one buffer.
+ * (both parts' buffers, in order), so that the main thread receives one answer per block.
  */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
@@ -9,7 +9,7 @@ import { MessageChannel, Worker } from 'node:worker_threads'
 import type { DecodedEnvelope } from '../src/ingest/block-decode.ts'
 import type { FromBlockWorker, ToBlockWorker } from '../src/ingest/block-worker.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
-import { lazyBlock, type PackedBlock } from '../src/store/packed-block.ts'
+import { lazyBlock, storedBytes, unpackBlock, type PackedBlock } from '../src/store/packed-block.ts'
 import { mainnetAnswer } from './support/mainnet-answer.ts'
 
 function answerOf(w: Worker, id: number): Promise<FromBlockWorker> {
@@ -48,7 +48,9 @@ test('of two threads decoding the parts of an answer, one hands its part over an
       assert.equal(joined.length, 1)
       const r = joined[0].env.result as { kind: string; block: PackedBlock; warnings: unknown[] }
       assert.equal(r.kind, 'normalized')
-      assert.equal(r.block.packed[0], 0xfe, 'the parts joined')
+      assert.ok(Array.isArray(r.block.packed) && r.block.packed.length === 2, 'both parts, not joined in the thread')
+      assert.equal(storedBytes(r.block)[0], 0xfe, 'stored as parts')
+      assert.deepStrictEqual(unpackBlock(storedBytes(r.block)), expected.block)
       assert.deepStrictEqual(lazyBlock(r.block), expected.block)
       assert.deepStrictEqual(r.warnings, expected.warnings)
       assert.deepStrictEqual(Atomics.load(flag, 0), 2)

@@ -50,7 +50,7 @@ export type DecodedBlock =
 /**
  * Part `index` of `of`: the transactions at positions [⌊count·index/of⌋, ⌊count·(index+1)/of⌋)
  * of the answer's `count`, the rewards in the last part; every part has the block's header
- * (src/store/packed-block.ts `joinPacked` puts the packed parts together).
+ * (block-join.ts puts the packed parts together; src/store/packed-block.ts reads them as one block).
  */
 export interface DecodePart {
   index: number

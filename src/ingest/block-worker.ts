@@ -22,7 +22,7 @@ import { threadTimes } from '../util/thread-clock.ts'
 import { GCProfiler } from 'node:v8'
 import { youngCollector } from '../util/gc-tuning.ts'
 import { joinParts } from './block-join.ts'
-import { isPackedBlock } from '../store/packed-block.ts'
+import { isPackedBlock, packedBuffers } from '../store/packed-block.ts'
 
 export interface ToBlockWorker {
   id: number
@@ -57,9 +57,10 @@ const PAIR_WAIT_MS = 10_000
 /**
  * The answer for a part of a pair. The thread done first posts its result (its packed buffer
  * transferred) to the other thread and answers `handedOff`; the thread done last takes it and
- * answers with the two parts joined (block-join.ts), as the main thread did before: the main
- * thread then receives one buffer (no copy there, and no part buffers to collect). Which thread
- * is first is settled by an atomic count, so that exactly one joins.
+ * answers for the block, with both parts' buffers in order (block-join.ts): the main thread then
+ * receives one answer per block, and no thread copies the parts into new memory (the hot store
+ * writes them as one into memory it reuses: src/store/hot.ts). Which thread is first is settled
+ * by an atomic count, so that exactly one answers.
  */
 function answerForPair(
   m: ToBlockWorker & { pair: PairOfParts; part: DecodePart },
@@ -84,7 +85,7 @@ function answerForPair(
   const env = joinParts(m.part.index === 0 ? [out.env, theirs.env] : [theirs.env, out.env], marks)
   if (env === null) return [{ id: m.id, rejoin: true }, []]
   const r = env.result?.kind === 'normalized' ? env.result : null
-  return [{ id: m.id, env }, r && isPackedBlock(r.block) ? [r.block.packed.buffer as ArrayBuffer] : []]
+  return [{ id: m.id, env }, r && isPackedBlock(r.block) ? packedBuffers(r.block) : []]
 }
 
 /**
@@ -128,7 +129,7 @@ if (port) {
     try {
       const env = decodeBlockAnswer(m.bytes, m.slot, opts, true, marks, m.part)
       const r = env.result?.kind === 'normalized' ? env.result : null
-      if (r && 'packed' in r.block) transfer.push(r.block.packed.buffer as ArrayBuffer)
+      if (r && isPackedBlock(r.block)) transfer.push(...packedBuffers(r.block))
       const gcs = gc.stop()
       const t1 = threadTimes()
       marks.gc = gcs.statistics.reduce((ms, g) => ms + g.cost / 1000, 0)

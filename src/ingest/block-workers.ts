@@ -13,8 +13,8 @@
  * goes to the worker with the fewest answers pending; with two threads or more, a large answer
  * (a mainnet block) goes to two of them, each decoding half of its transactions from its half of the
  * bytes only (block-cut.ts: both cut the transactions array at the same place), so that a block is
- * ready in about half the time when two cores are free; the one done last joins the two parts
- * (block-worker.ts), so that the main thread receives one buffer. A worker that dies fails its pending
+ * ready in about half the time when two cores are free; the one done last answers for both
+ * (block-worker.ts), so that the main thread receives one answer with the parts' two buffers. A worker that dies fails its pending
  * answers (the RPC client takes them for damaged transport and asks again) and is replaced on the
  * next answer.
  */
@@ -169,8 +169,8 @@ export class BlockWorkerPool implements BlockDecoder {
     if (this.threads < 2 || bytes.byteLength < this.splitMinBytes) return this.whole(this.pick(), slot, data)
     // a large answer: half of its transactions in each of two threads, each reading its own half of
     // the bytes (block-cut.ts), in shared memory (a copy when it was not: also kept in case the
-    // parts do not join); the thread done last joins the parts (block-worker.ts), so that the
-    // main thread receives the block's one buffer
+    // parts do not join); the thread done last answers for both parts (block-worker.ts), so
+    // that the main thread receives one answer for the block
     const both = shared ? data : new Uint8Array(new SharedArrayBuffer(data.byteLength))
     if (!shared) both.set(data)
     const a = this.pick()

@@ -29,7 +29,16 @@ import { EventEmitter } from 'node:events'
 import { mkdirSync } from 'node:fs'
 import { asBinary, open, type Database, type DatabaseOptions, type RootDatabase } from 'lmdb'
 import type { Block } from '../model.ts'
-import { isPackedBlock, isV8Packed, lazyBlock, packBlock, unpackBlock, type PackedBlock } from './packed-block.ts'
+import {
+  isPackedBlock,
+  isV8Packed,
+  lazyBlock,
+  packBlock,
+  storedBytes,
+  storedSize,
+  unpackBlock,
+  type PackedBlock,
+} from './packed-block.ts'
 import type { HeadInfo } from './chunk.ts'
 import type { ColdStore } from './types.ts'
 import { wallNow } from '../util/wall-clock.ts'
@@ -99,6 +108,8 @@ export class HotStore extends EventEmitter {
   /** the highest block a running finalize() is moving to the cold store (see finalize) */
   private finalizing: number | null = null
   private closed = false
+  /** where blocks packed in parts are joined before their put (grown to the largest, kept) */
+  private scratch = new Uint8Array(0)
   /** blocks dropped on open because they were already in the cold store (or failed to link) */
   readonly droppedOnOpen: number[] = []
   /**
@@ -116,6 +127,15 @@ export class HotStore extends EventEmitter {
     const blockOptions = { name: 'blocks', keyEncoding: 'ordered-binary', mapsAsObjects: true } as const
     this.blocks = root.openDB<Block, number>(blockOptions as DatabaseOptions & { name: string })
     this.meta = root.openDB<HeadInfo | null, string>({ name: 'meta' })
+  }
+
+  /** the stored form of a packed block, parts joined in `scratch` (valid until the next call) */
+  private stored(p: PackedBlock): Uint8Array {
+    if (p.packed instanceof Uint8Array) return p.packed
+    const size = storedSize(p)
+    // grown with room, so that slightly larger blocks do not each take new memory
+    if (this.scratch.byteLength < size) this.scratch = new Uint8Array(Math.ceil(size * 1.25))
+    return storedBytes(p, this.scratch)
   }
 
   static async open(opts: HotStoreOptions): Promise<HotStore> {
@@ -247,7 +267,9 @@ export class HotStore extends EventEmitter {
         return { status: 'unlinked' } as const
       await this.root.transaction(() => {
         for (const e of removed) this.blocks.remove(e.header.number)
-        const bytes = isPackedBlock(block) ? block.packed : packBlock(block).packed
+        // a block packed in parts is joined into the same memory block after block (LMDB copies
+        // it during the put; pushes run one at a time, under the lock)
+        const bytes = isPackedBlock(block) ? this.stored(block) : packBlock(block).packed
         this.blocks.put(h.number, asBinary(bytes) as unknown as Block)
       })
       if (marks) marks.committed = wallNow()

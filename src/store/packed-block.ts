@@ -27,10 +27,19 @@ const PARTS_TAG = 0xfe
 // how blocks were packed before (records, each object shape defined once in the buffer)
 const unpackr = new Unpackr({ useRecords: true, mapsAsObjects: true })
 
-/** a block whose records are still packed */
+/**
+ * a block whose records are still packed: one buffer (`packBlock`, or the stored form), or the
+ * buffers of a block packed in parts, in order (two decoding threads: src/ingest/block-join.ts),
+ * which `storedBytes` writes as one (`joinPacked`'s form)
+ */
 export interface PackedBlock {
   header: BlockHeader
-  packed: Uint8Array
+  packed: Uint8Array | readonly Uint8Array[]
+}
+
+/** the buffers of a packed block (to transfer them to another thread) */
+export function packedBuffers(p: PackedBlock): ArrayBuffer[] {
+  return (p.packed instanceof Uint8Array ? [p.packed] : p.packed).map((b) => b.buffer as ArrayBuffer)
 }
 
 export function isPackedBlock(b: Block | PackedBlock): b is PackedBlock {
@@ -38,7 +47,7 @@ export function isPackedBlock(b: Block | PackedBlock): b is PackedBlock {
 }
 
 /** the block as a buffer of its own (transferable) */
-export function packBlock(block: Block): PackedBlock {
+export function packBlock(block: Block): PackedBlock & { packed: Uint8Array } {
   const b = serialize(block)
   const own = b.byteOffset === 0 && b.buffer.byteLength === b.byteLength
   return { header: block.header, packed: own ? new Uint8Array(b.buffer, 0, b.byteLength) : new Uint8Array(b) }
@@ -51,11 +60,19 @@ export function packBlock(block: Block): PackedBlock {
  * as the block whose lists are the parts' lists concatenated.
  */
 export function joinPacked(parts: readonly Uint8Array[]): Uint8Array {
-  const head = 2 + 4 * parts.length
-  let size = head
+  return writeJoined(parts, new Uint8Array(joinedSize(parts)))
+}
+
+function joinedSize(parts: readonly Uint8Array[]): number {
+  let size = 2 + 4 * parts.length
   for (const p of parts) size += p.byteLength
-  const out = new Uint8Array(size)
-  const view = new DataView(out.buffer)
+  return size
+}
+
+/** `joinPacked` into `out` (at least `joinedSize` bytes), which it returns */
+function writeJoined(parts: readonly Uint8Array[], out: Uint8Array): Uint8Array {
+  const head = 2 + 4 * parts.length
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
   out[0] = PARTS_TAG
   out[1] = parts.length
   let at = head
@@ -67,12 +84,33 @@ export function joinPacked(parts: readonly Uint8Array[]): Uint8Array {
   return out
 }
 
+/**
+ * The stored form of a packed block's records (`unpackBlock` reads it): its one buffer as it is,
+ * or its parts joined into `scratch` when that is large enough, else into new memory. The caller
+ * uses the result before it gives the same scratch again (the hot store writes it to LMDB, which
+ * copies it, and takes the next block after that: a write into memory used again from block to
+ * block instead of ~6 MB of new memory a mainnet-sized block, whose page faults cost 3-17 ms on a
+ * virtual machine; bench/results/tail.md).
+ */
+export function storedBytes(p: PackedBlock, scratch?: Uint8Array): Uint8Array {
+  if (p.packed instanceof Uint8Array) return p.packed
+  const size = storedSize(p)
+  return writeJoined(p.packed, scratch && scratch.byteLength >= size ? scratch.subarray(0, size) : new Uint8Array(size))
+}
+
+/** the length of `storedBytes(p)` */
+export function storedSize(p: PackedBlock): number {
+  return p.packed instanceof Uint8Array ? p.packed.byteLength : joinedSize(p.packed)
+}
+
 /** true when `bytes` are a packed block as `packBlock` or `joinPacked` write it (not an older msgpack one) */
 export function isV8Packed(bytes: Uint8Array): boolean {
   return bytes.length > 0 && (bytes[0] === V8_TAG || bytes[0] === PARTS_TAG)
 }
 
-export function unpackBlock(packed: Uint8Array): Block {
+/** the block of a stored form (`packBlock`, `joinPacked`, or an earlier version's msgpack), or of a packed block's parts */
+export function unpackBlock(packed: Uint8Array | readonly Uint8Array[]): Block {
+  if (!(packed instanceof Uint8Array)) return concatParts(packed.map((p) => deserialize(p) as Block))
   if (packed.length > 0 && packed[0] === PARTS_TAG) return unpackParts(packed)
   return (isV8Packed(packed) ? deserialize(packed) : unpackr.unpack(packed)) as Block
 }
@@ -81,27 +119,35 @@ function unpackParts(packed: Uint8Array): Block {
   const view = new DataView(packed.buffer, packed.byteOffset, packed.byteLength)
   const n = packed[1]
   let at = 2 + 4 * n
-  let block: Block | null = null
+  const parts: Block[] = []
   for (let i = 0; i < n; i++) {
     const len = view.getUint32(2 + 4 * i, true)
-    const part = deserialize(packed.subarray(at, at + len)) as Block
+    parts.push(deserialize(packed.subarray(at, at + len)) as Block)
     at += len
-    if (block === null) block = part
-    else for (const k of RECORD_LISTS) (block[k] as unknown[]) = (block[k] as unknown[]).concat(part[k])
   }
-  if (block === null) throw new Error('a packed block without parts')
+  return concatParts(parts)
+}
+
+/** the block whose lists are the parts' lists concatenated (the first part's header) */
+function concatParts(parts: Block[]): Block {
+  if (parts.length === 0) throw new Error('a packed block without parts')
+  const block = parts[0]
+  for (let i = 1; i < parts.length; i++)
+    for (const k of RECORD_LISTS) (block[k] as unknown[]) = (block[k] as unknown[]).concat(parts[i][k])
   return block
 }
 
-/** the buffers of lazy blocks not decoded yet */
-const stillPacked = new WeakMap<Block, Uint8Array>()
+/** the packed records of lazy blocks not decoded yet */
+const stillPacked = new WeakMap<Block, PackedBlock>()
 
 /**
  * The block as one buffer (`unpackBlock` reads it): a lazy block's own buffer while it
- * is not decoded (not to be modified: the block still reads from it), else newly packed.
+ * is not decoded (not to be modified: the block still reads from it), its parts joined, else
+ * newly packed.
  */
 export function packedBytes(block: Block): Uint8Array {
-  return stillPacked.get(block) ?? packBlock(block).packed
+  const p = stillPacked.get(block)
+  return p ? storedBytes(p) : packBlock(block).packed
 }
 
 const RECORD_LISTS = ['transactions', 'instructions', 'logs', 'balances', 'tokenBalances', 'rewards'] as const
@@ -112,7 +158,7 @@ const RECORD_LISTS = ['transactions', 'instructions', 'logs', 'balances', 'token
  * compares and copies as the plain block does.
  */
 export function lazyBlock(p: PackedBlock): Block {
-  let packed: Uint8Array | null = p.packed
+  let packed: PackedBlock['packed'] | null = p.packed
   let full: Block | null = null
   const get = (): Block => {
     if (!full) {
@@ -123,7 +169,7 @@ export function lazyBlock(p: PackedBlock): Block {
     return full
   }
   const block = { header: p.header } as Block
-  stillPacked.set(block, p.packed)
+  stillPacked.set(block, p)
   for (const k of RECORD_LISTS) {
     Object.defineProperty(block, k, { enumerable: true, configurable: true, get: () => get()[k] })
   }
