@@ -1,9 +1,9 @@
 /** Helpers shared by the benches. Field lists come from the one field catalogue. */
 import type { ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readFileSync, realpathSync } from 'node:fs'
 import http from 'node:http'
 import { homedir, tmpdir } from 'node:os'
-import { dirname, resolve, sep } from 'node:path'
+import { dirname, join, resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { fieldsOf, SELECTOR_NAMES, type SelectorName } from '../src/catalogue.ts'
 
@@ -151,7 +151,15 @@ export function comparisonQueries(
  */
 export function portablePaths(text: string): string {
   const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+  // a checkout whose node_modules is a link to another one's: profiles name the files where they are
+  let modules = join(root, 'node_modules')
+  try {
+    modules = realpathSync(modules)
+  } catch {
+    // no node_modules: nothing to map
+  }
   const swaps: [string, string][] = [
+    ...(modules !== join(root, 'node_modules') ? ([[modules, 'node_modules']] as [string, string][]) : []),
     [root + sep, ''],
     [root, '.'],
     [tmpdir(), '$TMPDIR'],
