@@ -41,6 +41,7 @@ import { freePort, PG_SETTINGS, PgCluster, PsqlSession, resetPeak, statusKb } fr
 import { boundedBy, monotonicMicros, profileTable, summarizeProfileDir, type ThreadProfile } from './compare/profile.ts'
 import { INDEXES, querySql, schemaSql } from './compare/sql.ts'
 import { runTailBench, tailStages, type TailResult } from './compare/tail.ts'
+import { warmUp } from './compare/warm.ts'
 import { targetsTable, type TargetRow } from './compare/targets.ts'
 import {
   benchServeArgs,
@@ -354,22 +355,9 @@ async function measure(
   await runOnce((b) => dg.push(b))
   const checkedMs = performance.now() - tc
   const digest = dg.end()
-  // whether to warm up is decided by the query's own time: the checked run also holds this
-  // client's parse and hash of every line, which for a fast query with a large output is most of
-  // it (the one-account query: 10.7 MB checked in over a second, answered in ~8 ms), so a slow
-  // checked run is followed by one plain, untimed run, whose time decides
-  let plainMs = checkedMs
-  if (checkedMs >= WARM_MS) {
-    const t0 = performance.now()
-    await runOnce(() => undefined)
-    plainMs = performance.now() - t0
-  }
-  if (plainMs < WARM_MS)
-    for (let i = 0, warm = 0; i < 30 && warm < WARM_MS; i++) {
-      const t0 = performance.now()
-      await runOnce(() => undefined)
-      warm += performance.now() - t0
-    }
+  // decided by the query's own time, not the check's (the one-account query: 10.7 MB checked in
+  // over a second, answered in ~8 ms): bench/compare/warm.ts
+  await warmUp(checkedMs, () => runOnce(() => undefined), WARM_MS)
   let best = Infinity
   let bytes = 0
   let lines = 0

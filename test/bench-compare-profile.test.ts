@@ -10,6 +10,7 @@ import { test } from 'node:test'
 import { boundedBy, summarizeProfileDir } from '../bench/compare/profile.ts'
 import { tailP99, tailStages } from '../bench/compare/tail.ts'
 import { cpuFloor, cpuFloorMs, processCpuMs } from '../bench/support.ts'
+import { warmUp } from '../bench/compare/warm.ts'
 
 test('a --cpu-prof profile summarized over a window of the monotonic clock names the function that ran in it', () => {
   const dir = mkdtempSync(join(tmpdir(), 'compare-profile-'))
@@ -122,3 +123,25 @@ test(
     assert.deepEqual(processCpuMs(2 ** 30), { main: 0, all: 0 })
   },
 )
+
+test('the compare warm-up: decided by the query’s own time, not by the checked run’s', async () => {
+  const runner = (ms: number) => {
+    let calls = 0
+    const run = async () => {
+      calls++
+      await new Promise((r) => setTimeout(r, ms))
+    }
+    return { run, calls: () => calls }
+  }
+  // a fast query whose check was slow (a large output parsed and hashed): one plain run, then warm-up runs
+  const fast = runner(5)
+  const n = await warmUp(400, fast.run, 100, 10)
+  assert.equal(n, fast.calls())
+  assert.ok(n >= 5 && n <= 11, `${n} runs`)
+  // a query slower than the warm-up budget: the plain run only
+  const slow = runner(120)
+  assert.equal(await warmUp(400, slow.run, 100, 10), 1)
+  // a fast check: no plain run, straight to the warm-up runs (capped)
+  const quick = runner(1)
+  assert.equal(await warmUp(20, quick.run, 1000, 10), 10)
+})
