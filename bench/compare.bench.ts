@@ -27,7 +27,6 @@
  * (the work directory). Results: bench/results/compare.md for the default shape, compare-b<BLOCKS>-t<TXS>.md for others
  * (e.g. COMPARE_BLOCKS=10000 COMPARE_TXS=200 COMPARE_FULL_BLOCKS=1000: the earlier small-block shape).
  */
-import { DuckDBInstance } from '@duckdb/node-api'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync, readdirSync } from 'node:fs'
@@ -42,6 +41,7 @@ import { boundedBy, monotonicMicros, profileTable, summarizeProfileDir, type Thr
 import { INDEXES, querySql, schemaSql } from './compare/sql.ts'
 import { runTailBench, tailStages, type TailResult } from './compare/tail.ts'
 import { warmUp } from './compare/warm.ts'
+import { DuckChild } from './compare/duck.ts'
 import { targetsTable, type TargetRow } from './compare/targets.ts'
 import {
   benchServeArgs,
@@ -705,6 +705,7 @@ export async function run(): Promise<string> {
   let pg: PgCluster | null = null
   let server: Server | null = null
   let session: PsqlSession | null = null
+  let duck: DuckChild | null = null
   const onSignal = () => {
     pg?.stop()
     server?.proc.kill('SIGKILL')
@@ -747,9 +748,8 @@ export async function run(): Promise<string> {
     const indexS = idxTimes.reduce((a, [, s]) => a + s, 0)
 
     // ---- lower bound data: Parquet from the same rows (the COPY text)
-    const duck = await DuckDBInstance.create(':memory:')
-    const con = await duck.connect()
-    await con.run(`SET threads = 1`)
+    // in a process of its own: a DuckDB library in this process slows its HTTP client (duck-child.ts)
+    const con = (duck = await DuckChild.start())
     const tsv = (t: string, cols: string[]) =>
       `read_csv('${join(teeDir, t + '.tsv')}', delim='\t', header=false, quote='', escape='', nullstr='\\N', auto_detect=false, comment='', max_line_size=100000000, ` +
       `columns={${cols.map((c, i) => `'c${i}${c ? '_' + c : ''}': 'VARCHAR'`).join(', ')}})`
@@ -795,12 +795,14 @@ export async function run(): Promise<string> {
       }
       writeFileSync(PREPARED, JSON.stringify(prepared, null, 2))
     }
-    const one = async (sql: string) => Number((await con.runAndReadAll(sql)).getRows()[0][0])
+    /** the query's one value, and the ms DuckDB took */
+    const one = async (sql: string) => {
+      const r = await con.rows(sql)
+      return { value: Number(r.rows[0][0]), ms: r.ms }
+    }
 
     // ---- query parameters, picked from the data (DuckDB)
-    const range0 = await con.runAndReadAll(
-      `SELECT min(block_number), max(block_number), count(DISTINCT block_number) FROM ix`,
-    )
+    const range0 = await con.rows(`SELECT min(block_number), max(block_number), count(DISTINCT block_number) FROM ix`)
     const hdr = pg
       .psql(['-At', '-F', ' ', '-c', 'SELECT min("number"), max("number"), count(*) FROM blocks'])
       .trim()
@@ -817,7 +819,7 @@ export async function run(): Promise<string> {
         ])
         .trim(),
     )
-    const pick = async (sql: string) => String((await con.runAndReadAll(sql)).getRows()[0][0])
+    const pick = async (sql: string) => String((await con.rows(sql)).rows[0][0])
     const pool = await pick(
       `SELECT accounts[3] a FROM ix WHERE program_id = '${WHIRLPOOL}' AND d8 = '${SWAP_D8}' GROUP BY a ORDER BY count(*) DESC, a LIMIT 1`,
     )
@@ -889,9 +891,9 @@ export async function run(): Promise<string> {
       let lbMs = Infinity
       let lbRows = 0
       for (let r = 0; r < 3; r++) {
-        const t0 = performance.now()
-        lbRows = await one(q.lower)
-        lbMs = Math.min(lbMs, performance.now() - t0)
+        const lb = await one(q.lower)
+        lbRows = lb.value
+        lbMs = Math.min(lbMs, lb.ms)
       }
       const eq = pgm.digest && sp.digest ? compareDigests(sp.digest, pgm.digest) : `not compared: ${pgm.note}`
       results.push({ short, name: q.name, body, sp, gz, pgm, equal: eq.startsWith('equal') })
@@ -1072,6 +1074,7 @@ export async function run(): Promise<string> {
     process.removeListener('SIGINT', onSignal)
     process.removeListener('SIGTERM', onSignal)
     if (session) await session.close().catch(() => undefined)
+    duck?.close()
     if (server) await server.stop()
     if (pg) {
       log('stopping PostgreSQL')
