@@ -724,6 +724,15 @@ export async function run(): Promise<string> {
     const idxTimes: [string, number][] = []
     let analyzeS: number | null
     if (reused) {
+      // UNLOGGED tables come back empty when the cluster was not shut down cleanly (a killed run, a reboot)
+      const blocks = Number(pg.psql(['-At', '-c', 'SELECT count(*) FROM blocks']).trim())
+      if (blocks !== reused.rows.blocks) {
+        rmSync(PREPARED, { force: true })
+        throw new Error(
+          `COMPARE_REUSE: PostgreSQL's blocks table has ${blocks} rows, the load of ${reused.at} had ${reused.rows.blocks} ` +
+            '(UNLOGGED tables are emptied when PostgreSQL was not shut down cleanly); run again to load it anew',
+        )
+      }
       loaded = { seconds: reused.loadSeconds, rows: reused.rows }
       idxTimes.push(...reused.idxTimes)
       analyzeS = reused.analyzeS
