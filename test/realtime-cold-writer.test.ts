@@ -6,12 +6,12 @@
  * files in temp dirs.
  */
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
 import type { Worker } from 'node:worker_threads'
-import { ColdWriterThread } from '../src/ingest/cold-writer.ts'
+import { COLD_WRITER_NICE, ColdWriterThread } from '../src/ingest/cold-writer.ts'
 import type { Block } from '../src/model.ts'
 import type { Chunk } from '../src/store/chunk.ts'
 import { DiskColdStore } from '../src/store/cold.ts'
@@ -139,5 +139,60 @@ test('ColdWriterThread appends in its own thread, durably; this thread reads the
     assert.deepEqual(await readBack(cold.chunks(0, last), 0, last), expected(chain))
   } finally {
     await cold.close()
+  }
+})
+
+test('ColdWriterThread: lazy blocks keep their buffers through an append (a shared buffer is copied, parts are joined, before the transfer)', async () => {
+  const dir = join(tempDir(), 'cold')
+  const chain = mkChain(GENESIS, 4, 'a')
+  const empty = (b: Block): Block => ({
+    header: b.header,
+    transactions: [],
+    instructions: [],
+    logs: [],
+    balances: [],
+    tokenBalances: [],
+    rewards: [],
+  })
+  const one = lazyBlock(packBlock(chain[0]))
+  // as the decoding threads hand a block over: in parts (the second one empty here)
+  const parted = lazyBlock({
+    header: chain[1].header,
+    packed: [packBlock(chain[1]).packed, packBlock(empty(chain[1])).packed],
+  })
+  const cold = await ColdWriterThread.open(dir)
+  try {
+    await cold.append([one, parted, chain[2], chain[3]])
+    const last = chain[3].header.number
+    assert.deepEqual(await readBack(cold.chunks(0, last), 0, last), expected(chain))
+    // decoded only now, from the buffers they had: none of them was transferred away
+    assert.deepEqual(one, chain[0])
+    assert.deepEqual(parted, chain[1])
+  } finally {
+    await cold.close()
+  }
+})
+
+test('ColdWriterThread: the writer thread runs at a lower priority than the process (Linux: nice per thread)', async (t) => {
+  if (process.platform !== 'linux') return t.skip('per-thread nice values are Linux')
+  const niceOfThreads = () =>
+    readdirSync('/proc/self/task').flatMap((tid) => {
+      try {
+        return [Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ')[16])]
+      } catch {
+        return [] // a thread that ended meanwhile
+      }
+    })
+  const base = niceOfThreads().filter((n) => n === COLD_WRITER_NICE).length
+  const cold = await ColdWriterThread.open(join(tempDir(), 'cold'))
+  const plain = await ColdWriterThread.open(join(tempDir(), 'cold'), {}, { nice: 0 })
+  try {
+    assert.ok(COLD_WRITER_NICE > 0)
+    // the default writer's thread, and only it (the other writer's stays at the process's)
+    assert.equal(niceOfThreads().filter((n) => n === COLD_WRITER_NICE).length, base + 1)
+    assert.equal(Math.min(...niceOfThreads()), 0)
+  } finally {
+    await cold.close()
+    await plain.close()
   }
 })

@@ -9,6 +9,7 @@
  * `{ t: 'done', id, last }` once durable or `{ t: 'failed', id, message }`; `{ t: 'close', id }`,
  * answered `{ t: 'done', id, last: null }` once the store is closed (its lock released).
  */
+import { setPriority } from 'node:os'
 import { parentPort, workerData } from 'node:worker_threads'
 import { installZlibGate } from '../util/zlib-gate.ts'
 import type { HeadInfo } from '../store/chunk.ts'
@@ -21,6 +22,8 @@ export interface ColdWriterSetup {
   options: DiskColdStoreOptions
   /** the thread's zlib gate (src/util/zlib-gate.ts), one per thread started */
   zlibGate?: Int32Array
+  /** the thread's nice value (Linux: a thread's own; 0 leaves it at the process's) */
+  nice?: number
 }
 
 export type ToColdWriter = { t: 'append'; id: number; blocks: Uint8Array[] } | { t: 'close'; id: number }
@@ -33,8 +36,16 @@ export type FromColdWriter =
 
 const port = parentPort
 if (port) {
-  const { dir, options, zlibGate } = workerData as ColdWriterSetup
+  const { dir, options, zlibGate, nice } = workerData as ColdWriterSetup
   installZlibGate(zlibGate)
+  // on Linux a thread's priority is its own: pid 0 is this thread, the others keep theirs
+  if (nice) {
+    try {
+      setPriority(0, nice)
+    } catch {
+      // not permitted here: the thread runs at the process's priority
+    }
+  }
   const post = (m: FromColdWriter) => port.postMessage(m)
   try {
     const store = await DiskColdStore.open(dir, options)

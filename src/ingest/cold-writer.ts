@@ -15,7 +15,8 @@ import { Worker } from 'node:worker_threads'
 import type { Block } from '../model.ts'
 import type { Chunk, HeadInfo } from '../store/chunk.ts'
 import { DiskColdStore, type DiskColdStoreOptions } from '../store/cold.ts'
-import { packedBytes } from '../store/packed-block.ts'
+import { transferablePacked } from '../store/packed-block.ts'
+import { mapAcrossTurns } from '../util/turns.ts'
 import type { ColdStore } from '../store/types.ts'
 import { workerExecArgv } from '../util/worker-argv.ts'
 import { newZlibGate, release, stopAtExit, stopZlibGate } from '../util/zlib-gate.ts'
@@ -30,6 +31,13 @@ import type { ColdWriterSetup, FromColdWriter, ToColdWriter } from './cold-write
 export const FINALIZE_BATCHES = { finalizeMinBlocks: 20, finalizeMaxDelayMs: 30_000 } as const
 
 const WRITER_CACHE_BYTES = 16 * 1024 * 1024
+
+/**
+ * The writer thread's default nice value: below the decoding threads and the main thread, so that
+ * encoding a batch of finalized blocks (seconds of CPU at mainnet size) waits for a core while a
+ * new block is decoded or streamed, and takes the idle cores the rest of the time
+ */
+export const COLD_WRITER_NICE = 10
 
 /** start a writer thread on `setup` and wait until its store is open */
 /** each writer thread's zlib gate: a thread is ended only once it is outside zlib (`endWriter`) */
@@ -90,12 +98,21 @@ export class ColdWriterThread implements ColdStore {
   /**
    * Open the store at `dir` for writing in a worker thread (creating it when missing) and for
    * reading here. `options` apply to both (the reader is opened read-only, with `verify: 'none'`:
-   * the writer checked the files).
+   * the writer checked the files). `thread.nice`: the writer thread's nice value (default
+   * COLD_WRITER_NICE; 0: the process's priority).
    */
-  static async open(dir: string, options: Omit<DiskColdStoreOptions, 'readOnly'> = {}): Promise<ColdWriterThread> {
+  static async open(
+    dir: string,
+    options: Omit<DiskColdStoreOptions, 'readOnly'> = {},
+    thread: { nice?: number } = {},
+  ): Promise<ColdWriterThread> {
     // the writer reads only for merges: a small cache of its own
     const cacheBytes = Math.min(options.cacheBytes ?? WRITER_CACHE_BYTES, WRITER_CACHE_BYTES)
-    const setup: ColdWriterSetup = { dir, options: { ...options, cacheBytes, acquireChunk: undefined } }
+    const setup: ColdWriterSetup = {
+      dir,
+      options: { ...options, cacheBytes, acquireChunk: undefined },
+      nice: thread.nice ?? COLD_WRITER_NICE,
+    }
     const worker = await startWriter(setup)
     let reader: DiskColdStore
     try {
@@ -169,8 +186,11 @@ export class ColdWriterThread implements ColdStore {
     // a writer thread that died is replaced (its lock is this process's: taken over); what it
     // left half written is repaired when the new one opens the store, as after a crash
     if (this.failure) this.attach(await startWriter(this.setup))
-    // copies (a lazy block still reads from its own buffer), transferred
-    const packed = blocks.map((b) => new Uint8Array(packedBytes(b)))
+    // each block's stored form in memory of its own, transferred. At mainnet size that is ~6 MB of
+    // new memory a block, whose page faults alone took 10-20 ms a block on a VM: one block per turn
+    // of the event loop, so that a batch of 20 never holds the streams and the ingest for ~0.4 s
+    const packed = await mapAcrossTurns(blocks, transferablePacked)
+    if (this.closed) throw new Error('cold store closed')
     const last = await this.send(
       { t: 'append', id: this.nextId++, blocks: packed },
       packed.map((p) => p.buffer as ArrayBuffer),

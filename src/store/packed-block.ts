@@ -141,13 +141,15 @@ function concatParts(parts: Block[]): Block {
 const stillPacked = new WeakMap<Block, PackedBlock>()
 
 /**
- * The block as one buffer (`unpackBlock` reads it): a lazy block's own buffer while it
- * is not decoded (not to be modified: the block still reads from it), its parts joined, else
- * newly packed.
+ * The block as one buffer (`unpackBlock` reads it) of its own, which the caller may transfer: a
+ * lazy block's stored form while it is not decoded (copied when the block shares its buffer with
+ * the hot window; its parts joined into new memory, not copied again), else the block newly packed.
  */
-export function packedBytes(block: Block): Uint8Array {
+export function transferablePacked(block: Block): Uint8Array {
   const p = stillPacked.get(block)
-  return p ? storedBytes(p) : packBlock(block).packed
+  if (!p) return packBlock(block).packed
+  if (p.packed instanceof Uint8Array) return new Uint8Array(p.packed)
+  return storedBytes(p)
 }
 
 const RECORD_LISTS = ['transactions', 'instructions', 'logs', 'balances', 'tokenBalances', 'rewards'] as const
