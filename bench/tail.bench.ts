@@ -20,11 +20,12 @@
  * decoding thread's own times per block: how long it ran, how long it waited for a core, its
  * garbage collection.
  *
- * `TAIL_BLOCKS` (default 30) blocks per row; `TAIL_TXS` (default 1500) transactions per block;
- * `TAIL_COLD=disk` finalizes into a disk cold store written by a thread of its own (as `serve --rpc
- * --data-dir` does) and
- * `TAIL_FINALITY_LAG` (default 32) sets how far the node's finality lags (with the default no
- * block of a 30-block row is finalized: the rows measure the hot path only).
+ * `TAIL_BLOCKS` (default 30) measured blocks per row, after `TAIL_WARMUP` (default 40) start-up
+ * blocks reported apart; `TAIL_TXS` (default 1500) transactions per block; `TAIL_COLD=disk`
+ * finalizes into a disk cold store written by a thread of its own (as `serve --rpc --data-dir`
+ * does; `TAIL_COLD_NICE` its thread's nice value) and `TAIL_FINALITY_LAG` (default 32) sets how far
+ * the node's finality lags (with the defaults the measured blocks are ingested while earlier ones
+ * finalize, as in a running server; `TAIL_WARMUP=0` measures a server just started, hot path only).
  */
 import { fork, type ChildProcess, type ForkOptions } from 'node:child_process'
 import { once } from 'node:events'
@@ -52,9 +53,19 @@ const INTERVAL_MS = 400
  * main thread as blocks finalize (how `serve --rpc` did it before); a list makes rows of each
  */
 const COLDS = (process.env.TAIL_COLD ?? 'memory').split(',')
-/** slots the node's finalized head lags its confirmed head (32: no block is finalized during a 30-block row) */
+/** `TAIL_COLD_NICE`: the disk cold store's writer thread's nice value (default `serve`'s, COLD_WRITER_NICE) */
+const COLD_NICE = process.env.TAIL_COLD_NICE === undefined ? undefined : Number(process.env.TAIL_COLD_NICE)
+/** slots the node's finalized head lags its confirmed head (32: blocks finalize from the 33rd block of a row on) */
 const FINALITY_LAG = Number(process.env.TAIL_FINALITY_LAG ?? 32)
 const POLL_MS = 20
+/**
+ * `TAIL_WARMUP` (default 40) blocks produced, ingested and streamed before a row's measured blocks,
+ * reported apart as the start-up: code not optimized yet, the hot store's file growing, no block
+ * finalized yet. With more of them than the finality lag, the measured blocks see a running
+ * server: blocks finalizing (moved to the cold store, deleted from the hot one, whose file then
+ * reuses their pages)
+ */
+const WARMUP = Number(process.env.TAIL_WARMUP ?? 40)
 /** `TAIL_DUMP=FILE`: the last row's stored blocks (their marks) and the main thread's GC pauses ([wall ms, ms, kind]) written to FILE as JSON, to look at block by block */
 const DUMP = process.env.TAIL_DUMP
 const CHILD: ForkOptions = { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
@@ -95,6 +106,9 @@ interface Row {
   blockToClient: number[]
   /** the hot store having a block → each client reading its line */
   storeToClient: number[]
+  /** the start-up blocks (TAIL_WARMUP): answer → store, block → each client line */
+  startupAnswerToStore: number[]
+  startupToClient: number[]
   /** per stage of answer → store (STAGES), ms per block */
   stages: Map<string, number[]>
   /** the decoding thread's own times per block (THREAD_TIMES), ms */
@@ -119,7 +133,7 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   const stored = new Map<number, StoredBlock>()
   const cold =
     coldKind === 'disk'
-      ? await ColdWriterThread.open(join(dir, 'cold'))
+      ? await ColdWriterThread.open(join(dir, 'cold'), {}, { nice: COLD_NICE })
       : coldKind === 'disk-main'
         ? await DiskColdStore.open(join(dir, 'cold'))
         : undefined
@@ -154,6 +168,8 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   await new Promise((r) => setTimeout(r, 500))
 
   const producedAt = new Map<number, number>()
+  /** the start-up blocks' production times (TAIL_WARMUP) */
+  const startupAt = new Map<number, number>()
   /** ms the node took to produce each block, its answer text assembled (not part of the latencies) */
   const assembled: number[] = []
   let gcMs = 0
@@ -171,15 +187,21 @@ async function measure(archive: string, threads: number, clients: number, coldKi
         majorGcMs += e.duration
     }
   })
-  gcs.observe({ entryTypes: ['gc'] })
-  const elu0 = performance.eventLoopUtilization()
-  const cpu0 = process.cpuUsage()
-  for (let i = 0; i < BLOCKS; i++) {
+  let elu0 = performance.eventLoopUtilization()
+  let cpu0 = process.cpuUsage()
+  for (let i = 0; i < WARMUP + BLOCKS; i++) {
+    if (i === WARMUP) {
+      gcs.observe({ entryTypes: ['gc'] })
+      elu0 = performance.eventLoopUtilization()
+      cpu0 = process.cpuUsage()
+    }
     const t0 = performance.now()
     node.send({ t: 'produce' })
     const p = await message<{ slot: number; at: number; assembleMs: number }>(node, 'produced')
-    producedAt.set(p.slot, p.at)
-    assembled.push(p.assembleMs)
+    if (i >= WARMUP) {
+      producedAt.set(p.slot, p.at)
+      assembled.push(p.assembleMs)
+    } else startupAt.set(p.slot, p.at)
     await new Promise((r) => setTimeout(r, Math.max(0, INTERVAL_MS - (performance.now() - t0))))
   }
   const last = Math.max(...producedAt.keys())
@@ -220,6 +242,8 @@ async function measure(archive: string, threads: number, clients: number, coldKi
     blockToStore: [],
     blockToClient: [],
     storeToClient: [],
+    startupAnswerToStore: [],
+    startupToClient: [],
     stages: new Map(),
     thread: new Map(),
     slowest: null,
@@ -244,7 +268,13 @@ async function measure(archive: string, threads: number, clients: number, coldKi
     const total = s.storedAt - s.answeredAt
     if (!row.slowest || total > row.slowest.total) row.slowest = { number: slot, total, stages: st, thread: th }
   }
+  for (const slot of startupAt.keys()) {
+    const s = stored.get(slot)
+    if (s) row.startupAnswerToStore.push(s.storedAt - s.answeredAt)
+  }
   for (const [slot, at] of seen) {
+    const w = startupAt.get(slot)
+    if (w !== undefined) row.startupToClient.push(at - w)
     const t = producedAt.get(slot)
     if (t === undefined) continue
     row.lines++
@@ -321,7 +351,7 @@ export async function run(): Promise<string> {
   return [
     `## Live tail, mainnet-sized blocks (fake node → RPC → parse + normalize → hot store → server → clients)`,
     '',
-    `Blocks of ~${TXS} transactions (${gen.txs} in the ${gen.blocks} generated templates, ${Math.round((gen.bytes / gen.blocks / 1e6) * 10) / 10} MB of JSON each), one every ${INTERVAL_MS} ms, ${BLOCKS} per row; ingest poll ${POLL_MS} ms, 4 getBlock requests in flight; the node finalizes ${FINALITY_LAG} slots behind its head. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} at start, ${load1.map((x) => x.toFixed(1)).join(' ')} at end.`,
+    `Blocks of ~${TXS} transactions (${gen.txs} in the ${gen.blocks} generated templates, ${Math.round((gen.bytes / gen.blocks / 1e6) * 10) / 10} MB of JSON each), one every ${INTERVAL_MS} ms, ${BLOCKS} per row after ${WARMUP} start-up blocks (their figures apart, below); ingest poll ${POLL_MS} ms, 4 getBlock requests in flight; the node finalizes ${FINALITY_LAG} slots behind its head. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} at start, ${load1.map((x) => x.toFixed(1)).join(' ')} at end.`,
     '',
     '| parse + normalize | clients | lines received / expected | node assembling p50 ms | block → answer p50 ms | answer → store p50 ms | answer → store p99 ms | block → store p50 ms | block → store p99 ms | client p50 ms | client p99 ms | main thread busy | CPU ms per block | main GC ms per block (full) | responses |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
@@ -330,6 +360,19 @@ export async function run(): Promise<string> {
         `| ${r.path} | ${r.clients} | ${r.lines}/${r.expected} | ${f(pct(r.assembled, 50))} | ${f(pct(r.blockToAnswer, 50))} | ${pp(r.answerToStore)} | ${pp(r.blockToStore)} | ${pp(r.blockToClient)} | ${(r.busy * 100).toFixed(0)} % | ${f(r.cpuPerBlock)} | ${r.gcPerBlock.toFixed(1)} (${r.majorGcPerBlock.toFixed(1)}) | ${r.statuses} |`,
     ),
     '',
+    ...(WARMUP > 0
+      ? [
+          `#### start-up: the first ${WARMUP} blocks of each row, not counted above (a server just started: code not optimized yet, the hot store's file growing, no block finalized yet)`,
+          '',
+          '| parse + normalize | clients | answer → store p50 / p99 ms | client p50 / p99 ms |',
+          '|---|---|---|---|',
+          ...rows.map(
+            (r) =>
+              `| ${r.path} | ${r.clients} | ${f(pct(r.startupAnswerToStore, 50))} / ${f(pct(r.startupAnswerToStore, 99))} | ${f(pct(r.startupToClient, 50))} / ${f(pct(r.startupToClient, 99))} |`,
+          ),
+          '',
+        ]
+      : []),
     '#### answer → store by stage (p50 / p99 ms; the slowest block of each row: ms per stage)',
     '',
     `| parse + normalize | clients | ${STAGES.map(([n]) => n).join(' | ')} | store → client p50 / p99 | slowest block: total = stages |`,
