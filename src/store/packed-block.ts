@@ -21,7 +21,7 @@ import type { Block, BlockHeader } from '../model.ts'
 
 /** the first byte of V8's serialization (its version tag) */
 const V8_TAG = 0xff
-/** the first byte of a block packed in parts (`joinPacked`; never the first of V8's or msgpack's) */
+/** the first byte of a block packed in parts (`writeJoined`; never the first of V8's or msgpack's) */
 const PARTS_TAG = 0xfe
 
 // how blocks were packed before (records, each object shape defined once in the buffer)
@@ -30,7 +30,7 @@ const unpackr = new Unpackr({ useRecords: true, mapsAsObjects: true })
 /**
  * a block whose records are still packed: one buffer (`packBlock`, or the stored form), or the
  * buffers of a block packed in parts, in order (two decoding threads: src/ingest/block-join.ts),
- * which `storedBytes` writes as one (`joinPacked`'s form)
+ * which `storedBytes` writes as one (`writeJoined`)
  */
 export interface PackedBlock {
   header: BlockHeader
@@ -53,23 +53,19 @@ export function packBlock(block: Block): PackedBlock & { packed: Uint8Array } {
   return { header: block.header, packed: own ? new Uint8Array(b.buffer, 0, b.byteLength) : new Uint8Array(b) }
 }
 
-/**
- * One buffer of a block packed in parts (each part a `packBlock` of some of its transactions'
- * records, in order: src/ingest/block-workers.ts decodes a large answer in two threads): a tag
- * byte, the number of parts, each part's length (u32 LE), then the parts. `unpackBlock` reads it
- * as the block whose lists are the parts' lists concatenated.
- */
-export function joinPacked(parts: readonly Uint8Array[]): Uint8Array {
-  return writeJoined(parts, new Uint8Array(joinedSize(parts)))
-}
-
 function joinedSize(parts: readonly Uint8Array[]): number {
   let size = 2 + 4 * parts.length
   for (const p of parts) size += p.byteLength
   return size
 }
 
-/** `joinPacked` into `out` (at least `joinedSize` bytes), which it returns */
+/**
+ * One buffer of a block packed in parts (each part a `packBlock` of some of its transactions'
+ * records, in order: src/ingest/block-workers.ts decodes a large answer in two threads), written
+ * into `out` (at least `joinedSize` bytes), which it returns: a tag byte, the number of parts,
+ * each part's length (u32 LE), then the parts. `unpackBlock` reads it as the block whose lists
+ * are the parts' lists concatenated.
+ */
 function writeJoined(parts: readonly Uint8Array[], out: Uint8Array): Uint8Array {
   const head = 2 + 4 * parts.length
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
@@ -103,12 +99,12 @@ export function storedSize(p: PackedBlock): number {
   return p.packed instanceof Uint8Array ? p.packed.byteLength : joinedSize(p.packed)
 }
 
-/** true when `bytes` are a packed block as `packBlock` or `joinPacked` write it (not an older msgpack one) */
+/** true when `bytes` are a packed block as `packBlock` or `storedBytes` write it (not an older msgpack one) */
 export function isV8Packed(bytes: Uint8Array): boolean {
   return bytes.length > 0 && (bytes[0] === V8_TAG || bytes[0] === PARTS_TAG)
 }
 
-/** the block of a stored form (`packBlock`, `joinPacked`, or an earlier version's msgpack), or of a packed block's parts */
+/** the block of a stored form (`packBlock`, `storedBytes`, or an earlier version's msgpack), or of a packed block's parts */
 export function unpackBlock(packed: Uint8Array | readonly Uint8Array[]): Block {
   if (!(packed instanceof Uint8Array)) return concatParts(packed.map((p) => deserialize(p) as Block))
   if (packed.length > 0 && packed[0] === PARTS_TAG) return unpackParts(packed)
