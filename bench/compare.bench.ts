@@ -812,14 +812,12 @@ export async function run(): Promise<string> {
     }
 
     // ---- query parameters, picked from the data (DuckDB)
-    const range0 = await con.rows(`SELECT min(block_number), max(block_number), count(DISTINCT block_number) FROM ix`)
     const hdr = pg
       .psql(['-At', '-F', ' ', '-c', 'SELECT min("number"), max("number"), count(*) FROM blocks'])
       .trim()
       .split(' ')
       .map(Number)
     const [from, to, nBlocks] = hdr
-    void range0
     const fullTo = Number(
       pg
         .psql([

@@ -347,6 +347,8 @@ export async function run(): Promise<string> {
   const load1 = loadavg()
   const f = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-')
   const pp = (xs: number[]) => `${f(pct(xs, 50))} | ${f(pct(xs, 99))}`
+  /** one cell: p50 / p99 */
+  const p50p99 = (xs: number[]) => `${f(pct(xs, 50))} / ${f(pct(xs, 99))}`
   const ratio = (a: Row, b: Row) => (pct(a.blockToClient, 99) / pct(b.blockToClient, 99)).toFixed(1)
   return [
     `## Live tail, mainnet-sized blocks (fake node → RPC → parse + normalize → hot store → server → clients)`,
@@ -367,8 +369,7 @@ export async function run(): Promise<string> {
           '| parse + normalize | clients | answer → store p50 / p99 ms | client p50 / p99 ms |',
           '|---|---|---|---|',
           ...rows.map(
-            (r) =>
-              `| ${r.path} | ${r.clients} | ${f(pct(r.startupAnswerToStore, 50))} / ${f(pct(r.startupAnswerToStore, 99))} | ${f(pct(r.startupToClient, 50))} / ${f(pct(r.startupToClient, 99))} |`,
+            (r) => `| ${r.path} | ${r.clients} | ${p50p99(r.startupAnswerToStore)} | ${p50p99(r.startupToClient)} |`,
           ),
           '',
         ]
@@ -379,7 +380,7 @@ export async function run(): Promise<string> {
     `|---|---|${STAGES.map(() => '---|').join('')}---|---|`,
     ...rows.map(
       (r) =>
-        `| ${r.path} | ${r.clients} | ${STAGES.map(([n]) => (r.stages.has(n) ? `${f(pct(r.stages.get(n)!, 50))} / ${f(pct(r.stages.get(n)!, 99))}` : '-')).join(' | ')} | ${f(pct(r.storeToClient, 50))} / ${f(pct(r.storeToClient, 99))} | ${r.slowest ? `${f(r.slowest.total)} = ${[...r.slowest.stages.values()].map(f).join(' + ')}` : '-'} |`,
+        `| ${r.path} | ${r.clients} | ${STAGES.map(([n]) => (r.stages.has(n) ? p50p99(r.stages.get(n)!) : '-')).join(' | ')} | ${p50p99(r.storeToClient)} | ${r.slowest ? `${f(r.slowest.total)} = ${[...r.slowest.stages.values()].map(f).join(' + ')}` : '-'} |`,
     ),
     '',
     '#### the decoding thread, from taking the answer to posting the result (p50 / p99 ms; the slowest block of each row)',
@@ -388,7 +389,7 @@ export async function run(): Promise<string> {
     `|---|---|${THREAD_TIMES.map(() => '---|').join('')}---|`,
     ...rows.map(
       (r) =>
-        `| ${r.path} | ${r.clients} | ${THREAD_TIMES.map(([n]) => (r.thread.has(n) ? `${f(pct(r.thread.get(n)!, 50))} / ${f(pct(r.thread.get(n)!, 99))}` : '-')).join(' | ')} | ${r.slowest ? THREAD_TIMES.map(([n]) => f(r.slowest!.thread.get(n) ?? NaN)).join(', ') : '-'} |`,
+        `| ${r.path} | ${r.clients} | ${THREAD_TIMES.map(([n]) => (r.thread.has(n) ? p50p99(r.thread.get(n)!) : '-')).join(' | ')} | ${r.slowest ? THREAD_TIMES.map(([n]) => f(r.slowest!.thread.get(n) ?? NaN)).join(', ') : '-'} |`,
     ),
     '',
     'node assembling: the fake node producing a block, its getBlock answer text assembled then (signatures and JSON of ~1,500 transactions in the node’s JS), before the block counts as produced: latencies start after it, as for a node that has the block at hand. block → answer: from the node producing the block to the last byte of its getBlock answer read (the poll interval, the getSlot/getBlocks round trips, the node sending its answer, the transfer); answer → store: from the last byte of the node’s getBlock answer read to the block in the hot store; block → store and client: from the node producing the block (it includes the poll interval and the node sending its answer) to the hot store having it and to each client reading its line. Main thread busy: its event loop utilization while the blocks were produced (ingest applying blocks, the server, and on the main-thread path parse + normalize). CPU ms per block: this process’s CPU time (all its threads: main, decoding, LMDB’s writer; not the node’s nor the clients’ processes) while the blocks were produced, per block; main GC: the main thread’s garbage collection pauses per block, in parentheses the full (mark-compact) ones. Responses: the clients’ requests by HTTP status (a 204 is asked again at once).',
