@@ -22,21 +22,21 @@
  *
  * `TAIL_BLOCKS` (default 30) measured blocks per row, after `TAIL_WARMUP` (default 40) start-up
  * blocks reported apart; `TAIL_TXS` (default 1500) transactions per block; `TAIL_COLD=disk`
- * finalizes into a disk cold store written by a thread of its own (as `serve --rpc --data-dir`
- * does; `TAIL_COLD_NICE` its thread's nice value) and `TAIL_FINALITY_LAG` (default 32) sets how far
+ * finalizes into a disk cold store written by a process of its own (as `serve --rpc --data-dir`
+ * does; `TAIL_COLD_NICE` its nice value) and `TAIL_FINALITY_LAG` (default 32) sets how far
  * the node's finality lags (with the defaults the measured blocks are ingested while earlier ones
  * finalize, as in a running server; `TAIL_WARMUP=0` measures a server just started, hot path only).
  */
 import { fork, type ChildProcess, type ForkOptions } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { constants as perfConstants, PerformanceObserver } from 'node:perf_hooks'
 import { join } from 'node:path'
 import { writeArchive } from '../src/ingest/generate.ts'
 import { defaultDecodeThreads } from '../src/ingest/block-workers.ts'
 import { createRealtimeDataset, silentLogger, type StoredBlock } from '../src/ingest/realtime.ts'
-import { ColdWriterThread, FINALIZE_BATCHES } from '../src/ingest/cold-writer.ts'
+import { ColdWriterProcess, FINALIZE_BATCHES } from '../src/ingest/cold-writer.ts'
 import { DiskColdStore } from '../src/store/cold.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer } from '../src/server/http.ts'
@@ -48,12 +48,12 @@ const CLIENTS = (process.env.TAIL_CLIENTS ?? '1,100').split(',').map(Number)
 const THREADS = (process.env.TAIL_THREADS ?? `${defaultDecodeThreads()},0`).split(',').map(Number)
 const INTERVAL_MS = 400
 /**
- * `TAIL_COLD=disk`: finalized blocks go to a disk cold store written by a thread of its own, by
+ * `TAIL_COLD=disk`: finalized blocks go to a disk cold store written by a process of its own, by
  * batches (as `serve --rpc` does) instead of memory; `disk-main`: the same store written on the
  * main thread as blocks finalize (how `serve --rpc` did it before); a list makes rows of each
  */
 const COLDS = (process.env.TAIL_COLD ?? 'memory').split(',')
-/** `TAIL_COLD_NICE`: the disk cold store's writer thread's nice value (default `serve`'s, COLD_WRITER_NICE) */
+/** `TAIL_COLD_NICE`: the disk cold store's writer process's nice value (default `serve`'s, COLD_WRITER_NICE) */
 const COLD_NICE = process.env.TAIL_COLD_NICE === undefined ? undefined : Number(process.env.TAIL_COLD_NICE)
 /** slots the node's finalized head lags its confirmed head (32: blocks finalize from the 33rd block of a row on) */
 const FINALITY_LAG = Number(process.env.TAIL_FINALITY_LAG ?? 32)
@@ -70,6 +70,18 @@ const WARMUP = Number(process.env.TAIL_WARMUP ?? 40)
 const DUMP = process.env.TAIL_DUMP
 const CHILD: ForkOptions = { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
 const now = () => performance.timeOrigin + performance.now()
+
+/** CPU ms of process `pid` so far (Linux: user + system time in /proc; 0 elsewhere or without a process) */
+function processCpuMs(pid: number | undefined): number {
+  if (pid === undefined) return 0
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].split(' ')
+    // utime and stime, fields 14 and 15 of the line (11 and 12 after the command), in clock ticks (100 a second)
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100
+  } catch {
+    return 0
+  }
+}
 
 function pct(xs: number[], p: number): number {
   if (xs.length === 0) return NaN
@@ -117,7 +129,7 @@ interface Row {
   slowest: { number: number; total: number; stages: Map<string, number>; thread: Map<string, number> } | null
   /** share of the time the main thread (ingest applying blocks + the server) was busy */
   busy: number
-  /** CPU of this process (main thread, decoding threads, LMDB's writer), ms per block produced */
+  /** CPU of this process (main thread, decoding threads, LMDB's writer) and of the cold store's writer process, ms per block produced */
   cpuPerBlock: number
   /** the main thread's garbage collection, ms per block produced (all kinds, then the full ones) */
   gcPerBlock: number
@@ -133,7 +145,7 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   const stored = new Map<number, StoredBlock>()
   const cold =
     coldKind === 'disk'
-      ? await ColdWriterThread.open(join(dir, 'cold'), {}, { nice: COLD_NICE })
+      ? await ColdWriterProcess.open(join(dir, 'cold'), {}, { nice: COLD_NICE })
       : coldKind === 'disk-main'
         ? await DiskColdStore.open(join(dir, 'cold'))
         : undefined
@@ -189,11 +201,15 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   })
   let elu0 = performance.eventLoopUtilization()
   let cpu0 = process.cpuUsage()
+  // the disk cold store's writer process, whose CPU counts with this process's
+  const writerPid = cold instanceof ColdWriterProcess ? cold.pid : undefined
+  let writer0 = processCpuMs(writerPid)
   for (let i = 0; i < WARMUP + BLOCKS; i++) {
     if (i === WARMUP) {
       gcs.observe({ entryTypes: ['gc'] })
       elu0 = performance.eventLoopUtilization()
       cpu0 = process.cpuUsage()
+      writer0 = processCpuMs(writerPid)
     }
     const t0 = performance.now()
     node.send({ t: 'produce' })
@@ -208,6 +224,7 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   await ds.store.waitFor(last, false, 30_000)
   const busy = performance.eventLoopUtilization(elu0).utilization
   const cpu = process.cpuUsage(cpu0)
+  const writerCpu = processCpuMs(writerPid) - writer0
   gcs.disconnect()
   await new Promise((r) => setTimeout(r, 1000))
   followers.send({ t: 'stop' })
@@ -232,7 +249,7 @@ async function measure(archive: string, threads: number, clients: number, coldKi
       (threads === defaultDecodeThreads() ? ' (default)' : '') +
       (coldKind === 'memory'
         ? ''
-        : `, cold store: ${coldKind === 'disk' ? 'disk, writer thread' : 'disk, main thread'}`),
+        : `, cold store: ${coldKind === 'disk' ? 'disk, writer process' : 'disk, main thread'}`),
     clients,
     lines: 0,
     expected: producedAt.size * clients,
@@ -248,7 +265,7 @@ async function measure(archive: string, threads: number, clients: number, coldKi
     thread: new Map(),
     slowest: null,
     busy,
-    cpuPerBlock: (cpu.user + cpu.system) / 1000 / producedAt.size,
+    cpuPerBlock: ((cpu.user + cpu.system) / 1000 + writerCpu) / producedAt.size,
     gcPerBlock: gcMs / producedAt.size,
     majorGcPerBlock: majorGcMs / producedAt.size,
     statuses: Object.entries(statuses)
@@ -392,7 +409,7 @@ export async function run(): Promise<string> {
         `| ${r.path} | ${r.clients} | ${THREAD_TIMES.map(([n]) => (r.thread.has(n) ? p50p99(r.thread.get(n)!) : '-')).join(' | ')} | ${r.slowest ? THREAD_TIMES.map(([n]) => f(r.slowest!.thread.get(n) ?? NaN)).join(', ') : '-'} |`,
     ),
     '',
-    'node assembling: the fake node producing a block, its getBlock answer text assembled then (signatures and JSON of ~1,500 transactions in the node’s JS), before the block counts as produced: latencies start after it, as for a node that has the block at hand. block → answer: from the node producing the block to the last byte of its getBlock answer read (the poll interval, the getSlot/getBlocks round trips, the node sending its answer, the transfer); answer → store: from the last byte of the node’s getBlock answer read to the block in the hot store; block → store and client: from the node producing the block (it includes the poll interval and the node sending its answer) to the hot store having it and to each client reading its line. Main thread busy: its event loop utilization while the blocks were produced (ingest applying blocks, the server, and on the main-thread path parse + normalize). CPU ms per block: this process’s CPU time (all its threads: main, decoding, LMDB’s writer; not the node’s nor the clients’ processes) while the blocks were produced, per block; main GC: the main thread’s garbage collection pauses per block, in parentheses the full (mark-compact) ones. Responses: the clients’ requests by HTTP status (a 204 is asked again at once).',
+    'node assembling: the fake node producing a block, its getBlock answer text assembled then (signatures and JSON of ~1,500 transactions in the node’s JS), before the block counts as produced: latencies start after it, as for a node that has the block at hand. block → answer: from the node producing the block to the last byte of its getBlock answer read (the poll interval, the getSlot/getBlocks round trips, the node sending its answer, the transfer); answer → store: from the last byte of the node’s getBlock answer read to the block in the hot store; block → store and client: from the node producing the block (it includes the poll interval and the node sending its answer) to the hot store having it and to each client reading its line. Main thread busy: its event loop utilization while the blocks were produced (ingest applying blocks, the server, and on the main-thread path parse + normalize). CPU ms per block: this process’s CPU time (all its threads: main, decoding, LMDB’s writer; with a disk cold store, its writer process’s too; not the node’s nor the clients’ processes) while the blocks were produced, per block; main GC: the main thread’s garbage collection pauses per block, in parentheses the full (mark-compact) ones. Responses: the clients’ requests by HTTP status (a 204 is asked again at once).',
     '',
     ...CLIENTS.map((c) => {
       const main = rows.find((r) => r.clients === c && r.threads === 0 && r.cold === COLDS[0])

@@ -1,17 +1,19 @@
 /**
  * Finalization off the streams' thread: the HotStore moves finalized blocks to the cold store
  * without holding its write lock (new blocks are stored meanwhile; the blocks being moved cannot
- * be replaced), and ColdWriterThread (src/ingest/cold-writer.ts) appends them to a DiskColdStore
+ * be replaced), and ColdWriterProcess (src/ingest/cold-writer.ts) appends them to a DiskColdStore
  * owned by a worker thread while this thread reads the same directory. Real LMDB, real chunk
  * files in temp dirs.
  */
 import assert from 'node:assert/strict'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { getPriority, tmpdir } from 'node:os'
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
-import type { Worker } from 'node:worker_threads'
-import { COLD_WRITER_NICE, ColdWriterThread } from '../src/ingest/cold-writer.ts'
+import { COLD_WRITER_NICE, ColdWriterProcess } from '../src/ingest/cold-writer.ts'
+import { FrameReader, frameHeader } from '../src/ingest/cold-writer-child.ts'
 import type { Block } from '../src/model.ts'
 import type { Chunk } from '../src/store/chunk.ts'
 import { DiskColdStore } from '../src/store/cold.ts'
@@ -100,12 +102,12 @@ test(
   },
 )
 
-test('ColdWriterThread appends in its own thread, durably; this thread reads the same store', async () => {
+test('ColdWriterProcess appends in a process of its own, durably; this process reads the same store', async () => {
   const dir = join(tempDir(), 'cold')
   const chain = mkChain(GENESIS, 30, 'a')
-  let cold = await ColdWriterThread.open(dir)
+  let cold = await ColdWriterProcess.open(dir)
   try {
-    // this thread only reads
+    // this process only reads
     await assert.rejects(cold.reader.append(chain.slice(0, 1)), /read-only/)
     // lazy blocks (from the decoding workers, still packed) and plain ones
     await cold.append(chain.slice(0, 5).map((b) => lazyBlock(packBlock(b))))
@@ -128,12 +130,23 @@ test('ColdWriterThread appends in its own thread, durably; this thread reads the
   } finally {
     await again.close()
   }
-  cold = await ColdWriterThread.open(dir)
+  cold = await ColdWriterProcess.open(dir)
   try {
     await cold.append(chain.slice(20, 25))
-    // a writer thread that dies is replaced on the next append (taking over its lock)
-    await (cold as unknown as { worker: Worker }).worker.terminate()
+    // a writer process that dies is replaced on the next append (taking over its lock)
+    const pid = cold.pid!
+    const gone = new Promise((resolve) =>
+      (cold as unknown as { writer: { child: ChildProcess } }).writer.child.once('exit', resolve),
+    )
+    process.kill(pid, 'SIGKILL')
+    // the idle writer does not keep this process alive: a timer does, until its exit is seen
+    const alive = setInterval(() => undefined, 1000)
+    await gone
+    clearInterval(alive)
+    assert.match(readFileSync(join(dir, 'LOCK'), 'utf8'), new RegExp(`^${pid} `))
     await cold.append(chain.slice(25))
+    assert.notEqual(cold.pid, pid)
+    assert.match(readFileSync(join(dir, 'LOCK'), 'utf8'), new RegExp(`^${cold.pid} `))
     assert.equal(cold.starts, 2)
     const last = chain[29].header.number
     assert.deepEqual(await readBack(cold.chunks(0, last), 0, last), expected(chain))
@@ -142,7 +155,7 @@ test('ColdWriterThread appends in its own thread, durably; this thread reads the
   }
 })
 
-test('ColdWriterThread: lazy blocks keep their buffers through an append (a shared buffer is copied, parts are joined, before the transfer)', async () => {
+test('ColdWriterProcess: lazy blocks keep their buffers through an append (one buffer or parts, sent as they are)', async () => {
   const dir = join(tempDir(), 'cold')
   const chain = mkChain(GENESIS, 4, 'a')
   // the block's header with every record list empty
@@ -154,12 +167,12 @@ test('ColdWriterThread: lazy blocks keep their buffers through an append (a shar
     header: chain[1].header,
     packed: [packBlock(chain[1]).packed, packBlock(empty(chain[1])).packed],
   })
-  const cold = await ColdWriterThread.open(dir)
+  const cold = await ColdWriterProcess.open(dir)
   try {
     await cold.append([one, parted, chain[2], chain[3]])
     const last = chain[3].header.number
     assert.deepEqual(await readBack(cold.chunks(0, last), 0, last), expected(chain))
-    // decoded only now, from the buffers they had: none of them was transferred away
+    // decoded only now, from the buffers they had
     assert.deepEqual(one, chain[0])
     assert.deepEqual(parted, chain[1])
   } finally {
@@ -167,26 +180,128 @@ test('ColdWriterThread: lazy blocks keep their buffers through an append (a shar
   }
 })
 
-test('ColdWriterThread: the writer thread runs at a lower priority than the process (Linux: nice per thread)', async (t) => {
+test('ColdWriterProcess: every thread of the writer process runs at a lower priority than this process, and only those (Linux: nice per thread)', async (t) => {
   if (process.platform !== 'linux') return t.skip('per-thread nice values are Linux')
-  const niceOfThreads = () =>
-    readdirSync('/proc/self/task').flatMap((tid) => {
+  const base = getPriority()
+  if (base >= COLD_WRITER_NICE) return t.skip(`this process already runs at nice ${base}`)
+  const niceOfThreads = (pid: number | 'self') =>
+    readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
       try {
-        return [Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ')[16])]
+        return [Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ')[16])]
       } catch {
         return [] // a thread that ended meanwhile
       }
     })
-  const base = niceOfThreads().filter((n) => n === COLD_WRITER_NICE).length
-  const cold = await ColdWriterThread.open(join(tempDir(), 'cold'))
-  const plain = await ColdWriterThread.open(join(tempDir(), 'cold'), {}, { nice: 0 })
+  const chain = mkChain(GENESIS, 3, 'a')
+  const cold = await ColdWriterProcess.open(join(tempDir(), 'cold'))
+  const plain = await ColdWriterProcess.open(join(tempDir(), 'cold'), {}, { nice: 0 })
   try {
+    // after an append: the threads started for the encoding (libuv's pool) are there too
+    await cold.append(chain)
+    await plain.append(chain)
     assert.ok(COLD_WRITER_NICE > 0)
-    // the default writer's thread, and only it (the other writer's stays at the process's)
-    assert.equal(niceOfThreads().filter((n) => n === COLD_WRITER_NICE).length, base + 1)
-    assert.equal(Math.min(...niceOfThreads()), 0)
+    const writer = niceOfThreads(cold.pid!)
+    // V8's helper threads, the loader's, the pool's: more than the main thread
+    assert.ok(writer.length >= 4, `${writer.length} threads`)
+    assert.deepEqual(new Set(writer), new Set([COLD_WRITER_NICE]))
+    assert.deepEqual(new Set(niceOfThreads(plain.pid!)), new Set([base]))
+    assert.deepEqual(new Set(niceOfThreads('self')), new Set([base]))
   } finally {
     await cold.close()
     await plain.close()
+  }
+})
+
+test('the writer pipe: blocks framed as parts, read back whole however the bytes are cut', async () => {
+  const blocks = [
+    [Uint8Array.of(1, 2, 3)],
+    [Uint8Array.of(4), new Uint8Array(0), Uint8Array.from({ length: 300 }, (_, i) => i & 255)],
+    [new Uint8Array(70_000).fill(9)],
+  ]
+  const bytes = Buffer.concat(blocks.flatMap((parts) => [frameHeader(parts), ...parts]))
+  for (const cut of [1, 3, 7, 4096, bytes.length]) {
+    const r = new FrameReader()
+    const got = [r.next(), r.next()]
+    for (let a = 0; a < bytes.length; a += cut) r.push(bytes.subarray(a, a + cut))
+    got.push(r.next())
+    assert.deepEqual(
+      (await Promise.all(got)).map((parts) => parts.map((p) => [...p])),
+      blocks.map((parts) => parts.map((p) => [...p])),
+    )
+  }
+  assert.throws(() => frameHeader([]), /0 parts/)
+  assert.throws(() => new FrameReader().push(new Uint8Array(4)), /a frame of 0 parts/)
+})
+
+test('ColdWriterProcess: when the server dies (SIGKILL), its writer process exits, and the next writer takes over the lock', async () => {
+  const dir = join(tempDir(), 'cold')
+  const writerUrl = new URL('../src/ingest/cold-writer.ts', import.meta.url).href
+  const script = `
+    const { ColdWriterProcess } = await import(${JSON.stringify(writerUrl)})
+    const cold = await ColdWriterProcess.open(${JSON.stringify(dir)})
+    process.stdout.write(String(cold.pid) + '\\n')
+    setInterval(() => undefined, 1000)
+  `
+  const server = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  const [line] = (await once(server.stdout!, 'data')) as [Buffer]
+  const pid = Number(line.toString().trim())
+  assert.ok(pid > 0 && pid !== server.pid)
+  assert.match(readFileSync(join(dir, 'LOCK'), 'utf8'), new RegExp(`^${pid} `))
+  const gone = once(server, 'exit')
+  server.kill('SIGKILL')
+  await gone
+  // the orphaned writer notices its parent's channel closed and exits (a zombie counts as gone)
+  const running = () => {
+    try {
+      return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1][0] !== 'Z'
+    } catch {
+      return false
+    }
+  }
+  const until = Date.now() + 20_000
+  while (running() && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+  assert.equal(running(), false, `writer process ${pid} still runs`)
+  // its lock is stale: a new writer opens the store
+  const again = await ColdWriterProcess.open(dir)
+  try {
+    await again.append(mkChain(GENESIS, 2, 'a'))
+    assert.match(readFileSync(join(dir, 'LOCK'), 'utf8'), new RegExp(`^${again.pid} `))
+  } finally {
+    await again.close()
+  }
+})
+
+test('ColdWriterProcess: a writer waits for the lock of a process still exiting, and is refused by one that stays', async () => {
+  const dir = join(tempDir(), 'cold')
+  const coldUrl = new URL('../src/store/cold.ts', import.meta.url).href
+  // another process holding the store's lock, then closing it after `ms` (or never)
+  const holder = (ms: number | null) => {
+    const script = `
+      const { DiskColdStore } = await import(${JSON.stringify(coldUrl)})
+      const s = await DiskColdStore.open(${JSON.stringify(dir)})
+      process.stdout.write('ready\\n')
+      ${ms === null ? 'setInterval(() => undefined, 1000)' : `setTimeout(() => s.close(), ${ms})`}
+    `
+    const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    return { p, ready: once(p.stdout!, 'data') }
+  }
+  const leaving = holder(1500)
+  await leaving.ready
+  const cold = await ColdWriterProcess.open(dir, {}, { lockWaitMs: 20_000 })
+  try {
+    await cold.append(mkChain(GENESIS, 2, 'a'))
+  } finally {
+    await cold.close()
+  }
+  const staying = holder(null)
+  try {
+    await staying.ready
+    await assert.rejects(ColdWriterProcess.open(dir, {}, { lockWaitMs: 500 }), /being written by process/)
+  } finally {
+    staying.p.kill('SIGKILL')
   }
 })

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
 import { closeSync, existsSync, openSync, readFileSync, symlinkSync, writeFileSync, writeSync } from 'node:fs'
+import { once } from 'node:events'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { test } from 'node:test'
@@ -127,6 +128,29 @@ test('stale LOCK found by several processes at once: exactly one takes it', asyn
   assert.equal(answers.filter((a) => a === 'won').length, 1, answers.join('\n'))
   for (const a of answers) if (a !== 'won') assert.match(a, /^busy .*(being written by process|taking over the same)/)
   assert.ok(!existsSync(join(dir, 'LOCK')), 'the winner released it')
+})
+
+test('a LOCK whose process has exited but was not reaped (a zombie) is stale', async (t) => {
+  if (process.platform !== 'linux') return t.skip('process states from /proc are Linux')
+  const dir = tempDir()
+  await (await DiskColdStore.open(dir, { fsync: false })).close()
+  // sh starts a child that exits at once, then becomes sleep, which never reaps it
+  const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  try {
+    const [line] = (await once(parent.stdout!, 'data')) as [Buffer]
+    const zombie = Number(line.toString().trim())
+    const state = () => readFileSync(`/proc/${zombie}/stat`, 'utf8').split(') ')[1][0]
+    const until = Date.now() + 10_000
+    while (state() !== 'Z' && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+    assert.equal(state(), 'Z')
+    process.kill(zombie, 0) // signal 0 still reaches it
+    writeFileSync(join(dir, 'LOCK'), `${zombie} 0123456789abcdef`)
+    const s = await DiskColdStore.open(dir, { fsync: false })
+    assert.match(readFileSync(join(dir, 'LOCK'), 'utf8'), new RegExp(`^${process.pid} `))
+    await s.close()
+  } finally {
+    parent.kill('SIGKILL')
+  }
 })
 
 test('a live writer keeps its lock', async () => {

@@ -1,26 +1,35 @@
 /**
- * A live follower's cold store with its writes in a worker thread (cold-writer-worker.ts).
+ * A live follower's cold store with its writes in a process of its own (cold-writer-child.ts).
  *
- * Finalized blocks move from the hot store to the cold store as they finalize, a few at a time:
- * the DiskColdStore writes each append as a small chunk and merges small chunks into bigger ones,
- * so every block is encoded several times; with mainnet-sized blocks that is seconds of CPU per
- * second of chain, which on the main thread stalled every stream (the tail bench with
- * `TAIL_COLD=disk`). Here the worker thread owns the store as its one writer; this thread reads
- * the same directory through a read-only DiskColdStore (`reader`: queries, heads, the render
- * threads) that picks up each append once it is durable. The append protocol, its durability and
- * its crash repair are the DiskColdStore's own; the hot store deletes finalized blocks only after
- * `append` resolved, as with any ColdStore.
+ * Finalized blocks move from the hot store to the cold store as they finalize, by batches
+ * (FINALIZE_BATCHES); with mainnet-sized blocks encoding them into chunks and merging small chunks
+ * is seconds of CPU per second of chain. Here a child process owns the store as its one writer;
+ * this process reads the same directory through a read-only DiskColdStore (`reader`: queries,
+ * heads, the render threads) that picks up each append once it is durable. The append protocol,
+ * its durability and its crash repair are the DiskColdStore's own; the hot store deletes
+ * finalized blocks only after `append` resolved, as with any ColdStore.
+ *
+ * Why a process and not a thread: the writer runs below the server's priority (COLD_WRITER_NICE),
+ * and in a thread only its own thread was: its garbage collections ran on V8's helper threads,
+ * which a process's threads share, at the server's priority (bench/results/tail.md). In a process
+ * of its own, every thread of the writer is niced. Blocks go to it through a pipe as the buffers
+ * the hot store holds (a lazy block's packed form, not copied in this process).
  */
-import { Worker } from 'node:worker_threads'
+import { type ChildProcess, fork } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import type { Writable } from 'node:stream'
 import type { Block } from '../model.ts'
 import type { Chunk, HeadInfo } from '../store/chunk.ts'
 import { DiskColdStore, type DiskColdStoreOptions } from '../store/cold.ts'
-import { transferablePacked } from '../store/packed-block.ts'
-import { mapAcrossTurns } from '../util/turns.ts'
+import { packedParts } from '../store/packed-block.ts'
 import type { ColdStore } from '../store/types.ts'
-import { workerExecArgv } from '../util/worker-argv.ts'
-import { newZlibGate, release, stopAtExit, stopZlibGate } from '../util/zlib-gate.ts'
-import type { ColdWriterSetup, FromColdWriter, ToColdWriter } from './cold-writer-worker.ts'
+import {
+  BLOCKS_FD,
+  type ColdWriterSetup,
+  type FromColdWriter,
+  frameHeader,
+  type ToColdWriter,
+} from './cold-writer-child.ts'
 
 /**
  * How a follower with this cold store moves finalized blocks (RealtimeIngesterOptions): by 20
@@ -33,107 +42,131 @@ export const FINALIZE_BATCHES = { finalizeMinBlocks: 20, finalizeMaxDelayMs: 30_
 const WRITER_CACHE_BYTES = 16 * 1024 * 1024
 
 /**
- * The writer thread's default nice value: below the decoding threads and the main thread, so that
+ * The writer process's default nice value: below the decoding threads and the main thread, so that
  * encoding a batch of finalized blocks (seconds of CPU at mainnet size) waits for a core while a
  * new block is decoded or streamed, and takes the idle cores the rest of the time
  */
 export const COLD_WRITER_NICE = 10
 
-/** start a writer thread on `setup` and wait until its store is open */
-/** each writer thread's zlib gate: a thread is ended only once it is outside zlib (`endWriter`) */
-const gates = new WeakMap<Worker, Int32Array>()
+/** how long `close` waits for the writer to close its store and exit before it is killed */
+const CLOSE_TIMEOUT_MS = 60_000
 
-/** ends a writer thread, after the zlib call it may be in (ended inside zlib's setup, Node aborts the process) */
-function endWriter(worker: Worker): Promise<number> {
-  const gate = gates.get(worker)
-  if (gate !== undefined) stopZlibGate(gate)
-  return worker.terminate()
+interface Writer {
+  child: ChildProcess
+  /** the pipe the blocks go through */
+  blocks: Writable
 }
 
-async function startWriter(setup: ColdWriterSetup): Promise<Worker> {
-  const zlibGate = newZlibGate()
-  const worker = new Worker(new URL('./cold-writer-worker.mjs', import.meta.url), {
-    workerData: { ...setup, zlibGate },
-    execArgv: workerExecArgv(),
+/** start a writer process on `setup` and wait until its store is open */
+async function startWriter(setup: ColdWriterSetup): Promise<Writer> {
+  const child = fork(fileURLToPath(new URL('./cold-writer-child.mjs', import.meta.url)), [JSON.stringify(setup)], {
+    // the entry registers tsx itself; this process's options (an inline entry's, the test runner's) are not the writer's
+    execArgv: [],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'],
   })
-  gates.set(worker, zlibGate)
-  // unref'd: ended at exit if still running, then never inside zlib
-  stopAtExit(zlibGate)
-  worker.once('exit', () => release(zlibGate))
+  const blocks = child.stdio[BLOCKS_FD] as Writable
+  // a writer that died has its exit reported; a write to its closed pipe is not news
+  blocks.on('error', () => undefined)
   try {
     await new Promise<void>((resolve, reject) => {
-      const onExit = (code: number) => reject(new Error(`cold store writer thread exited (code ${code})`))
-      worker.once('error', reject)
-      worker.once('exit', onExit)
-      worker.once('message', (m: FromColdWriter) => {
-        worker.off('error', reject)
-        worker.off('exit', onExit)
+      const onExit = (code: number | null, signal: string | null) =>
+        reject(new Error(`cold store writer process exited (${signal ?? `code ${code}`})`))
+      child.once('error', reject)
+      child.once('exit', onExit)
+      child.once('message', (m: FromColdWriter) => {
+        child.off('error', reject)
+        child.off('exit', onExit)
         if (m.t === 'ready') resolve()
         else reject(new Error(m.t === 'error' ? m.message : `unexpected ${m.t}`))
       })
     })
   } catch (e) {
-    await endWriter(worker)
+    child.kill('SIGKILL')
     throw e
   }
-  return worker
+  return { child, blocks }
 }
 
-export class ColdWriterThread implements ColdStore {
+export class ColdWriterProcess implements ColdStore {
   private readonly pending = new Map<number, { resolve: (last: HeadInfo | null) => void; reject: (e: Error) => void }>()
   private nextId = 1
-  /** why the writer thread is gone (null while it runs) */
+  /** why the writer process is gone (null while it runs) */
   private failure: Error | null = null
   private closed = false
-  private worker!: Worker
-  /** writer threads started (a thread that dies is replaced on the next append) */
+  private writer!: Writer
+  /** writer processes started (one that dies is replaced on the next append) */
   starts = 0
 
   private constructor(
     private readonly setup: ColdWriterSetup,
-    /** the same directory, read-only, in this thread */
+    /** the same directory, read-only, in this process */
     readonly reader: DiskColdStore,
   ) {}
 
   /**
-   * Open the store at `dir` for writing in a worker thread (creating it when missing) and for
+   * Open the store at `dir` for writing in a child process (creating it when missing) and for
    * reading here. `options` apply to both (the reader is opened read-only, with `verify: 'none'`:
-   * the writer checked the files). `thread.nice`: the writer thread's nice value (default
-   * COLD_WRITER_NICE; 0: the process's priority).
+   * the writer checked the files). `writer.nice`: the nice value of the writer's threads (default
+   * COLD_WRITER_NICE; 0: this process's priority); `writer.lockWaitMs`: how long the writer waits
+   * for the store's lock while a live process holds it (default LOCK_WAIT_MS: the writer of a
+   * server killed a moment ago may still be exiting).
    */
   static async open(
     dir: string,
     options: Omit<DiskColdStoreOptions, 'readOnly'> = {},
-    thread: { nice?: number } = {},
-  ): Promise<ColdWriterThread> {
+    writer: { nice?: number; lockWaitMs?: number } = {},
+  ): Promise<ColdWriterProcess> {
     // the writer reads only for merges: a small cache of its own
     const cacheBytes = Math.min(options.cacheBytes ?? WRITER_CACHE_BYTES, WRITER_CACHE_BYTES)
     const setup: ColdWriterSetup = {
       dir,
       options: { ...options, cacheBytes, acquireChunk: undefined },
-      nice: thread.nice ?? COLD_WRITER_NICE,
+      nice: writer.nice ?? COLD_WRITER_NICE,
+      lockWaitMs: writer.lockWaitMs,
     }
-    const worker = await startWriter(setup)
+    const w = await startWriter(setup)
     let reader: DiskColdStore
     try {
       reader = await DiskColdStore.open(dir, { ...options, readOnly: true, verify: 'none' })
     } catch (e) {
-      await endWriter(worker)
+      w.child.kill('SIGKILL')
       throw e
     }
-    const s = new ColdWriterThread(setup, reader)
-    s.attach(worker)
+    const s = new ColdWriterProcess(setup, reader)
+    s.attach(w)
     return s
   }
 
-  private attach(worker: Worker): void {
-    this.worker = worker
+  /** the writer process's id (tests) */
+  get pid(): number | undefined {
+    return this.writer.child.pid
+  }
+
+  private attach(w: Writer): void {
+    this.writer = w
     this.failure = null
     this.starts++
-    worker.on('message', (m: FromColdWriter) => this.answer(m))
-    worker.on('error', (e) => this.fail(worker, new Error(`cold store writer thread failed: ${e.message}`)))
-    worker.on('exit', (code) => this.fail(worker, new Error(`cold store writer thread exited (code ${code})`)))
-    worker.unref()
+    w.child.on('message', (m: FromColdWriter) => this.answer(m))
+    w.child.on('error', (e) => this.fail(w, new Error(`cold store writer process failed: ${e.message}`)))
+    w.child.on('exit', (code, signal) =>
+      this.fail(w, new Error(`cold store writer process exited (${signal ?? `code ${code}`})`)),
+    )
+    this.ref(false)
+  }
+
+  /** keep this process alive for the writer only while an answer is awaited */
+  private ref(on: boolean): void {
+    const { child, blocks } = this.writer
+    const sock = blocks as Writable & { ref?: () => void; unref?: () => void }
+    if (on) {
+      child.ref()
+      child.channel?.ref()
+      sock.ref?.()
+    } else {
+      child.unref()
+      child.channel?.unref()
+      sock.unref?.()
+    }
   }
 
   private answer(m: FromColdWriter): void {
@@ -141,25 +174,33 @@ export class ColdWriterThread implements ColdStore {
     const p = this.pending.get(m.id)
     if (!p) return
     this.pending.delete(m.id)
-    if (this.pending.size === 0) this.worker.unref()
+    if (this.pending.size === 0) this.ref(false)
     if (m.t === 'done') p.resolve(m.last)
     else p.reject(new Error(m.message))
   }
 
-  private fail(worker: Worker, err: Error): void {
-    if (this.closed || worker !== this.worker) return
+  private fail(w: Writer, err: Error): void {
+    if (this.closed || w !== this.writer) return
     this.failure ??= err
-    void endWriter(worker)
+    w.child.kill('SIGKILL')
     for (const p of this.pending.values()) p.reject(err)
     this.pending.clear()
   }
 
-  private send(m: ToColdWriter, transfer: ArrayBuffer[] = []): Promise<HeadInfo | null> {
+  /** send `m`, after the frames of `blocks` on the pipe */
+  private send(m: ToColdWriter, blocks: readonly Block[] = []): Promise<HeadInfo | null> {
     if (this.failure) return Promise.reject(this.failure)
     return new Promise((resolve, reject) => {
       this.pending.set(m.id, { resolve, reject })
-      this.worker.ref()
-      this.worker.postMessage(m, transfer)
+      this.ref(true)
+      const pipe = this.writer.blocks
+      // the buffers as they are: the pipe's queue holds them until written (nothing writes to them)
+      for (const b of blocks) {
+        const parts = packedParts(b)
+        pipe.write(frameHeader(parts))
+        for (const p of parts) if (p.byteLength) pipe.write(p)
+      }
+      this.writer.child.send(m)
     })
   }
 
@@ -179,37 +220,36 @@ export class ColdWriterThread implements ColdStore {
     return this.reader.chainBefore(n, limit)
   }
 
-  /** append in the writer thread; resolves once durable there and visible here */
+  /** append in the writer process; resolves once durable there and visible here */
   async append(blocks: Block[]): Promise<void> {
     if (this.closed) throw new Error('cold store closed')
     if (blocks.length === 0) return
-    // a writer thread that died is replaced (its lock is this process's: taken over); what it
-    // left half written is repaired when the new one opens the store, as after a crash
+    // a writer that died is replaced (its lock, of a process gone, is taken over); what it left
+    // half written is repaired when the new one opens the store, as after a crash
     if (this.failure) this.attach(await startWriter(this.setup))
-    // each block's stored form in memory of its own, transferred. At mainnet size that is ~6 MB of
-    // new memory a block, whose page faults alone took 10-20 ms a block on a VM: one block per turn
-    // of the event loop, so that a batch of 20 never holds the streams and the ingest for ~0.4 s
-    const packed = await mapAcrossTurns(blocks, transferablePacked)
-    if (this.closed) throw new Error('cold store closed')
-    const last = await this.send(
-      { t: 'append', id: this.nextId++, blocks: packed },
-      packed.map((p) => p.buffer as ArrayBuffer),
-    )
+    const last = await this.send({ t: 'append', id: this.nextId++, blocks: blocks.length }, blocks)
     this.reader.refresh()
     const seen = this.reader.lastBlock()
     if (!last || !seen || seen.number !== last.number || seen.hash !== last.hash)
       throw new Error(
-        `cold store: the writer thread ends at ${last?.number ?? 'nothing'}, its reader at ${seen?.number ?? 'nothing'}`,
+        `cold store: the writer process ends at ${last?.number ?? 'nothing'}, its reader at ${seen?.number ?? 'nothing'}`,
       )
   }
 
   async close(): Promise<void> {
     if (this.closed) return
+    const { child } = this.writer
+    const exited = new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) resolve()
+      else child.once('exit', () => resolve())
+    })
     try {
       if (!this.failure) await this.send({ t: 'close', id: this.nextId++ })
     } finally {
       this.closed = true
-      await endWriter(this.worker)
+      const timer = setTimeout(() => child.kill('SIGKILL'), this.failure ? 0 : CLOSE_TIMEOUT_MS)
+      await exited
+      clearTimeout(timer)
       await this.reader.close()
     }
   }

@@ -207,7 +207,7 @@ export class DiskColdStore implements ColdStore {
     try {
       await takeLock(join(dir, 'LOCK'), dir)
     } catch (e) {
-      throw e instanceof LockError ? new ColdStoreError(e.message) : e
+      throw e instanceof LockError ? new ColdStoreError(e.message, { cause: e }) : e
     }
     try {
       const cat = (await wrap(() => Catalogue.open(dir, catOpts)))!

@@ -41,9 +41,16 @@ function pidOf(id: string): number {
 function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0)
-    return true
   } catch (e) {
     return errno(e) === 'EPERM'
+  }
+  // a process that has exited but is not reaped yet (a zombie: an orphan whose new parent, such
+  // as a container's first process, does not reap it) still takes signal 0; Linux tells its state
+  try {
+    const state = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]?.[0]
+    return state !== 'Z' && state !== 'X'
+  } catch {
+    return true // no /proc (not Linux): signal 0 is the answer
   }
 }
 

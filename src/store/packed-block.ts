@@ -137,15 +137,14 @@ function concatParts(parts: Block[]): Block {
 const stillPacked = new WeakMap<Block, PackedBlock>()
 
 /**
- * The block as one buffer (`unpackBlock` reads it) of its own, which the caller may transfer: a
- * lazy block's stored form while it is not decoded (copied when the block shares its buffer with
- * the hot window; its parts joined into new memory, not copied again), else the block newly packed.
+ * The buffers of a block's stored form, as they are (not copied; `unpackBlock` reads the one
+ * buffer, or the list of parts, back into the block): a lazy block's packed form while it is not
+ * decoded, else the block newly packed. Nothing writes to them afterwards.
  */
-export function transferablePacked(block: Block): Uint8Array {
+export function packedParts(block: Block): readonly Uint8Array[] {
   const p = stillPacked.get(block)
-  if (!p) return packBlock(block).packed
-  if (p.packed instanceof Uint8Array) return new Uint8Array(p.packed)
-  return storedBytes(p)
+  if (!p) return [packBlock(block).packed]
+  return p.packed instanceof Uint8Array ? [p.packed] : p.packed
 }
 
 const RECORD_LISTS = ['transactions', 'instructions', 'logs', 'balances', 'tokenBalances', 'rewards'] as const

@@ -410,11 +410,11 @@ async function loadDatasets(
       })
       log.info(`demo: fake Solana node at ${(ds as Awaited<ReturnType<typeof rt.createDemoDataset>>).node.url}`)
     } else {
-      const { ColdWriterThread, FINALIZE_BATCHES } = await import('../../ingest/cold-writer.ts')
+      const { ColdWriterProcess, FINALIZE_BATCHES } = await import('../../ingest/cold-writer.ts')
       const { coldDir } = await import('../../store/dataset-dir.ts')
       const dataDir = opts.dataDir! // checked: --rpc needs --data-dir
       // chunks are encoded and merged in a thread of their own, never between the streams
-      const cold = await ColdWriterThread.open(coldDir(dataDir), { cacheBytes: cfg.threadCacheBytes })
+      const cold = await ColdWriterProcess.open(coldDir(dataDir), { cacheBytes: cfg.threadCacheBytes })
       renderDir = cold.reader.dir
       metrics.addColdCache('solana-mainnet', () => cold.reader.cacheStats())
       ds = await rt.createRealtimeDataset({
