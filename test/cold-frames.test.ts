@@ -4,6 +4,7 @@
 // address offsets, text at quality 7; test/fixtures/cold/format4-mainnet-before-shuffle.spc, written
 // by that writer from the two trimmed mainnet blocks of scripts/gen-cold-fixture.ts) still reads.
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { fixtureBlocks } from '../scripts/gen-cold-fixture.ts'
@@ -64,4 +65,27 @@ test('a format 4 chunk written with the earlier frame filters reads as the same 
     before.map((b) => [b.header.number, b.transactions.length, b.instructions.length, b.logs.length]),
     blocks.map((b) => [b.header.number, b.transactions.length, b.instructions.length, b.logs.length]),
   )
+})
+
+test('compressInThisThread: a main thread then compresses frames itself, not on the thread pool', () => {
+  const framesUrl = new URL('../src/store/cold/frames.ts', import.meta.url).href
+  // resolved within a few microtasks: compressed in this thread; after an event-loop turn: on the pool
+  const script = `
+    const { brotli, compressInThisThread } = await import(${JSON.stringify(framesUrl)})
+    const raw = new Uint8Array(200_000).map((_, i) => (i * 7) & 63)
+    const settlesAtOnce = async () => {
+      let done = false
+      const p = brotli(raw, 5, 20).then(() => (done = true))
+      for (let i = 0; i < 5; i++) await null
+      const now = done
+      await p
+      return now
+    }
+    const before = await settlesAtOnce()
+    compressInThisThread()
+    process.stdout.write(JSON.stringify([before, await settlesAtOnce()]))
+  `
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' })
+  assert.equal(r.status, 0, r.stderr)
+  assert.deepEqual(JSON.parse(r.stdout), [false, true])
 })

@@ -19,6 +19,7 @@ import { Socket } from 'node:net'
 import { setPriority } from 'node:os'
 import type { HeadInfo } from '../store/chunk.ts'
 import { DiskColdStore, type DiskColdStoreOptions } from '../store/cold.ts'
+import { compressInThisThread } from '../store/cold/frames.ts'
 import { LockError } from '../store/lock.ts'
 import { unpackBlock } from '../store/packed-block.ts'
 import { errorMessage } from '../util/errors.ts'
@@ -181,6 +182,9 @@ export async function runColdWriter(setupJson: string): Promise<void> {
   const send = process.send.bind(process)
   const { dir, options, nice, lockWaitMs } = JSON.parse(setupJson) as ColdWriterSetup
   if (nice) niceProcess(nice)
+  // nobody waits on this process's event loop but its parent's next append: chunk frames are
+  // compressed here, one at a time, instead of two at once on libuv's pool
+  compressInThisThread()
   // the parent gone: exit now (the store's crash repair covers a half-written append)
   process.on('disconnect', () => process.exit(1))
   const post = (m: FromColdWriter, then?: () => void): void => void send(m, undefined, {}, then)

@@ -237,15 +237,27 @@ function brotliOptions(raw: Uint8Array, quality: number, lgwin: number) {
   }
 }
 
+/** whether frames are compressed in the calling thread (see `brotli`) */
+let compressHere = !isMainThread
+
 /**
- * brotli of `raw`: in a worker thread at once, in this thread; on the main thread on the thread
- * pool, once fewer than COMPRESS_AHEAD of its frames are running
+ * Compress frames in the calling thread from now on, also on a main thread: for a process whose
+ * main thread serves nobody (the cold store's writer process, src/ingest/cold-writer-child.ts),
+ * which then uses one core at most and less CPU than through the pool.
+ */
+export function compressInThisThread(): void {
+  compressHere = true
+}
+
+/**
+ * brotli of `raw`: in a worker thread (or after `compressInThisThread`) at once, in this thread;
+ * on the main thread on the thread pool, once fewer than COMPRESS_AHEAD of its frames are running
  */
 export async function brotli(
   raw: Uint8Array,
   quality: number,
   lgwin: number,
-  sync = !isMainThread,
+  sync = compressHere,
 ): Promise<Uint8Array> {
   if (sync) return gatedZlib(() => brotliCompressSync(raw, brotliOptions(raw, quality, lgwin)))
   if (compressing >= COMPRESS_AHEAD) await new Promise<void>((resolve) => waiting.push(resolve))
