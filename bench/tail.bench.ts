@@ -71,6 +71,17 @@ const DUMP = process.env.TAIL_DUMP
 const CHILD: ForkOptions = { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
 const now = () => performance.timeOrigin + performance.now()
 
+/** peak resident memory of process `pid`, MB (Linux: VmHWM in /proc; null elsewhere or without a process) */
+function processPeakMb(pid: number | undefined): number | null {
+  if (pid === undefined) return null
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))
+    return m ? Number(m[1]) / 1024 : null
+  } catch {
+    return null
+  }
+}
+
 /** CPU ms of process `pid` so far (Linux: user + system time in /proc; 0 elsewhere or without a process) */
 function processCpuMs(pid: number | undefined): number {
   if (pid === undefined) return 0
@@ -131,6 +142,8 @@ interface Row {
   busy: number
   /** CPU of this process (main thread, decoding threads, LMDB's writer) and of the cold store's writer process, ms per block produced */
   cpuPerBlock: number
+  /** the disk cold store's writer process: its peak resident memory, MB (null without one) */
+  writerPeakMb: number | null
   /** the main thread's garbage collection, ms per block produced (all kinds, then the full ones) */
   gcPerBlock: number
   majorGcPerBlock: number
@@ -225,6 +238,7 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   const busy = performance.eventLoopUtilization(elu0).utilization
   const cpu = process.cpuUsage(cpu0)
   const writerCpu = processCpuMs(writerPid) - writer0
+  const writerPeakMb = processPeakMb(writerPid)
   gcs.disconnect()
   await new Promise((r) => setTimeout(r, 1000))
   followers.send({ t: 'stop' })
@@ -266,6 +280,7 @@ async function measure(archive: string, threads: number, clients: number, coldKi
     slowest: null,
     busy,
     cpuPerBlock: ((cpu.user + cpu.system) / 1000 + writerCpu) / producedAt.size,
+    writerPeakMb,
     gcPerBlock: gcMs / producedAt.size,
     majorGcPerBlock: majorGcMs / producedAt.size,
     statuses: Object.entries(statuses)
@@ -379,6 +394,11 @@ export async function run(): Promise<string> {
         `| ${r.path} | ${r.clients} | ${r.lines}/${r.expected} | ${f(pct(r.assembled, 50))} | ${f(pct(r.blockToAnswer, 50))} | ${pp(r.answerToStore)} | ${pp(r.blockToStore)} | ${pp(r.blockToClient)} | ${(r.busy * 100).toFixed(0)} % | ${f(r.cpuPerBlock)} | ${r.gcPerBlock.toFixed(1)} (${r.majorGcPerBlock.toFixed(1)}) | ${r.statuses} |`,
     ),
     '',
+    ...rows.flatMap((r, i) =>
+      r.writerPeakMb === null
+        ? []
+        : [`Row ${i + 1}: the cold store's writer process peaked at ${f(r.writerPeakMb)} MB resident (VmHWM).`, ''],
+    ),
     ...(WARMUP > 0
       ? [
           `#### start-up: the first ${WARMUP} blocks of each row, not counted above (a server just started: code not optimized yet, the hot store's file growing, no block finalized yet)`,
