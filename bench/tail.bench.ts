@@ -29,7 +29,7 @@
  */
 import { fork, type ChildProcess, type ForkOptions } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { constants as perfConstants, PerformanceObserver } from 'node:perf_hooks'
 import { join } from 'node:path'
@@ -40,6 +40,8 @@ import { ColdWriterProcess, FINALIZE_BATCHES } from '../src/ingest/cold-writer.t
 import { DiskColdStore } from '../src/store/cold.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer } from '../src/server/http.ts'
+import { statusKb } from './compare/pg.ts'
+import { processCpuMs } from './support.ts'
 
 const BLOCKS = Number(process.env.TAIL_BLOCKS ?? 30)
 const TXS = Number(process.env.TAIL_TXS ?? 1500)
@@ -70,29 +72,6 @@ const WARMUP = Number(process.env.TAIL_WARMUP ?? 40)
 const DUMP = process.env.TAIL_DUMP
 const CHILD: ForkOptions = { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
 const now = () => performance.timeOrigin + performance.now()
-
-/** peak resident memory of process `pid`, MB (Linux: VmHWM in /proc; null elsewhere or without a process) */
-function processPeakMb(pid: number | undefined): number | null {
-  if (pid === undefined) return null
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))
-    return m ? Number(m[1]) / 1024 : null
-  } catch {
-    return null
-  }
-}
-
-/** CPU ms of process `pid` so far (Linux: user + system time in /proc; 0 elsewhere or without a process) */
-function processCpuMs(pid: number | undefined): number {
-  if (pid === undefined) return 0
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].split(' ')
-    // utime and stime, fields 14 and 15 of the line (11 and 12 after the command), in clock ticks (100 a second)
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100
-  } catch {
-    return 0
-  }
-}
 
 function pct(xs: number[], p: number): number {
   if (xs.length === 0) return NaN
@@ -216,13 +195,14 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   let cpu0 = process.cpuUsage()
   // the disk cold store's writer process, whose CPU counts with this process's
   const writerPid = cold instanceof ColdWriterProcess ? cold.pid : undefined
-  let writer0 = processCpuMs(writerPid)
+  const writerCpuMs = () => (writerPid === undefined ? 0 : processCpuMs(writerPid).all)
+  let writer0 = writerCpuMs()
   for (let i = 0; i < WARMUP + BLOCKS; i++) {
     if (i === WARMUP) {
       gcs.observe({ entryTypes: ['gc'] })
       elu0 = performance.eventLoopUtilization()
       cpu0 = process.cpuUsage()
-      writer0 = processCpuMs(writerPid)
+      writer0 = writerCpuMs()
     }
     const t0 = performance.now()
     node.send({ t: 'produce' })
@@ -237,8 +217,8 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   await ds.store.waitFor(last, false, 30_000)
   const busy = performance.eventLoopUtilization(elu0).utilization
   const cpu = process.cpuUsage(cpu0)
-  const writerCpu = processCpuMs(writerPid) - writer0
-  const writerPeakMb = processPeakMb(writerPid)
+  const writerCpu = writerCpuMs() - writer0
+  const writerPeakMb = writerPid === undefined ? null : statusKb(writerPid, 'VmHWM') / 1024
   gcs.disconnect()
   await new Promise((r) => setTimeout(r, 1000))
   followers.send({ t: 'stop' })

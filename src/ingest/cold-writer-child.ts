@@ -71,7 +71,8 @@ export function frameHeader(parts: readonly Uint8Array[]): Uint8Array {
  */
 export class FrameReader {
   /** bytes of the frame's head read so far */
-  private head = new Uint8Array(4 + 4 * MAX_PARTS)
+  private readonly head = new Uint8Array(4 + 4 * MAX_PARTS)
+  private readonly headView = new DataView(this.head.buffer)
   private headFill = 0
   private lengths: number[] | null = null
   private parts: Uint8Array[] = []
@@ -96,16 +97,16 @@ export class FrameReader {
         continue
       }
       // the head: the count, then the lengths
-      const want = this.headFill < 4 ? 4 : 4 + 4 * new DataView(this.head.buffer).getUint32(0, true)
+      const want = this.headFill < 4 ? 4 : 4 + 4 * this.headView.getUint32(0, true)
       const k = Math.min(want - this.headFill, data.byteLength - at)
       this.head.set(data.subarray(at, at + k), this.headFill)
       this.headFill += k
       at += k
       if (this.headFill === 4) {
-        const n = new DataView(this.head.buffer).getUint32(0, true)
+        const n = this.headView.getUint32(0, true)
         if (n === 0 || n > MAX_PARTS) throw new Error(`cold store writer: a frame of ${n} parts`)
       } else if (this.headFill === want) {
-        const view = new DataView(this.head.buffer)
+        const view = this.headView
         this.lengths = []
         for (let i = 0; i < view.getUint32(0, true); i++) this.lengths.push(view.getUint32(4 + 4 * i, true))
         this.nextPart()

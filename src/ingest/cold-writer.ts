@@ -17,7 +17,7 @@
  */
 import { type ChildProcess, fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import type { Writable } from 'node:stream'
+import type { Socket } from 'node:net'
 import type { Block } from '../model.ts'
 import type { Chunk, HeadInfo } from '../store/chunk.ts'
 import { DiskColdStore, type DiskColdStoreOptions } from '../store/cold.ts'
@@ -54,7 +54,7 @@ const CLOSE_TIMEOUT_MS = 60_000
 interface Writer {
   child: ChildProcess
   /** the pipe the blocks go through */
-  blocks: Writable
+  blocks: Socket
 }
 
 /** start a writer process on `setup` and wait until its store is open */
@@ -64,7 +64,7 @@ async function startWriter(setup: ColdWriterSetup): Promise<Writer> {
     execArgv: [],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'],
   })
-  const blocks = child.stdio[BLOCKS_FD] as Writable
+  const blocks = child.stdio[BLOCKS_FD] as Socket
   // a writer that died has its exit reported; a write to its closed pipe is not news
   blocks.on('error', () => undefined)
   try {
@@ -157,15 +157,14 @@ export class ColdWriterProcess implements ColdStore {
   /** keep this process alive for the writer only while an answer is awaited */
   private ref(on: boolean): void {
     const { child, blocks } = this.writer
-    const sock = blocks as Writable & { ref?: () => void; unref?: () => void }
     if (on) {
       child.ref()
       child.channel?.ref()
-      sock.ref?.()
+      blocks.ref()
     } else {
       child.unref()
       child.channel?.unref()
-      sock.unref?.()
+      blocks.unref()
     }
   }
 

@@ -413,7 +413,7 @@ async function loadDatasets(
       const { ColdWriterProcess, FINALIZE_BATCHES } = await import('../../ingest/cold-writer.ts')
       const { coldDir } = await import('../../store/dataset-dir.ts')
       const dataDir = opts.dataDir! // checked: --rpc needs --data-dir
-      // chunks are encoded and merged in a thread of their own, never between the streams
+      // chunks are encoded and merged in a process of their own, never between the streams
       const cold = await ColdWriterProcess.open(coldDir(dataDir), { cacheBytes: cfg.threadCacheBytes })
       renderDir = cold.reader.dir
       metrics.addColdCache('solana-mainnet', () => cold.reader.cacheStats())
