@@ -1,8 +1,9 @@
 // `solportal import`: equals normalizing the archives, resumes, rejects unordered input; the
 // dataset directory serves what was imported, also while an import is still appending. With
 // worker threads (`--workers N`) the chunk files and manifests are byte for byte those of the
-// in-process import (also when resuming onto an unsealed tail), and a bad line or a failing worker
-// ends the import with a clear error instead of a hang.
+// in-process import (also when resuming onto an unsealed tail), batches are cut from the input
+// alone so that workers parse batches side by side, and a bad line or a failing worker ends the
+// import with a clear error instead of a hang.
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -10,7 +11,8 @@ import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { runImport, type ImportOptions } from '../src/cli/commands/import.ts'
+import { BatchCut, TEXT_BYTES_RATIO } from '../src/cli/commands/import-batch.ts'
+import { runImport, type ImportBackend, type ImportOptions } from '../src/cli/commands/import.ts'
 import { readArchive } from '../src/ingest/archive.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
@@ -167,7 +169,7 @@ test('import with worker threads writes the same files as in-process; resumes on
   await writeArchive(b, { count: 25, txPerBlock: 30, startSlot: 300_000_200 })
   const want = await normalized([a, b])
   // batches closed by count and by estimated bytes
-  const base: ImportOptions = { targetBlocks: 9, targetBytes: 600_000, progress: 'none' }
+  const base: ImportOptions = { targetBlocks: 9, targetBytes: 450_000, progress: 'none' }
 
   const seq = join(work, 'seq')
   const r1 = await runImport(seq, [a, b], { ...base, workers: 1 })
@@ -205,27 +207,93 @@ test('import with worker threads writes the same files as in-process; resumes on
   assert.ok(!chunks.some((c) => c.file === tail.file), 'the tail was rewritten')
 })
 
+test('batches end where the lengths of their lines say: blocks, or estimated bytes', () => {
+  const cut = new BatchCut(3, 100)
+  cut.begin()
+  // 100 characters are estimated at 31 bytes
+  assert.equal(TEXT_BYTES_RATIO, 0.31)
+  assert.deepEqual([cut.add(100), cut.add(200), cut.add(30)], [false, false, true], '31 + 62 + 10 bytes')
+  cut.begin()
+  assert.deepEqual([cut.add(10), cut.add(10), cut.add(10)], [false, false, true], 'three blocks')
+  // a batch beginning with the unsealed tail's blocks counts them
+  cut.begin({ blocks: 1, bytes: 90 })
+  assert.deepEqual([cut.full, cut.add(40)], [false, true])
+  cut.begin({ blocks: 2, bytes: 0 })
+  assert.equal(cut.add(1), true)
+})
+
+test('with worker threads, the next batch is parsed while the lines of the one before are unanswered', async () => {
+  const work = tempDir()
+  const a = join(work, 'a.jsonl.gz')
+  await writeArchive(a, { count: 30, txPerBlock: 30 })
+  const base: ImportOptions = { targetBlocks: 6, progress: 'none' }
+  await runImport(join(work, 'seq'), [a], { ...base, workers: 1 })
+  // the answers to the first batch's lines are held back until the second batch's first line was
+  // parsed (by the other worker): before batches were cut from the input, the reader learnt where
+  // the first batch ended from those answers, and waited for them
+  const events: string[] = []
+  let release!: () => void
+  const held = new Promise<void>((r) => (release = r))
+  let parsed!: () => void
+  const secondParsed = new Promise<void>((r) => (parsed = r))
+  const watch = (b: ImportBackend): ImportBackend => ({
+    start: (id, tail) => b.start(id, tail),
+    line: async (id, seq, text) => {
+      events.push(`line ${id}`)
+      const r = await b.line(id, seq, text)
+      events.push(`parsed ${id}`)
+      if (id === 1) parsed()
+      if (id === 0) await held
+      return r
+    },
+    end: (id, sealed) => b.end(id, sealed),
+    chunk: (id) => b.chunk(id),
+    close: () => b.close(),
+  })
+  const par = join(work, 'par')
+  const run = runImport(par, [a], { ...base, workers: 2, wrapBackend: watch })
+  let timer: NodeJS.Timeout | undefined
+  try {
+    await Promise.race([
+      secondParsed,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`the second batch was not parsed: ${events.join(', ')}`)), 20_000)
+      }),
+    ])
+  } finally {
+    clearTimeout(timer)
+    release()
+  }
+  const r = await run
+  assert.equal(r.imported, 30)
+  assert.deepEqual(await files(par), await files(join(work, 'seq')))
+})
+
 test('a bad line or a failing worker ends a parallel import with an error, not a hang', async () => {
   const work = tempDir()
   const a = join(work, 'a.jsonl')
   await writeArchive(a, { count: 12, txPerBlock: 10 })
-  const lines = readFileSync(a, 'utf8').split('\n')
-  lines[7] = lines[7].slice(0, 30) + '"slot_broken'
-  const bad = join(work, 'bad.jsonl')
-  writeFileSync(bad, lines.join('\n'))
-  await assert.rejects(
-    runImport(join(work, 'ds-bad'), [bad], { targetBlocks: 4, progress: 'none', workers: 2 }),
-    (e: Error) => {
-      assert.match(e.message, /bad\.jsonl:8: /)
-      return true
-    },
-  )
-  // the batches before the bad line are kept
-  assert.deepEqual(
-    (await imported(join(work, 'ds-bad'))).length,
-    4,
-    'the first full batch was written before the failure',
-  )
+  // a bad line in the middle of the second batch (the lines after it in the batch are not parsed)
+  // and as its last line (the batch's end is sent before the line is answered)
+  for (const at of [5, 7]) {
+    const lines = readFileSync(a, 'utf8').split('\n')
+    lines[at] = lines[at].slice(0, 30) + '"slot_broken'
+    const bad = join(work, `bad${at}.jsonl`)
+    writeFileSync(bad, lines.join('\n'))
+    for (const workers of [1, 2]) {
+      const ds = join(work, `ds-bad${at}-${workers}`)
+      await assert.rejects(runImport(ds, [bad], { targetBlocks: 4, progress: 'none', workers }), (e: Error) => {
+        assert.match(e.message, new RegExp(`bad${at}\\.jsonl:${at + 1}: `))
+        return true
+      })
+      // the batches before the bad line are kept, none after it
+      assert.deepEqual(
+        (await imported(ds)).length,
+        4,
+        `the first full batch was written before the failure (line ${at + 1}, ${workers} workers)`,
+      )
+    }
+  }
 
   // a worker running out of memory while normalizing (whole mainnet-sized blocks, a small heap)
   const big = join(work, 'big.jsonl')

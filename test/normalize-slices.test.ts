@@ -15,7 +15,6 @@ import type { Block } from '../src/model.ts'
 import type { NormalizeResult } from '../src/normalize/normalize.ts'
 import { normalizeArchiveText, normalizeArchiveTextInto } from '../src/normalize/text.ts'
 import { splitTransactions } from '../src/rpc/split.ts'
-import { estimateBlockBytes } from '../src/store/cold.ts'
 import { ChunkColumns, encodeChunk } from '../src/store/cold/chunk-file.ts'
 import { DATA } from './fixtures/normalize/blocks.ts'
 
@@ -134,19 +133,15 @@ test('a block taken into the columns in slices: the bytes of encodeChunk of the 
   assert.throws(() => new ChunkColumns().addPart(whole, false), /before its first/)
 })
 
-test('BatchBuilder: a line taken in slices gives the chunk of the whole block and its size estimate', async () => {
+test('BatchBuilder: a line taken in slices gives the chunk of the whole block, sealed as told', async () => {
   const text = mainnetText()
   const whole = normalizeArchiveText(text).block
   const want = await encodeChunk([whole])
-  const bytes = estimateBlockBytes(whole)
-  for (const [targetBytes, full] of [
-    [bytes, true],
-    [bytes + 1, false],
-  ] as const) {
-    const b = new BatchBuilder({ includeVotes: false, targetBlocks: 100, targetBytes, encode: {} })
-    assert.equal(b.add(text).full, full, `target ${targetBytes}`)
-    const got = await b.encode()
+  const b = new BatchBuilder({ includeVotes: false, encode: {} })
+  for (const sealed of [true, false]) {
+    assert.deepEqual(b.add(text).warnings, [])
+    const got = await b.encode(sealed)
     assert.equal(got.sha256, want.sha256)
-    assert.equal(got.sealed, full)
+    assert.equal(got.sealed, sealed)
   }
 })

@@ -131,15 +131,7 @@ export interface PreparedChunk extends PreparedChunkInfo {
  * real to estimated size): per-row costs of the columns, 4-byte dictionary codes for addresses.
  */
 export function estimateBlockBytes(b: Block): number {
-  return BLOCK_BASE_BYTES + estimateRecordBytes(b)
-}
-
-/** the part of `estimateBlockBytes` that is not its records' */
-export const BLOCK_BASE_BYTES = 200
-
-/** `estimateBlockBytes` of a block's records (its lists), without the header: additive over parts. */
-export function estimateRecordBytes(b: Block): number {
-  let n = b.logs.length * 12 + b.balances.length * 50 + b.tokenBalances.length * 150 + b.rewards.length * 60
+  let n = 200 + b.logs.length * 12 + b.balances.length * 50 + b.tokenBalances.length * 150 + b.rewards.length * 60
   for (const t of b.transactions) {
     n +=
       150 +

@@ -4,25 +4,28 @@
  * encodes.
  *
  * Messages in: `start` (a new batch, optionally beginning with the blocks of the store's unsealed
- * tail files), `line` (one archive line of the open batch), `end` (encode the open batch now).
- * Out: `ack` per line (warnings, whether the line filled the batch: then the batch is encoded at
- * once), `late` for a line of a batch already full (the main thread sent it ahead; it goes to the
- * next batch), `chunk` (the encoded chunk file bytes, transferred), `error` (a line or the batch
- * failed).
+ * tail files), `line` (one archive line of the open batch), `end` (the batch is complete, sealed or
+ * not: encode it). The main thread decides where batches end (import-batch.ts `BatchCut`), so it
+ * sends a batch's `end` without waiting for the acks of its lines.
+ * Out: `started` (the tail's blocks and estimated bytes, for a start with a tail), `ack` per line
+ * (its warnings), `chunk` (the encoded chunk file bytes, transferred), `error` (a line or the
+ * batch failed). A batch with a bad line is never encoded: its `end` is answered by `dropped`,
+ * naming the line (whose `error` came first).
  */
 import { parentPort, workerData } from 'node:worker_threads'
-import { BatchBuilder, type BatchOptions, type LineResult } from './import-batch.ts'
+import { BatchBuilder, type BatchOptions, type BatchStart, type LineResult } from './import-batch.ts'
 import { errorMessage, errorDetail } from '../../util/errors.ts'
 import { installZlibGate } from '../../util/zlib-gate.ts'
 
 export type ToWorker =
   | { t: 'start'; id: number; tail: string[] }
   | { t: 'line'; id: number; seq: number; text: string }
-  | { t: 'end'; id: number }
+  | { t: 'end'; id: number; sealed: boolean }
 
 export type FromWorker =
-  | { t: 'ack'; id: number; seq: number; warnings: LineResult['warnings']; full: boolean }
-  | { t: 'late'; id: number; seq: number }
+  | { t: 'started'; id: number; start: BatchStart }
+  | { t: 'ack'; id: number; seq: number; warnings: LineResult['warnings'] }
+  | { t: 'dropped'; id: number; seq: number; message: string }
   | {
       t: 'chunk'
       id: number
@@ -50,9 +53,9 @@ if (port) {
    * encoding behind the open one, as the main thread gives a worker at most two batches at a time.
    */
   let encoded: Promise<void> = Promise.resolve()
-  const encode = (id: number) => {
+  const encode = (id: number, sealed: boolean) => {
     open = null
-    const c = builder.encode()
+    const c = builder.encode(sealed)
     c.catch(() => undefined) // reported in order below
     encoded = encoded.then(async () => {
       let chunk
@@ -76,25 +79,37 @@ if (port) {
     })
   }
 
+  /** the open batch's bad line, if one failed: the batch is dropped at its end */
+  let bad: { seq: number; message: string } | null = null
   const handle = (m: ToWorker) => {
     if (m.t === 'start') {
+      if (open !== null) throw new Error(`start of batch ${m.id} while batch ${open} is open`)
       open = m.id
-      builder.startWith(m.tail)
+      bad = null
+      if (m.tail.length) post({ t: 'started', id: m.id, start: builder.startWith(m.tail) })
     } else if (m.t === 'line') {
-      // a line of a batch already full: the main thread sends it again to the next one
-      if (m.id !== open) return post({ t: 'late', id: m.id, seq: m.seq })
+      if (m.id !== open) throw new Error(`a line of batch ${m.id}, which is not open`)
+      // the lines after a bad one are not parsed: the import stops at it
+      if (bad) return
       let r
       try {
         r = builder.add(m.text)
       } catch (e) {
-        post({ t: 'error', id: m.id, seq: m.seq, message: errorMessage(e), line: true })
+        bad = { seq: m.seq, message: errorMessage(e) }
+        post({ t: 'error', id: m.id, seq: m.seq, message: bad.message, line: true })
         return
       }
-      post({ t: 'ack', id: m.id, seq: m.seq, warnings: r.warnings, full: r.full })
-      if (r.full) encode(m.id)
+      post({ t: 'ack', id: m.id, seq: m.seq, warnings: r.warnings })
     } else if (m.t === 'end') {
-      if (m.id !== open || builder.size === 0) throw new Error(`end of batch ${m.id}, which is not open`)
-      encode(m.id)
+      if (m.id !== open) throw new Error(`end of batch ${m.id}, which is not open`)
+      if (bad) {
+        open = null
+        // its columns hold part of the bad line: a new batch, never encoded
+        builder.discard()
+        return post({ t: 'dropped', id: m.id, seq: bad.seq, message: bad.message })
+      }
+      if (builder.size === 0) throw new Error(`end of batch ${m.id}, which is empty`)
+      encode(m.id, m.sealed)
     }
   }
 

@@ -3,18 +3,21 @@
  * `{"slot","hash","height","block"}` getBlock results, gzip or not; directories of them) into the
  * dataset directory DIR (src/store/dataset-dir.ts), normalizing every block.
  *
- * - Blocks are gathered in batches of a chunk's size (import-batch.ts: a batch ends with the block
- *   that fills it), each encoded as one sealed chunk file and published with
- *   `DiskColdStore.appendEncoded`; the last batch of a run is an unsealed chunk, which the first
- *   batch of the next run rewrites together with its new blocks.
+ * - Blocks are gathered in batches of a chunk's size (import-batch.ts `BatchCut`: a batch ends with
+ *   the line that fills it, judged by the lines' lengths before they are parsed), each encoded as
+ *   one sealed chunk file and published with `DiskColdStore.appendEncoded`; the last batch of a
+ *   run is an unsealed chunk, which the first batch of the next run rewrites together with its new
+ *   blocks.
  * - Parallel (`--workers N`, default the available cores up to 8): whole batches go to worker
  *   threads (import-worker.ts) that parse, normalize and encode them and transfer the chunk file's
- *   bytes back; this thread reads and gunzips the input, checks the order, sends the lines (a few
- *   ahead of their acks, LINES_AHEAD) and writes the chunks and manifests in order, while the
- *   workers parse one batch and encode others (a worker compresses its brotli frames in its own
- *   thread, frames.ts). Batch ends depend only on the blocks, so the files are byte for byte those of
- *   `--workers 1` (everything in this thread). At most `workers + 1` batches are in hand at a
- *   time: the input is not read further ahead.
+ *   bytes back; this thread reads and gunzips the input, checks the order, cuts the batches, sends
+ *   the lines and writes the chunks and manifests in order. Since a batch's end is known when its
+ *   last line is read, the next batch goes to another worker at once: the workers parse batches
+ *   side by side (and encode others; a worker compresses its brotli frames in its own thread,
+ *   frames.ts), with up to `readAheadChars` of text per worker sent and not yet parsed. Batch ends
+ *   depend only on the input, so the files are byte for byte those of `--workers 1` (everything in
+ *   this thread). At most `workers + 1` batches are in hand at a time: the input is not read
+ *   further ahead.
  * - Resumable: blocks at or below the store's last block that it holds with the same hash are
  *   skipped (cheaply: slot and hash are read from the line's start before any parsing), so
  *   re-running the same command after an interruption (Ctrl-C, kill -9, power loss) continues
@@ -35,7 +38,15 @@ import { listArchiveFiles, readTextLines, toArchiveLine } from '../../ingest/arc
 import { parseJsonExact } from '../../rpc/json.ts'
 import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold.ts'
 import type { FormatVersion } from '../../store/cold/chunk-file.ts'
-import { BatchBuilder, LineError, type BatchOptions, type LineResult } from './import-batch.ts'
+import {
+  BatchBuilder,
+  BatchCut,
+  LineError,
+  readAheadChars,
+  type BatchOptions,
+  type BatchStart,
+  type LineResult,
+} from './import-batch.ts'
 import type { FromWorker, ToWorker } from './import-worker.ts'
 import { archiveLineHash, MissingBlocks, PresentBlocks } from './import-present.ts'
 import { intOption } from '../options.ts'
@@ -66,6 +77,8 @@ export interface ImportOptions {
   workers?: number
   /** limits of each worker thread (tests: a worker running out of memory) */
   workerResourceLimits?: ResourceLimits
+  /** wraps the batches' backend (tests: watch or hold what the workers are given and answer) */
+  wrapBackend?: (b: ImportBackend) => ImportBackend
 }
 
 export interface ImportResult {
@@ -144,43 +157,63 @@ class Progress {
 }
 
 /** Where batches are parsed, normalized and encoded: in this thread, or in worker threads. */
-interface Backend {
-  /** open batch `id` (the next one), beginning with the blocks of these chunk files */
-  start(id: number, tail: readonly string[]): Promise<void>
+export interface ImportBackend {
   /**
-   * add a line to the open batch `id` (rejects with LineError for a bad line); null when the batch
-   * was full before the line came (a line sent ahead): it belongs to the next batch
+   * open batch `id` (the next one), beginning with the blocks of these chunk files: their count
+   * and estimated bytes
    */
-  line(id: number, seq: number, text: string): Promise<LineResult | null>
-  /** close the open batch `id` before it is full */
-  end(id: number): void
-  /** the encoded chunk of a closed batch */
+  start(id: number, tail: readonly string[]): Promise<BatchStart>
+  /**
+   * add a line to the open batch `id`: its warnings, or a LineError for a bad line (the lines of
+   * the batch after it are not parsed, and the batch is not encoded)
+   */
+  line(id: number, seq: number, text: string): Promise<LineResult>
+  /** the open batch `id` is complete (sealed: full; not: the last of a run): encode it */
+  end(id: number, sealed: boolean): void
+  /** the encoded chunk of an ended batch (rejects with the LineError of a bad line in it) */
   chunk(id: number): Promise<EncodedBatch>
   close(): Promise<void>
 }
 
-type EncodedBatch = PreparedChunk & { sealed: boolean }
+export type EncodedBatch = PreparedChunk & { sealed: boolean }
 
-class InProcessBackend implements Backend {
+/** A bad line of a batch, for the rejection of the batch's chunk: the line's number in the run. */
+export class BatchLineError extends LineError {
+  constructor(
+    message: string,
+    readonly seq: number,
+  ) {
+    super(message)
+  }
+}
+
+class InProcessBackend implements ImportBackend {
   private readonly builder: BatchBuilder
   private readonly chunks = new Map<number, Promise<EncodedBatch>>()
-  private open = -1
+  /** the open batch's bad line */
+  private bad: BatchLineError | null = null
   constructor(opts: BatchOptions) {
     this.builder = new BatchBuilder(opts)
   }
-  async start(id: number, tail: readonly string[]): Promise<void> {
-    this.open = id
-    this.builder.startWith(tail)
+  async start(_id: number, tail: readonly string[]): Promise<BatchStart> {
+    this.bad = null
+    return this.builder.startWith(tail)
   }
-  async line(id: number, _seq: number, text: string): Promise<LineResult | null> {
-    if (id !== this.open) return null
-    const r = this.builder.add(text)
-    if (r.full) this.end(id)
-    return r
+  async line(_id: number, seq: number, text: string): Promise<LineResult> {
+    if (this.bad) throw this.bad
+    try {
+      return this.builder.add(text)
+    } catch (e) {
+      if (e instanceof LineError) this.bad = new BatchLineError(e.message, seq)
+      throw e
+    }
   }
-  end(id: number): void {
-    this.open = -1
-    const p = this.builder.encode() // takes the batch's blocks at once
+  end(id: number, sealed: boolean): void {
+    let p: Promise<EncodedBatch>
+    if (this.bad) {
+      this.builder.discard()
+      p = Promise.reject(this.bad)
+    } else p = this.builder.encode(sealed) // takes the batch's blocks at once
     p.catch(() => undefined) // awaited (and reported) by chunk()
     this.chunks.set(id, p)
   }
@@ -207,15 +240,14 @@ class Deferred<T> {
 /**
  * Batches in worker threads (import-worker.ts): each batch goes whole to one worker (the one with
  * the fewest batches in hand), which parses, normalizes and encodes it, and transfers the chunk
- * file's bytes back. Lines are sent a few ahead of their acks (LINES_AHEAD): the worker answers
- * `late` for those that came after the line that filled the batch, and the main thread, which
- * learns where the batch ended from that line's ack, sends them again to the next batch. A worker
- * that fails (an exception, out of memory, exit) fails every pending and later call.
+ * file's bytes back. A worker that fails (an exception, out of memory, exit) fails every pending
+ * and later call.
  */
-class WorkerBackend implements Backend {
+class WorkerBackend implements ImportBackend {
   private readonly workers: { w: Worker; batches: number; gate: Int32Array }[] = []
   private readonly owner = new Map<number, number>()
-  private readonly acks = new Map<number, Deferred<LineResult | null>>()
+  private readonly starts = new Map<number, Deferred<BatchStart>>()
+  private readonly acks = new Map<number, Deferred<LineResult>>()
   private readonly chunks = new Map<number, Deferred<EncodedBatch>>()
   private failure: Error | null = null
   private closing = false
@@ -240,20 +272,23 @@ class WorkerBackend implements Backend {
   private fail(e: Error): void {
     if (this.failure) return
     this.failure = e
+    for (const d of this.starts.values()) d.reject(e)
     for (const d of this.acks.values()) d.reject(e)
     for (const d of this.chunks.values()) d.reject(e)
   }
 
   private onMessage(i: number, m: FromWorker): void {
     if (m.t === 'ack') {
-      this.acks.get(m.seq)?.resolve({ warnings: m.warnings, full: m.full })
+      this.acks.get(m.seq)?.resolve({ warnings: m.warnings })
       this.acks.delete(m.seq)
-    } else if (m.t === 'late') {
-      this.acks.get(m.seq)?.resolve(null)
-      this.acks.delete(m.seq)
-    } else if (m.t === 'chunk') {
+    } else if (m.t === 'started') {
+      this.starts.get(m.id)?.resolve(m.start)
+      this.starts.delete(m.id)
+    } else if (m.t === 'chunk' || m.t === 'dropped') {
       this.workers[i].batches--
-      this.chunks.get(m.id)?.resolve({ ...m.chunk, bytes: m.data.byteLength, parts: [m.data], sealed: m.sealed })
+      const d = this.chunks.get(m.id)
+      if (m.t === 'dropped') d?.reject(new BatchLineError(m.message, m.seq))
+      else d?.resolve({ ...m.chunk, bytes: m.data.byteLength, parts: [m.data], sealed: m.sealed })
     } else if (m.seq !== null && m.line) {
       this.acks.get(m.seq)?.reject(new LineError(m.message))
       this.acks.delete(m.seq)
@@ -264,7 +299,7 @@ class WorkerBackend implements Backend {
     this.workers[this.owner.get(id)!].w.postMessage(m)
   }
 
-  async start(id: number, tail: readonly string[]): Promise<void> {
+  async start(id: number, tail: readonly string[]): Promise<BatchStart> {
     if (this.failure) throw this.failure
     let best = 0
     for (let i = 1; i < this.workers.length; i++) if (this.workers[i].batches < this.workers[best].batches) best = i
@@ -272,18 +307,22 @@ class WorkerBackend implements Backend {
     this.owner.set(id, best)
     this.chunks.set(id, new Deferred())
     this.post(id, { t: 'start', id, tail: [...tail] })
+    if (tail.length === 0) return { blocks: 0, bytes: 0 }
+    const d = new Deferred<BatchStart>()
+    this.starts.set(id, d)
+    return d.promise
   }
 
-  line(id: number, seq: number, text: string): Promise<LineResult | null> {
+  line(id: number, seq: number, text: string): Promise<LineResult> {
     if (this.failure) return Promise.reject(this.failure)
-    const d = new Deferred<LineResult | null>()
+    const d = new Deferred<LineResult>()
     this.acks.set(seq, d)
     this.post(id, { t: 'line', id, seq, text })
     return d.promise
   }
 
-  end(id: number): void {
-    if (!this.failure) this.post(id, { t: 'end', id })
+  end(id: number, sealed: boolean): void {
+    if (!this.failure) this.post(id, { t: 'end', id, sealed })
   }
 
   chunk(id: number): Promise<EncodedBatch> {
@@ -301,12 +340,6 @@ class WorkerBackend implements Backend {
     await Promise.all(this.workers.map((x) => x.w.terminate()))
   }
 }
-
-/**
- * Lines sent to a worker before the first of them is acknowledged: the worker always has the next
- * line at hand (no round trip per block); a few blocks' text in memory
- */
-const LINES_AHEAD = 4
 
 /** Worker threads used by default: one per core the process may use, at most 8 (memory: a batch each). */
 export function defaultWorkers(): number {
@@ -355,18 +388,15 @@ export async function runImport(
   const tty = opts.progress === 'tty' || (opts.progress === undefined && process.stderr.isTTY)
   const maxWarnings = opts.maxWarnings ?? 20
   const workers = (res.workers = opts.workers ?? defaultWorkers())
-  const batchOpts: BatchOptions = {
-    includeVotes,
-    targetBlocks: store.targetBlocks,
-    targetBytes: store.targetBytes,
-    encode: store.encodeOptions,
-  }
-  let backend: Backend | null = null
+  const batchOpts: BatchOptions = { includeVotes, encode: store.encodeOptions }
+  let backend: ImportBackend | null = null
   /** writes of closed batches, in order (at most `workers + 1` batches in hand: bounded memory) */
   const writes: Promise<void>[] = []
   try {
     backend =
       workers > 1 ? new WorkerBackend(workers, batchOpts, opts.workerResourceLimits) : new InProcessBackend(batchOpts)
+    if (opts.wrapBackend) backend = opts.wrapBackend(backend)
+    const batches = backend
     const resumeAfter = store.lastBlock()?.number ?? -1
     if (resumeAfter >= 0 && opts.progress !== 'none')
       log(`resuming: the dataset already holds blocks up to ${resumeAfter}\n`)
@@ -374,22 +404,36 @@ export async function runImport(
     const tail = store.unsealedTail().map((e) => store.chunkPath(e))
     const present = new PresentBlocks(store)
     const missing = new MissingBlocks()
+    const cut = new BatchCut(store.targetBlocks, store.targetBytes)
     let prev = -1
     let prevWhere = ''
     let chars = 0
     let seq = 0
     let normalized = 0
     let nextId = 0
-    /** the batch lines go to; its new blocks acknowledged so far (not those of the tail) */
+    /** the batch lines go to: its new blocks (not those of the tail) */
     let open: { id: number; first: number; last: number; count: number } | null = null
-    /** lines sent to the open batch, not acknowledged yet, oldest first */
-    const sent: { ack: Promise<LineResult | null>; where: string; slot: number; text: string }[] = []
-    const ahead = workers > 1 ? LINES_AHEAD : 1
+    /** lines sent, not acknowledged yet, oldest first, and the characters of their text */
+    const sent: { seq: number; ack: Promise<LineResult>; chars: number }[] = []
+    let inFlight = 0
+    /** characters of text sent and not yet acknowledged, at most (at least one line is sent) */
+    const readAhead = workers > 1 ? workers * readAheadChars(store.targetBytes) : 0
+    /** the place (file:line) of each line sent and not yet acknowledged, for errors */
+    const places = new Map<number, string>()
+    const placed = (e: unknown) =>
+      e instanceof BatchLineError ? new ImportError(`${places.get(e.seq) ?? 'a line'}: ${e.message}`) : e
     let writer: Promise<void> = Promise.resolve()
-    const closeBatch = (b: { id: number; first: number; last: number; count: number }) => {
-      const chunk = backend!.chunk(b.id)
+    const closeBatch = (b: { id: number; first: number; last: number; count: number }, sealed: boolean) => {
+      batches.end(b.id, sealed)
+      const chunk = batches.chunk(b.id)
+      chunk.catch(() => undefined) // awaited in order below
       writer = writer.then(async () => {
-        const c = await chunk
+        let c: EncodedBatch
+        try {
+          c = await chunk
+        } catch (e) {
+          throw placed(e)
+        }
         await store.appendEncoded(c, { sealed: c.sealed, replacesTail: b.id === 0 && tail.length > 0 })
         res.imported += b.count
         res.firstBlock ??= b.first
@@ -399,29 +443,20 @@ export async function runImport(
       writer.catch(() => undefined) // awaited below
       writes.push(writer)
     }
-    /** send a line to the open batch (opening the next one when none is) */
-    const send = async (slot: number, text: string, where: string) => {
-      if (!open) {
-        while (writes.length > workers) await writes.shift()
-        open = { id: nextId++, first: slot, last: slot, count: 0 }
-        await backend!.start(open.id, open.id === 0 ? tail : [])
-      }
-      sent.push({ ack: backend!.line(open.id, seq++, text), where, slot, text })
-    }
     /** wait for the ack of the oldest line sent */
     const settle = async () => {
-      const { ack, where, slot } = sent.shift()!
-      let r: LineResult | null
+      const { seq: s, ack, chars: n } = sent.shift()!
+      inFlight -= n
+      let r: LineResult
       try {
         r = await ack
       } catch (e) {
-        if (e instanceof LineError) throw new ImportError(`${where}: ${e.message}`)
+        if (e instanceof LineError) throw new ImportError(`${places.get(s)}: ${e.message}`)
         throw e
       }
-      if (r === null) throw new ImportError(`${where}: internal error: a line was refused by its batch`)
+      const where = places.get(s)!
+      places.delete(s)
       normalized++
-      open!.last = slot
-      open!.count++
       for (const w of r.warnings) {
         if (res.warnings++ < maxWarnings) {
           log(
@@ -429,14 +464,30 @@ export async function runImport(
           )
         }
       }
-      if (r.full) {
-        closeBatch(open!)
+    }
+    /**
+     * send a line to the open batch (opening the next one when none is), closing the batch when
+     * the line fills it: the next line goes to the next batch at once, on the worker with the
+     * fewest batches in hand
+     */
+    const send = async (slot: number, text: string, where: string) => {
+      if (!open) {
+        while (writes.length > workers) await writes.shift()
+        open = { id: nextId++, first: slot, last: slot, count: 0 }
+        cut.begin(await batches.start(open.id, open.id === 0 ? tail : []))
+      }
+      while (sent.length > 0 && inFlight + text.length > readAhead) await settle()
+      const s = seq++
+      const ack = batches.line(open.id, s, text)
+      ack.catch(() => undefined) // awaited in order by settle
+      places.set(s, where)
+      sent.push({ seq: s, ack, chars: text.length })
+      inFlight += text.length
+      open.last = slot
+      open.count++
+      if (cut.add(text.length)) {
+        closeBatch(open, true)
         open = null
-        // the lines sent after this one came late to that batch (its worker answers `late`, which
-        // nobody awaits): they open the next one
-        const again = sent.splice(0)
-        for (const x of again) x.ack.catch(() => undefined)
-        for (const x of again) await send(x.slot, x.text, x.where)
       }
     }
     outer: for (const file of files) {
@@ -487,7 +538,6 @@ export async function runImport(
           continue
         }
         if (missing.count) break outer
-        while (sent.length >= ahead) await settle()
         await send(slot, text, where)
         progress.update(chars, normalized, res.skipped)
       }
@@ -496,10 +546,7 @@ export async function runImport(
     while (sent.length) await settle()
     // (assigned by send and settle: not narrowed to null here)
     const last = open as { id: number; first: number; last: number; count: number } | null
-    if (last) {
-      backend.end(last.id)
-      closeBatch(last)
-    }
+    if (last) closeBatch(last, false)
     for (const w of writes) await w
     progress.update(chars, res.imported, res.skipped, true)
     progress.done()
