@@ -8,10 +8,10 @@
  * Then the CPU cost per block of each stage, measured in this thread on the archive's first
  * blocks (one chunk's worth): reading + gunzip + line splitting, exact JSON parse, normalization,
  * and chunk encoding (columns in JS, brotli frames on the thread pool: process CPU), from which
- * the projection per core: the throughput when every stage had its cores, the serial limits
- * (the main thread reads every line; one worker parses a batch's lines in order), and the
- * projection for 1, 2, 4 and 8 idle cores (the measured CPU per block spread over them, capped by
- * the serial limits).
+ * the projection per core: the throughput when every stage had its cores, the serial limit (the
+ * main thread reads every line and cuts the batches; the workers parse batches side by side), and
+ * the projection for 1, 2, 4 and 8 idle cores (the measured CPU per block spread over them, capped
+ * by the serial limit).
  *
  * Then encoding alone, the builds alternating (IMPORT_ENCODE_ROUNDS rounds, default 6) on the same
  * normalized blocks (the first chunk's): the median CPU per block of each build and the bytes it
@@ -231,14 +231,11 @@ export async function run(): Promise<string> {
         `read + gunzip + lines ${ms(st.read)} ms, parse ${ms(st.parse)} ms, normalize ${ms(st.normalize)} ms, encode ${ms(st.encode)} ms; ` +
         `${ms(total)} ms in all. Projection per core: ${fmt(1 / total, 1)} blocks/s per core of stage CPU ` +
         `(measured in the ${WORKERS}-worker runs: ${fmt(cpuPerBlock * 1000)} ms per block, ${fmt(1 / cpuPerBlock, 1)} blocks/s per core); ` +
-        `the serial limits: the main thread's reading ${fmt(1 / st.read)} blocks/s, one worker parsing a batch's lines in order ` +
-        `${fmt(1 / (st.parse + st.normalize), 1)} blocks/s.`,
+        `the serial limit: the main thread's reading ${fmt(1 / st.read)} blocks/s (the workers parse batches side by side).`,
       '',
       `Projection by cores${name} (idle cores, each worker on its own; the measured CPU per block of the ${WORKERS}-worker runs ` +
-        `spread over the cores, capped by the serial limits above): ` +
-        [1, 2, 4, 8]
-          .map((c) => `${c} ${fmt(Math.min(c / cpuPerBlock, 1 / st.read, 1 / (st.parse + st.normalize)), 1)}`)
-          .join(', ') +
+        `spread over the cores, capped by the serial limit above): ` +
+        [1, 2, 4, 8].map((c) => `${c} ${fmt(Math.min(c / cpuPerBlock, 1 / st.read), 1)}`).join(', ') +
         ' blocks/s.',
     )
   }

@@ -16,8 +16,8 @@
  *   side by side (and encode others; a worker compresses its brotli frames in its own thread,
  *   frames.ts), with up to `readAheadChars` of text per worker sent and not yet parsed. Batch ends
  *   depend only on the input, so the files are byte for byte those of `--workers 1` (everything in
- *   this thread). At most `workers + 1` batches are in hand at a time: the input is not read
- *   further ahead.
+ *   this thread). At most two batches per worker are in hand at a time (one being filled, one
+ *   encoded; two in all with `--workers 1`): the input is not read further ahead.
  * - Resumable: blocks at or below the store's last block that it holds with the same hash are
  *   skipped (cheaply: slot and hash are read from the line's start before any parsing), so
  *   re-running the same command after an interruption (Ctrl-C, kill -9, power loss) continues
@@ -390,7 +390,7 @@ export async function runImport(
   const workers = (res.workers = opts.workers ?? defaultWorkers())
   const batchOpts: BatchOptions = { includeVotes, encode: store.encodeOptions }
   let backend: ImportBackend | null = null
-  /** writes of closed batches, in order (at most `workers + 1` batches in hand: bounded memory) */
+  /** writes of closed batches, in order (at most two batches per worker in hand: bounded memory) */
   const writes: Promise<void>[] = []
   try {
     backend =
@@ -472,7 +472,7 @@ export async function runImport(
      */
     const send = async (slot: number, text: string, where: string) => {
       if (!open) {
-        while (writes.length > workers) await writes.shift()
+        while (writes.length >= 2 * workers) await writes.shift()
         open = { id: nextId++, first: slot, last: slot, count: 0 }
         cut.begin(await batches.start(open.id, open.id === 0 ? tail : []))
       }
