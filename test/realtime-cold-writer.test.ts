@@ -2,7 +2,7 @@
  * Finalization off the streams' thread: the HotStore moves finalized blocks to the cold store
  * without holding its write lock (new blocks are stored meanwhile; the blocks being moved cannot
  * be replaced), and ColdWriterProcess (src/ingest/cold-writer.ts) appends them to a DiskColdStore
- * owned by a worker thread while this thread reads the same directory. Real LMDB, real chunk
+ * owned by a process of its own while this thread reads the same directory. Real LMDB, real chunk
  * files in temp dirs.
  */
 import assert from 'node:assert/strict'
@@ -13,13 +13,13 @@ import { once } from 'node:events'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
 import { COLD_WRITER_NICE, ColdWriterProcess } from '../src/ingest/cold-writer.ts'
-import { FrameReader, frameHeader } from '../src/ingest/cold-writer-child.ts'
+import { FrameReader, frameHead } from '../src/ingest/cold-writer-child.ts'
 import type { Block } from '../src/model.ts'
 import type { Chunk } from '../src/store/chunk.ts'
 import { DiskColdStore } from '../src/store/cold.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
 import { HotStore } from '../src/store/hot.ts'
-import { lazyBlock, packBlock } from '../src/store/packed-block.ts'
+import { lazyBlock, packBlock, storedBytes, storedPieces, unpackBlock } from '../src/store/packed-block.ts'
 import { RealtimeStore } from '../src/store/realtime-store.ts'
 import { GENESIS, heads, mkChain } from './support/realtime/blocks.ts'
 
@@ -212,25 +212,33 @@ test('ColdWriterProcess: every thread of the writer process runs at a lower prio
   }
 })
 
-test('the writer pipe: blocks framed as parts, read back whole however the bytes are cut', async () => {
-  const blocks = [
-    [Uint8Array.of(1, 2, 3)],
-    [Uint8Array.of(4), new Uint8Array(0), Uint8Array.from({ length: 300 }, (_, i) => i & 255)],
-    [new Uint8Array(70_000).fill(9)],
-  ]
-  const bytes = Buffer.concat(blocks.flatMap((parts) => [frameHeader(parts), ...parts]))
+test('the writer pipe: blocks framed as their stored form, read back whole however the bytes are cut', async () => {
+  const blocks = [Uint8Array.of(1, 2, 3), Uint8Array.of(4), new Uint8Array(70_000).fill(9)]
+  const bytes = Buffer.concat(blocks.flatMap((b) => [frameHead(b.byteLength), b]))
   for (const cut of [1, 3, 7, 4096, bytes.length]) {
     const r = new FrameReader()
     const got = [r.next(), r.next()]
     for (let a = 0; a < bytes.length; a += cut) r.push(bytes.subarray(a, a + cut))
     got.push(r.next())
     assert.deepEqual(
-      (await Promise.all(got)).map((parts) => parts.map((p) => [...p])),
-      blocks.map((parts) => parts.map((p) => [...p])),
+      (await Promise.all(got)).map((b) => [...b]),
+      blocks.map((b) => [...b]),
     )
   }
-  assert.throws(() => frameHeader([]), /0 parts/)
-  assert.throws(() => new FrameReader().push(new Uint8Array(4)), /a frame of 0 parts/)
+  assert.throws(() => frameHead(0), /0 bytes/)
+  assert.throws(() => new FrameReader().push(new Uint8Array(4)), /a frame of 0 bytes/)
+
+  // a block in parts (as the decoding threads hand it over) goes as the bytes the hot store keeps
+  const [a, b] = mkChain(GENESIS, 2, 'a')
+  const packed = { header: a.header, packed: [packBlock(a).packed, packBlock({ ...b, header: a.header }).packed] }
+  const pieces = storedPieces(lazyBlock(packed))
+  assert.equal(pieces.length, 3, 'the head, then the two parts as they are')
+  assert.equal(pieces[1], packed.packed[0])
+  const joined = Buffer.concat(pieces)
+  assert.deepEqual(joined, Buffer.from(storedBytes(packed)))
+  const both = unpackBlock(joined)
+  assert.equal(both.transactions.length, a.transactions.length + b.transactions.length)
+  assert.deepEqual(storedPieces(lazyBlock(packBlock(a))).length, 1)
 })
 
 test('ColdWriterProcess: when the server dies (SIGKILL), its writer process exits, and the next writer takes over the lock', async () => {

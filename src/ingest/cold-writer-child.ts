@@ -5,8 +5,8 @@
  * of it (V8's collector and compiler threads, libuv's pool) at a lower priority than the server.
  *
  * `runColdWriter(argv[2])`: the setup, JSON (`ColdWriterSetup`). Blocks come on file descriptor 4, a pipe, each as
- * a frame (`frameHeader`: the number of parts, each part's length, then the parts: the block's
- * packed form, src/store/packed-block.ts). Messages on the IPC channel: out first `{ t: 'ready',
+ * a frame (`frameHead`: its length, u32 LE, then the block's stored form, the bytes the hot store
+ * keeps: src/store/packed-block.ts `storedPieces`). Messages on the IPC channel: out first `{ t: 'ready',
  * last }` or `{ t: 'error', message }`; in `{ t: 'append', id, blocks }` (the next `blocks` frames
  * of the pipe, ascending), answered `{ t: 'done', id, last }` once durable or `{ t: 'failed', id,
  * message }`; `{ t: 'close', id }`, answered `{ t: 'done', id, last: null }` once the store is
@@ -52,90 +52,59 @@ export const BLOCKS_FD = 4
  */
 export const LOCK_WAIT_MS = 15_000
 
-/** the most parts a block's frame may have (a packed block in parts counts them in one byte) */
-const MAX_PARTS = 255
-
-/** the head of a block's frame on the pipe: the number of parts, then each part's length (u32 LE) */
-export function frameHeader(parts: readonly Uint8Array[]): Uint8Array {
-  if (parts.length === 0 || parts.length > MAX_PARTS) throw new Error(`a block in ${parts.length} parts`)
-  const head = new Uint8Array(4 + 4 * parts.length)
-  const view = new DataView(head.buffer)
-  view.setUint32(0, parts.length, true)
-  parts.forEach((p, i) => view.setUint32(4 + 4 * i, p.byteLength, true))
+/** The head of a block's frame on the pipe: the length of the block's stored form (u32 LE). */
+export function frameHead(length: number): Uint8Array {
+  if (!Number.isInteger(length) || length <= 0 || length > 0xffff_ffff) throw new Error(`a block of ${length} bytes`)
+  const head = new Uint8Array(4)
+  new DataView(head.buffer).setUint32(0, length, true)
   return head
 }
 
 /**
- * Cuts the bytes of the pipe into blocks' frames as they arrive, each part copied once into
- * memory of its own; `next` resolves with the parts of the next frame, in order.
+ * Cuts the bytes of the pipe into blocks' frames as they arrive, each block's bytes copied once
+ * into memory of its own; `next` resolves with the next block's stored form, in order.
  */
 export class FrameReader {
-  /** bytes of the frame's head read so far */
-  private readonly head = new Uint8Array(4 + 4 * MAX_PARTS)
+  /** bytes of the frame's head (its length) read so far */
+  private readonly head = new Uint8Array(4)
   private readonly headView = new DataView(this.head.buffer)
   private headFill = 0
-  private lengths: number[] | null = null
-  private parts: Uint8Array[] = []
-  private part: Uint8Array | null = null
-  private partFill = 0
-  private readonly ready: Uint8Array[][] = []
-  private readonly waiting: ((parts: Uint8Array[]) => void)[] = []
+  private frame: Uint8Array | null = null
+  private fill = 0
+  private readonly ready: Uint8Array[] = []
+  private readonly waiting: ((frame: Uint8Array) => void)[] = []
 
   push(data: Uint8Array): void {
     let at = 0
     while (at < data.byteLength) {
-      if (this.part) {
-        const k = Math.min(this.part.byteLength - this.partFill, data.byteLength - at)
-        this.part.set(data.subarray(at, at + k), this.partFill)
-        this.partFill += k
+      if (this.frame) {
+        const k = Math.min(this.frame.byteLength - this.fill, data.byteLength - at)
+        this.frame.set(data.subarray(at, at + k), this.fill)
+        this.fill += k
         at += k
-        if (this.partFill === this.part.byteLength) {
-          this.parts.push(this.part)
-          this.part = null
-          this.nextPart()
+        if (this.fill === this.frame.byteLength) {
+          const w = this.waiting.shift()
+          if (w) w(this.frame)
+          else this.ready.push(this.frame)
+          this.frame = null
+          this.headFill = 0
         }
         continue
       }
-      // the head: the count, then the lengths
-      const want = this.headFill < 4 ? 4 : 4 + 4 * this.headView.getUint32(0, true)
-      const k = Math.min(want - this.headFill, data.byteLength - at)
+      const k = Math.min(4 - this.headFill, data.byteLength - at)
       this.head.set(data.subarray(at, at + k), this.headFill)
       this.headFill += k
       at += k
       if (this.headFill === 4) {
-        const n = this.headView.getUint32(0, true)
-        if (n === 0 || n > MAX_PARTS) throw new Error(`cold store writer: a frame of ${n} parts`)
-      } else if (this.headFill === want) {
-        const view = this.headView
-        this.lengths = []
-        for (let i = 0; i < view.getUint32(0, true); i++) this.lengths.push(view.getUint32(4 + 4 * i, true))
-        this.nextPart()
+        const len = this.headView.getUint32(0, true)
+        if (len === 0) throw new Error('cold store writer: a frame of 0 bytes')
+        this.frame = new Uint8Array(len)
+        this.fill = 0
       }
     }
   }
 
-  /** starts the frame's next part, or delivers the frame when it has them all */
-  private nextPart(): void {
-    const lengths = this.lengths!
-    while (this.parts.length < lengths.length) {
-      const len = lengths[this.parts.length]
-      if (len > 0) {
-        this.part = new Uint8Array(len)
-        this.partFill = 0
-        return
-      }
-      this.parts.push(new Uint8Array(0))
-    }
-    const parts = this.parts
-    this.parts = []
-    this.lengths = null
-    this.headFill = 0
-    const w = this.waiting.shift()
-    if (w) w(parts)
-    else this.ready.push(parts)
-  }
-
-  next(): Promise<Uint8Array[]> {
+  next(): Promise<Uint8Array> {
     const r = this.ready.shift()
     if (r) return Promise.resolve(r)
     return new Promise((resolve) => this.waiting.push(resolve))
@@ -214,9 +183,9 @@ export async function runColdWriter(setupJson: string): Promise<void> {
             return
           }
           // the append's frames all taken before anything can fail: the next append's come after
-          const framed: Uint8Array[][] = []
+          const framed: Uint8Array[] = []
           for (let i = 0; i < m.blocks; i++) framed.push(await frames.next())
-          await store.append(framed.map((parts) => unpackBlock(parts.length === 1 ? parts[0] : parts)))
+          await store.append(framed.map((bytes) => unpackBlock(bytes)))
           post({ t: 'done', id: m.id, last: store.lastBlock() })
         } catch (e) {
           post({ t: 'failed', id: m.id, message: errorMessage(e) })

@@ -21,13 +21,13 @@ import type { Socket } from 'node:net'
 import type { Block } from '../model.ts'
 import type { Chunk, HeadInfo } from '../store/chunk.ts'
 import { DiskColdStore, type DiskColdStoreOptions } from '../store/cold.ts'
-import { packedParts } from '../store/packed-block.ts'
+import { storedPieces } from '../store/packed-block.ts'
 import type { ColdStore } from '../store/types.ts'
 import {
   BLOCKS_FD,
   type ColdWriterSetup,
   type FromColdWriter,
-  frameHeader,
+  frameHead,
   type ToColdWriter,
 } from './cold-writer-child.ts'
 
@@ -195,9 +195,9 @@ export class ColdWriterProcess implements ColdStore {
       const pipe = this.writer.blocks
       // the buffers as they are: the pipe's queue holds them until written (nothing writes to them)
       for (const b of blocks) {
-        const parts = packedParts(b)
-        pipe.write(frameHeader(parts))
-        for (const p of parts) if (p.byteLength) pipe.write(p)
+        const pieces = storedPieces(b)
+        pipe.write(frameHead(pieces.reduce((n, p) => n + p.byteLength, 0)))
+        for (const p of pieces) if (p.byteLength) pipe.write(p)
       }
       this.writer.child.send(m)
     })

@@ -60,22 +60,29 @@ function joinedSize(parts: readonly Uint8Array[]): number {
 }
 
 /**
- * One buffer of a block packed in parts (each part a `packBlock` of some of its transactions'
- * records, in order: src/ingest/block-workers.ts decodes a large answer in two threads), written
- * into `out` (at least `joinedSize` bytes), which it returns: a tag byte, the number of parts,
- * each part's length (u32 LE), then the parts. `unpackBlock` reads it as the block whose lists
- * are the parts' lists concatenated.
+ * The head of the one buffer of a block packed in parts (each part a `packBlock` of some of its
+ * transactions' records, in order: src/ingest/block-workers.ts decodes a large answer in two
+ * threads): a tag byte, the number of parts, each part's length (u32 LE). The parts follow it.
+ * `unpackBlock` reads it as the block whose lists are the parts' lists concatenated.
  */
+function joinedHead(parts: readonly Uint8Array[]): Uint8Array {
+  if (parts.length === 0 || parts.length > 255) throw new Error(`a packed block in ${parts.length} parts`)
+  const head = new Uint8Array(2 + 4 * parts.length)
+  const view = new DataView(head.buffer)
+  head[0] = PARTS_TAG
+  head[1] = parts.length
+  for (let i = 0; i < parts.length; i++) view.setUint32(2 + 4 * i, parts[i].byteLength, true)
+  return head
+}
+
+/** The one buffer of a block packed in parts (`joinedHead`, then the parts), written into `out` (`joinedSize` bytes), which it returns. */
 function writeJoined(parts: readonly Uint8Array[], out: Uint8Array): Uint8Array {
-  const head = 2 + 4 * parts.length
-  const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
-  out[0] = PARTS_TAG
-  out[1] = parts.length
-  let at = head
-  for (let i = 0; i < parts.length; i++) {
-    view.setUint32(2 + 4 * i, parts[i].byteLength, true)
-    out.set(parts[i], at)
-    at += parts[i].byteLength
+  const head = joinedHead(parts)
+  out.set(head)
+  let at = head.byteLength
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.byteLength
   }
   return out
 }
@@ -137,14 +144,15 @@ function concatParts(parts: Block[]): Block {
 const stillPacked = new WeakMap<Block, PackedBlock>()
 
 /**
- * The buffers of a block's stored form, as they are (not copied; `unpackBlock` reads the one
- * buffer, or the list of parts, back into the block): a lazy block's packed form while it is not
- * decoded, else the block newly packed. Nothing writes to them afterwards.
+ * A block's stored form (what `storedBytes` gives and `unpackBlock` reads) in pieces, not joined:
+ * a lazy block's packed buffer as it is, or the joined head and then its parts as they are (not
+ * copied), while it is not decoded; else the block newly packed. Nothing writes to them
+ * afterwards.
  */
-export function packedParts(block: Block): readonly Uint8Array[] {
+export function storedPieces(block: Block): readonly Uint8Array[] {
   const p = stillPacked.get(block)
   if (!p) return [packBlock(block).packed]
-  return p.packed instanceof Uint8Array ? [p.packed] : p.packed
+  return p.packed instanceof Uint8Array ? [p.packed] : [joinedHead(p.packed), ...p.packed]
 }
 
 const RECORD_LISTS = ['transactions', 'instructions', 'logs', 'balances', 'tokenBalances', 'rewards'] as const
