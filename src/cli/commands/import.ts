@@ -341,7 +341,7 @@ class WorkerBackend implements ImportBackend {
   }
 }
 
-/** Worker threads used by default: one per core the process may use, at most 8 (memory: a batch each). */
+/** Worker threads used by default: one per core the process may use, at most 8 (memory: two batches each). */
 export function defaultWorkers(): number {
   return Math.max(1, Math.min(8, availableParallelism()))
 }
