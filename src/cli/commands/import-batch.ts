@@ -87,8 +87,15 @@ export function readAheadChars(targetBytes: number): number {
 /** 64 MiB of text per worker at most (half of a 32 MB chunk is ~52 MB of text) */
 export const MAX_READ_AHEAD = 64 * 1024 * 1024
 
-/** A failure of one line (bad JSON, not an archive line): the message, without the place. */
-export class LineError extends Error {}
+/** A failure of one line (bad JSON, not an archive line): the message, without the place; the line's number in the run. */
+export class LineError extends Error {
+  constructor(
+    message: string,
+    readonly seq: number,
+  ) {
+    super(message)
+  }
+}
 
 /**
  * Transactions per slice of records taken into the columns while a block is normalized: a few
@@ -100,6 +107,8 @@ export const SLICE_TRANSACTIONS = 64
 export class BatchBuilder {
   /** the batch's blocks, taken into columns as they come (their record objects are not kept) */
   private columns: ChunkColumns
+  /** the batch's bad line: the batch is then dropped at its end */
+  private bad: LineError | null = null
 
   constructor(private readonly opts: BatchOptions) {
     this.columns = new ChunkColumns(opts.encode)
@@ -122,11 +131,13 @@ export class BatchBuilder {
   }
 
   /**
-   * Parse and normalize one archive line into the batch, its records taken into the columns a
-   * slice of transactions at a time as they are made (so they die young). Throws LineError for a
-   * bad line, after which the batch is not to be encoded (the import stops on a bad line).
+   * Parse and normalize one archive line (the run's line `seq`) into the batch, its records taken
+   * into the columns a slice of transactions at a time as they are made (so they die young).
+   * Throws LineError for a bad line; the batch's later lines are then not parsed (they throw the
+   * same error) and the batch is not encoded (the import stops on a bad line).
    */
-  add(text: string): LineResult {
+  add(text: string, seq: number): LineResult {
+    if (this.bad) throw this.bad
     let first = true
     const sink = {
       every: SLICE_TRANSACTIONS,
@@ -139,26 +150,30 @@ export class BatchBuilder {
       // throws only for the line itself (bad JSON, not an archive line); content problems are warnings
       return { warnings: normalizeArchiveTextInto(text, { includeVotes: this.opts.includeVotes }, sink).warnings }
     } catch (e) {
-      throw new LineError(errorMessage(e))
+      throw (this.bad = new LineError(errorMessage(e), seq))
     }
+  }
+
+  /** whether a line of the batch failed */
+  get failed(): boolean {
+    return this.bad !== null
   }
 
   get size(): number {
     return this.columns.blockCount
   }
 
-  /** Drop the batch (it holds part of a bad line) and start a new one. */
-  discard(): void {
-    this.columns = new ChunkColumns(this.opts.encode)
-  }
-
   /**
    * Encode the batch (non-empty) as one chunk file's bytes, sealed (full) or not (the last batch
-   * of a run), and start a new batch.
+   * of a run), and start a new batch. A batch with a bad line is dropped instead: rejects with
+   * its LineError.
    */
   async encode(sealed: boolean): Promise<PreparedChunk & { sealed: boolean }> {
-    const columns = this.columns
+    const { columns, bad } = this
     this.columns = new ChunkColumns(this.opts.encode)
+    this.bad = null
+    // its columns hold part of the bad line
+    if (bad) throw bad
     const headers = columns.blockHeaders
     const first = headers[0]
     const last = headers[headers.length - 1]

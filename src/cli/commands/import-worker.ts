@@ -13,7 +13,7 @@
  * naming the line (whose `error` came first).
  */
 import { parentPort, workerData } from 'node:worker_threads'
-import { BatchBuilder, type BatchOptions, type BatchStart, type LineResult } from './import-batch.ts'
+import { BatchBuilder, LineError, type BatchOptions, type BatchStart, type LineResult } from './import-batch.ts'
 import { errorMessage, errorDetail } from '../../util/errors.ts'
 import { installZlibGate } from '../../util/zlib-gate.ts'
 
@@ -62,6 +62,8 @@ if (port) {
       try {
         chunk = await c
       } catch (e) {
+        // a batch with a bad line: dropped, naming the line (whose `error` came first)
+        if (e instanceof LineError) return post({ t: 'dropped', id, seq: e.seq, message: e.message })
         return fail(id, e)
       }
       // one fresh buffer, transferred (parts may be views into shared pools)
@@ -79,36 +81,26 @@ if (port) {
     })
   }
 
-  /** the open batch's bad line, if one failed: the batch is dropped at its end */
-  let bad: { seq: number; message: string } | null = null
   const handle = (m: ToWorker) => {
     if (m.t === 'start') {
       if (open !== null) throw new Error(`start of batch ${m.id} while batch ${open} is open`)
       open = m.id
-      bad = null
       if (m.tail.length) post({ t: 'started', id: m.id, start: builder.startWith(m.tail) })
     } else if (m.t === 'line') {
       if (m.id !== open) throw new Error(`a line of batch ${m.id}, which is not open`)
-      // the lines after a bad one are not parsed: the import stops at it
-      if (bad) return
+      // the lines after a bad one are not answered: the import stops at it
+      if (builder.failed) return
       let r
       try {
-        r = builder.add(m.text)
+        r = builder.add(m.text, m.seq)
       } catch (e) {
-        bad = { seq: m.seq, message: errorMessage(e) }
-        post({ t: 'error', id: m.id, seq: m.seq, message: bad.message, line: true })
+        post({ t: 'error', id: m.id, seq: m.seq, message: errorMessage(e), line: true })
         return
       }
       post({ t: 'ack', id: m.id, seq: m.seq, warnings: r.warnings })
     } else if (m.t === 'end') {
       if (m.id !== open) throw new Error(`end of batch ${m.id}, which is not open`)
-      if (bad) {
-        open = null
-        // its columns hold part of the bad line: a new batch, never encoded
-        builder.discard()
-        return post({ t: 'dropped', id: m.id, seq: bad.seq, message: bad.message })
-      }
-      if (builder.size === 0) throw new Error(`end of batch ${m.id}, which is empty`)
+      if (!builder.failed && builder.size === 0) throw new Error(`end of batch ${m.id}, which is empty`)
       encode(m.id, m.sealed)
     }
   }

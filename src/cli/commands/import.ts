@@ -170,50 +170,27 @@ export interface ImportBackend {
   line(id: number, seq: number, text: string): Promise<LineResult>
   /** the open batch `id` is complete (sealed: full; not: the last of a run): encode it */
   end(id: number, sealed: boolean): void
-  /** the encoded chunk of an ended batch (rejects with the LineError of a bad line in it) */
+  /** the encoded chunk of an ended batch (rejects with the LineError of a bad line in it: the batch dropped) */
   chunk(id: number): Promise<EncodedBatch>
   close(): Promise<void>
 }
 
 export type EncodedBatch = PreparedChunk & { sealed: boolean }
 
-/** A bad line of a batch, for the rejection of the batch's chunk: the line's number in the run. */
-export class BatchLineError extends LineError {
-  constructor(
-    message: string,
-    readonly seq: number,
-  ) {
-    super(message)
-  }
-}
-
 class InProcessBackend implements ImportBackend {
   private readonly builder: BatchBuilder
   private readonly chunks = new Map<number, Promise<EncodedBatch>>()
-  /** the open batch's bad line */
-  private bad: BatchLineError | null = null
   constructor(opts: BatchOptions) {
     this.builder = new BatchBuilder(opts)
   }
   async start(_id: number, tail: readonly string[]): Promise<BatchStart> {
-    this.bad = null
     return this.builder.startWith(tail)
   }
   async line(_id: number, seq: number, text: string): Promise<LineResult> {
-    if (this.bad) throw this.bad
-    try {
-      return this.builder.add(text)
-    } catch (e) {
-      if (e instanceof LineError) this.bad = new BatchLineError(e.message, seq)
-      throw e
-    }
+    return this.builder.add(text, seq)
   }
   end(id: number, sealed: boolean): void {
-    let p: Promise<EncodedBatch>
-    if (this.bad) {
-      this.builder.discard()
-      p = Promise.reject(this.bad)
-    } else p = this.builder.encode(sealed) // takes the batch's blocks at once
+    const p = this.builder.encode(sealed) // takes the batch's blocks at once
     p.catch(() => undefined) // awaited (and reported) by chunk()
     this.chunks.set(id, p)
   }
@@ -287,10 +264,10 @@ class WorkerBackend implements ImportBackend {
     } else if (m.t === 'chunk' || m.t === 'dropped') {
       this.workers[i].batches--
       const d = this.chunks.get(m.id)
-      if (m.t === 'dropped') d?.reject(new BatchLineError(m.message, m.seq))
+      if (m.t === 'dropped') d?.reject(new LineError(m.message, m.seq))
       else d?.resolve({ ...m.chunk, bytes: m.data.byteLength, parts: [m.data], sealed: m.sealed })
     } else if (m.seq !== null && m.line) {
-      this.acks.get(m.seq)?.reject(new LineError(m.message))
+      this.acks.get(m.seq)?.reject(new LineError(m.message, m.seq))
       this.acks.delete(m.seq)
     } else this.fail(new ImportError(`import worker ${i + 1} failed: ${m.message}`))
   }
@@ -421,7 +398,7 @@ export async function runImport(
     /** the place (file:line) of each line sent and not yet acknowledged, for errors */
     const places = new Map<number, string>()
     const placed = (e: unknown) =>
-      e instanceof BatchLineError ? new ImportError(`${places.get(e.seq) ?? 'a line'}: ${e.message}`) : e
+      e instanceof LineError ? new ImportError(`${places.get(e.seq) ?? 'a line'}: ${e.message}`) : e
     let writer: Promise<void> = Promise.resolve()
     const closeBatch = (b: { id: number; first: number; last: number; count: number }, sealed: boolean) => {
       batches.end(b.id, sealed)
@@ -451,8 +428,7 @@ export async function runImport(
       try {
         r = await ack
       } catch (e) {
-        if (e instanceof LineError) throw new ImportError(`${places.get(s)}: ${e.message}`)
-        throw e
+        throw placed(e)
       }
       const where = places.get(s)!
       places.delete(s)
