@@ -521,13 +521,12 @@ function referenceQueries(from: number, to: number): { name: string; body: Json 
   return out
 }
 
-/** the reference's published figures: 48 blocks per chunk / ms per chunk (bench/README.md) */
+/** the reference's published figures: 48 blocks per chunk / ms per chunk (bench/queries/README.md) */
 function referenceFigures(): Map<string, number> {
   const m = new Map<string, number>()
-  const p = join(ROOT, '..', 'shared', 'bench', 'README.md')
-  if (!existsSync(p)) return m
+  const p = join(ROOT, 'bench', 'queries', 'README.md')
   for (const line of readFileSync(p, 'utf8').split('\n')) {
-    const r = /^\|\s*(\w+)\s*\|[^|]*\|\s*([\d.]+)\s*ms\s*\|/.exec(line)
+    const r = /^\|\s*(\w+)\s*\|\s*([\d.]+)\s*ms\s*\|$/.exec(line)
     if (r) m.set(r[1], 48 / (Number(r[2]) / 1000))
   }
   return m

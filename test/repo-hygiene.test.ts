@@ -38,7 +38,9 @@ function trackedFiles(): string[] {
 
 // Assembled from parts so that this file does not match its own patterns.
 const SPEC_DIR = ['shared', 'spec'].join('/')
-const SIBLING = ['..', 'shared'].join('/')
+const SIBLING = ['..', 'sha' + 'red'].join('/')
+/** the same folder reached through path segments in code (`join(ROOT, '..', NAME, ...)`) */
+const SIBLING_SEGMENTS = new RegExp(`['"]\\.\\.['"]\\s*,\\s*['"]${'sha' + 'red'}['"]`)
 /** an absolute path into a machine's work, temporary, home or mount folders */
 const ABSOLUTE = new RegExp(
   '(^|[^A-Za-z0-9_.~$/-])/(' + ['work', 'tmp', 'root', 'home', 'Users', 'mnt', 'srv'].join('|') + ')/[A-Za-z0-9_.-]',
@@ -71,8 +73,15 @@ test('the file list covers the repository', () => {
 })
 
 test('no tracked file points to a shared specification folder outside the repository', () => {
-  const hits = offenders((line) => line.includes(SPEC_DIR) || line.includes(SIBLING))
+  const hits = offenders((line) => line.includes(SPEC_DIR) || line.includes(SIBLING) || SIBLING_SEGMENTS.test(line))
   assert.deepEqual(hits, [], 'cite docs/query.md instead')
+})
+
+test('the sibling-folder pattern catches path segments in code', () => {
+  const q = (s: string) => `'${s}'`
+  assert.ok(SIBLING_SEGMENTS.test(`join(ROOT, ${q('..')}, ${q('sha' + 'red')}, 'bench')`))
+  assert.ok(SIBLING_SEGMENTS.test(`resolve(dir, "..","${'sha' + 'red'}")`))
+  assert.ok(!SIBLING_SEGMENTS.test(`join(ROOT, ${q('..')}, 'data')`))
 })
 
 test('no tracked file carries an absolute machine path', () => {
