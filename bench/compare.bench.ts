@@ -41,6 +41,7 @@ import { boundedBy, monotonicMicros, profileTable, summarizeProfileDir, type Thr
 import { INDEXES, querySql, schemaSql } from './compare/sql.ts'
 import { runTailBench, tailStages, type TailResult } from './compare/tail.ts'
 import { warmUp } from './compare/warm.ts'
+import { GEN_VERSION } from '../src/ingest/generate.ts'
 import { DuckChild } from './compare/duck.ts'
 import { targetsTable, type TargetRow } from './compare/targets.ts'
 import {
@@ -82,7 +83,7 @@ const PROFILE = process.env.COMPARE_PROFILE !== '0'
 const TAIL = process.env.COMPARE_TAIL !== '0'
 /** 1: keep the dataset, the PostgreSQL database and the Parquet files of an earlier run of the same shape */
 const REUSE = process.env.COMPARE_REUSE === '1'
-const SHAPE = `b${N_BLOCKS}-t${TXS}-s${SEED}`
+const SHAPE = `v${GEN_VERSION}-b${N_BLOCKS}-t${TXS}-s${SEED}`
 const FROM_SLOT = 310_000_000
 
 /* eslint-disable @typescript-eslint/no-explicit-any */

@@ -29,7 +29,7 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { runImport } from '../src/cli/commands/import.ts'
 import { readTextLines, toArchiveLine } from '../src/ingest/archive.ts'
-import { writeArchive, type GenStats } from '../src/ingest/generate.ts'
+import { GEN_VERSION, writeArchive, type GenStats } from '../src/ingest/generate.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
@@ -133,7 +133,7 @@ async function encodeRounds(
 
 export async function run(): Promise<string> {
   mkdirSync(WORK, { recursive: true })
-  const archive = join(WORK, `gen-b${BLOCKS}-t${TXS}.jsonl.gz`)
+  const archive = join(WORK, `gen${GEN_VERSION}-b${BLOCKS}-t${TXS}.jsonl.gz`)
   const statsFile = `${archive}.json`
   let gen: { stats: GenStats; seconds: number; cpu: number; cached: boolean }
   if (existsSync(archive) && existsSync(statsFile)) {

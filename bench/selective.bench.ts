@@ -43,10 +43,11 @@ import { fileURLToPath } from 'node:url'
 import { executeQuery, parseQuery } from '../src/query/index.ts'
 import { openDatasetDir } from '../src/store/dataset-dir.ts'
 import { frameStats } from '../src/store/cold/frames.ts'
+import { GEN_VERSION } from '../src/ingest/generate.ts'
 import { benchServeArgs, comparisonQueries, cpuFloorMs, ownCpuMs, processCpuMs, waitForServe } from './support.ts'
 import { monotonicMicros, profileTable, summarizeProfileDir } from './compare/profile.ts'
 
-const DEFAULT_DIR = join(import.meta.dirname, 'tmp', 'compare', 'gen-b1000-t1500-s1', 'dataset')
+const DEFAULT_DIR = join(import.meta.dirname, 'tmp', 'compare', `gen-v${GEN_VERSION}-b1000-t1500-s1`, 'dataset')
 /** the compare bench's picks on `solportal gen --seed 1` blocks (1,500 transactions each) */
 const POOL = process.env.SELECTIVE_POOL ?? 'G111111DnPt5HyjWmseU3u7rReFKX1deSMi7EQYDuHDt'
 const ACCOUNT = process.env.SELECTIVE_ACCOUNT ?? '4111111Dneqr5otaZqC2LqYAhhc4TXxfdc8s6Y1BNTkE'

@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url'
 import { DuckDBInstance, LIST, UINTEGER, VARCHAR, type DuckDBAppender, type DuckDBListType } from '@duckdb/node-api'
 import { HEADER_FIELDS, columnsOf, type FieldDef, type FieldType } from '../src/catalogue.ts'
 import { runImport } from '../src/cli/commands/import.ts'
-import { writeArchive } from '../src/ingest/generate.ts'
+import { GEN_VERSION, writeArchive } from '../src/ingest/generate.ts'
 import { REPO_ROOT } from '../src/ingest/sample.ts'
 import { RECORD_KINDS, type Block } from '../src/model.ts'
 import { LISTS, readChunkBlocks } from '../src/store/cold/chunk-file.ts'
@@ -201,7 +201,7 @@ export async function run(): Promise<string> {
     const rows: Row[] = []
     const mArchive = join(work, 'mainnet.jsonl.gz')
     rows.push(await measure('real mainnet (data/mainnet)', mArchive, work, mainnetArchive(mArchive)))
-    const gArchive = join(work, `gen-b${BLOCKS}-t${TXS}.jsonl.gz`)
+    const gArchive = join(work, `gen${GEN_VERSION}-b${BLOCKS}-t${TXS}.jsonl.gz`)
     if (!existsSync(gArchive)) {
       // deterministic: kept in STORAGE_WORK for the next run
       log(`generating ${BLOCKS} blocks of ~${TXS} transactions`)
