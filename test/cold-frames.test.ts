@@ -10,7 +10,15 @@ import { test } from 'node:test'
 import { fixtureBlocks } from '../scripts/gen-cold-fixture.ts'
 import { REPO_ROOT } from '../src/ingest/sample.ts'
 import { readChunkBlocks, readFooter, writeChunkFile } from '../src/store/cold/chunk-file.ts'
-import { brotli, FILTER_DELTA32, FILTER_ZIGZAG32, FILTER_ZIGZAG32_SHUFFLE } from '../src/store/cold/frames.ts'
+import {
+  brotli,
+  compressFrames,
+  FILTER_DELTA32,
+  FILTER_ZIGZAG32,
+  FILTER_ZIGZAG32_SHUFFLE,
+  framing,
+} from '../src/store/cold/frames.ts'
+import { brotliCompressSync, constants } from 'node:zlib'
 import { tempDir } from './support/cold/util.ts'
 
 const OLD = join(REPO_ROOT, 'test/fixtures/cold/format4-mainnet-before-shuffle.spc')
@@ -88,4 +96,43 @@ test('compressInThisThread: a main thread then compresses frames itself, not on 
   const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' })
   assert.equal(r.status, 0, r.stderr)
   assert.deepEqual(JSON.parse(r.stdout), [false, true])
+})
+
+const windowOptions = (lgwin: number) => ({ params: { [constants.BROTLI_PARAM_LGWIN]: lgwin } })
+
+/** the window (log2) a brotli stream declares in its first bits (RFC 7932, 9.1) */
+function brotliWindow(z: Uint8Array): number {
+  const b = z[0]
+  if ((b & 1) === 0) return 16
+  const n = (b >> 1) & 7
+  if (n !== 0) return 17 + n
+  const m = (b >> 4) & 7
+  return m === 0 ? 17 : 8 + m
+}
+
+test('frames declare their window: 64 KiB for text parts, the frame for binary parts and JSON columns', async () => {
+  for (const [lgwin, want] of [
+    [16, 16],
+    [17, 17],
+    [20, 20],
+    [24, 24],
+  ])
+    assert.equal(brotliWindow(brotliCompressSync(Buffer.alloc(1000, 7), windowOptions(lgwin))), want)
+  // text of distinct random base58 values, as a dictionary column's first part
+  const abc = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
+  let seed = 1
+  const text = Buffer.alloc(300_000)
+  for (let i = 0; i < text.length; i++) text[i] = abc.charCodeAt((seed = (seed * 48271) % 0x7fffffff) % 58)
+  const words = new Uint8Array(new Uint32Array(40_000).map((_, i) => i * 3).buffer)
+  const firstFrameWindow = async (e: Parameters<typeof compressFrames>[0], parts: Uint8Array[], part: number) => {
+    const f = await compressFrames(e, parts)
+    let k = 0
+    for (let p = 0; p < part; p++) k += f.fr[p].length - 2
+    assert.ok(f.fr[part][2] > 0, 'the frame is stored compressed')
+    return brotliWindow(f.stored[k])
+  }
+  assert.equal(framing('dict', 0).lgwin, 16)
+  assert.equal(await firstFrameWindow('dict', [text, words, words, words], 0), 16)
+  assert.equal(await firstFrameWindow('dict', [text, words, words, words], 1), 17) // 64 KiB frames of codes
+  assert.equal(await firstFrameWindow('jdict', [text, words], 0), 24) // a JSON column: one whole frame
 })

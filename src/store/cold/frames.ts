@@ -18,13 +18,15 @@
  * Codec choice (measured on generated mainnet-shaped chunks, 64 KiB frames): brotli quality 5
  * stored 8.9 MB per 41.6 MB raw chunk, zstd level 9 (through wasm) 11.8 MB, deflate 10.9 MB;
  * brotli ships with Node (synchronous, which the synchronous read path needs), zstd does not in
- * Node 20. Quality by part (`framing`): 6 for text (dictionaries, plain strings, JSON), 5 for the
- * binary parts (codes, offsets, positions), where higher qualities gain under 1% for up to 2x the
- * time, 4 for list posting offsets and rows (POSTINGS_QUALITY). Measured on a 21-block chunk of 1,500-transaction generated blocks (per block, brotli
- * CPU): text at 7 with the earlier filters stored 6.667 MB (48.5 ms); text at 6 alone would store
- * 1.2% more (39.2 ms); the grouped zigzag filter on offsets and u32 columns stores ~97 KB less
- * (1.3%) and compresses those parts faster, so text at 6 with it stores 6.653 MB, a little less
- * than before, for ~10 ms less CPU per block. Decoding costs the same.
+ * Node 20. Quality by part (`framing`): 5 for text (dictionaries, plain strings) with a 64 KiB
+ * window (TEXT_LGWIN), 6 for JSON columns, 5 for the binary parts (codes, offsets, positions),
+ * where higher qualities gain under 1% for up to 2x the time, 4 for list posting offsets and rows
+ * (POSTINGS_QUALITY). The figures quoted here before TEXT_LGWIN were measured on generated blocks
+ * whose addresses and signatures were far more compressible than real ones (text copied from a
+ * small pad; the generator's version 1): on a 21-block chunk of 1,500-transaction blocks (per
+ * block, brotli CPU), text at 7 with the earlier filters stored 6.667 MB (48.5 ms); text at 6
+ * alone would store 1.2% more (39.2 ms); the grouped zigzag filter on offsets and u32 columns
+ * stores ~97 KB less (1.3%) and compresses those parts faster. Decoding costs the same.
  *
  * On the main thread, frames are compressed on libuv's thread pool (`brotliCompress`), two at a
  * time (COMPRESS_AHEAD), so a chunk's encoding goes on in JS while earlier columns compress (the
@@ -59,9 +61,23 @@ export const FILTER_ZIGZAG32 = 2
 /** zigzag deltas, then the bytes grouped by significance (the high bytes, mostly zero, together) */
 export const FILTER_ZIGZAG32_SHUFFLE = 3
 
-/** brotli quality of text parts and of binary ones (see above) */
-const TEXT_QUALITY = 6
+/** brotli quality of text parts, of JSON columns (one whole frame) and of binary parts (see above) */
+const TEXT_QUALITY = 5
+const WHOLE_QUALITY = 6
 const DATA_QUALITY = 5
+/**
+ * brotli window (log2) of text parts: 64 KiB, an eighth of their frame. Their text is a column's
+ * distinct values in byte order, where a value's near twins sit next to it; with the frame-sized
+ * window (1 MiB) brotli's quality 5-6 searches ~1.6x as long for matches that are not there
+ * (addresses, signatures: random base58). Measured on the first 21-block chunk of 1,500-transaction
+ * generated blocks (npm run bench -- import's archive shape) and on the mainnet block, all parts
+ * of the chunk, brotli in one thread: text at quality 5 with this window stores 0.55 % fewer bytes
+ * than quality 6 with the frame's window for 0.79x the CPU (1,149 → 919 ms per chunk), and as
+ * many bytes for 0.83x on the mainnet block. Quality 3-4 would halve the time but stores 1.7 % more
+ * on the mainnet block (the context modelling of quality 5 and up finds the skew of real
+ * addresses' characters); JSON columns at quality 5 store 0.6 % more of the generated blocks.
+ */
+const TEXT_LGWIN = 16
 /**
  * brotli quality of a list column's posting offsets and posting rows (zigzag deltas, bytes
  * grouped): quality 4 stores them in as many bytes as 5 (on a 21-block chunk of 1,500-transaction
@@ -71,8 +87,8 @@ const DATA_QUALITY = 5
  */
 const POSTINGS_QUALITY = 4
 
-/** how part i of an `e` blob is framed: frame size (log2), filter and brotli quality */
-export function framing(e: Enc, i: number): { log: number; filter: number; quality: number } {
+/** how part i of an `e` blob is framed: frame size (log2), filter, brotli quality and window (log2) */
+export function framing(e: Enc, i: number): { log: number; filter: number; quality: number; lgwin: number } {
   let text = false
   let filter = FILTER_NONE
   let quality = DATA_QUALITY
@@ -89,7 +105,7 @@ export function framing(e: Enc, i: number): { log: number; filter: number; quali
       break
     case 'jdict':
     case 'jplain':
-      if (i === 0) return { log: WHOLE_LOG, filter: FILTER_NONE, quality: TEXT_QUALITY }
+      if (i === 0) return { log: WHOLE_LOG, filter: FILTER_NONE, quality: WHOLE_QUALITY, lgwin: frameWindow(WHOLE_LOG) }
       break
     case 'list':
       // offsets, text, codes, sorted codes, token offsets, posting offsets, posting rows, positions
@@ -111,7 +127,13 @@ export function framing(e: Enc, i: number): { log: number; filter: number; quali
       if (i === 0) filter = FILTER_ZIGZAG32_SHUFFLE
       break
   }
-  return { log: text ? TEXT_LOG : DATA_LOG, filter, quality: text ? TEXT_QUALITY : quality }
+  if (text) return { log: TEXT_LOG, filter, quality: TEXT_QUALITY, lgwin: TEXT_LGWIN }
+  return { log: DATA_LOG, filter, quality, lgwin: frameWindow(DATA_LOG) }
+}
+
+/** brotli's window (log2) for frames of 2^log bytes: the frame, within brotli's bounds 16-24 */
+function frameWindow(log: number): number {
+  return Math.min(24, Math.max(16, log + 1))
 }
 
 /** u32 little-endian deltas of the first length & ~3 bytes (wrapping; zigzag-mapped), a copy */
@@ -281,8 +303,11 @@ export async function compressFrames(e: Enc, parts: readonly Uint8Array[], frame
   const jobs: Promise<[Uint8Array, boolean]>[] = []
   const fr: number[][] = []
   parts.forEach((p, i) => {
-    const { filter, quality } = framing(e, i)
-    const log = frameLog ?? framing(e, i).log
+    const f = framing(e, i)
+    const { filter, quality } = f
+    const log = frameLog ?? f.log
+    // a smaller frame size (tests) never gets a larger window than its frames
+    const lgwin = Math.min(f.lgwin, frameWindow(log))
     const size = 2 ** log
     fr.push([log, filter])
     for (let a = 0; a < p.byteLength; a += size) {
@@ -294,7 +319,6 @@ export async function compressFrames(e: Enc, parts: readonly Uint8Array[], frame
           : filter === FILTER_ZIGZAG32_SHUFFLE
             ? zigzagShuffle32(part)
             : delta32(part, filter !== FILTER_DELTA32)
-      const lgwin = Math.min(24, Math.max(16, log + 1))
       jobs.push(brotli(r, quality, lgwin).then((z) => (z.byteLength < r.byteLength ? [z, true] : [r, false])))
     }
   })
