@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { fixtureBlocks } from '../scripts/gen-cold-fixture.ts'
 import { REPO_ROOT } from '../src/ingest/sample.ts'
+import { base58Encode } from '../src/util/base58.ts'
 import { readChunkBlocks, readFooter, writeChunkFile } from '../src/store/cold/chunk-file.ts'
 import {
   brotli,
@@ -118,11 +119,12 @@ test('frames declare their window: 64 KiB for text parts, the frame for binary p
     [24, 24],
   ])
     assert.equal(brotliWindow(brotliCompressSync(Buffer.alloc(1000, 7), windowOptions(lgwin))), want)
-  // text of distinct random base58 values, as a dictionary column's first part
-  const abc = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
+  // distinct random addresses in base58 (~300 KB), as a dictionary column's first part
   let seed = 1
-  const text = Buffer.alloc(300_000)
-  for (let i = 0; i < text.length; i++) text[i] = abc.charCodeAt((seed = (seed * 48271) % 0x7fffffff) % 58)
+  const keys: string[] = []
+  for (let i = 0; i < 7000; i++)
+    keys.push(base58Encode(new Uint8Array(32).map(() => (seed = (seed * 48271) % 0x7fffffff) & 0xff)))
+  const text = Buffer.from(keys.sort().join(''), 'latin1')
   const words = new Uint8Array(new Uint32Array(40_000).map((_, i) => i * 3).buffer)
   const firstFrameWindow = async (e: Parameters<typeof compressFrames>[0], parts: Uint8Array[], part: number) => {
     const f = await compressFrames(e, parts)

@@ -520,7 +520,7 @@ export async function runImport(
     }
     if (missing.count) throw new ImportError(missing.message(store.firstBlock()!, resumeAfter))
     while (sent.length) await settle()
-    // (assigned by send and settle: not narrowed to null here)
+    // (assigned by send: not narrowed to null here)
     const last = open as { id: number; first: number; last: number; count: number } | null
     if (last) closeBatch(last, false)
     for (const w of writes) await w
