@@ -10,16 +10,27 @@ import { test } from 'node:test'
 import { fixtureBlocks } from '../scripts/gen-cold-fixture.ts'
 import { REPO_ROOT } from '../src/ingest/sample.ts'
 import { base58Encode } from '../src/util/base58.ts'
-import { readChunkBlocks, readFooter, writeChunkFile } from '../src/store/cold/chunk-file.ts'
+import {
+  CorruptChunkError,
+  FORMAT_VERSION,
+  readChunkBlocks,
+  readFooter,
+  writeChunkFile,
+} from '../src/store/cold/chunk-file.ts'
 import {
   brotli,
+  CODEC_BROTLI,
+  CODEC_ZSTD,
   compressFrames,
   FILTER_DELTA32,
   FILTER_ZIGZAG32,
   FILTER_ZIGZAG32_SHUFFLE,
   framing,
+  unframe,
 } from '../src/store/cold/frames.ts'
-import { brotliCompressSync, constants } from 'node:zlib'
+import { RECORD_KINDS } from '../src/model.ts'
+import { readFileSync } from 'node:fs'
+import { brotliCompressSync, constants, crc32 } from 'node:zlib'
 import { tempDir } from './support/cold/util.ts'
 
 const OLD = join(REPO_ROOT, 'test/fixtures/cold/format4-mainnet-before-shuffle.spc')
@@ -137,4 +148,52 @@ test('frames declare their window: 64 KiB for text parts, the frame for binary p
   assert.equal(await firstFrameWindow('dict', [text, words, words, words], 0), 16)
   assert.equal(await firstFrameWindow('dict', [text, words, words, words], 1), 17) // 64 KiB frames of codes
   assert.equal(await firstFrameWindow('jdict', [text, words], 0), 24) // a JSON column: one whole frame
+})
+
+test('format 5: text parts and JSON columns in zstd frames, binary parts in brotli; they read back, a damaged one is refused', async () => {
+  const blocks = await fixtureBlocks()
+  const dir = tempDir()
+  const zfile = join(dir, 'zstd.spc')
+  const bfile = join(dir, 'brotli.spc')
+  await writeChunkFile(zfile, blocks, { fsync: false, zstd: true })
+  await writeChunkFile(bfile, blocks, { fsync: false, zstd: false })
+  const z = readFooter(zfile).footer
+  assert.equal(z.v, FORMAT_VERSION)
+  const seen = new Set<string>()
+  for (const [name, t] of [['header', z.header] as const, ...RECORD_KINDS.map((k) => [k, z.kinds[k]] as const)])
+    for (const [col, m] of Object.entries(t.cols)) {
+      const codecs = m.zc ?? m.p.map(() => CODEC_BROTLI)
+      m.p.forEach((_, i) => {
+        const f = framing(m.e, i, true)
+        const text = f.log === framing('dict', 0).log && f.lgwin === framing('dict', 0).lgwin
+        const whole = m.e.startsWith('j') && i === 0
+        assert.equal(codecs[i], text || whole ? CODEC_ZSTD : CODEC_BROTLI, `${name}.${col} part ${i}`)
+        seen.add(`${codecs[i]}:${text ? 'text' : whole ? 'json' : 'binary'}`)
+      })
+    }
+  assert.deepEqual([...seen].sort(), [`${CODEC_BROTLI}:binary`, `${CODEC_ZSTD}:json`, `${CODEC_ZSTD}:text`])
+  // brotli throughout when told, and in format 4 whatever is asked (its readers know brotli only)
+  for (const t of Object.values(readFooter(bfile).footer.kinds))
+    for (const m of Object.values(t.cols)) assert.equal(m.zc, undefined)
+  const v4 = join(dir, 'v4.spc')
+  await writeChunkFile(v4, blocks, { fsync: false, zstd: true, formatVersion: 4 })
+  for (const t of Object.values(readFooter(v4).footer.kinds))
+    for (const m of Object.values(t.cols)) assert.equal(m.zc, undefined)
+  // the same records from all three
+  assert.deepEqual(readChunkBlocks(zfile), readChunkBlocks(bfile))
+  assert.deepEqual(readChunkBlocks(v4), readChunkBlocks(bfile))
+  // a zstd frame damaged under a checksum made to match: the decoder's error, as a corrupt chunk
+  const m = z.kinds.instruction.cols.accounts
+  const first = m.fr![0].length - 2 // frames of the offsets part come first
+  const at = m.o + Math.abs(m.fr![0].slice(2).reduce((s, l) => s + Math.abs(l), 0))
+  assert.equal(m.zc![1], CODEC_ZSTD)
+  const len = m.fr![1][2]
+  assert.ok(len > 0, 'the text frame is stored compressed')
+  const b = readFileSync(zfile)
+  b[at + 6] ^= 0xff // inside the zstd frame header: the frame no longer decodes
+  m.fc![first] = crc32(b.subarray(at, at + len))
+  assert.throws(
+    () => unframe(b.subarray(m.o, m.o + m.l), m, (why) => new CorruptChunkError(why)),
+    (e: unknown) => e instanceof CorruptChunkError && /zstd frame does not decompress/.test((e as Error).message),
+  )
 })

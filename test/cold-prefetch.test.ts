@@ -12,7 +12,8 @@ import { brotliCompressSync, crc32 } from 'node:zlib'
 import { executeQuery, parseQuery } from '../src/query/index.ts'
 import { coldDir, openDatasetDir, writeDatasetMeta } from '../src/store/dataset-dir.ts'
 import { CorruptChunkError } from '../src/store/cold/chunk-file.ts'
-import { frameStats } from '../src/store/cold/frames.ts'
+import { CODEC_BROTLI, CODEC_ZSTD, frameStats } from '../src/store/cold/frames.ts'
+import { compress as zstdCompress } from '@bokuweb/zstd-wasm'
 import { storedReads } from '../src/store/cold/raw.ts'
 import { holdPrefetch, prefetchPending, prefetchStats, stopPrefetchThread } from '../src/store/cold/prefetch.ts'
 import { StaticStore } from '../src/store/static.ts'
@@ -142,11 +143,12 @@ test('a damaged frame read ahead is reported, not decompressed into other lines'
   await store.close()
 })
 
-test('the decompressing thread hands over only stored frames that match their crc32', async () => {
+test('the decompressing thread hands over only stored frames that match their crc32, brotli and zstd', async () => {
   const data = Buffer.from('frame '.repeat(5000))
   const z = brotliCompressSync(data)
+  const zs = zstdCompress(data, 3)
   const file = join(tempDir(), 'frames')
-  writeFileSync(file, Buffer.concat([Buffer.from('head'), z]))
+  writeFileSync(file, Buffer.concat([Buffer.from('head'), z, zs]))
   const { port1, port2 } = new MessageChannel()
   const w = new Worker(new URL('../src/store/cold/inflate-worker.mjs', import.meta.url), {
     workerData: { answers: port2 },
@@ -156,16 +158,19 @@ test('the decompressing thread hands over only stored frames that match their cr
   const got = new Promise<void>((resolve) =>
     port1.on('message', (m: { id: number; raw: Uint8Array | null }) => {
       answers.push(m)
-      if (answers.length === 3) resolve()
+      if (answers.length === 5) resolve()
     }),
   )
-  const job = { at: 4, len: z.length, bytes: data.length }
+  const job = { at: 4, len: z.length, bytes: data.length, codec: CODEC_BROTLI }
+  const zjob = { at: 4 + z.length, len: zs.length, bytes: data.length, crc: crc32(zs) }
   w.postMessage({
     path: file,
     jobs: [
       { id: 1, ...job, crc: crc32(z) },
       { id: 2, ...job, crc: (crc32(z) + 1) >>> 0 }, // not the stored bytes' checksum
-      { id: 3, ...job, len: z.length + 10, crc: crc32(z) }, // past the end of the file
+      { id: 3, ...job, len: z.length + 10 + zs.length, crc: crc32(z) }, // past the end of the file
+      { id: 4, ...zjob, codec: CODEC_ZSTD },
+      { id: 5, ...zjob, codec: CODEC_BROTLI }, // a zstd frame does not decompress as brotli
     ],
   })
   await got
@@ -177,6 +182,8 @@ test('the decompressing thread hands over only stored frames that match their cr
       [1, true],
       [2, null],
       [3, null],
+      [4, true],
+      [5, null],
     ],
   )
 })

@@ -54,18 +54,21 @@ test('Table.match equals filtering column() for every string and list column; ro
   // format 2 (postings without positions) and 3 (every occurrence with its position); default
   // cache: parts read whole; a 1-byte cache: every use re-reads, after the first (crc checked) by
   // pages from the file
-  for (const [formatVersion, cacheBytes, frameLog] of [
-    [2, undefined, undefined],
-    [3, undefined, undefined],
-    [3, 1, undefined],
-    [4, undefined, undefined],
-    [4, 1, undefined],
+  for (const [formatVersion, cacheBytes, frameLog, zstd] of [
+    [2, undefined, undefined, false],
+    [3, undefined, undefined, false],
+    [3, 1, undefined, false],
+    [4, undefined, undefined, false],
+    [4, 1, undefined, false],
     // frames of 2 KiB: reads span several frames, pages of a frame are shared
-    [4, undefined, 11],
-    [4, 1, 11],
+    [4, undefined, 11, false],
+    [4, 1, 11, false],
+    // format 5: text and JSON parts in zstd frames
+    [5, undefined, undefined, true],
+    [5, 1, 11, true],
   ] as const) {
     const dir = tempDir()
-    await writeStore(dir, blocks, { targetBlocks: 12, formatVersion, frameLog })
+    await writeStore(dir, blocks, { targetBlocks: 12, formatVersion, frameLog, zstd })
     const s = await DiskColdStore.open(dir, { readOnly: true, cacheBytes })
     for (const c of await allChunks(s)) {
       for (const kind of RECORD_KINDS) {
@@ -162,9 +165,9 @@ test('Table.match equals filtering column() for every string and list column; ro
   )
 })
 
-test('format versions: 4 written; 1 read without push-down, 2, 3 and 4 with; others refused', async () => {
+test('format versions: 5 written; 1 read without push-down, 2, 3, 4 and 5 with; others refused', async () => {
   const blocks = generateBlocks({ seed: 12, count: 10 })
-  for (const v of [1, 2, 3, 4] as const) {
+  for (const v of [1, 2, 3, 4, 5] as const) {
     const dir = tempDir()
     await writeStore(dir, blocks, { targetBlocks: 100, formatVersion: v })
     const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
@@ -181,11 +184,11 @@ test('format versions: 4 written; 1 read without push-down, 2, 3 and 4 with; oth
   await writeStore(dir, blocks, { targetBlocks: 100 })
   const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
   assert.equal(readFooter(file).footer.v, FORMAT_VERSION)
-  // rewrite the footer as version 5 (valid checksum, plain JSON footer): refused, not misread
+  // rewrite the footer as version 6 (valid checksum, plain JSON footer): refused, not misread
   const b = readFileSync(file)
   const flen = b.readUInt32LE(b.length - 16)
   const fj = readFooter(file).footer as unknown as Record<string, unknown>
-  fj.v = 5
+  fj.v = 6
   const nf = Buffer.from(JSON.stringify(fj), 'utf8')
   const tr = Buffer.from(b.subarray(b.length - 16))
   tr.writeUInt32LE(nf.length, 0)
@@ -194,7 +197,7 @@ test('format versions: 4 written; 1 read without push-down, 2, 3 and 4 with; oth
   writeFileSync(file, Buffer.concat([b.subarray(0, b.length - 16 - flen), nf, tr]))
   assert.throws(
     () => readFooter(file),
-    (e: unknown) => e instanceof CorruptChunkError && /version 5 is not supported/.test((e as Error).message),
+    (e: unknown) => e instanceof CorruptChunkError && /version 6 is not supported/.test((e as Error).message),
   )
 })
 

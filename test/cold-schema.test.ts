@@ -9,7 +9,7 @@ import { columnsOf, HEADER_FIELDS, type FieldDef } from '../src/catalogue.ts'
 import type { BlockHeader, RecordKind } from '../src/model.ts'
 import { RECORD_KINDS } from '../src/model.ts'
 import { DiskColdStore } from '../src/store/cold.ts'
-import { readChunkBlocks, readFooter, SchemaMismatchError } from '../src/store/cold/chunk-file.ts'
+import { FORMAT_VERSION, readChunkBlocks, readFooter, SchemaMismatchError } from '../src/store/cold/chunk-file.ts'
 import { DiskChunk, type ColumnsOf } from '../src/store/cold/disk-chunk.ts'
 import { ByteLru } from '../src/store/cold/lru.ts'
 import { MemoryChunk } from '../src/store/memory.ts'
@@ -93,13 +93,13 @@ test('a column stored with another type than the reader declares is a clear erro
   assert.equal(t.column('data').length, t.rowCount)
 })
 
-test('format 4 chunks declare every column with its type; added fields read as null, retyped ones fail', async () => {
+test('chunks (format 4 and up) declare every column with its type; added fields read as null, retyped ones fail', async () => {
   const blocks = generateBlocks({ seed: 21, count: 8 })
   const dir = tempDir()
   await writeStore(dir, blocks, { targetBlocks: 100 })
   const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
   const { footer } = readFooter(file)
-  assert.equal(footer.v, 4)
+  assert.equal(footer.v, FORMAT_VERSION)
   for (const d of HEADER_FIELDS) assert.equal(footer.header.cols[d.name].t, d.type)
   for (const kind of RECORD_KINDS)
     for (const d of columnsOf(kind)) assert.equal(footer.kinds[kind].cols[d.name].t, d.type, `${kind}.${d.name}`)

@@ -65,10 +65,12 @@ export interface DiskColdStoreOptions {
   cacheBytes?: number
   /** deflate column blobs when it saves >= 25% (default false: see the bench) */
   compress?: boolean
-  /** chunk file format version to write (default the current one, 4; older ones for compatibility tests) */
+  /** chunk file format version to write (default the current one, 5; older ones for compatibility tests) */
   formatVersion?: FormatVersion
   /** format 4 frame size (log2) of every part: tests only (small frames cover reads across frames) */
   frameLog?: number
+  /** format 5: text and JSON parts in zstd or brotli (default: by the writing thread, chunk-file.ts `WriteOptions.zstd`) */
+  zstd?: boolean
   /** open without writing anything (a server over a directory another process imports into) */
   readOnly?: boolean
   /**
@@ -540,8 +542,8 @@ export class DiskColdStore implements ColdStore {
 
   /** how chunk files of this store are encoded (for `encodeChunk` elsewhere, e.g. import workers) */
   get encodeOptions(): WriteOptions {
-    const { compress, formatVersion, frameLog } = this.opts
-    return { compress, fsync: this.opts.fsync !== false, formatVersion, frameLog }
+    const { compress, formatVersion, frameLog, zstd } = this.opts
+    return { compress, fsync: this.opts.fsync !== false, formatVersion, frameLog, zstd }
   }
 
   /** The unsealed chunks at the end of the store (see `appendEncoded`), oldest first. */

@@ -38,6 +38,7 @@ import { listArchiveFiles, readTextLines, toArchiveLine } from '../../ingest/arc
 import { parseJsonExact } from '../../rpc/json.ts'
 import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold.ts'
 import type { FormatVersion } from '../../store/cold/chunk-file.ts'
+import { zstdInThisThread } from '../../store/cold/frames.ts'
 import {
   BatchBuilder,
   BatchCut,
@@ -182,6 +183,9 @@ class InProcessBackend implements ImportBackend {
   private readonly chunks = new Map<number, Promise<EncodedBatch>>()
   constructor(opts: BatchOptions) {
     this.builder = new BatchBuilder(opts)
+    // the frames worker threads write (zstd text and JSON parts), compressed here: a bulk import
+    // serves nobody, and its chunk files are the same whatever the number of workers
+    zstdInThisThread()
   }
   async start(_id: number, tail: readonly string[]): Promise<BatchStart> {
     return this.builder.startWith(tail)

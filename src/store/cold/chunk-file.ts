@@ -93,6 +93,8 @@ export interface ColMeta {
   fr?: number[][]
   /** format 4: crc32 of each stored frame, in order */
   fc?: number[]
+  /** format 5: the codec of each part's frames (frames.ts CODEC_*); absent: brotli throughout */
+  zc?: number[]
 }
 
 /** the page of `ColMeta.pc` checksums (format 3) */
@@ -116,12 +118,13 @@ export interface TableMeta {
  * string and list columns: `x: 1` in their column entries; version 1 readers would ignore them),
  * 3 (list postings list every occurrence with its position: 8 parts instead of 7; page checksums
  * `pc` of uncompressed blobs), 4 (every blob in compressed frames, `fr`/`fc`; every column entry
- * declares its type `t`; a column the reader knows but a chunk lacks reads as null).
+ * declares its type `t`; a column the reader knows but a chunk lacks reads as null), 5 (a part's
+ * frames may be zstd: `zc`, which a format 4 reader would not know to look for).
  * Written: FORMAT_VERSION. A file of any other version is refused.
  */
-export const FORMAT_VERSION = 4
-export const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4]
-export type FormatVersion = 1 | 2 | 3 | 4
+export const FORMAT_VERSION = 5
+export const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4, 5]
+export type FormatVersion = 1 | 2 | 3 | 4 | 5
 
 export interface Footer {
   v: FormatVersion
@@ -145,6 +148,11 @@ export interface WriteOptions {
   fsync?: boolean
   /** format 4: log2 of the frame size of every part (default by part, frames.ts; tests use small frames) */
   frameLog?: number
+  /**
+   * format 5: text and JSON parts compressed with zstd (true) or brotli (false); default: zstd
+   * where this thread may compress synchronously (frames.ts `zstdHere`)
+   */
+  zstd?: boolean
 }
 
 export interface WrittenChunk {
@@ -428,7 +436,8 @@ export class ChunkColumns {
     const emit = (enc: Encoded, t: FieldType): ColMeta => {
       const p = enc.parts.map((x) => x.byteLength)
       if (version >= 4) {
-        const f = compressFrames(enc.e, enc.parts, opts.frameLog)
+        // format 4 readers know brotli frames only
+        const f = compressFrames(enc.e, enc.parts, opts.frameLog, version >= 5 ? opts.zstd : false)
         f.catch(() => undefined) // awaited (and reported) below
         const meta: ColMeta = { e: enc.e, t, o: 0, l: 0, p, c: 0, fr: [], fc: [] }
         if (enc.w) meta.w = enc.w
@@ -541,6 +550,7 @@ export class ChunkColumns {
       meta.c = crc32Of(f.stored)
       meta.fr = f.fr
       meta.fc = f.fc
+      if (f.zc) meta.zc = f.zc
       store(f.stored)
     }
 

@@ -1,7 +1,7 @@
 /**
- * Compressed frames (chunk format 4): each part of a column blob (encode.ts) is cut into frames of
- * 2^log raw bytes (the last one shorter), and each frame is compressed on its own (brotli, from
- * node:zlib), after a filter that suits the part: `delta32` for token offsets (equal steps: one
+ * Compressed frames (chunk formats 4 and 5): each part of a column blob (encode.ts) is cut into
+ * frames of 2^log raw bytes (the last one shorter), and each frame is compressed on its own (zstd
+ * or brotli, see Codecs below), after a filter that suits the part: `delta32` for token offsets (equal steps: one
  * repeated word), zigzag deltas with the bytes grouped by significance for the other u32 parts
  * that ascend or change little from one row to the next (row and posting offsets, posting rows,
  * transaction and log indexes, decimals), so the compressor sees runs of zero high bytes and
@@ -15,20 +15,37 @@
  * For page reads the raw parts are laid out in a virtual blob where each part starts at a multiple
  * of MAX_FRAME: a 16 KiB page of it never straddles two parts or two frames.
  *
- * Codec choice (measured on generated mainnet-shaped chunks, 64 KiB frames): brotli quality 5
- * stored 8.9 MB per 41.6 MB raw chunk, zstd level 9 (through wasm) 11.8 MB, deflate 10.9 MB;
- * brotli ships with Node (synchronous, which the synchronous read path needs), zstd does not in
- * Node 20. Quality by part (`framing`): 5 for text (dictionaries, plain strings) with a 64 KiB
- * window (TEXT_LGWIN), 6 for JSON columns, 5 for the binary parts (codes, offsets, positions),
- * where higher qualities gain under 1% for up to 2x the time, 4 for list posting offsets and rows
- * (POSTINGS_QUALITY). The figures quoted here before TEXT_LGWIN were measured on generated blocks
- * whose addresses and signatures were far more compressible than real ones (text copied from a
- * small pad; the generator's version 1): on a 21-block chunk of 1,500-transaction blocks (per
- * block, brotli CPU), text at 7 with the earlier filters stored 6.667 MB (48.5 ms); text at 6
- * alone would store 1.2% more (39.2 ms); the grouped zigzag filter on offsets and u32 columns
- * stores ~97 KB less (1.3%) and compresses those parts faster. Decoding costs the same.
+ * Codecs (`framing`; each part's codec is in the footer, `zc`, format 5; format 4 is brotli
+ * throughout): text parts (dictionaries, plain strings; 512 KiB frames) in zstd level 3, JSON
+ * columns (one 8 MiB frame) in zstd level 9, binary parts (codes, offsets, postings, positions;
+ * 64 KiB frames) in brotli quality 5 (4 for list posting offsets and rows, POSTINGS_QUALITY).
+ * zstd is the WebAssembly build `@bokuweb/zstd-wasm` (a dependency already, for Parquet export):
+ * synchronous, as the read path needs, but it runs in the calling thread, so a serving main
+ * thread, which must not wait ~0.2 s for a JSON frame, compresses every part in brotli on the
+ * thread pool instead (`zstdHere`); readers decode either. Measured on the first chunk of the
+ * import bench's archive (21 generated blocks of 1,500 transactions, generator version 2: random
+ * addresses and signatures, as real ones) and on the mainnet block, every frame compressed again
+ * in one thread, two rounds:
  *
- * On the main thread, frames are compressed on libuv's thread pool (`brotliCompress`), two at a
+ *   | per part class     | generated chunk: bytes, ms | mainnet block: bytes, ms |
+ *   | text, brotli q5    | 9.81 MB, 381               | 399.8 KB, 14             |
+ *   | text, zstd 3       | 9.91 MB, 109               | 404.6 KB, 8              |
+ *   | text, zstd 9       | 9.61 MB, 439               | 395.7 KB, 22             |
+ *   | JSON, brotli q6    | 2.90 MB, 356               | 47.2 KB, 3               |
+ *   | JSON, zstd 9       | 2.79 MB, 196               | 47.3 KB, 2               |
+ *   | binary, brotli q5  | 3.39 MB, 176               | 135.3 KB, 11             |
+ *   | binary, zstd 3 / 6 | 3.68 / 3.50 MB, 90 / 215   | 144.5 / 137.9 KB, 9 / 11 |
+ *
+ * So the chunk's compression CPU is 0.53x (914 → 491 ms) for as many bytes (16.10 MB both), and
+ * 0.74x on the mainnet block for 0.8 % more bytes; zstd frames also decompress faster (all frames
+ * of the chunk: 66 ms against 101). The parts brotli keeps are those where its context modelling
+ * of small integers wins 3-9 %. Text at quality 5 uses a 64 KiB window (TEXT_LGWIN) where it
+ * is still brotli; higher brotli qualities gain under 1 % for up to 2x the time. Earlier figures
+ * (format 4's choice of brotli over zstd 9: 8.9 against 11.8 MB for a 41.6 MB chunk) were measured
+ * on the generator's version 1, whose addresses and signatures were text copied from a small pad:
+ * long matches real data does not have, which brotli's larger window found.
+ *
+ * On the main thread, brotli frames are compressed on libuv's thread pool (`brotliCompress`), two at a
  * time (COMPRESS_AHEAD), so a chunk's encoding goes on in JS while earlier columns compress (the
  * server's event loop is never blocked for a chunk). A worker thread (import workers, the live
  * follower's cold writer) compresses in its own thread (`brotliCompressSync`): it has the other
@@ -40,6 +57,7 @@
  */
 import { isMainThread } from 'node:worker_threads'
 import { brotliCompress, brotliCompressSync, brotliDecompressSync, constants, crc32 } from 'node:zlib'
+import { compress as zstdCompress, decompress as zstdDecompress, init as zstdInit } from '@bokuweb/zstd-wasm'
 import { gatedZlib } from '../../util/zlib-gate.ts'
 import type { Enc } from './encode.ts'
 import { align8 } from './offsets.ts'
@@ -60,6 +78,20 @@ export const FILTER_DELTA32 = 1
 export const FILTER_ZIGZAG32 = 2
 /** zigzag deltas, then the bytes grouped by significance (the high bytes, mostly zero, together) */
 export const FILTER_ZIGZAG32_SHUFFLE = 3
+
+// zstd (WebAssembly, synchronous) is ready before any frame is compressed or read
+await zstdInit()
+
+/** a frame's compressor (a part's codec, `ColMeta.zc`; chunks of format 4 are brotli throughout) */
+export const CODEC_BROTLI = 0
+export const CODEC_ZSTD = 1
+
+/**
+ * zstd levels of text parts and of JSON columns, where a thread may compress synchronously in
+ * WebAssembly (`zstdHere`); binary parts stay brotli. See the head comment for the measurements.
+ */
+const TEXT_ZSTD_LEVEL = 3
+const WHOLE_ZSTD_LEVEL = 9
 
 /** brotli quality of text parts, of JSON columns (one whole frame) and of binary parts (see above) */
 const TEXT_QUALITY = 5
@@ -87,8 +119,30 @@ const TEXT_LGWIN = 16
  */
 const POSTINGS_QUALITY = 4
 
-/** how part i of an `e` blob is framed: frame size (log2), filter, brotli quality and window (log2) */
-export function framing(e: Enc, i: number): { log: number; filter: number; quality: number; lgwin: number } {
+/** how a part is framed and compressed */
+export interface Framing {
+  /** log2 of the frame size */
+  log: number
+  filter: number
+  codec: typeof CODEC_BROTLI | typeof CODEC_ZSTD
+  /** brotli: quality, zstd: level */
+  quality: number
+  /** brotli's window (log2) */
+  lgwin: number
+}
+
+/**
+ * How part i of an `e` blob is framed: frame size (log2), filter, codec, its quality and window;
+ * `zstd`: whether text and JSON parts may take zstd (see `zstdHere`)
+ */
+export function framing(e: Enc, i: number, zstd = zstdHere): Framing {
+  const f = brotliFraming(e, i)
+  if (zstd && f.log === TEXT_LOG && f.lgwin === TEXT_LGWIN) return { ...f, codec: CODEC_ZSTD, quality: TEXT_ZSTD_LEVEL }
+  if (zstd && f.log === WHOLE_LOG) return { ...f, codec: CODEC_ZSTD, quality: WHOLE_ZSTD_LEVEL }
+  return f
+}
+
+function brotliFraming(e: Enc, i: number): Framing {
   let text = false
   let filter = FILTER_NONE
   let quality = DATA_QUALITY
@@ -105,7 +159,14 @@ export function framing(e: Enc, i: number): { log: number; filter: number; quali
       break
     case 'jdict':
     case 'jplain':
-      if (i === 0) return { log: WHOLE_LOG, filter: FILTER_NONE, quality: WHOLE_QUALITY, lgwin: frameWindow(WHOLE_LOG) }
+      if (i === 0)
+        return {
+          log: WHOLE_LOG,
+          filter: FILTER_NONE,
+          codec: CODEC_BROTLI,
+          quality: WHOLE_QUALITY,
+          lgwin: frameWindow(WHOLE_LOG),
+        }
       break
     case 'list':
       // offsets, text, codes, sorted codes, token offsets, posting offsets, posting rows, positions
@@ -127,8 +188,8 @@ export function framing(e: Enc, i: number): { log: number; filter: number; quali
       if (i === 0) filter = FILTER_ZIGZAG32_SHUFFLE
       break
   }
-  if (text) return { log: TEXT_LOG, filter, quality: TEXT_QUALITY, lgwin: TEXT_LGWIN }
-  return { log: DATA_LOG, filter, quality, lgwin: frameWindow(DATA_LOG) }
+  if (text) return { log: TEXT_LOG, filter, codec: CODEC_BROTLI, quality: TEXT_QUALITY, lgwin: TEXT_LGWIN }
+  return { log: DATA_LOG, filter, codec: CODEC_BROTLI, quality, lgwin: frameWindow(DATA_LOG) }
 }
 
 /** brotli's window (log2) for frames of 2^log bytes: the frame, within brotli's bounds 16-24 */
@@ -230,6 +291,8 @@ export interface Framed {
   bytes: number
   /** per part: [log, filter, signed stored length of each frame] */
   fr: number[][]
+  /** per part: its codec (CODEC_*); absent when every part is brotli */
+  zc?: number[]
   /** crc32 of each stored frame */
   fc: number[]
 }
@@ -261,6 +324,14 @@ function brotliOptions(raw: Uint8Array, quality: number, lgwin: number) {
 
 /** whether frames are compressed in the calling thread (see `brotli`) */
 let compressHere = !isMainThread
+/**
+ * whether text and JSON parts are compressed with zstd (`framing`), which runs synchronously in
+ * the calling thread (WebAssembly: no thread pool): in worker threads, in a process whose main
+ * thread serves nobody (`compressInThisThread`) and in a bulk import run in its main thread
+ * (`zstdInThisThread`). A serving main thread keeps brotli on the thread pool for every part, so
+ * its event loop never waits for a frame (a JSON column's 8 MiB frame takes ~0.2 s).
+ */
+let zstdHere = !isMainThread
 
 /**
  * Compress frames in the calling thread from now on, also on a main thread: for a process whose
@@ -269,6 +340,16 @@ let compressHere = !isMainThread
  */
 export function compressInThisThread(): void {
   compressHere = true
+  zstdHere = true
+}
+
+/**
+ * Compress text and JSON parts with zstd in this thread from now on (binary parts stay on the
+ * thread pool): for a bulk import run in the main thread (`import --workers 1`), so that its
+ * chunk files are those its worker threads write.
+ */
+export function zstdInThisThread(): void {
+  zstdHere = true
 }
 
 /**
@@ -296,20 +377,28 @@ export async function brotli(
 
 /**
  * Compress the parts of a blob of encoding `e` into frames (`brotli`: in a worker thread one
- * after the other, on the main thread concurrently on the thread pool).
+ * after the other, on the main thread concurrently on the thread pool; zstd in this thread).
  */
-export async function compressFrames(e: Enc, parts: readonly Uint8Array[], frameLog?: number): Promise<Framed> {
+export async function compressFrames(
+  e: Enc,
+  parts: readonly Uint8Array[],
+  frameLog?: number,
+  /** text and JSON parts with zstd (false: brotli throughout, chunk format 4) */
+  zstd = zstdHere,
+): Promise<Framed> {
   /** each frame: its stored bytes, and whether they are compressed */
   const jobs: Promise<[Uint8Array, boolean]>[] = []
   const fr: number[][] = []
+  const zc: number[] = []
   parts.forEach((p, i) => {
-    const f = framing(e, i)
-    const { filter, quality } = f
+    const f = framing(e, i, zstd)
+    const { filter, quality, codec } = f
     const log = frameLog ?? f.log
     // a smaller frame size (tests) never gets a larger window than its frames
     const lgwin = Math.min(f.lgwin, frameWindow(log))
     const size = 2 ** log
     fr.push([log, filter])
+    zc.push(codec)
     for (let a = 0; a < p.byteLength; a += size) {
       const part = p.subarray(a, Math.min(p.byteLength, a + size))
       // stored filtered, compressed or not
@@ -319,7 +408,8 @@ export async function compressFrames(e: Enc, parts: readonly Uint8Array[], frame
           : filter === FILTER_ZIGZAG32_SHUFFLE
             ? zigzagShuffle32(part)
             : delta32(part, filter !== FILTER_DELTA32)
-      jobs.push(brotli(r, quality, lgwin).then((z) => (z.byteLength < r.byteLength ? [z, true] : [r, false])))
+      const z = codec === CODEC_ZSTD ? Promise.resolve(zstdCompress(r, quality)) : brotli(r, quality, lgwin)
+      jobs.push(z.then((z) => (z.byteLength < r.byteLength ? [z, true] : [r, false])))
     }
   })
   const frames = await Promise.all(jobs)
@@ -338,19 +428,21 @@ export async function compressFrames(e: Enc, parts: readonly Uint8Array[], frame
       bytes += frame.byteLength
     }
   })
-  return { stored, bytes, fr, fc }
+  const out: Framed = { stored, bytes, fr, fc }
+  if (zc.some((c) => c !== CODEC_BROTLI)) out.zc = zc
+  return out
 }
 
 /** The frame table of a format 4 blob, for reads of a few frames. */
 export interface Frames {
   /** virtual blob offset of each part (multiples of MAX_FRAME) */
   voff: number[]
-  /** per part: log2 frame size, filter, stored offset (in the blob) and signed length of each frame, first crc index */
-  parts: { log: number; filter: number; at: number[]; len: number[]; crc0: number }[]
+  /** per part: log2 frame size, filter, codec, stored offset (in the blob) and signed length of each frame, first crc index */
+  parts: { log: number; filter: number; codec: number; at: number[]; len: number[]; crc0: number }[]
   fc: readonly number[]
 }
 
-export function framesOf(m: { p: readonly number[]; fr?: number[][]; fc?: number[] }): Frames {
+export function framesOf(m: { p: readonly number[]; fr?: number[][]; fc?: number[]; zc?: number[] }): Frames {
   const voff: number[] = []
   const parts: Frames['parts'] = []
   let v = 0
@@ -365,7 +457,7 @@ export function framesOf(m: { p: readonly number[]; fr?: number[][]; fc?: number
       ats.push(at)
       at += Math.abs(l)
     }
-    parts.push({ log, filter, at: ats, len: lens, crc0 })
+    parts.push({ log, filter, codec: m.zc?.[i] ?? CODEC_BROTLI, at: ats, len: lens, crc0 })
     crc0 += lens.length
   })
   return { voff, parts, fc: m.fc! }
@@ -413,14 +505,21 @@ export function inflateFrame(
   ahead?: Buffer | null,
 ): void {
   const p = f.parts[part]
-  let raw = ahead !== undefined ? (ahead ?? undefined) : aheadOf(f, part, j, src)
+  let raw: Uint8Array | undefined = ahead !== undefined ? (ahead ?? undefined) : aheadOf(f, part, j, src)
   // a frame decompressed ahead: the thread checked the stored bytes it read against the same crc32
   if (raw === undefined && crc32(z) !== f.fc[p.crc0 + j]) throw fail('frame checksum mismatch')
   if (src !== undefined) noteFrame(src.path, src.blob, part)
   if (p.len[j] < 0) out.set(z, pos)
   else {
     if (raw === undefined) {
-      raw = gatedZlib(() => brotliDecompressSync(z))
+      if (p.codec === CODEC_ZSTD) {
+        try {
+          raw = zstdDecompress(z)
+        } catch (e) {
+          throw fail(`zstd frame does not decompress: ${(e as Error).message}`)
+        }
+      } else if (p.codec === CODEC_BROTLI) raw = gatedZlib(() => brotliDecompressSync(z))
+      else throw fail(`unknown frame codec ${p.codec}`)
       frameStats.frames++
       frameStats.bytes += raw.byteLength
     }
@@ -439,7 +538,7 @@ export function inflateFrame(
  */
 export function unframe(
   stored: Uint8Array,
-  m: { p: readonly number[]; fr?: number[][]; fc?: number[] },
+  m: { p: readonly number[]; fr?: number[][]; fc?: number[]; zc?: number[] },
   fail: (why: string) => Error,
   src?: { path: string; blob: number },
 ): Uint8Array[] {

@@ -1,6 +1,7 @@
 // The thread that decompresses chunk frames ahead of a range scan (prefetch.ts): plain JavaScript,
-// no TypeScript loader needed. In: { path, jobs: [{ id, at, len, crc, bytes }] } (the stored frame
-// is `len` bytes at file offset `at` of the chunk file `path`, its crc32 `crc`, `bytes` raw bytes);
+// no TypeScript loader needed. In: { path, jobs: [{ id, at, len, crc, bytes, codec }] } (the stored
+// frame is `len` bytes at file offset `at` of the chunk file `path`, its crc32 `crc`, `bytes` raw
+// bytes, compressed by `codec`: 0 brotli, 1 zstd, frames.ts CODEC_*);
 // out, on the port `workerData.answers`: { id, raw } for each (raw transferred; null when the frame
 // cannot be read, fails its checksum or does not decompress: the reader then reads it and reports it;
 // { id, raw: null, skipped: true } for a frame the reader decompressed itself before this thread got
@@ -9,6 +10,9 @@
 import { closeSync, openSync, readSync } from 'node:fs'
 import { parentPort, workerData } from 'node:worker_threads'
 import { brotliDecompressSync, crc32 } from 'node:zlib'
+import { decompress as zstdDecompress, init as zstdInit } from '@bokuweb/zstd-wasm'
+
+await zstdInit()
 
 const answers = workerData.answers
 /** [0]: 1 while held (tests); then per job id: 1 once the reader decompressed the frame itself */
@@ -49,7 +53,7 @@ parentPort.on('message', ({ path, jobs }) => {
   } catch {
     fd = null
   }
-  for (const { id, at, len, crc, bytes } of jobs) {
+  for (const { id, at, len, crc, bytes, codec } of jobs) {
     while (Atomics.load(control, 0) === 1) Atomics.wait(control, 0, 1, 1000)
     // busy first, then the exit check: the exiting side either sees this frame under way or this
     // thread sees the exit (sequentially consistent atomics)
@@ -64,7 +68,11 @@ parentPort.on('message', ({ path, jobs }) => {
     let raw = null
     try {
       const z = fd === null ? null : stored(fd, at, len, crc)
-      if (z !== null) {
+      if (z !== null && codec === 1) {
+        // WebAssembly, not zlib: the gate does not need it, but costs nothing around it
+        const r = zstdDecompress(z)
+        raw = Buffer.from(r.buffer, r.byteOffset, r.byteLength)
+      } else if (z !== null && codec === 0) {
         const r = brotliDecompressSync(z, { chunkSize: Math.max(64 * 1024, bytes) })
         raw = r.byteOffset === 0 && r.buffer.byteLength === r.byteLength ? r : Buffer.from(r)
       }

@@ -238,13 +238,17 @@ export function collect(path: string, footer: Footer): ReadWhole[] {
   return out
 }
 
-/** a frame for the thread: read `len` stored bytes at file offset `at`, check them against `crc`, decompress to `bytes` */
+/**
+ * a frame for the thread: read `len` stored bytes at file offset `at`, check them against `crc`,
+ * decompress them (`codec`, frames.ts CODEC_*) to `bytes`
+ */
 interface Job {
   id: number
   at: number
   len: number
   crc: number
   bytes: number
+  codec: number
 }
 
 /**
@@ -286,7 +290,7 @@ export function prefetch(
           Atomics.store(control, 1 + (id % CANCEL_SLOTS), 0)
           held += rawLen
           sent.set(id, key)
-          jobs.push({ id, at, len: p.len[j], crc: f.fc[p.crc0 + j], bytes: rawLen })
+          jobs.push({ id, at, len: p.len[j], crc: f.fc[p.crc0 + j], bytes: rawLen, codec: p.codec })
           prefetchStats.started++
         }
       }
