@@ -7,7 +7,8 @@
  *
  * Then the CPU cost per block of each stage, measured in this thread on the archive's first
  * blocks (one chunk's worth): reading + gunzip + line splitting, exact JSON parse, normalization,
- * and chunk encoding (columns in JS, brotli frames on the thread pool: process CPU), from which
+ * and chunk encoding (columns in JS, zstd frames in this thread and brotli ones on the thread
+ * pool, as `--workers 1` encodes: process CPU), from which
  * the projection per core: the throughput when every stage had its cores, the serial limit (the
  * main thread reads every line and cuts the batches; the workers parse batches side by side), and
  * the projection for 1, 2, 4 and 8 idle cores (the measured CPU per block spread over them, capped
@@ -36,6 +37,7 @@ import { parseJsonExact } from '../src/rpc/json.ts'
 import { estimateBlockBytes } from '../src/store/cold.ts'
 import { readCatalogue } from '../src/store/cold/catalogue.ts'
 import { encodeChunk } from '../src/store/cold/chunk-file.ts'
+import { zstdInThisThread } from '../src/store/cold/frames.ts'
 import { coldDir } from '../src/store/dataset-dir.ts'
 
 const WORK = join(fileURLToPath(new URL('.', import.meta.url)), 'tmp', 'import')
@@ -147,6 +149,9 @@ export async function run(): Promise<string> {
     writeFileSync(statsFile, JSON.stringify({ stats, seconds: gen.seconds, cpu: gen.cpu }))
   }
   const ix = gen.stats.nonVoteInstructions
+  // the stages below encode in this thread as an import does (`import --workers 1` compresses text
+  // and JSON parts with zstd in its main thread), not as a serving main thread would
+  zstdInThisThread()
   const n = gen.stats.blocks
   const base = process.env.IMPORT_BASE
   const builds: { name: string; runImport: RunImport; encode: EncodeChunk }[] = [
