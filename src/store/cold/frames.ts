@@ -16,7 +16,7 @@
  * of MAX_FRAME: a 16 KiB page of it never straddles two parts or two frames.
  *
  * Codecs (`framing`; each part's codec is in the footer, `zc`, format 5; format 4 is brotli
- * throughout): text parts (dictionaries, plain strings; 512 KiB frames) in zstd level 3, JSON
+ * throughout): text parts (dictionaries, plain strings; 512 KiB frames) in zstd level 2, JSON
  * columns (one 8 MiB frame) in zstd level 9, binary parts (codes, offsets, postings, positions;
  * 64 KiB frames) in brotli quality 5 (4 for list posting offsets and rows, POSTINGS_QUALITY).
  * zstd is the WebAssembly build `@bokuweb/zstd-wasm` (a dependency already, for Parquet export):
@@ -29,6 +29,7 @@
  *
  *   | per part class     | generated chunk: bytes, ms | mainnet block: bytes, ms |
  *   | text, brotli q5    | 9.81 MB, 381               | 399.8 KB, 14             |
+ *   | text, zstd 2       | 9.74 MB, 68                | 404.4 KB, 5-14           |
  *   | text, zstd 3       | 9.91 MB, 109               | 404.6 KB, 8              |
  *   | text, zstd 9       | 9.61 MB, 439               | 395.7 KB, 22             |
  *   | JSON, brotli q6    | 2.90 MB, 356               | 47.2 KB, 3               |
@@ -36,10 +37,12 @@
  *   | binary, brotli q5  | 3.39 MB, 176               | 135.3 KB, 11             |
  *   | binary, zstd 3 / 6 | 3.68 / 3.50 MB, 90 / 215   | 144.5 / 137.9 KB, 9 / 11 |
  *
- * So the chunk's compression CPU is 0.53x (914 → 491 ms) for as many bytes (16.10 MB both), and
- * 0.74x on the mainnet block for 0.8 % more bytes; zstd frames also decompress faster (all frames
- * of the chunk: 66 ms against 101). The parts brotli keeps are those where its context modelling
- * of small integers wins 3-9 %. Text at quality 5 uses a 64 KiB window (TEXT_LGWIN) where it
+ * So the chunk's compression CPU is 0.48x (914 → 440 ms) for 1 % fewer bytes (16.10 →
+ * 15.92 MB), and 0.74x on the mainnet block for 0.8 % more bytes; zstd frames also decompress
+ * faster (all frames of the chunk: 66 ms against 101). Level 2 for text stores less than level 3
+ * of the generated text (9.95 against 10.14 MB on the next chunk too) and as much of the mainnet
+ * block's, in two thirds of the time. The parts brotli keeps are those where its context
+ * modelling of small integers wins 3-9 %. Text at quality 5 uses a 64 KiB window (TEXT_LGWIN) where it
  * is still brotli; higher brotli qualities gain under 1 % for up to 2x the time. Earlier figures
  * (format 4's choice of brotli over zstd 9: 8.9 against 11.8 MB for a 41.6 MB chunk) were measured
  * on the generator's version 1, whose addresses and signatures were text copied from a small pad:
@@ -90,7 +93,7 @@ export const CODEC_ZSTD = 1
  * zstd levels of text parts and of JSON columns, where a thread may compress synchronously in
  * WebAssembly (`zstdHere`); binary parts stay brotli. See the head comment for the measurements.
  */
-const TEXT_ZSTD_LEVEL = 3
+const TEXT_ZSTD_LEVEL = 2
 const WHOLE_ZSTD_LEVEL = 9
 
 /** brotli quality of text parts, of JSON columns (one whole frame) and of binary parts (see above) */
