@@ -37,7 +37,6 @@ import { parseJsonExact } from '../src/rpc/json.ts'
 import { estimateBlockBytes } from '../src/store/cold.ts'
 import { readCatalogue } from '../src/store/cold/catalogue.ts'
 import { encodeChunk } from '../src/store/cold/chunk-file.ts'
-import { zstdInThisThread } from '../src/store/cold/frames.ts'
 import { coldDir } from '../src/store/dataset-dir.ts'
 
 const WORK = join(fileURLToPath(new URL('.', import.meta.url)), 'tmp', 'import')
@@ -149,13 +148,12 @@ export async function run(): Promise<string> {
     writeFileSync(statsFile, JSON.stringify({ stats, seconds: gen.seconds, cpu: gen.cpu }))
   }
   const ix = gen.stats.nonVoteInstructions
-  // the stages below encode in this thread as an import does (`import --workers 1` compresses text
-  // and JSON parts with zstd in its main thread), not as a serving main thread would
-  zstdInThisThread()
   const n = gen.stats.blocks
   const base = process.env.IMPORT_BASE
   const builds: { name: string; runImport: RunImport; encode: EncodeChunk }[] = [
-    { name: base ? 'new' : '', runImport, encode: encodeChunk },
+    // encoded in this thread as an import does (text and JSON parts in zstd), not as a serving
+    // main thread would (an earlier build ignores the option)
+    { name: base ? 'new' : '', runImport, encode: (blocks) => encodeChunk(blocks, { zstd: true }) },
   ]
   if (base) {
     const url = (p: string) => pathToFileURL(join(base, p)).href

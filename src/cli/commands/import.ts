@@ -38,7 +38,6 @@ import { listArchiveFiles, readTextLines, toArchiveLine } from '../../ingest/arc
 import { parseJsonExact } from '../../rpc/json.ts'
 import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold.ts'
 import type { FormatVersion } from '../../store/cold/chunk-file.ts'
-import { zstdInThisThread } from '../../store/cold/frames.ts'
 import {
   BatchBuilder,
   BatchCut,
@@ -183,9 +182,6 @@ class InProcessBackend implements ImportBackend {
   private readonly chunks = new Map<number, Promise<EncodedBatch>>()
   constructor(opts: BatchOptions) {
     this.builder = new BatchBuilder(opts)
-    // the frames worker threads write (zstd text and JSON parts), compressed here: a bulk import
-    // serves nobody, and its chunk files are the same whatever the number of workers
-    zstdInThisThread()
   }
   async start(_id: number, tail: readonly string[]): Promise<BatchStart> {
     return this.builder.startWith(tail)
@@ -369,7 +365,10 @@ export async function runImport(
   const tty = opts.progress === 'tty' || (opts.progress === undefined && process.stderr.isTTY)
   const maxWarnings = opts.maxWarnings ?? 20
   const workers = (res.workers = opts.workers ?? defaultWorkers())
-  const batchOpts: BatchOptions = { includeVotes, encode: store.encodeOptions }
+  // text and JSON parts in zstd also with --workers 1, whose main thread serves nobody: the same
+  // chunk files whatever the number of workers (frames.ts `zstdHere`)
+  const encode = store.encodeOptions
+  const batchOpts: BatchOptions = { includeVotes, encode: { ...encode, zstd: encode.zstd ?? true } }
   let backend: ImportBackend | null = null
   /** writes of closed batches, in order (at most two batches per worker in hand: bounded memory) */
   const writes: Promise<void>[] = []

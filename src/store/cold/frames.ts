@@ -139,13 +139,6 @@ export interface Framing {
  * `zstd`: whether text and JSON parts may take zstd (see `zstdHere`)
  */
 export function framing(e: Enc, i: number, zstd = zstdHere): Framing {
-  const f = brotliFraming(e, i)
-  if (zstd && f.log === TEXT_LOG && f.lgwin === TEXT_LGWIN) return { ...f, codec: CODEC_ZSTD, quality: TEXT_ZSTD_LEVEL }
-  if (zstd && f.log === WHOLE_LOG) return { ...f, codec: CODEC_ZSTD, quality: WHOLE_ZSTD_LEVEL }
-  return f
-}
-
-function brotliFraming(e: Enc, i: number): Framing {
   let text = false
   let filter = FILTER_NONE
   let quality = DATA_QUALITY
@@ -166,8 +159,8 @@ function brotliFraming(e: Enc, i: number): Framing {
         return {
           log: WHOLE_LOG,
           filter: FILTER_NONE,
-          codec: CODEC_BROTLI,
-          quality: WHOLE_QUALITY,
+          codec: zstd ? CODEC_ZSTD : CODEC_BROTLI,
+          quality: zstd ? WHOLE_ZSTD_LEVEL : WHOLE_QUALITY,
           lgwin: frameWindow(WHOLE_LOG),
         }
       break
@@ -191,7 +184,14 @@ function brotliFraming(e: Enc, i: number): Framing {
       if (i === 0) filter = FILTER_ZIGZAG32_SHUFFLE
       break
   }
-  if (text) return { log: TEXT_LOG, filter, codec: CODEC_BROTLI, quality: TEXT_QUALITY, lgwin: TEXT_LGWIN }
+  if (text)
+    return {
+      log: TEXT_LOG,
+      filter,
+      codec: zstd ? CODEC_ZSTD : CODEC_BROTLI,
+      quality: zstd ? TEXT_ZSTD_LEVEL : TEXT_QUALITY,
+      lgwin: TEXT_LGWIN,
+    }
   return { log: DATA_LOG, filter, codec: CODEC_BROTLI, quality, lgwin: frameWindow(DATA_LOG) }
 }
 
@@ -328,11 +328,11 @@ function brotliOptions(raw: Uint8Array, quality: number, lgwin: number) {
 /** whether frames are compressed in the calling thread (see `brotli`) */
 let compressHere = !isMainThread
 /**
- * whether text and JSON parts are compressed with zstd (`framing`), which runs synchronously in
- * the calling thread (WebAssembly: no thread pool): in worker threads, in a process whose main
- * thread serves nobody (`compressInThisThread`) and in a bulk import run in its main thread
- * (`zstdInThisThread`). A serving main thread keeps brotli on the thread pool for every part, so
- * its event loop never waits for a frame (a JSON column's 8 MiB frame takes ~0.2 s).
+ * whether text and JSON parts are compressed with zstd by default (`framing`), which runs
+ * synchronously in the calling thread (WebAssembly: no thread pool): in worker threads and in a
+ * process whose main thread serves nobody (`compressInThisThread`); a bulk import asks for it
+ * (chunk-file.ts `WriteOptions.zstd`). A serving main thread keeps brotli on the thread pool for
+ * every part, so its event loop never waits for a frame (a JSON column's 8 MiB frame takes ~0.2 s).
  */
 let zstdHere = !isMainThread
 
@@ -343,15 +343,6 @@ let zstdHere = !isMainThread
  */
 export function compressInThisThread(): void {
   compressHere = true
-  zstdHere = true
-}
-
-/**
- * Compress text and JSON parts with zstd in this thread from now on (binary parts stay on the
- * thread pool): for a bulk import run in the main thread (`import --workers 1`), so that its
- * chunk files are those its worker threads write.
- */
-export function zstdInThisThread(): void {
   zstdHere = true
 }
 
@@ -411,8 +402,8 @@ export async function compressFrames(
           : filter === FILTER_ZIGZAG32_SHUFFLE
             ? zigzagShuffle32(part)
             : delta32(part, filter !== FILTER_DELTA32)
-      const z = codec === CODEC_ZSTD ? Promise.resolve(zstdCompress(r, quality)) : brotli(r, quality, lgwin)
-      jobs.push(z.then((z) => (z.byteLength < r.byteLength ? [z, true] : [r, false])))
+      const pending = codec === CODEC_ZSTD ? Promise.resolve(zstdCompress(r, quality)) : brotli(r, quality, lgwin)
+      jobs.push(pending.then((z) => (z.byteLength < r.byteLength ? [z, true] : [r, false])))
     }
   })
   const frames = await Promise.all(jobs)
