@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { test } from 'node:test'
 import { createGunzip, gzipSync } from 'node:zlib'
-import { readTextLines } from '../src/ingest/archive.ts'
+import { isBlankLine, joinPieces, lineStart, readLinePieces, readTextLines } from '../src/ingest/archive.ts'
 import { tempDir } from './support/cold/util.ts'
 
 /** the reference: readline over the (gunzipped) file */
@@ -53,6 +53,26 @@ test('archive lines equal readline lines, plain and gzip', async () => {
       const got = await all(readTextLines(f))
       assert.equal(got.length, want.length, `${name} gz=${gz}: line count`)
       for (let i = 0; i < want.length; i++) assert.ok(got[i] === want[i], `${name} gz=${gz}: line ${i + 1} differs`)
+      // what `import` reads: the same lines, in pieces (kept, they stay valid), and their starts
+      const lines: Buffer[][] = []
+      for await (const pieces of readLinePieces(f)) lines.push(pieces)
+      assert.equal(lines.length, want.length, `${name} gz=${gz}: line count (pieces)`)
+      for (let i = 0; i < want.length; i++) {
+        const bytes = joinPieces(lines[i])
+        assert.ok(bytes.toString('utf8') === want[i], `${name} gz=${gz}: line ${i + 1} differs (pieces)`)
+        for (const n of [1, 5, 256])
+          assert.deepEqual(lineStart(lines[i], n), bytes.subarray(0, n), `${name}: start ${n}`)
+      }
+      if (name === 'long') assert.ok(lines[0].length > 1, 'a long line comes in several pieces')
     }
+  }
+})
+
+test('a blank line is one whose text trims to nothing, told from its bytes', () => {
+  for (const text of ['', ' ', '\t \r', '\v\f', '\u00a0', ' \u2028 ', '\ufeff', '{}', ' x', '\u00a0x', 'é', '\u0085']) {
+    const b = Buffer.from(text)
+    assert.equal(isBlankLine([b]), text.trim() === '', JSON.stringify(text))
+    // cut anywhere (a multi-byte character too)
+    for (let k = 1; k < b.length; k++) assert.equal(isBlankLine([b.subarray(0, k), b.subarray(k)]), text.trim() === '')
   }
 })

@@ -207,6 +207,40 @@ test('import with worker threads writes the same files as in-process; resumes on
   assert.ok(!chunks.some((c) => c.file === tail.file), 'the tail was rewritten')
 })
 
+test('lines reach the workers through the shared ring, or as buffers of their own when longer than it: same files', async () => {
+  const work = tempDir()
+  const a = join(work, 'a.jsonl.gz')
+  const b = join(work, 'b.jsonl')
+  await writeArchive(a, { count: 12, txPerBlock: 20 })
+  await writeArchive(b, { count: 6, txPerBlock: 200, startSlot: 300_000_100 })
+  // 2 workers: a ring of 2 x ceil(150,000 / 0.31 / 2) bytes, ~484 KB: the 20-transaction lines fit
+  // in it, the 200-transaction ones (~800 KB) do not
+  const base: ImportOptions = { targetBlocks: 5, targetBytes: 150_000, progress: 'none' }
+  const seq = join(work, 'seq')
+  await runImport(seq, [a, b], { ...base, workers: 1 })
+  const seen = { ring: 0, own: 0 }
+  const watch = (x: ImportBackend): ImportBackend => ({
+    start: (id, tail) => x.start(id, tail),
+    line: (id, seq, line) => {
+      if (line.buffer instanceof SharedArrayBuffer) seen.ring++
+      else {
+        assert.ok(line.byteOffset === 0 && line.buffer.byteLength === line.length, 'a line of its own')
+        seen.own++
+      }
+      return x.line(id, seq, line)
+    },
+    end: (id, sealed) => x.end(id, sealed),
+    chunk: (id) => x.chunk(id),
+    close: () => x.close(),
+  })
+  const par = join(work, 'par')
+  const r = await runImport(par, [a, b], { ...base, workers: 2, wrapBackend: watch })
+  assert.equal(r.imported, 18)
+  assert.deepEqual(seen, { ring: 12, own: 6 })
+  assert.deepEqual(await files(par), await files(seq))
+  assert.deepEqual(await imported(par), await normalized([a, b]))
+})
+
 test('batches end where the lengths of their lines say: blocks, or estimated bytes', () => {
   const cut = new BatchCut(3, 100)
   cut.begin()
@@ -238,9 +272,9 @@ test('with worker threads, the next batch is parsed while the lines of the one b
   const secondParsed = new Promise<void>((r) => (parsed = r))
   const watch = (b: ImportBackend): ImportBackend => ({
     start: (id, tail) => b.start(id, tail),
-    line: async (id, seq, text) => {
+    line: async (id, seq, line) => {
       events.push(`line ${id}`)
-      const r = await b.line(id, seq, text)
+      const r = await b.line(id, seq, line)
       events.push(`parsed ${id}`)
       if (id === 1) parsed()
       if (id === 0) await held

@@ -139,7 +139,7 @@ test('BatchBuilder: a line taken in slices gives the chunk of the whole block, s
   const want = await encodeChunk([whole])
   const b = new BatchBuilder({ includeVotes: false, encode: {} })
   for (const sealed of [true, false]) {
-    assert.deepEqual(b.add(text, 0).warnings, [])
+    assert.deepEqual(b.add(Buffer.from(text), 0).warnings, [])
     const got = await b.encode(sealed)
     assert.equal(got.sha256, want.sha256)
     assert.equal(got.sealed, sealed)

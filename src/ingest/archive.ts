@@ -56,60 +56,94 @@ export async function isGzipFile(path: string): Promise<boolean> {
 /** bytes handed over per read (and per gunzip output): fewer callbacks per multi-MB line */
 const READ_CHUNK = 256 * 1024
 
-/** a line's text (its `\n` excluded) split at `\r\n` / lone `\r` as readline does */
-function* splitCr(text: string): Generator<string> {
-  if (text.indexOf('\r') < 0) {
-    yield text
-    return
-  }
-  const end = text.endsWith('\r') ? text.length - 1 : text.length
-  // `\r\n` inside cannot occur (the text holds no `\n`): every other `\r` ends a line
-  yield* text.slice(0, end).split('\r')
-}
-
 /**
- * The lines of a text file, decompressed when gzip, streamed (never the whole file in memory):
- * `\n`, `\r\n` and a lone `\r` end a line, as with readline. The bytes are searched for `\n`
- * (memchr) and each line is decoded once from its pieces, instead of decoding every piece to a
- * string and splitting the strings with a regular expression (readline): on generated
- * 1,500-transaction blocks (5.6 MB lines, gzip level 1), 16-17 ms of CPU per block for reading,
- * gunzip and lines against 31-35 ms with readline (most of it gunzip).
+ * The lines of a text file, decompressed when gzip, streamed (never the whole file in memory),
+ * each as its bytes in pieces: views of the reads it spans, valid until the next line is asked
+ * for (`joinPieces` joins them). `\n`, `\r\n` and a lone `\r` end a line, as with readline. The
+ * bytes are searched for `\n` (memchr), and a line is never copied here: its reader copies it
+ * once, to where it goes.
  */
-export async function* readTextLines(path: string): AsyncGenerator<string> {
+export async function* readLinePieces(path: string): AsyncGenerator<Buffer[]> {
   const gz = await isGzipFile(path)
   const file = createReadStream(path, { highWaterMark: READ_CHUNK })
   const input = gz ? file.pipe(createGunzip({ chunkSize: READ_CHUNK })) : file
   if (gz) file.on('error', (e) => input.destroy(e))
   /** the pieces of the line being read (bytes after the last `\n`) */
   let pieces: Buffer[] = []
-  let pending = 0
   try {
     for await (const chunk of input as AsyncIterable<Buffer>) {
       let start = 0
       for (;;) {
         const nl = chunk.indexOf(0x0a, start)
         if (nl < 0) break
-        let text: string
-        if (pieces.length === 0) text = chunk.toString('utf8', start, nl)
-        else {
-          pieces.push(chunk.subarray(start, nl))
-          text = Buffer.concat(pieces, pending + nl - start).toString('utf8')
-          pieces = []
-          pending = 0
-        }
-        yield* splitCr(text)
+        const line = pieces
+        line.push(chunk.subarray(start, nl))
+        pieces = []
+        yield* splitCr(line)
         start = nl + 1
       }
-      if (start < chunk.length) {
-        pieces.push(chunk.subarray(start))
-        pending += chunk.length - start
-      }
+      if (start < chunk.length) pieces.push(chunk.subarray(start))
     }
-    if (pending > 0) yield* splitCr(Buffer.concat(pieces, pending).toString('utf8'))
+    if (pieces.length > 0) yield* splitCr(pieces)
   } finally {
     file.destroy()
     if (gz) input.destroy()
   }
+}
+
+/** the bytes of a line's pieces in one buffer (the piece itself when there is one) */
+export function joinPieces(pieces: readonly Buffer[]): Buffer {
+  return pieces.length === 1 ? pieces[0] : Buffer.concat(pieces)
+}
+
+/** a line without `\n` (in pieces): the lines its lone `\r`s (and a final one) end */
+function* splitCr(pieces: Buffer[]): Generator<Buffer[]> {
+  if (!pieces.some((p) => p.indexOf(0x0d) >= 0)) {
+    yield pieces
+    return
+  }
+  const line = joinPieces(pieces)
+  let start = 0
+  for (let cr = line.indexOf(0x0d); cr >= 0; cr = line.indexOf(0x0d, start)) {
+    yield [line.subarray(start, cr)]
+    start = cr + 1
+  }
+  // `\r\n` inside cannot occur (the line holds no `\n`): every `\r` ends a line, a final one
+  // the last
+  if (start < line.length) yield [line.subarray(start)]
+}
+
+/**
+ * The lines of a text file (UTF-8), streamed: `readLinePieces` decoded once per line. On generated
+ * 1,500-transaction blocks (5.6 MB lines, gzip level 1), 16-17 ms of CPU per block for reading,
+ * gunzip and lines against 31-35 ms with readline (most of it gunzip), which decodes every read
+ * to a string and splits the strings with a regular expression.
+ */
+export async function* readTextLines(path: string): AsyncGenerator<string> {
+  for await (const pieces of readLinePieces(path)) yield joinPieces(pieces).toString('utf8')
+}
+
+/** The first `n` bytes of a line in pieces (fewer when the line is shorter). */
+export function lineStart(pieces: readonly Buffer[], n: number): Buffer {
+  if (pieces[0].length >= n || pieces.length === 1) return pieces[0].subarray(0, n)
+  return joinPieces(pieces).subarray(0, n)
+}
+
+/**
+ * Is this line blank (`text.trim() === ''` of its text, the lines `readArchiveTexts` skips)? Read
+ * from its bytes: the first byte that is ASCII and not white space says no (a JSON line's first
+ * byte); only a line with other bytes is decoded.
+ */
+export function isBlankLine(pieces: readonly Buffer[]): boolean {
+  for (const b of pieces) {
+    for (let i = 0; i < b.length; i++) {
+      const c = b[i]
+      if (c >= 0x80) return joinPieces(pieces).toString('utf8').trim() === ''
+      // tab, LF, VT, FF, CR, space
+      if (c !== 0x20 && (c < 0x09 || c > 0x0d)) return false
+    }
+  }
+  return true
 }
 
 /**

@@ -4,9 +4,11 @@
  * encodes.
  *
  * Messages in: `start` (a new batch, optionally beginning with the blocks of the store's unsealed
- * tail files), `line` (one archive line of the open batch), `end` (the batch is complete, sealed or
- * not: encode it). The main thread decides where batches end (import-batch.ts `BatchCut`), so it
- * sends a batch's `end` without waiting for the acks of its lines.
+ * tail files), `line` (one archive line of the open batch: where its bytes are in the ring of
+ * lines shared with the main thread, line-ring.ts, or the bytes themselves, transferred), `end`
+ * (the batch is complete, sealed or not: encode it). The main thread decides where batches end
+ * (import-batch.ts `BatchCut`), so it sends a batch's `end` without waiting for the acks of its
+ * lines.
  * Out: `started` (the tail's blocks and estimated bytes, for a start with a tail), `ack` per line
  * (its warnings), `chunk` (the encoded chunk file bytes, transferred), `error` (a line or the
  * batch failed). A batch with a bad line is never encoded: its `end` is answered by `dropped`,
@@ -19,7 +21,8 @@ import { installZlibGate } from '../../util/zlib-gate.ts'
 
 export type ToWorker =
   | { t: 'start'; id: number; tail: string[] }
-  | { t: 'line'; id: number; seq: number; text: string }
+  | { t: 'line'; id: number; seq: number; bytes: Uint8Array }
+  | { t: 'line'; id: number; seq: number; at: number; length: number }
   | { t: 'end'; id: number; sealed: boolean }
 
 export type FromWorker =
@@ -39,6 +42,8 @@ const port = parentPort
 if (port) {
   installZlibGate((workerData as { zlibGate?: Int32Array }).zlibGate)
   const builder = new BatchBuilder(workerData as BatchOptions)
+  /** the ring lines are given in (line-ring.ts): a line there is read before it is acknowledged */
+  const ring = (workerData as { lineRing?: SharedArrayBuffer | null }).lineRing ?? null
   let open: number | null = null
   const post = (m: FromWorker, transfer?: ArrayBuffer[]) => port.postMessage(m, transfer)
   const fail = (id: number, e: unknown) => {
@@ -92,7 +97,7 @@ if (port) {
       if (builder.failed) return
       let r
       try {
-        r = builder.add(m.text, m.seq)
+        r = builder.add('bytes' in m ? m.bytes : new Uint8Array(ring!, m.at, m.length), m.seq)
       } catch (e) {
         post({ t: 'error', id: m.id, seq: m.seq, message: errorMessage(e), line: true })
         return

@@ -14,7 +14,8 @@
  *   the lines and writes the chunks and manifests in order. Since a batch's end is known when its
  *   last line is read, the next batch goes to another worker at once: the workers parse batches
  *   side by side (and encode others; a worker compresses its brotli frames in its own thread,
- *   frames.ts), with up to `readAheadChars` of text per worker sent and not yet parsed. Batch ends
+ *   frames.ts), with up to `readAheadBytes` of lines per worker sent and not yet parsed. A line goes to its worker
+ *   as bytes (transferred, not copied), which the worker decodes: this thread never makes the text. Batch ends
  *   depend only on the input, so the files are byte for byte those of `--workers 1` (everything in
  *   this thread). At most two batches per worker are in hand at a time (one being filled, one
  *   encoded; two in all with `--workers 1`): the input is not read further ahead.
@@ -34,7 +35,14 @@ import type { Command } from 'commander'
 import { open, stat } from 'node:fs/promises'
 import { availableParallelism } from 'node:os'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
-import { listArchiveFiles, readTextLines, toArchiveLine } from '../../ingest/archive.ts'
+import {
+  isBlankLine,
+  joinPieces,
+  lineStart,
+  listArchiveFiles,
+  readLinePieces,
+  toArchiveLine,
+} from '../../ingest/archive.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
 import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold.ts'
 import type { FormatVersion } from '../../store/cold/chunk-file.ts'
@@ -42,13 +50,14 @@ import {
   BatchBuilder,
   BatchCut,
   LineError,
-  readAheadChars,
+  readAheadBytes,
   type BatchOptions,
   type BatchStart,
   type LineResult,
 } from './import-batch.ts'
 import type { FromWorker, ToWorker } from './import-worker.ts'
-import { archiveLineHash, MissingBlocks, PresentBlocks } from './import-present.ts'
+import { archiveLineHash, LINE_HEAD_BYTES, lineHead, MissingBlocks, PresentBlocks } from './import-present.ts'
+import { LineRing } from './line-ring.ts'
 import { intOption } from '../options.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
 import { parseWorkerLimits, workerExecArgv } from '../../util/worker-argv.ts'
@@ -96,7 +105,7 @@ export interface ImportResult {
 export class ImportError extends Error {}
 
 /** Uncompressed size of an input file: its size, or a gzip file's ISIZE trailer (mod 2^32). */
-async function textSize(path: string): Promise<number> {
+async function inputSize(path: string): Promise<number> {
   const st = await stat(path)
   const fh = await open(path, 'r')
   try {
@@ -129,18 +138,18 @@ class Progress {
   private readonly start = Date.now()
   constructor(
     private readonly mode: 'tty' | 'lines' | 'none',
-    private readonly totalChars: number,
+    private readonly totalBytes: number,
     private readonly write: (s: string) => void,
   ) {}
 
-  update(chars: number, imported: number, skipped: number, force = false): void {
+  update(read: number, imported: number, skipped: number, force = false): void {
     if (this.mode === 'none') return
     const now = Date.now()
     if (!force && now - this.last < (this.mode === 'tty' ? 200 : 10_000)) return
     this.last = now
     const secs = (now - this.start) / 1000
     const rate = secs > 0 ? imported / secs : 0
-    const frac = this.totalChars > 0 ? Math.min(1, chars / this.totalChars) : 0
+    const frac = this.totalBytes > 0 ? Math.min(1, read / this.totalBytes) : 0
     const eta = frac > 0 && frac < 1 ? (secs * (1 - frac)) / frac : frac >= 1 ? 0 : NaN
     const width = 24
     const fill = Math.round(frac * width)
@@ -164,10 +173,11 @@ export interface ImportBackend {
    */
   start(id: number, tail: readonly string[]): Promise<BatchStart>
   /**
-   * add a line to the open batch `id`: its warnings, or a LineError for a bad line (the lines of
+   * add a line (its bytes, in a buffer of its own that is not used after) to the open batch
+   * `id`: its warnings, or a LineError for a bad line (the lines of
    * the batch after it are not parsed, and the batch is not encoded)
    */
-  line(id: number, seq: number, text: string): Promise<LineResult>
+  line(id: number, seq: number, line: Buffer): Promise<LineResult>
   /** the open batch `id` is complete (sealed: full; not: the last of a run): encode it */
   end(id: number, sealed: boolean): void
   /** the encoded chunk of an ended batch (rejects with the LineError of a bad line in it: the batch dropped) */
@@ -186,8 +196,8 @@ class InProcessBackend implements ImportBackend {
   async start(_id: number, tail: readonly string[]): Promise<BatchStart> {
     return this.builder.startWith(tail)
   }
-  async line(_id: number, seq: number, text: string): Promise<LineResult> {
-    return this.builder.add(text, seq)
+  async line(_id: number, seq: number, line: Buffer): Promise<LineResult> {
+    return this.builder.add(line, seq)
   }
   end(id: number, sealed: boolean): void {
     const p = this.builder.encode(sealed) // takes the batch's blocks at once
@@ -229,11 +239,17 @@ class WorkerBackend implements ImportBackend {
   private failure: Error | null = null
   private closing = false
 
-  constructor(n: number, opts: BatchOptions, resourceLimits?: ResourceLimits) {
+  constructor(
+    n: number,
+    opts: BatchOptions,
+    /** where lines are given to the workers (LineRing); a line elsewhere is transferred */
+    private readonly ring: SharedArrayBuffer | null,
+    resourceLimits?: ResourceLimits,
+  ) {
     for (let i = 0; i < n; i++) {
       const gate = newZlibGate()
       const w = new Worker(new URL('./import-worker.mjs', import.meta.url), {
-        workerData: { ...opts, zlibGate: gate },
+        workerData: { ...opts, zlibGate: gate, lineRing: ring },
         resourceLimits: parseWorkerLimits(resourceLimits),
         execArgv: workerExecArgv(),
       })
@@ -272,8 +288,8 @@ class WorkerBackend implements ImportBackend {
     } else this.fail(new ImportError(`import worker ${i + 1} failed: ${m.message}`))
   }
 
-  private post(id: number, m: ToWorker): void {
-    this.workers[this.owner.get(id)!].w.postMessage(m)
+  private post(id: number, m: ToWorker, transfer?: ArrayBuffer[]): void {
+    this.workers[this.owner.get(id)!].w.postMessage(m, transfer)
   }
 
   async start(id: number, tail: readonly string[]): Promise<BatchStart> {
@@ -290,11 +306,19 @@ class WorkerBackend implements ImportBackend {
     return d.promise
   }
 
-  line(id: number, seq: number, text: string): Promise<LineResult> {
+  line(id: number, seq: number, line: Buffer): Promise<LineResult> {
     if (this.failure) return Promise.reject(this.failure)
     const d = new Deferred<LineResult>()
     this.acks.set(seq, d)
-    this.post(id, { t: 'line', id, seq, text })
+    if (this.ring !== null && line.buffer === this.ring) {
+      // in the ring the workers share: where
+      this.post(id, { t: 'line', id, seq, at: line.byteOffset, length: line.length })
+    } else {
+      // a buffer of the line's own: moved to the worker (a view of anything else: copied first)
+      const whole = line.byteOffset === 0 && line.byteLength === line.buffer.byteLength
+      const bytes = whole && !(line.buffer instanceof SharedArrayBuffer) ? line : new Uint8Array(line)
+      this.post(id, { t: 'line', id, seq, bytes }, [bytes.buffer as ArrayBuffer])
+    }
     return d.promise
   }
 
@@ -342,8 +366,8 @@ export async function runImport(
   const files: string[] = []
   for (const a of archives) files.push(...(await listArchiveFiles(a)))
   if (files.length === 0) throw new ImportError('no archive files (.jsonl / .jsonl.gz) found')
-  let totalChars = 0
-  for (const f of files) totalChars += await textSize(f)
+  let totalBytes = 0
+  for (const f of files) totalBytes += await inputSize(f)
 
   const store = await DiskColdStore.open(coldDir(dir), {
     targetBlocks: opts.targetBlocks,
@@ -361,7 +385,7 @@ export async function runImport(
     seconds: 0,
     workers: 1,
   }
-  const progress = new Progress(opts.progress ?? (process.stderr.isTTY ? 'tty' : 'lines'), totalChars, log)
+  const progress = new Progress(opts.progress ?? (process.stderr.isTTY ? 'tty' : 'lines'), totalBytes, log)
   const tty = opts.progress === 'tty' || (opts.progress === undefined && process.stderr.isTTY)
   const maxWarnings = opts.maxWarnings ?? 20
   const workers = (res.workers = opts.workers ?? defaultWorkers())
@@ -373,8 +397,14 @@ export async function runImport(
   /** writes of closed batches, in order (at most two batches per worker in hand: bounded memory) */
   const writes: Promise<void>[] = []
   try {
+    /** bytes of lines sent and not yet acknowledged, at most (at least one line is sent) */
+    const readAhead = workers > 1 ? workers * readAheadBytes(store.targetBytes) : 0
+    /** where lines go to the workers (one too long for it goes as a buffer of its own) */
+    const ring = workers > 1 ? new LineRing(readAhead) : null
     backend =
-      workers > 1 ? new WorkerBackend(workers, batchOpts, opts.workerResourceLimits) : new InProcessBackend(batchOpts)
+      workers > 1
+        ? new WorkerBackend(workers, batchOpts, ring!.buffer, opts.workerResourceLimits)
+        : new InProcessBackend(batchOpts)
     if (opts.wrapBackend) backend = opts.wrapBackend(backend)
     const batches = backend
     const resumeAfter = store.lastBlock()?.number ?? -1
@@ -387,17 +417,16 @@ export async function runImport(
     const cut = new BatchCut(store.targetBlocks, store.targetBytes)
     let prev = -1
     let prevWhere = ''
-    let chars = 0
+    /** bytes of input read */
+    let read = 0
     let seq = 0
     let normalized = 0
     let nextId = 0
     /** the batch lines go to: its new blocks (not those of the tail) */
     let open: { id: number; first: number; last: number; count: number } | null = null
-    /** lines sent, not acknowledged yet, oldest first, and the characters of their text */
-    const sent: { seq: number; ack: Promise<LineResult>; chars: number }[] = []
+    /** lines sent, not acknowledged yet, oldest first, their bytes, and whether they are in the ring */
+    const sent: { seq: number; ack: Promise<LineResult>; bytes: number; inRing: boolean }[] = []
     let inFlight = 0
-    /** characters of text sent and not yet acknowledged, at most (at least one line is sent) */
-    const readAhead = workers > 1 ? workers * readAheadChars(store.targetBytes) : 0
     /** the place (file:line) of each line sent and not yet acknowledged, for errors */
     const places = new Map<number, string>()
     const placed = (e: unknown) =>
@@ -425,8 +454,9 @@ export async function runImport(
     }
     /** wait for the ack of the oldest line sent */
     const settle = async () => {
-      const { seq: s, ack, chars: n } = sent.shift()!
+      const { seq: s, ack, bytes: n, inRing } = sent.shift()!
       inFlight -= n
+      if (inRing) ring!.release()
       let r: LineResult
       try {
         r = await ack
@@ -449,43 +479,51 @@ export async function runImport(
      * the line fills it: the next line goes to the next batch at once, on the worker with the
      * fewest batches in hand
      */
-    const send = async (slot: number, text: string, where: string) => {
+    const send = async (slot: number, pieces: Buffer[], length: number, where: string) => {
       if (!open) {
         while (writes.length >= 2 * workers) await writes.shift()
         open = { id: nextId++, first: slot, last: slot, count: 0 }
         cut.begin(await batches.start(open.id, open.id === 0 ? tail : []))
       }
-      while (sent.length > 0 && inFlight + text.length > readAhead) await settle()
+      // room in the ring (a line longer than it: within the read-ahead)
+      const fits = () =>
+        ring !== null && length <= ring.size ? ring.room(length) >= 0 : inFlight + length <= readAhead
+      while (sent.length > 0 && !fits()) await settle()
+      const at = ring !== null ? ring.room(length) : -1
+      const line = at >= 0 ? ring!.place(pieces, length, at) : joinPieces(pieces)
       const s = seq++
-      const ack = batches.line(open.id, s, text)
+      const ack = batches.line(open.id, s, line) // (its buffer may be transferred: not read after)
       ack.catch(() => undefined) // awaited in order by settle
       places.set(s, where)
-      sent.push({ seq: s, ack, chars: text.length })
-      inFlight += text.length
+      sent.push({ seq: s, ack, bytes: length, inRing: at >= 0 })
+      inFlight += length
       open.last = slot
       open.count++
-      if (cut.add(text.length)) {
+      if (cut.add(length)) {
         closeBatch(open, true)
         open = null
       }
     }
     outer: for (const file of files) {
       let lineNo = 0
-      for await (const text of readTextLines(file)) {
+      for await (const pieces of readLinePieces(file)) {
         lineNo++
-        chars += text.length + 1
+        let length = 0
+        for (const p of pieces) length += p.length
+        read += length + 1
         if (opts.signal?.aborted) {
           res.interrupted = true
           break outer
         }
-        if (text.trim() === '') continue
+        if (isBlankLine(pieces)) continue
         const where = `${file}:${lineNo}`
-        const m = SLOT_PREFIX.exec(text)
+        const head = lineStart(pieces, LINE_HEAD_BYTES)
+        const m = SLOT_PREFIX.exec(lineHead(head))
         let slot: number
         if (m) slot = Number(m[1])
         else {
           try {
-            slot = toArchiveLine(parseJsonExact(text)).slot
+            slot = toArchiveLine(parseJsonExact(joinPieces(pieces).toString('utf8'))).slot
           } catch (e) {
             throw new ImportError(`${where}: ${errorMessage(e)}`)
           }
@@ -503,7 +541,7 @@ export async function runImport(
           if (missing.count) continue // refused below, once the archive's blocks concerned are known
           let hash: string
           try {
-            hash = archiveLineHash(text)
+            hash = archiveLineHash(head, pieces)
           } catch (e) {
             throw new ImportError(`${where}: ${errorMessage(e)}`)
           }
@@ -513,12 +551,12 @@ export async function runImport(
             )
           }
           res.skipped++
-          progress.update(chars, normalized, res.skipped)
+          progress.update(read, normalized, res.skipped)
           continue
         }
         if (missing.count) break outer
-        await send(slot, text, where)
-        progress.update(chars, normalized, res.skipped)
+        await send(slot, pieces, length, where)
+        progress.update(read, normalized, res.skipped)
       }
     }
     if (missing.count) throw new ImportError(missing.message(store.firstBlock()!, resumeAfter))
@@ -527,7 +565,7 @@ export async function runImport(
     const last = open as { id: number; first: number; last: number; count: number } | null
     if (last) closeBatch(last, false)
     for (const w of writes) await w
-    progress.update(chars, res.imported, res.skipped, true)
+    progress.update(read, res.imported, res.skipped, true)
     progress.done()
   } catch (e) {
     // keep what was complete before the failure (a failed worker fails its batches at once)
