@@ -3,16 +3,19 @@
  * what `normalizeBlock(toArchiveLine(parseJsonExact(text)))` gives, and throw what it throws.
  */
 import assert from 'node:assert/strict'
+import { isAscii } from 'node:buffer'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { gunzipSync } from 'node:zlib'
 import fc from 'fast-check'
+import type { Block } from '../src/model.ts'
 import { normalizeBlock, type NormalizeResult } from '../src/normalize/normalize.ts'
-import { normalizeArchiveText } from '../src/normalize/text.ts'
+import { normalizeArchiveBytesInto, normalizeArchiveText } from '../src/normalize/text.ts'
 import { parseJsonExact, stringifyExact } from '../src/rpc/json.ts'
 import { toArchiveLine } from '../src/rpc/line.ts'
 import { parseElement, splitTransactions } from '../src/rpc/split.ts'
+import { splitTransactionBytes } from '../src/rpc/split-bytes.ts'
 import { DATA, wholeBlock } from './fixtures/normalize/blocks.ts'
 import { CB, PA, PB, consumed, invoke, log, success, synthBlock } from './fixtures/normalize/synth.ts'
 
@@ -32,13 +35,27 @@ function viaText(text: string, includeVotes = false): NormalizeResult | { error:
   }
 }
 
+const LISTS = ['transactions', 'instructions', 'logs', 'balances', 'tokenBalances', 'rewards'] as const
+
+/** `normalizeArchiveBytesInto` of the text's UTF-8 bytes, its slices joined into one result */
+function viaBytes(text: string, includeVotes = false): NormalizeResult | { error: string } {
+  const slices: Block[] = []
+  try {
+    const r = normalizeArchiveBytesInto(Buffer.from(text), { includeVotes }, { every: 7, take: (x) => slices.push(x) })
+    const block = { header: r.block.header } as Block
+    for (const k of LISTS) (block[k] as unknown[]) = slices.flatMap((x) => x[k] as unknown[])
+    return { block, warnings: r.warnings }
+  } catch (e) {
+    return { error: `${(e as Error).name}: ${(e as Error).message}` }
+  }
+}
+
+/** the text path and the bytes path give what the plain path gives (result or error) */
 function same(text: string, what: string): void {
   for (const includeVotes of [false, true]) {
-    assert.deepStrictEqual(
-      viaText(text, includeVotes),
-      plain(text, includeVotes),
-      `${what} (includeVotes ${includeVotes})`,
-    )
+    const want = plain(text, includeVotes)
+    assert.deepStrictEqual(viaText(text, includeVotes), want, `${what} (includeVotes ${includeVotes})`)
+    assert.deepStrictEqual(viaBytes(text, includeVotes), want, `${what}, from bytes (includeVotes ${includeVotes})`)
   }
 }
 
@@ -277,4 +294,50 @@ test('guessed split: u64 edges, rejected number forms, escapes and unicode give 
     withLog.block.logs.some((l) => l.kind === 'other' && l.message.startsWith(msg)),
     'the log line with escapes and unicode',
   )
+})
+
+test('split from the bytes: the guessed split of the text, byte for byte, and the text path for what it does not take', () => {
+  const synth = synthText()
+  for (const [what, text] of [
+    ['mainnet block', mainnetText()],
+    ['synthetic', synth],
+    ['spaced', synth.replaceAll('},{', '},\n  {')],
+  ] as const) {
+    const b = Buffer.from(text)
+    assert.ok(isAscii(b), `${what} is ASCII`)
+    const bytes = splitTransactionBytes(b, ['block'])
+    const guessed = splitTransactions(text, ['block'], true)!
+    assert.ok(bytes, `${what} splits from its bytes`)
+    assert.deepEqual(bytes.spans, guessed.spans, `${what}: the spans of the guessed split`)
+    assert.equal(bytes.skeleton, guessed.skeleton, `${what}: the skeleton`)
+    assert.equal(bytes.last, text.slice(bytes.spans.at(-2), bytes.spans.at(-1)))
+  }
+  // a decoy cut: the bytes give the guessed pieces (one does not parse: the text path is taken)
+  const decoy = synth.replace('"accountKeys":[', `"decoy":[{},${opening(synth)}1}],"accountKeys":[`)
+  assert.equal(splitTransactionBytes(Buffer.from(decoy), ['block'])!.spans.length / 2, 3)
+  same(decoy, 'decoy, from bytes')
+  // a decoy late in the mainnet block: slices given before the piece fails are not given again
+  const main = mainnetText()
+  const first = splitTransactions(main, ['block'])!.spans[0]
+  const late = [...main.matchAll(/"accountKeys":\s*\[/g)][400].index
+  const lateDecoy =
+    main.slice(0, late) + `"decoy":[{},${main.slice(first, main.indexOf(':', first) + 1)}1}],` + main.slice(late)
+  const parts = splitTransactionBytes(Buffer.from(lateDecoy), ['block'])!
+  assert.equal(parts.spans.length, splitTransactions(main, ['block'])!.spans.length + 2)
+  same(lateDecoy, 'a decoy in the 400th transaction, from bytes')
+  // around the array, checked exactly: a repeated key after it, no array, an empty one
+  const repeated = synth.replace(/,"rewards":\[\]\}\}$/, ',"transactions":[],"rewards":[]}}')
+  assert.notEqual(repeated, synth)
+  same(repeated, 'a repeated transactions key after the array')
+  assert.equal(splitTransactionBytes(Buffer.from(repeated), ['block']), null)
+  assert.equal(splitTransactionBytes(Buffer.from(synth.replace('"transactions":', '"transactionz":')), ['block']), null)
+  const empty = synth.replace(/"transactions":\[.*\],"rewards"/, '"transactions":[],"rewards"')
+  assert.equal(splitTransactionBytes(Buffer.from(empty), ['block']), null)
+  same(empty, 'no transactions')
+  // a line that is not ASCII goes the text way, with its characters decoded as UTF-8
+  const accented = synth.replace('"Program log: ', '"Program log: café ✓ ')
+  assert.ok(!isAscii(Buffer.from(accented)))
+  same(accented, 'not ASCII')
+  const r = viaBytes(accented) as NormalizeResult
+  assert.ok(r.block.logs.some((l) => l.message.includes('café ✓')))
 })

@@ -3,8 +3,9 @@
  * decoding a large answer (block-workers.ts) each read only its own half: no thread turns the
  * whole text into a string or walks through all of it.
  *
- * Both threads compute the same cut from the bytes (`locateCut`, deterministic): the `[` of the
- * transactions array (the keys before it walked exactly, as src/rpc/split.ts does), the first
+ * Both threads compute the same cut from the bytes (`locateCut`, deterministic; the rule is
+ * src/rpc/split-bytes.ts's): the `[` of the transactions array (the keys before it walked exactly,
+ * as src/rpc/split.ts does), the first
  * element and its opening text up to its first `:` (`{"transaction":`), the last and the first
  * after the middle of [first, last] that follow the rule of split.ts's guessed cut (that opening
  * text preceded by `}` `,` and whitespace only). Part 0 decodes [first element, cut), part 1
@@ -27,8 +28,7 @@
  * When no cut is found (no such array, a single element, an opening text that could overlap
  * itself), both threads find that alike and decode their part the exact way (the whole text).
  */
-import { isWhitespace } from '../rpc/json.ts'
-import { transactionsOpen } from '../rpc/split.ts'
+import { arrayStart, endBefore, isCut, nextElement } from '../rpc/split-bytes.ts'
 
 /** where both parts of an answer cut it (byte offsets) */
 export interface Cut {
@@ -44,33 +44,15 @@ export interface Cut {
   opening: Buffer
 }
 
-/** how far from the start the transactions array's `[` is looked for */
-const PREFIX_BYTES = 64 * 1024
-
 /** the cut of an answer (`path`: the members leading to the block), or null: no cut, decode exactly */
 export function locateCut(b: Buffer, path: readonly string[]): Cut | null {
-  // latin1: one character per byte (indices are byte offsets); the names looked for are ASCII
-  const open = transactionsOpen(b.toString('latin1', 0, Math.min(b.length, PREFIX_BYTES)), path)
-  if (open < 0) return null
-  let first = open + 1
-  while (isWhitespace(b[first])) first++
-  // the opening text: `{`, whitespace, a key without escapes, whitespace, `:` (as split.ts)
-  if (b[first] !== 123) return null
-  let k = first + 1
-  while (isWhitespace(b[k])) k++
-  if (b[k] !== 34) return null
-  const q = b.indexOf(34, k + 1)
-  if (q < 0) return null
-  k = q + 1
-  while (isWhitespace(b[k])) k++
-  if (b[k] !== 58) return null
-  const opening = b.subarray(first, k + 1)
-  // ASCII only, and no second `{` (two matches could then overlap: the guess steps over them)
-  for (let i = 1; i < opening.length; i++) if (opening[i] > 126 || opening[i] === 92 || opening[i] === 123) return null
+  const start = arrayStart(b, path)
+  if (start === null) return null
+  const { open, first, opening } = start
   let last = b.lastIndexOf(opening)
   while (last > first && !isCut(b, last)) last = b.lastIndexOf(opening, last - 1)
   if (last <= first) return null
-  const cut = nextCut(b, opening, first + Math.max(1, Math.floor((last - first) / 2)))
+  const cut = nextElement(b, opening, first + Math.max(1, Math.floor((last - first) / 2)))
   if (cut < 0 || cut > last) return null
   return { open, first, cut, last, opening }
 }
@@ -78,43 +60,12 @@ export function locateCut(b: Buffer, path: readonly string[]): Cut | null {
 /** the number of elements before the cut: the first one and the rule's matches after it */
 export function elementsBefore(b: Buffer, c: Cut): number {
   let n = 1
-  for (let at = nextCut(b, c.opening, c.first + 1); at >= 0 && at < c.cut; at = nextCut(b, c.opening, at + 1)) n++
+  for (let at = nextElement(b, c.opening, c.first + 1); at >= 0 && at < c.cut; at = nextElement(b, c.opening, at + 1))
+    n++
   return n
 }
 
 /** the end of part 0's bytes: after the `}` that ends the element before the cut */
 export function endBeforeCut(b: Buffer, c: Cut): number {
-  let j = c.cut - 1
-  while (isWhitespace(b[j])) j--
-  j-- // the `,` (`isCut`)
-  while (isWhitespace(b[j])) j--
-  return j + 1
-}
-
-/**
- * the first match of the rule at or after `from`, or -1 (found by the opening's first 4 bytes,
- * then compared: `indexOf` of a 4-byte needle measured ~4x faster than of the whole opening)
- */
-function nextCut(b: Buffer, opening: Buffer, from: number): number {
-  const head = opening.subarray(0, 4)
-  for (let at = b.indexOf(head, from); at >= 0; at = b.indexOf(head, at + 1)) {
-    if (startsWith(b, at, opening) && isCut(b, at)) return at
-  }
-  return -1
-}
-
-function startsWith(b: Buffer, at: number, opening: Buffer): boolean {
-  if (at + opening.length > b.length) return false
-  for (let i = 4; i < opening.length; i++) if (b[at + i] !== opening[i]) return false
-  return true
-}
-
-/** the opening text at `at` is preceded by `}`, `,` and whitespace only (split.ts `guessElements`) */
-function isCut(b: Buffer, at: number): boolean {
-  let j = at - 1
-  while (isWhitespace(b[j])) j--
-  if (b[j] !== 44) return false
-  j--
-  while (isWhitespace(b[j])) j--
-  return b[j] === 125
+  return endBefore(b, c.cut)
 }

@@ -8,9 +8,11 @@
  * text does not split, or any piece fails to parse or check, the whole text goes through the
  * plain path, which then reports the problem exactly as before.
  */
+import { isAscii } from 'node:buffer'
 import { parseJsonExact } from '../rpc/json.ts'
 import { toArchiveLine } from '../rpc/line.ts'
 import { parseElement, splitTransactions, type SplitBlock } from '../rpc/split.ts'
+import { splitTransactionBytes, type ByteSplit } from '../rpc/split-bytes.ts'
 import type { RpcTransaction } from '../rpc/types.ts'
 import type { Block } from '../model.ts'
 import {
@@ -53,7 +55,35 @@ export function normalizeArchiveTextInto(
   opts: NormalizeOptions | undefined,
   sink: RecordSink,
 ): NormalizeResult {
+  return textInto(text, opts, new Given(sink))
+}
+
+/**
+ * `normalizeArchiveTextInto` of an archive line given as its bytes (UTF-8), which is what an import
+ * worker is handed. An ASCII line (the usual one) is split into its transactions from the bytes
+ * (src/rpc/split-bytes.ts) and each transaction's text made from its own bytes, so the string of
+ * the whole line is never made; any other line, or one that does not split that way (a piece that
+ * does not parse), is decoded whole and read as text (each record still given once).
+ */
+export function normalizeArchiveBytesInto(
+  line: Uint8Array,
+  opts: NormalizeOptions | undefined,
+  sink: RecordSink,
+): NormalizeResult {
+  const b = Buffer.from(line.buffer, line.byteOffset, line.byteLength)
   const given = new Given(sink)
+  if (isAscii(b)) {
+    const split = splitTransactionBytes(b, ARCHIVE_PATH)
+    if (split !== null) {
+      const r = normalizeByteSplit(b, split, opts, given.attempt())
+      if (r !== null) return r
+    }
+  }
+  return textInto(b.toString('utf8'), opts, given)
+}
+
+/** the ways of reading a line's text in turn (the guessed cut, the exact one, the whole), records given through `given` */
+function textInto(text: string, opts: NormalizeOptions | undefined, given: Given): NormalizeResult {
   for (const guess of [true, false]) {
     const split = splitTransactions(text, ARCHIVE_PATH, guess)
     if (split === null) break
@@ -99,6 +129,23 @@ class Given {
   }
 }
 
+/**
+ * The block of an ASCII line split from its bytes, normalized one transaction at a time (each
+ * parsed from a Latin-1 reading of its bytes, the same text), or null when a piece does not parse.
+ */
+function normalizeByteSplit(
+  b: Buffer,
+  split: ByteSplit,
+  opts: NormalizeOptions | undefined,
+  sink: RecordSink,
+): NormalizeResult | null {
+  const { spans } = split
+  const count = spans.length / 2
+  const piece = (i: number) =>
+    parseJsonExact(i === count - 1 ? split.last : b.toString('latin1', spans[2 * i], spans[2 * i + 1]))
+  return normalizePieces(split.skeleton, count, piece, opts, sink)
+}
+
 /** The block normalized one transaction at a time, or null when a piece does not parse. */
 function normalizeSplit(
   text: string,
@@ -106,17 +153,31 @@ function normalizeSplit(
   opts: NormalizeOptions | undefined,
   sink: RecordSink | null = null,
 ): NormalizeResult | null {
+  return normalizePieces(split.skeleton, split.spans.length / 2, (i) => parseElement(text, split, i), opts, sink)
+}
+
+/**
+ * The block of a skeleton (the line without its transactions) and `count` transactions, each
+ * parsed by `piece` just before it is normalized; null when the skeleton or a piece does not parse.
+ */
+function normalizePieces(
+  skeleton: string,
+  count: number,
+  piece: (i: number) => unknown,
+  opts: NormalizeOptions | undefined,
+  sink: RecordSink | null,
+): NormalizeResult | null {
   let line
   try {
-    line = toArchiveLine(parseJsonExact(split.skeleton))
+    line = toArchiveLine(parseJsonExact(skeleton))
   } catch {
     return null
   }
   const source = {
-    count: split.spans.length / 2,
+    count,
     at(i: number): RpcTransaction {
       try {
-        return parseElement(text, split, i) as RpcTransaction
+        return piece(i) as RpcTransaction
       } catch {
         throw PIECE_FAILED
       }

@@ -11,7 +11,7 @@
  */
 import type { Block } from '../../model.ts'
 import type { NormalizationWarning } from '../../normalize/normalize.ts'
-import { normalizeArchiveTextInto } from '../../normalize/text.ts'
+import { normalizeArchiveBytesInto } from '../../normalize/text.ts'
 import { estimateBlockBytes, type PreparedChunk } from '../../store/cold.ts'
 import { ChunkColumns, readChunkBlocks, type WriteOptions } from '../../store/cold/chunk-file.ts'
 import { errorMessage } from '../../util/errors.ts'
@@ -104,17 +104,6 @@ export class LineError extends Error {
  */
 export const SLICE_TRANSACTIONS = 64
 
-/**
- * The text of an archive line's bytes (UTF-8; invalid sequences replaced, as a text reader
- * does). Decoded into the JavaScript heap: a Latin-1 copy of an ASCII line, cheaper to make, is
- * memory outside the heap for a line over ~1 MB, which counts towards the next full collection
- * (measured: 8 full collections per import worker over 63 generated 1,500-transaction blocks
- * against 6).
- */
-export function lineText(line: Uint8Array): string {
-  return Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8')
-}
-
 export class BatchBuilder {
   /** the batch's blocks, taken into columns as they come (their record objects are not kept) */
   private columns: ChunkColumns
@@ -149,7 +138,6 @@ export class BatchBuilder {
    */
   add(line: Uint8Array, seq: number): LineResult {
     if (this.bad) throw this.bad
-    const text = lineText(line)
     let first = true
     const sink = {
       every: SLICE_TRANSACTIONS,
@@ -160,7 +148,7 @@ export class BatchBuilder {
     }
     try {
       // throws only for the line itself (bad JSON, not an archive line); content problems are warnings
-      return { warnings: normalizeArchiveTextInto(text, { includeVotes: this.opts.includeVotes }, sink).warnings }
+      return { warnings: normalizeArchiveBytesInto(line, { includeVotes: this.opts.includeVotes }, sink).warnings }
     } catch (e) {
       throw (this.bad = new LineError(errorMessage(e), seq))
     }
