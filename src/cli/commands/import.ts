@@ -14,9 +14,11 @@
  *   the lines and writes the chunks and manifests in order. Since a batch's end is known when its
  *   last line is read, the next batch goes to another worker at once: the workers parse batches
  *   side by side (and encode others; a worker compresses its brotli frames in its own thread,
- *   frames.ts), with up to `readAheadBytes` of lines per worker sent and not yet parsed. A line goes to its worker
- *   as bytes (transferred, not copied), which the worker decodes: this thread never makes the text. Batch ends
- *   depend only on the input, so the files are byte for byte those of `--workers 1` (everything in
+ *   frames.ts), with up to `readAheadBytes` of lines per worker sent and not yet parsed. A line goes
+ *   to its worker as bytes, copied into a ring of memory shared with the workers (line-ring.ts; a
+ *   line too long for it is transferred), and the worker reads its transactions from the bytes
+ *   (src/normalize/text.ts `normalizeArchiveBytesInto`): no thread makes the whole line's string.
+ *   Batch ends depend only on the input, so the files are byte for byte those of `--workers 1` (everything in
  *   this thread). At most two batches per worker are in hand at a time (one being filled, one
  *   encoded; two in all with `--workers 1`): the input is not read further ahead.
  * - Resumable: blocks at or below the store's last block that it holds with the same hash are
@@ -173,9 +175,10 @@ export interface ImportBackend {
    */
   start(id: number, tail: readonly string[]): Promise<BatchStart>
   /**
-   * add a line (its bytes, in a buffer of its own that is not used after) to the open batch
-   * `id`: its warnings, or a LineError for a bad line (the lines of
-   * the batch after it are not parsed, and the batch is not encoded)
+   * add a line (its bytes: a view of the ring of lines, which stays in use until the line's
+   * result is settled, or a buffer the backend may keep or transfer) to the open batch `id`: its
+   * warnings, or a LineError for a bad line (the lines of the batch after it are not parsed, and
+   * the batch is not encoded)
    */
   line(id: number, seq: number, line: Buffer): Promise<LineResult>
   /** the open batch `id` is complete (sealed: full; not: the last of a run): encode it */
@@ -456,12 +459,14 @@ export async function runImport(
     const settle = async () => {
       const { seq: s, ack, bytes: n, inRing } = sent.shift()!
       inFlight -= n
-      if (inRing) ring!.release()
       let r: LineResult
       try {
         r = await ack
       } catch (e) {
         throw placed(e)
+      } finally {
+        // the worker read the line before it answered: its place in the ring may be reused
+        if (inRing) ring!.release()
       }
       const where = places.get(s)!
       places.delete(s)
