@@ -131,8 +131,9 @@ export class BatchBuilder {
   }
 
   /**
-   * Parse and normalize one archive line (its bytes; the run's line `seq`) into the batch, its records taken
-   * into the columns a slice of transactions at a time as they are made (so they die young).
+   * Parse and normalize one archive line (its bytes; the run's line `seq`) into the batch, its
+   * records taken into the columns a slice of transactions at a time as they are made (so they
+   * die young).
    * Throws LineError for a bad line; the batch's later lines are then not parsed (they throw the
    * same error) and the batch is not encoded (the import stops on a bad line).
    */

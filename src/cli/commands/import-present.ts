@@ -8,7 +8,7 @@
  *   with one line naming the dataset's range and the archive's blocks concerned, before anything
  *   is written (input ascends, so these blocks come before any block that would be appended).
  */
-import { joinPieces, toArchiveLine } from '../../ingest/archive.ts'
+import { joinPieces, lineStart, toArchiveLine } from '../../ingest/archive.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
 import type { DiskColdStore } from '../../store/cold.ts'
 import { lowerBound } from '../../util/search.ts'
@@ -17,11 +17,11 @@ import { lowerBound } from '../../util/search.ts'
 const SLOT_HASH_PREFIX = /^\s*\{\s*"slot"\s*:\s*\d{1,15}\s*,\s*"hash"\s*:\s*"([^"\\]*)"/
 
 /**
- * The block hash of an archive line: read from its first bytes (`head`, LINE_HEAD_BYTES of them),
- * else by parsing the line (its bytes in pieces).
+ * The block hash of an archive line: read from its head (`lineHead`), else by parsing the line
+ * (its bytes in pieces).
  */
-export function archiveLineHash(head: Buffer, pieces: readonly Buffer[]): string {
-  const m = SLOT_HASH_PREFIX.exec(lineHead(head))
+export function archiveLineHash(head: string, pieces: readonly Buffer[]): string {
+  const m = SLOT_HASH_PREFIX.exec(head)
   return m ? m[1] : toArchiveLine(parseJsonExact(joinPieces(pieces).toString('utf8'))).hash! // toArchiveLine fills it in
 }
 
@@ -30,11 +30,11 @@ export function archiveLineHash(head: Buffer, pieces: readonly Buffer[]): string
  * hash are read from without decoding the line: what they match there is ASCII, so the same as in
  * the UTF-8 text; a line they do not match within these bytes is parsed whole.
  */
-export function lineHead(line: Buffer): string {
-  return line.toString('latin1', 0, Math.min(line.length, LINE_HEAD_BYTES))
+export function lineHead(pieces: readonly Buffer[]): string {
+  return lineStart(pieces, LINE_HEAD_BYTES).toString('latin1')
 }
 
-export const LINE_HEAD_BYTES = 256
+const LINE_HEAD_BYTES = 256
 
 /** Looks up the hash of a held block, reading one chunk's header columns at a time. */
 export class PresentBlocks {

@@ -14,13 +14,14 @@
  *   the lines and writes the chunks and manifests in order. Since a batch's end is known when its
  *   last line is read, the next batch goes to another worker at once: the workers parse batches
  *   side by side (and encode others; a worker compresses its brotli frames in its own thread,
- *   frames.ts), with up to `readAheadBytes` of lines per worker sent and not yet parsed. A line goes
- *   to its worker as bytes, copied into a ring of memory shared with the workers (line-ring.ts; a
- *   line too long for it is transferred), and the worker reads its transactions from the bytes
- *   (src/normalize/text.ts `normalizeArchiveBytesInto`): no thread makes the whole line's string.
- *   Batch ends depend only on the input, so the files are byte for byte those of `--workers 1` (everything in
- *   this thread). At most two batches per worker are in hand at a time (one being filled, one
- *   encoded; two in all with `--workers 1`): the input is not read further ahead.
+ *   frames.ts), with up to `readAheadBytes` of lines per worker sent and not yet parsed. A line
+ *   goes to its worker as bytes, copied into a ring of memory shared with the workers
+ *   (line-ring.ts; a line too long for it is transferred), and the worker reads its transactions
+ *   from the bytes (src/normalize/text.ts `normalizeArchiveBytesInto`): no thread makes the whole
+ *   line's string. Batch ends depend only on the input, so the files are byte for byte those of
+ *   `--workers 1` (everything in this thread). At most two batches per worker are in hand at a
+ *   time (one being filled, one encoded; two in all with `--workers 1`): the input is not read
+ *   further ahead.
  * - Resumable: blocks at or below the store's last block that it holds with the same hash are
  *   skipped (cheaply: slot and hash are read from the line's start before any parsing), so
  *   re-running the same command after an interruption (Ctrl-C, kill -9, power loss) continues
@@ -37,14 +38,7 @@ import type { Command } from 'commander'
 import { open, stat } from 'node:fs/promises'
 import { availableParallelism } from 'node:os'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
-import {
-  isBlankLine,
-  joinPieces,
-  lineStart,
-  listArchiveFiles,
-  readLinePieces,
-  toArchiveLine,
-} from '../../ingest/archive.ts'
+import { isBlankLine, joinPieces, listArchiveFiles, readLinePieces, toArchiveLine } from '../../ingest/archive.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
 import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold.ts'
 import type { FormatVersion } from '../../store/cold/chunk-file.ts'
@@ -58,7 +52,7 @@ import {
   type LineResult,
 } from './import-batch.ts'
 import type { FromWorker, ToWorker } from './import-worker.ts'
-import { archiveLineHash, LINE_HEAD_BYTES, lineHead, MissingBlocks, PresentBlocks } from './import-present.ts'
+import { archiveLineHash, lineHead, MissingBlocks, PresentBlocks } from './import-present.ts'
 import { LineRing } from './line-ring.ts'
 import { intOption } from '../options.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
@@ -245,14 +239,14 @@ class WorkerBackend implements ImportBackend {
   constructor(
     n: number,
     opts: BatchOptions,
-    /** where lines are given to the workers (LineRing); a line elsewhere is transferred */
-    private readonly ring: SharedArrayBuffer | null,
+    /** where lines are given to the workers; a line elsewhere is transferred */
+    private readonly ring: LineRing | null,
     resourceLimits?: ResourceLimits,
   ) {
     for (let i = 0; i < n; i++) {
       const gate = newZlibGate()
       const w = new Worker(new URL('./import-worker.mjs', import.meta.url), {
-        workerData: { ...opts, zlibGate: gate, lineRing: ring },
+        workerData: { ...opts, zlibGate: gate, lineRing: ring?.buffer ?? null },
         resourceLimits: parseWorkerLimits(resourceLimits),
         execArgv: workerExecArgv(),
       })
@@ -313,7 +307,7 @@ class WorkerBackend implements ImportBackend {
     if (this.failure) return Promise.reject(this.failure)
     const d = new Deferred<LineResult>()
     this.acks.set(seq, d)
-    if (this.ring !== null && line.buffer === this.ring) {
+    if (this.ring?.holds(line)) {
       // in the ring the workers share: where
       this.post(id, { t: 'line', id, seq, at: line.byteOffset, length: line.length })
     } else {
@@ -406,7 +400,7 @@ export async function runImport(
     const ring = workers > 1 ? new LineRing(readAhead) : null
     backend =
       workers > 1
-        ? new WorkerBackend(workers, batchOpts, ring!.buffer, opts.workerResourceLimits)
+        ? new WorkerBackend(workers, batchOpts, ring, opts.workerResourceLimits)
         : new InProcessBackend(batchOpts)
     if (opts.wrapBackend) backend = opts.wrapBackend(backend)
     const batches = backend
@@ -522,8 +516,8 @@ export async function runImport(
         }
         if (isBlankLine(pieces)) continue
         const where = `${file}:${lineNo}`
-        const head = lineStart(pieces, LINE_HEAD_BYTES)
-        const m = SLOT_PREFIX.exec(lineHead(head))
+        const head = lineHead(pieces)
+        const m = SLOT_PREFIX.exec(head)
         let slot: number
         if (m) slot = Number(m[1])
         else {
