@@ -137,14 +137,15 @@ test('frames declare their window: 64 KiB for text parts, the frame for binary p
     keys.push(base58Encode(new Uint8Array(32).map(() => (seed = (seed * 48271) % 0x7fffffff) & 0xff)))
   const text = Buffer.from(keys.sort().join(''), 'latin1')
   const words = new Uint8Array(new Uint32Array(40_000).map((_, i) => i * 3).buffer)
+  // brotli throughout (format 4's framing; format 5 where zstd cannot run on the thread pool)
   const firstFrameWindow = async (e: Parameters<typeof compressFrames>[0], parts: Uint8Array[], part: number) => {
-    const f = await compressFrames(e, parts)
+    const f = await compressFrames(e, parts, undefined, false)
     let k = 0
     for (let p = 0; p < part; p++) k += f.fr[p].length - 2
     assert.ok(f.fr[part][2] > 0, 'the frame is stored compressed')
     return brotliWindow(f.stored[k])
   }
-  assert.equal(framing('dict', 0).lgwin, 16)
+  assert.equal(framing('dict', 0, false).lgwin, 16)
   assert.equal(await firstFrameWindow('dict', [text, words, words, words], 0), 16)
   assert.equal(await firstFrameWindow('dict', [text, words, words, words], 1), 17) // 64 KiB frames of codes
   assert.equal(await firstFrameWindow('jdict', [text, words], 0), 24) // a JSON column: one whole frame
@@ -196,4 +197,41 @@ test('format 5: text parts and JSON columns in zstd frames, binary parts in brot
     () => unframe(b.subarray(m.o, m.o + m.l), m, (why) => new CorruptChunkError(why)),
     (e: unknown) => e instanceof CorruptChunkError && /zstd frame does not decompress/.test((e as Error).message),
   )
+})
+
+test('a main thread compresses zstd frames on the thread pool where the native build loads, in the thread with the WebAssembly one', () => {
+  const framesUrl = new URL('../src/store/cold/frames.ts', import.meta.url).href
+  const zstdUrl = new URL('../src/util/zstd.mjs', import.meta.url).href
+  // resolved within a few microtasks: compressed in this thread; after an event-loop turn: on the pool
+  const script = `
+    const { zstdFrame, framing, compressInThisThread } = await import(${JSON.stringify(framesUrl)})
+    const { zstdBuild, zstdDecompressSync } = await import(${JSON.stringify(zstdUrl)})
+    const raw = new Uint8Array(200_000).map((_, i) => (i * 7) & 63)
+    const settlesAtOnce = async () => {
+      let done = false
+      const p = zstdFrame(raw, 9).then((z) => ((done = true), z))
+      for (let i = 0; i < 5; i++) await null
+      const now = done
+      const back = zstdDecompressSync(await p)
+      if (Buffer.compare(Buffer.from(back), Buffer.from(raw)) !== 0) throw new Error('not the same bytes')
+      return now
+    }
+    // a text part's codec by default (0 brotli, 1 zstd)
+    const textCodec = framing('plain', 0).codec
+    const before = await settlesAtOnce()
+    compressInThisThread()
+    process.stdout.write(JSON.stringify([zstdBuild, textCodec, before, await settlesAtOnce()]))
+  `
+  const run = (env: NodeJS.ProcessEnv) => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      env: { ...process.env, ...env },
+    })
+    assert.equal(r.status, 0, r.stderr)
+    return JSON.parse(r.stdout)
+  }
+  const wasm = run({ SOLPORTAL_ZSTD: 'wasm' })
+  assert.deepEqual(wasm, ['wasm', 0, true, true])
+  const native = run({ SOLPORTAL_ZSTD: '' })
+  if (native[0] === 'native') assert.deepEqual(native, ['native', 1, false, true])
 })

@@ -4,7 +4,7 @@
  * types to Parquet types is documented in docs/export.md. u64 values go from the store's bigints
  * straight into INT64 (UINT_64) columns, never through a JS number.
  */
-import { init as zstdInit, compress as zstdCompress } from '@bokuweb/zstd-wasm'
+import { zstdCompressSync } from '../util/zstd.mjs'
 import { ParquetWriter, fileWriter, type SchemaElement } from 'hyparquet-writer'
 import { mkdirSync, renameSync } from 'node:fs'
 import { join } from 'node:path'
@@ -100,7 +100,7 @@ class KindWriter {
       writer: fileWriter(this.tmp),
       schema: exportSchema(spec),
       codec: 'ZSTD',
-      compressors: { ZSTD: (b: Uint8Array) => zstdCompress(b, ZSTD_LEVEL) },
+      compressors: { ZSTD: (b: Uint8Array) => zstdCompressSync(b, ZSTD_LEVEL) },
       createdBy: 'solportal export',
     })
   }
@@ -174,7 +174,6 @@ export async function exportParquet(
   from: number,
   to: number,
 ): Promise<ExportResult> {
-  await zstdInit()
   mkdirSync(outDir, { recursive: true })
   const writers = EXPORT_FILES.map((f) => new KindWriter(f, join(outDir, f.file)))
   let firstBlock: number | null = null

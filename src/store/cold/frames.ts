@@ -19,13 +19,16 @@
  * throughout): text parts (dictionaries, plain strings; 512 KiB frames) in zstd level 2, JSON
  * columns (one 8 MiB frame) in zstd level 9, binary parts (codes, offsets, postings, positions;
  * 64 KiB frames) in brotli quality 5 (4 for list posting offsets and rows, POSTINGS_QUALITY).
- * zstd is the WebAssembly build `@bokuweb/zstd-wasm` (a dependency already, for Parquet export):
- * synchronous, as the read path needs, but it runs in the calling thread, so a serving main
+ * zstd is libzstd's native build where its prebuilt addon loads, else the WebAssembly build
+ * (src/util/zstd.mjs). Both decompress synchronously, as the read path needs. The native one also
+ * compresses on the thread pool, so a serving main thread writes zstd frames there as it does
+ * brotli ones; the WebAssembly one runs only in the calling thread, so with it a serving main
  * thread, which must not wait ~0.2 s for a JSON frame, compresses every part in brotli on the
- * thread pool instead (`zstdHere`); readers decode either. Measured on the first chunk of the
- * import bench's archive (21 generated blocks of 1,500 transactions, generator version 2: random
- * addresses and signatures, as real ones) and on the mainnet block, every frame compressed again
- * in one thread, two rounds:
+ * thread pool instead (`zstdHere`). Readers decode either. Measured with the WebAssembly build
+ * (the native one takes 0.4-0.65x its time for the same levels, src/util/zstd.mjs) on the first
+ * chunk of the import bench's archive (21 generated blocks of 1,500 transactions, generator
+ * version 2: random addresses and signatures, as real ones) and on the mainnet block, every frame
+ * compressed again in one thread, two rounds:
  *
  *   | per part class     | generated chunk: bytes, ms | mainnet block: bytes, ms |
  *   | text, brotli q5    | 9.81 MB, 381               | 399.8 KB, 14             |
@@ -48,8 +51,8 @@
  * on the generator's version 1, whose addresses and signatures were text copied from a small pad:
  * long matches real data does not have, which brotli's larger window found.
  *
- * On the main thread, brotli frames are compressed on libuv's thread pool (`brotliCompress`), two at a
- * time (COMPRESS_AHEAD), so a chunk's encoding goes on in JS while earlier columns compress (the
+ * On the main thread, frames are compressed on libuv's thread pool (`brotliCompress`, and the
+ * native zstd's asynchronous call), two at a time (COMPRESS_AHEAD), so a chunk's encoding goes on in JS while earlier columns compress (the
  * server's event loop is never blocked for a chunk). A worker thread (import workers, the live
  * follower's cold writer) compresses in its own thread (`brotliCompressSync`): it has the other
  * threads to overlap with, and the same frames cost less CPU than through the pool (no stream and callback per frame; encoding a
@@ -60,7 +63,7 @@
  */
 import { isMainThread } from 'node:worker_threads'
 import { brotliCompress, brotliCompressSync, brotliDecompressSync, constants, crc32 } from 'node:zlib'
-import { compress as zstdCompress, decompress as zstdDecompress, init as zstdInit } from '@bokuweb/zstd-wasm'
+import { zstdBuild, zstdCompressAsync, zstdCompressSync, zstdDecompressSync } from '../../util/zstd.mjs'
 import { gatedZlib } from '../../util/zlib-gate.ts'
 import type { Enc } from './encode.ts'
 import { align8 } from './offsets.ts'
@@ -81,9 +84,6 @@ export const FILTER_DELTA32 = 1
 export const FILTER_ZIGZAG32 = 2
 /** zigzag deltas, then the bytes grouped by significance (the high bytes, mostly zero, together) */
 export const FILTER_ZIGZAG32_SHUFFLE = 3
-
-// zstd (WebAssembly, synchronous) is ready before any frame is compressed or read
-await zstdInit()
 
 /** a frame's compressor (a part's codec, `ColMeta.zc`; chunks of format 4 are brotli throughout) */
 export const CODEC_BROTLI = 0
@@ -328,13 +328,15 @@ function brotliOptions(raw: Uint8Array, quality: number, lgwin: number) {
 /** whether frames are compressed in the calling thread (see `brotli`) */
 let compressHere = !isMainThread
 /**
- * whether text and JSON parts are compressed with zstd by default (`framing`), which runs
- * synchronously in the calling thread (WebAssembly: no thread pool): in worker threads and in a
- * process whose main thread serves nobody (`compressInThisThread`); a bulk import asks for it
- * (chunk-file.ts `WriteOptions.zstd`). A serving main thread keeps brotli on the thread pool for
- * every part, so its event loop never waits for a frame (a JSON column's 8 MiB frame takes ~0.2 s).
+ * whether text and JSON parts are compressed with zstd by default (`framing`). Where the native
+ * zstd loads (src/util/zstd.mjs), everywhere: a serving main thread compresses its zstd frames on
+ * the thread pool as it does brotli ones. With the WebAssembly build, which runs synchronously in
+ * the calling thread, only in worker threads and in a process whose main thread serves nobody
+ * (`compressInThisThread`; a bulk import asks for it too, chunk-file.ts `WriteOptions.zstd`): a
+ * serving main thread then keeps brotli on the thread pool for every part, so its event loop never
+ * waits for a frame (a JSON column's 8 MiB frame takes ~0.2 s there).
  */
-let zstdHere = !isMainThread
+let zstdHere = !isMainThread || zstdBuild === 'native'
 
 /**
  * Compress frames in the calling thread from now on, also on a main thread: for a process whose
@@ -344,6 +346,18 @@ let zstdHere = !isMainThread
 export function compressInThisThread(): void {
   compressHere = true
   zstdHere = true
+}
+
+/** runs `job` on the thread pool once fewer than COMPRESS_AHEAD of this thread's frames are there */
+async function onPool(job: () => Promise<Uint8Array>): Promise<Uint8Array> {
+  if (compressing >= COMPRESS_AHEAD) await new Promise<void>((resolve) => waiting.push(resolve))
+  compressing++
+  try {
+    return await job()
+  } finally {
+    compressing--
+    waiting.shift()?.()
+  }
 }
 
 /**
@@ -357,16 +371,22 @@ export async function brotli(
   sync = compressHere,
 ): Promise<Uint8Array> {
   if (sync) return gatedZlib(() => brotliCompressSync(raw, brotliOptions(raw, quality, lgwin)))
-  if (compressing >= COMPRESS_AHEAD) await new Promise<void>((resolve) => waiting.push(resolve))
-  compressing++
-  try {
-    return await new Promise<Uint8Array>((resolve, reject) =>
-      brotliCompress(raw, brotliOptions(raw, quality, lgwin), (err, z) => (err ? reject(err) : resolve(z))),
-    )
-  } finally {
-    compressing--
-    waiting.shift()?.()
-  }
+  return onPool(
+    () =>
+      new Promise<Uint8Array>((resolve, reject) =>
+        brotliCompress(raw, brotliOptions(raw, quality, lgwin), (err, z) => (err ? reject(err) : resolve(z))),
+      ),
+  )
+}
+
+/**
+ * zstd of `raw` at `level`: in this thread where frames are compressed here (`compressHere`) or
+ * the build is WebAssembly (which cannot run elsewhere), else natively on the thread pool like
+ * `brotli`
+ */
+export async function zstdFrame(raw: Uint8Array, level: number, sync = compressHere): Promise<Uint8Array> {
+  if (sync || zstdBuild !== 'native') return zstdCompressSync(raw, level)
+  return onPool(() => zstdCompressAsync(raw, level))
 }
 
 /**
@@ -402,7 +422,7 @@ export async function compressFrames(
           : filter === FILTER_ZIGZAG32_SHUFFLE
             ? zigzagShuffle32(part)
             : delta32(part, filter !== FILTER_DELTA32)
-      const pending = codec === CODEC_ZSTD ? Promise.resolve(zstdCompress(r, quality)) : brotli(r, quality, lgwin)
+      const pending = codec === CODEC_ZSTD ? zstdFrame(r, quality) : brotli(r, quality, lgwin)
       jobs.push(pending.then((z) => (z.byteLength < r.byteLength ? [z, true] : [r, false])))
     }
   })
@@ -508,7 +528,7 @@ export function inflateFrame(
     if (raw === undefined) {
       if (p.codec === CODEC_ZSTD) {
         try {
-          raw = zstdDecompress(z)
+          raw = zstdDecompressSync(z)
         } catch (e) {
           throw fail(`zstd frame does not decompress: ${(e as Error).message}`)
         }

@@ -10,9 +10,7 @@
 import { closeSync, openSync, readSync } from 'node:fs'
 import { parentPort, workerData } from 'node:worker_threads'
 import { brotliDecompressSync, crc32 } from 'node:zlib'
-import { decompress as zstdDecompress, init as zstdInit } from '@bokuweb/zstd-wasm'
-
-await zstdInit()
+import { zstdDecompressSync } from '../../util/zstd.mjs'
 
 const answers = workerData.answers
 /** [0]: 1 while held (tests); then per job id: 1 once the reader decompressed the frame itself */
@@ -69,8 +67,8 @@ parentPort.on('message', ({ path, jobs }) => {
     try {
       const z = fd === null ? null : stored(fd, at, len, crc)
       if (z !== null && codec === 1) {
-        // WebAssembly, not zlib: the gate does not need it, but costs nothing around it
-        const r = zstdDecompress(z)
+        // not zlib: the gate does not need it, but costs nothing around it
+        const r = zstdDecompressSync(z)
         raw = Buffer.from(r.buffer, r.byteOffset, r.byteLength)
       } else if (z !== null && codec === 0) {
         const r = brotliDecompressSync(z, { chunkSize: Math.max(64 * 1024, bytes) })
