@@ -7,10 +7,11 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { encodeColumn } from '../src/store/cold/encode.ts'
 import { AccountInterner } from '../src/store/cold/intern.ts'
+import { BASE58_ALPHABET } from '../src/util/base58.ts'
 
 /** deterministic base58-like strings (xorshift) */
 function strings(n: number, seed: number): string[] {
-  const abc = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
+  const abc = BASE58_ALPHABET
   let x = seed
   const next = () => {
     x ^= x << 13

@@ -33,7 +33,7 @@ import { fileURLToPath } from 'node:url'
 import { gunzipSync, createGzip, gzip } from 'node:zlib'
 import { promisify } from 'node:util'
 import type { Writable } from 'node:stream'
-import { base58Encode } from '../util/base58.ts'
+import { BASE58_ALPHABET, base58Encode } from '../util/base58.ts'
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const DEFAULT_TEMPLATE_FILES = ['data/mainnet/blocks/254170887.jsonl.gz', 'data/sample/litesvm.jsonl.gz']
@@ -51,7 +51,7 @@ export const METEORA_DLMM = 'LBUZKhRxPF3XUpBCjp4YzTKgLccjZhTSDM9YuVaPwxo'
 export const RAYDIUM_AMM = '675kPX9MHTjS2zt1qfr1NYHuzeLXfQM9H24wFSUt1Mp8'
 
 const gzipAsync = promisify(gzip)
-const B58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
+const B58 = BASE58_ALPHABET
 const BASE58_RUN = /(?<![1-9A-HJ-NP-Za-km-z])[1-9A-HJ-NP-Za-km-z]{32,88}(?![1-9A-HJ-NP-Za-km-z])/g
 
 /* eslint-disable @typescript-eslint/no-explicit-any */

@@ -11,8 +11,9 @@
  * characters with a power of 58 (linear instead of quadratic) and decodes exactly only when the
  * bounds disagree on the length or the leading bytes.
  */
+import { BASE58_ALPHABET } from '../util/base58.ts'
 
-const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
+const ALPHABET = BASE58_ALPHABET
 const MAP = new Int8Array(128).fill(-1)
 for (let i = 0; i < ALPHABET.length; i++) MAP[ALPHABET.charCodeAt(i)] = i
 

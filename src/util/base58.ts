@@ -1,5 +1,7 @@
 /** Base58 (Bitcoin alphabet) encode/decode, dependency-free. */
-const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
+/** the 58 characters, in digit order */
+export const BASE58_ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
+const ALPHABET = BASE58_ALPHABET
 const MAP = new Int16Array(128).fill(-1)
 for (let i = 0; i < ALPHABET.length; i++) MAP[ALPHABET.charCodeAt(i)] = i
 

@@ -5,7 +5,7 @@
  * skipped slots, transaction index gaps (removed votes).
  */
 import type { Balance, Block, Instruction, Log, Reward, TokenBalance, Transaction } from '../../src/model.ts'
-import { base58Encode } from '../../src/util/base58.ts'
+import { base58Encode, BASE58_ALPHABET } from '../../src/util/base58.ts'
 import { mulberry32 } from '../../src/util/prng.ts'
 import { compareRewards } from '../../src/normalize/normalize.ts'
 
@@ -40,7 +40,7 @@ export class Rng {
     return b
   }
   base58(len: number): string {
-    const A = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
+    const A = BASE58_ALPHABET
     let s = ''
     for (let i = 0; i < len; i++) s += A[Math.floor(this.next() * 58)]
     return s
