@@ -1,13 +1,13 @@
 /**
  * Compressed frames (chunk formats 4 and 5): each part of a column blob (encode.ts) is cut into
  * frames of 2^log raw bytes (the last one shorter), and each frame is compressed on its own (zstd
- * or brotli, see Codecs below), after a filter that suits the part: `delta32` for token offsets (equal steps: one
- * repeated word), zigzag deltas with the bytes grouped by significance for the other u32 parts
- * that ascend or change little from one row to the next (row and posting offsets, posting rows,
- * transaction and log indexes, decimals), so the compressor sees runs of zero high bytes and
- * small repeated numbers. The filter of each part is in the footer (`fr`), so a reader undoes
- * whatever a writer chose: chunks written before used plain deltas for the offsets and zigzag
- * deltas without grouping for u32 columns. A frame that does not shrink is stored as is.
+ * or brotli, see Codecs below), after a filter that suits the part: `delta32` for token offsets
+ * (equal steps: one repeated word), zigzag deltas with the bytes grouped by significance for the
+ * other u32 parts that ascend or change little from one row to the next (row and posting offsets,
+ * posting rows, transaction and log indexes, decimals), so the compressor sees runs of zero high
+ * bytes and small repeated numbers. The filter of each part is in the footer (`fr`), so a reader
+ * undoes whatever a writer chose: chunks written before used plain deltas for the offsets and
+ * zigzag deltas without grouping for u32 columns. A frame that does not shrink is stored as is.
  *
  * A reader decompresses only the frames holding the bytes it wants, so a selective query still
  * reads a few kilobytes of a column (raw.ts `Parts`); a whole-column decode decompresses them all.
@@ -42,24 +42,25 @@
  *
  * So the chunk's compression CPU is 0.48x (914 → 440 ms) for 1 % fewer bytes (16.10 →
  * 15.92 MB), and 0.74x on the mainnet block for 0.8 % more bytes; zstd frames also decompress
- * faster (all frames of the chunk: 66 ms against 101). Level 2 for text stores less than level 3
- * of the generated text (9.95 against 10.14 MB on the next chunk too) and as much of the mainnet
- * block's, in two thirds of the time. The parts brotli keeps are those where its context
- * modelling of small integers wins 3-9 %. Text at quality 5 uses a 64 KiB window (TEXT_LGWIN) where it
- * is still brotli; higher brotli qualities gain under 1 % for up to 2x the time. Earlier figures
+ * faster (all frames of the chunk: 66 ms against 101). Level 2 for text stores less than level 3 of
+ * the generated text (9.95 against 10.14 MB on the next chunk too) and as much of the mainnet
+ * block's, in two thirds of the time. The parts brotli keeps are those where its context modelling
+ * of small integers wins 3-9 %. Text at quality 5 uses a 64 KiB window (TEXT_LGWIN) where it is
+ * still brotli; higher brotli qualities gain under 1 % for up to 2x the time. Earlier figures
  * (format 4's choice of brotli over zstd 9: 8.9 against 11.8 MB for a 41.6 MB chunk) were measured
  * on the generator's version 1, whose addresses and signatures were text copied from a small pad:
  * long matches real data does not have, which brotli's larger window found.
  *
  * On the main thread, frames are compressed on libuv's thread pool (`brotliCompress`, and the
- * native zstd's asynchronous call), two at a time (COMPRESS_AHEAD), so a chunk's encoding goes on in JS while earlier columns compress (the
- * server's event loop is never blocked for a chunk). A worker thread (import workers, the live
- * follower's cold writer) compresses in its own thread (`brotliCompressSync`): it has the other
- * threads to overlap with, and the same frames cost less CPU than through the pool (no stream and callback per frame; encoding a
- * 21-block chunk in a worker thread, median of 10 alternating rounds on the shared 2-core box:
- * 122 ms of CPU per block instead of 128). Both compress a frame in one FINISH operation over the
- * whole input, so they write the same bytes (`test/cold-frames.test.ts`; a stream's default, a
- * PROCESS operation then a FINISH, cuts some frames differently).
+ * native zstd's asynchronous call), two at a time (COMPRESS_AHEAD), so a chunk's encoding goes on
+ * in JS while earlier columns compress (the server's event loop is never blocked for a chunk). A
+ * worker thread (import workers, the live follower's cold writer) compresses in its own thread
+ * (`brotliCompressSync`): it has the other threads to overlap with, and the same frames cost less
+ * CPU than through the pool (no stream and callback per frame; encoding a 21-block chunk in a
+ * worker thread, median of 10 alternating rounds on the shared 2-core box: 122 ms of CPU per block
+ * instead of 128). Both compress a frame in one FINISH operation over the whole input, so they
+ * write the same bytes (`test/cold-frames.test.ts`; a stream's default, a PROCESS operation then a
+ * FINISH, cuts some frames differently).
  */
 import { isMainThread } from 'node:worker_threads'
 import { brotliCompress, brotliCompressSync, brotliDecompressSync, constants, crc32 } from 'node:zlib'
