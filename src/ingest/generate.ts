@@ -51,7 +51,6 @@ export const METEORA_DLMM = 'LBUZKhRxPF3XUpBCjp4YzTKgLccjZhTSDM9YuVaPwxo'
 export const RAYDIUM_AMM = '675kPX9MHTjS2zt1qfr1NYHuzeLXfQM9H24wFSUt1Mp8'
 
 const gzipAsync = promisify(gzip)
-const B58 = BASE58_ALPHABET
 const BASE58_RUN = /(?<![1-9A-HJ-NP-Za-km-z])[1-9A-HJ-NP-Za-km-z]{32,88}(?![1-9A-HJ-NP-Za-km-z])/g
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -330,7 +329,7 @@ const N_ACCOUNTS = 300_000
 
 const ADDRESS_LEN = 44
 const SIGNATURE_LEN = 88
-const B58_BYTES = Buffer.from(B58, 'latin1')
+const B58_BYTES = Buffer.from(BASE58_ALPHABET, 'latin1')
 
 /**
  * A stateful block generator: `nextBuffer()` returns the next archive line (UTF-8 JSON ending with a

@@ -11,11 +11,7 @@
  * characters with a power of 58 (linear instead of quadratic) and decodes exactly only when the
  * bounds disagree on the length or the leading bytes.
  */
-import { BASE58_ALPHABET } from '../util/base58.ts'
-
-const ALPHABET = BASE58_ALPHABET
-const MAP = new Int8Array(128).fill(-1)
-for (let i = 0; i < ALPHABET.length; i++) MAP[ALPHABET.charCodeAt(i)] = i
+import { BASE58_DIGIT } from '../util/base58.ts'
 
 const TWO32 = 4294967296
 
@@ -89,7 +85,7 @@ export function decodeData(data: string): number {
     let acc = 0
     for (let t = 0; t < 3 && i < n; t++, i++) {
       const c = data.charCodeAt(i)
-      const v = c < 128 ? MAP[c] : -1
+      const v = c < 128 ? BASE58_DIGIT[c] : -1
       if (v < 0) return -1
       acc = acc * 58 + v
       mul *= 58
@@ -173,7 +169,7 @@ export function viaWindow(data: string, zeros: number): number {
   // the rest is only checked to be base58
   for (let i = zeros + WINDOW_CHARS; i < n; i++) {
     const c = data.charCodeAt(i)
-    if (c >= 128 || MAP[c] < 0) return -1
+    if (c >= 128 || BASE58_DIGIT[c] < 0) return -1
   }
   const m = n - zeros
   const p = pow58(m - WINDOW_CHARS)
@@ -213,7 +209,7 @@ function bigIntOf(data: string, from: number, to: number): bigint {
     let v = 0
     for (; i < e; i++) {
       const c = data.charCodeAt(i)
-      const d = c < 128 ? MAP[c] : -1
+      const d = c < 128 ? BASE58_DIGIT[c] : -1
       if (d < 0) return -1n
       v = v * 58 + d
     }

@@ -1,9 +1,9 @@
 /** Base58 (Bitcoin alphabet) encode/decode, dependency-free. */
 /** the 58 characters, in digit order */
 export const BASE58_ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
-const ALPHABET = BASE58_ALPHABET
-const MAP = new Int16Array(128).fill(-1)
-for (let i = 0; i < ALPHABET.length; i++) MAP[ALPHABET.charCodeAt(i)] = i
+/** the digit of each ASCII character code, -1 for a character that is not one */
+export const BASE58_DIGIT = new Int8Array(128).fill(-1)
+for (let i = 0; i < BASE58_ALPHABET.length; i++) BASE58_DIGIT[BASE58_ALPHABET.charCodeAt(i)] = i
 
 /** Decode base58; throws on a character outside the alphabet. */
 export function base58Decode(s: string): Uint8Array {
@@ -15,7 +15,7 @@ export function base58Decode(s: string): Uint8Array {
   let length = 0
   for (let i = zeros; i < s.length; i++) {
     const c = s.charCodeAt(i)
-    const v = c < 128 ? MAP[c] : -1
+    const v = c < 128 ? BASE58_DIGIT[c] : -1
     if (v < 0) throw new Error(`invalid base58 character '${s[i]}'`)
     let carry = v
     let j = 0
@@ -53,7 +53,7 @@ export function base58Encode(bytes: Uint8Array): string {
   let start = size - length
   while (start < size && b58[start] === 0) start++
   let out = '1'.repeat(zeros)
-  for (let i = start; i < size; i++) out += ALPHABET[b58[i]]
+  for (let i = start; i < size; i++) out += BASE58_ALPHABET[b58[i]]
   return out
 }
 
