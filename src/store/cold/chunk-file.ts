@@ -150,7 +150,7 @@ export interface WriteOptions {
   frameLog?: number
   /**
    * format 5: text and JSON parts compressed with zstd (true) or brotli (false); default: zstd
-   * where this thread may compress synchronously (frames.ts `zstdHere`)
+   * where this thread may compress zstd without holding a serving event loop (frames.ts `zstdHere`)
    */
   zstd?: boolean
 }

@@ -91,8 +91,8 @@ export const CODEC_BROTLI = 0
 export const CODEC_ZSTD = 1
 
 /**
- * zstd levels of text parts and of JSON columns, where a thread may compress synchronously in
- * WebAssembly (`zstdHere`); binary parts stay brotli. See the head comment for the measurements.
+ * zstd levels of text parts and of JSON columns, where they take zstd (`zstdHere`); binary parts
+ * stay brotli. See the head comment for the measurements.
  */
 const TEXT_ZSTD_LEVEL = 2
 const WHOLE_ZSTD_LEVEL = 9
@@ -391,8 +391,9 @@ export async function zstdFrame(raw: Uint8Array, level: number, sync = compressH
 }
 
 /**
- * Compress the parts of a blob of encoding `e` into frames (`brotli`: in a worker thread one
- * after the other, on the main thread concurrently on the thread pool; zstd in this thread).
+ * Compress the parts of a blob of encoding `e` into frames (`brotli`, `zstdFrame`: in a worker
+ * thread one after the other, on the main thread concurrently on the thread pool, but for zstd's
+ * WebAssembly build, which runs in this thread).
  */
 export async function compressFrames(
   e: Enc,
