@@ -30,6 +30,8 @@ import { parseElement, splitTransactions } from '../src/rpc/split.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import type { ArchiveLine, RpcBlock } from '../src/rpc/types.ts'
 import { PARSE_YOUNG_GENERATION_MB } from '../src/util/worker-argv.ts'
+import { isDeepStrictEqual } from 'node:util'
+import { parseJsonJs, scanJson } from './json-js.ts'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 
@@ -302,6 +304,66 @@ async function vsReference(): Promise<string[]> {
   ]
 }
 
+/**
+ * JSON text read in JavaScript: the transactions of each block (the exact cut, src/rpc/split.ts)
+ * read by `JSON.parse`, by `parseJsonExact` (what solportal uses), by a strict parser written in
+ * JavaScript (bench/json-js.ts `parseJsonJs`, checked first to give the same values as
+ * `parseJsonExact` on every transaction) and by a walk of the structure that builds nothing
+ * (`scanJson`); alternating rounds, process CPU ms per block.
+ */
+function jsReaders(): string[] {
+  const rows: string[] = []
+  for (const s of duelSources(4)) {
+    const pieces: string[] = []
+    for (const text of s.texts) {
+      const sp = splitTransactions(text, ['block'], false)
+      if (sp === null) throw new Error(`${s.name}: the text does not split`)
+      for (let i = 0; i < sp.spans.length / 2; i++) pieces.push(text.slice(sp.spans[2 * i], sp.spans[2 * i + 1]))
+    }
+    for (const x of pieces) {
+      if (!isDeepStrictEqual(parseJsonJs(x), parseJsonExact(x)))
+        throw new Error('parseJsonJs differs from parseJsonExact')
+    }
+    const readers: [string, (x: string) => unknown][] = [
+      ['JSON.parse', JSON.parse],
+      ['parseJsonExact', parseJsonExact],
+      ['parseJsonJs', parseJsonJs],
+      ['scanJson', scanJson],
+    ]
+    const cpu = readers.map(() => 0)
+    const rounds = 10
+    for (let r = -1; r < rounds; r++) {
+      for (let j = 0; j < readers.length; j++) {
+        const k = r % 2 === 0 ? j : readers.length - 1 - j
+        const c0 = cpuMs()
+        for (const x of pieces) readers[k][1](x)
+        if (r >= 0) cpu[k] += cpuMs() - c0 // the first round warms up
+      }
+    }
+    const per = cpu.map((c) => c / (rounds * s.texts.length))
+    rows.push(
+      `| ${s.name} | ${fmt(pieces.length / s.texts.length)} | ${per.map((x) => x.toFixed(1)).join(' | ')} | ${per
+        .slice(1)
+        .map((x) => `**${(x / per[0]).toFixed(2)}**`)
+        .join(' | ')} |`,
+    )
+  }
+  return [
+    '## JSON text read in JavaScript (one core)',
+    '',
+    "Each block's transactions read one at a time, alternating rounds, process CPU ms per block, and",
+    'the time of each against `JSON.parse` (above 1: slower). `parseJsonJs` is a strict parser',
+    'written in JavaScript giving the values of `parseJsonExact` (bench/json-js.ts, checked on',
+    'every transaction first); `scanJson` walks the structure and skips every string the same way',
+    'but builds nothing: the least a reader written in JavaScript does.',
+    '',
+    '| blocks | tx/block | `JSON.parse` | `parseJsonExact` | `parseJsonJs` | `scanJson` | `parseJsonExact` / `JSON.parse` | `parseJsonJs` / `JSON.parse` | `scanJson` / `JSON.parse` |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+    '',
+  ]
+}
+
 interface Source {
   name: string
   /** JSON texts as they would arrive (one per block) */
@@ -445,8 +507,10 @@ async function vsBase(base: string): Promise<string[]> {
 
 export async function run(): Promise<string> {
   if (process.env.NORMALIZE_BASE) return (await vsBase(process.env.NORMALIZE_BASE)).join('\n')
+  if (process.env.BENCH_NORMALIZE_READERS_ONLY) return jsReaders().join('\n')
   const vs = await vsReference()
   if (process.env.BENCH_NORMALIZE_VS_ONLY) return vs.join('\n')
+  const readers = jsReaders()
   const sources = loadSources()
   const rows: string[] = []
   for (const s of sources) {
@@ -486,6 +550,7 @@ export async function run(): Promise<string> {
   exact /= 3
   return [
     ...vs,
+    ...readers,
     '## Normalizer (`normalizeBlock`, one core)',
     '',
     'Blocks parsed once, then normalized repeatedly (votes dropped, the default).',
