@@ -195,8 +195,17 @@ function stages(texts: readonly string[], rounds: number): Stages {
     refMap: () => sumOver(prepared, refParsed),
     refTotal: () => sumOver(texts, refText),
   }
-  const keys = Object.keys(fns) as (keyof Stages)[]
-  const cpu = {} as Stages
+  return inTurn(fns, rounds, texts.length)
+}
+
+/**
+ * Process CPU ms per item of each of `fns` (each one pass over `items` items), `rounds` rounds
+ * after one warm-up pass each, the passes of a round in turn and the first of them turning round
+ * by round (so that all of them see the same machine state)
+ */
+function inTurn<K extends string>(fns: Record<K, () => number>, rounds: number, items: number): Record<K, number> {
+  const keys = Object.keys(fns) as K[]
+  const cpu = {} as Record<K, number>
   for (const k of keys) {
     fns[k]() // warm-up
     cpu[k] = 0
@@ -209,7 +218,7 @@ function stages(texts: readonly string[], rounds: number): Stages {
       cpu[k] += cpuMs() - c0
     }
   }
-  for (const k of keys) cpu[k] /= rounds * texts.length
+  for (const k of keys) cpu[k] /= rounds * items
   return cpu
 }
 
@@ -309,7 +318,7 @@ async function vsReference(): Promise<string[]> {
  * read by `JSON.parse`, by `parseJsonExact` (what solportal uses), by a strict parser written in
  * JavaScript (bench/json-js.ts `parseJsonJs`, checked first to give the same values as
  * `parseJsonExact` on every transaction) and by a walk of the structure that builds nothing
- * (`scanJson`); alternating rounds, process CPU ms per block.
+ * (`scanJson`); ten rounds, the readers in turn (`inTurn`), process CPU ms per block.
  */
 function jsReaders(): string[] {
   const rows: string[] = []
@@ -324,23 +333,18 @@ function jsReaders(): string[] {
       if (!isDeepStrictEqual(parseJsonJs(x), parseJsonExact(x)))
         throw new Error('parseJsonJs differs from parseJsonExact')
     }
-    const readers: [string, (x: string) => unknown][] = [
-      ['JSON.parse', JSON.parse],
-      ['parseJsonExact', parseJsonExact],
-      ['parseJsonJs', parseJsonJs],
-      ['scanJson', scanJson],
-    ]
-    const cpu = readers.map(() => 0)
-    const rounds = 10
-    for (let r = -1; r < rounds; r++) {
-      for (let j = 0; j < readers.length; j++) {
-        const k = r % 2 === 0 ? j : readers.length - 1 - j
-        const c0 = cpuMs()
-        for (const x of pieces) readers[k][1](x)
-        if (r >= 0) cpu[k] += cpuMs() - c0 // the first round warms up
-      }
-    }
-    const per = cpu.map((c) => c / (rounds * s.texts.length))
+    const read = (parse: (x: string) => unknown) => () => sumOver(pieces, (x) => (parse(x) === undefined ? 0 : 1))
+    const cpu = inTurn(
+      {
+        jsonParse: read(JSON.parse),
+        exact: read(parseJsonExact),
+        js: read(parseJsonJs),
+        scan: () => sumOver(pieces, scanJson),
+      },
+      10,
+      s.texts.length,
+    )
+    const per = [cpu.jsonParse, cpu.exact, cpu.js, cpu.scan]
     rows.push(
       `| ${s.name} | ${fmt(pieces.length / s.texts.length)} | ${per.map((x) => x.toFixed(1)).join(' | ')} | ${per
         .slice(1)
@@ -351,8 +355,8 @@ function jsReaders(): string[] {
   return [
     '## JSON text read in JavaScript (one core)',
     '',
-    "Each block's transactions read one at a time, alternating rounds, process CPU ms per block, and",
-    'the time of each against `JSON.parse` (above 1: slower). `parseJsonJs` is a strict parser',
+    "Each block's transactions read one at a time, ten rounds (the readers in turn), process CPU ms",
+    'per block, and the time of each against `JSON.parse` (above 1: slower). `parseJsonJs` is a strict parser',
     'written in JavaScript giving the values of `parseJsonExact` (bench/json-js.ts, checked on',
     'every transaction first); `scanJson` walks the structure and skips every string the same way',
     'but builds nothing: the least a reader written in JavaScript does.',
