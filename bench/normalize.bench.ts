@@ -32,6 +32,7 @@ import type { ArchiveLine, RpcBlock } from '../src/rpc/types.ts'
 import { PARSE_YOUNG_GENERATION_MB } from '../src/util/worker-argv.ts'
 import { isDeepStrictEqual } from 'node:util'
 import { parseJsonJs, scanJson } from './json-js.ts'
+import { TapeReader } from './tape/reader.ts'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 
@@ -314,11 +315,15 @@ async function vsReference(): Promise<string[]> {
 }
 
 /**
- * JSON text read in JavaScript: the transactions of each block (the exact cut, src/rpc/split.ts)
- * read by `JSON.parse`, by `parseJsonExact` (what solportal uses), by a strict parser written in
- * JavaScript (bench/json-js.ts `parseJsonJs`, checked first to give the same values as
- * `parseJsonExact` on every transaction) and by a walk of the structure that builds nothing
- * (`scanJson`); ten rounds, the readers in turn (`inTurn`), process CPU ms per block.
+ * JSON text read in JavaScript and in WebAssembly: the transactions of each block (the exact cut,
+ * src/rpc/split.ts) read by `JSON.parse`, by `parseJsonExact` (what solportal uses), by a strict
+ * parser written in JavaScript (bench/json-js.ts `parseJsonJs`, checked first to give the same
+ * values as `parseJsonExact` on every transaction), by a walk of the structure that builds nothing
+ * (`scanJson`), and by the compiled reader of bench/tape (from the transactions' bytes, copied in;
+ * checked first to hold every transaction's `JSON.parse` value): with its interning off, with
+ * every string interned by a reader kept across passes (each string already met: a chunk's later
+ * blocks at best) and by a new reader every pass (each string new and made a JavaScript string
+ * once: a chunk's first block); ten rounds, the readers in turn (`inTurn`), process CPU ms per block.
  */
 function jsReaders(): string[] {
   const rows: string[] = []
@@ -329,9 +334,21 @@ function jsReaders(): string[] {
       if (sp === null) throw new Error(`${s.name}: the text does not split`)
       for (let i = 0; i < sp.spans.length / 2; i++) pieces.push(text.slice(sp.spans[2 * i], sp.spans[2 * i + 1]))
     }
-    for (const x of pieces) {
+    const buffers = pieces.map((x) => Buffer.from(x, 'utf8'))
+    const warm = new TapeReader()
+    pieces.forEach((x, i) => {
       if (!isDeepStrictEqual(parseJsonJs(x), parseJsonExact(x)))
         throw new Error('parseJsonJs differs from parseJsonExact')
+      if (!isDeepStrictEqual(warm.value(warm.read(buffers[i]))[0], JSON.parse(x)))
+        throw new Error('the tape reader differs from JSON.parse')
+    })
+    const bare = new TapeReader()
+    bare.interning = false
+    const tape = (r: () => TapeReader) => () => {
+      const reader = r()
+      let n = 0
+      for (const b of buffers) n += reader.read(b).length
+      return n + reader.materialize()
     }
     const read = (parse: (x: string) => unknown) => () => sumOver(pieces, (x) => (parse(x) === undefined ? 0 : 1))
     const cpu = inTurn(
@@ -340,11 +357,14 @@ function jsReaders(): string[] {
         exact: read(parseJsonExact),
         js: read(parseJsonJs),
         scan: () => sumOver(pieces, scanJson),
+        bare: tape(() => bare),
+        warm: tape(() => warm),
+        fresh: tape(() => new TapeReader()),
       },
       10,
       s.texts.length,
     )
-    const per = [cpu.jsonParse, cpu.exact, cpu.js, cpu.scan]
+    const per = [cpu.jsonParse, cpu.exact, cpu.js, cpu.scan, cpu.bare, cpu.warm, cpu.fresh]
     rows.push(
       `| ${s.name} | ${fmt(pieces.length / s.texts.length)} | ${per.map((x) => x.toFixed(1)).join(' | ')} | ${per
         .slice(1)
@@ -353,16 +373,20 @@ function jsReaders(): string[] {
     )
   }
   return [
-    '## JSON text read in JavaScript (one core)',
+    '## JSON text read in JavaScript and in WebAssembly (one core)',
     '',
     "Each block's transactions read one at a time, ten rounds (the readers in turn), process CPU ms",
     'per block, and the time of each against `JSON.parse` (above 1: slower). `parseJsonJs` is a strict parser',
     'written in JavaScript giving the values of `parseJsonExact` (bench/json-js.ts, checked on',
     'every transaction first); `scanJson` walks the structure and skips every string the same way',
-    'but builds nothing: the least a reader written in JavaScript does.',
+    'but builds nothing: the least a reader written in JavaScript does. The tape readers are the',
+    'strict reader compiled to WebAssembly (bench/tape), reading the bytes into a tape of integers',
+    "(checked first to hold every transaction's `JSON.parse` value): without interning; interning",
+    'every string, each already met (warm); interning every string, each new and made a JavaScript',
+    'string once (fresh).',
     '',
-    '| blocks | tx/block | `JSON.parse` | `parseJsonExact` | `parseJsonJs` | `scanJson` | `parseJsonExact` / `JSON.parse` | `parseJsonJs` / `JSON.parse` | `scanJson` / `JSON.parse` |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| blocks | tx/block | `JSON.parse` | `parseJsonExact` | `parseJsonJs` | `scanJson` | tape, no interning | tape, warm | tape, fresh | `parseJsonExact` / `JSON.parse` | `parseJsonJs` / `JSON.parse` | `scanJson` / `JSON.parse` | no interning / `JSON.parse` | warm / `JSON.parse` | fresh / `JSON.parse` |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
   ]

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import { parseJsonJs, scanJson } from '../bench/json-js.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
+import { INVALID_JSON } from './fixtures/invalid-json.ts'
 
 // the JavaScript JSON reader the normalizer benchmark measures against JSON.parse: its figures
 // mean something only if it reads what parseJsonExact reads and refuses what it refuses
@@ -29,19 +30,7 @@ test('parseJsonJs gives the values of parseJsonExact (property, big integers and
 })
 
 test('parseJsonJs refuses what JSON.parse refuses', () => {
-  for (const bad of [
-    '{"a": 1,}',
-    '[1 2]',
-    '"unterminated',
-    '[01]',
-    '{"a" 1}',
-    '"a\tb"',
-    '[1,]',
-    '-',
-    '1.',
-    'nul',
-    '{} x',
-  ]) {
+  for (const bad of INVALID_JSON) {
     assert.throws(() => JSON.parse(bad), SyntaxError, bad)
     assert.throws(() => parseJsonJs(bad), SyntaxError, bad)
   }
