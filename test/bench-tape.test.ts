@@ -140,6 +140,10 @@ test('it refuses what JSON.parse refuses', () => {
     }
     assert.deepStrictEqual(readValue(r, t), expected, t)
   }
+  // nesting: 256 levels read, deeper refused (JSON.parse reads both; getBlock results nest ~10)
+  const nested = (k: number) => '['.repeat(k) + '1' + ']'.repeat(k)
+  assert.deepStrictEqual(readValue(r, nested(256)), JSON.parse(nested(256)))
+  assert.throws(() => r.read(bytes(nested(257))), SyntaxError)
   // the reader is still sound after refusals
   assert.deepStrictEqual(readValue(r, valid), JSON.parse(valid))
 })

@@ -2,7 +2,8 @@
  * A JSON reader compiled to WebAssembly (assembly/reader.ts, AssemblyScript; built by
  * scripts/build-wasm.mjs into reader.wasm), measured by `npm run bench -- normalize` against
  * `JSON.parse`: what reading a block's transactions would cost if the values never became
- * JavaScript values. It checks the text as strictly as `JSON.parse` does and writes a tape of
+ * JavaScript values. It checks the text as strictly as `JSON.parse` does (and refuses nesting
+ * deeper than 256 levels, which `JSON.parse` reads) and writes a tape of
  * integers (the entries are listed in the source); every string without escapes is interned, so
  * a string met again (an account key, a program's log line) is an id the reader already has, and
  * only strings never met before need to become JavaScript strings (`string`).

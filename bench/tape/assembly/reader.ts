@@ -2,21 +2,22 @@
 //
 // A strict JSON reader for one text at a time, written to measure what reading a block's JSON in
 // compiled code costs (bench/tape/reader.ts, `npm run bench -- normalize`). It refuses what
-// JSON.parse refuses (but texts nested deeper than MAX_DEPTH) and writes a tape of i32 entries
-// instead of values:
+// JSON.parse refuses, and also texts nested deeper than MAX_DEPTH (which JSON.parse reads), and
+// writes a tape of i32 entries instead of values:
 //
 //   1 OBJ end | 2 ARR end   a container; `end` is the index of its END entry
 //   3 END
 //   4 STR id                a string without escapes or bytes above 0x7f, interned: the same
 //                           bytes get the same id in every text read by this instance
 //   5 ESC at len            any other string: its bytes (between the quotes) in the input
-//   6 INT v                 an integer of at most 9 digits
+//   6 INT v                 an integer of at most 9 digits (but -0)
 //   7 NUM at len            any other number: its bytes in the input
 //   8 TRUE | 9 FALSE | 10 NULL
 //
 // Object members are their key (STR or ESC) followed by their value. Interned strings are kept,
 // with their hashes, in tables that grow as needed and live as long as the instance.
 
+// containers nested at most this deep (the outermost value is level 1)
 const MAX_DEPTH = 256
 
 let inp: usize = 0
@@ -300,10 +301,11 @@ function literal(w: u32, len: i32, kind: i32): bool {
 
 /** a value at P (after whitespace) */
 function value(depth: i32): bool {
-  if (P >= N || depth > MAX_DEPTH) return false
+  if (P >= N) return false
   const c = load<u8>(inp + P)
   if (c == 34) return str()
   if (c == 123 || c == 91) {
+    if (depth >= MAX_DEPTH) return false
     const object = c == 123
     const at = T
     emit(object ? 1 : 2)
