@@ -484,11 +484,14 @@ export async function runImport(
         open = { id: nextId++, first: slot, last: slot, count: 0 }
         cut.begin(await batches.start(open.id, open.id === 0 ? tail : []))
       }
-      // room in the ring (a line longer than it: within the read-ahead)
-      const fits = () =>
-        ring !== null && length <= ring.size ? ring.room(length) >= 0 : inFlight + length <= readAhead
-      while (sent.length > 0 && !fits()) await settle()
-      const at = ring !== null ? ring.room(length) : -1
+      // a place in the ring, once older lines are released; a line longer than the ring goes as a
+      // buffer of its own, within the read-ahead
+      const ringed = ring !== null && length <= ring.size
+      let at = ringed ? ring.room(length) : -1
+      while (sent.length > 0 && (ringed ? at < 0 : inFlight + length > readAhead)) {
+        await settle()
+        if (ringed) at = ring.room(length)
+      }
       const line = at >= 0 ? ring!.place(pieces, length, at) : joinPieces(pieces)
       const s = seq++
       const ack = batches.line(open.id, s, line) // (its buffer may be transferred: not read after)
