@@ -76,3 +76,8 @@ test('a blank line is one whose text trims to nothing, told from its bytes', () 
     for (let k = 1; k < b.length; k++) assert.equal(isBlankLine([b.subarray(0, k), b.subarray(k)]), text.trim() === '')
   }
 })
+
+test('the start of a line whose first piece is shorter than asked: taken from the pieces it spans', () => {
+  const pieces = ['ab', 'cde', 'fgh', 'ij'].map((s) => Buffer.from(s))
+  for (let n = 1; n <= 12; n++) assert.equal(lineStart(pieces, n).toString(), 'abcdefghij'.slice(0, n), `n = ${n}`)
+})

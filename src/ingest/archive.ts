@@ -126,7 +126,11 @@ export async function* readTextLines(path: string): AsyncGenerator<string> {
 /** The first `n` bytes of a line in pieces (fewer when the line is shorter). */
 export function lineStart(pieces: readonly Buffer[], n: number): Buffer {
   if (pieces[0].length >= n || pieces.length === 1) return pieces[0].subarray(0, n)
-  return joinPieces(pieces).subarray(0, n)
+  // only the pieces the first n bytes are in (not the whole line, megabytes for a large block)
+  let k = 0
+  let have = 0
+  while (k < pieces.length && have < n) have += pieces[k++].length
+  return Buffer.concat(pieces.slice(0, k), Math.min(have, n))
 }
 
 /**
