@@ -68,7 +68,8 @@ export class TapeReader {
   }
 
   /**
-   * Read one JSON text: its tape, valid until the next `read` (a view of the reader's memory).
+   * Read one JSON text: its tape, valid until the next `read` or `idOf` (a view of the reader's
+   * memory, and its ESC and NUM entries point into the input those overwrite).
    * Throws a SyntaxError, with the byte offset, where `JSON.parse` would throw.
    */
   read(bytes: Uint8Array): Int32Array {
@@ -116,7 +117,7 @@ export class TapeReader {
     return w.internAt(0, s.length)
   }
 
-  /** the text of an ESC or NUM entry's bytes (valid until the next `read`) */
+  /** the text of an ESC or NUM entry's bytes (valid until the next `read` or `idOf`) */
   private span(at: number, len: number): string {
     return Buffer.from(this.w.memory.buffer).toString('utf8', this.inputAt + at, this.inputAt + at + len)
   }
