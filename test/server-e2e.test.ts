@@ -234,6 +234,23 @@ describe('server: stream requests', () => {
     assert.equal(plain.text, r.text)
     const refused = await postJson(`${base}/stream`, q, { 'Accept-Encoding': 'gzip;q=0' })
     assert.equal(refused.headers['content-encoding'], undefined)
+    // content negotiation: a named gzip decides by its own q-value, `*` speaks for the rest
+    const cases: [string, boolean][] = [
+      ['gzip;q=0, *', false],
+      ['*, GZIP; Q=0.000', false],
+      ['*;q=0, gzip;q=0.5', true],
+      ['zstd, *;q=0.1', true],
+      ['gzip, zstd', true],
+      ['x-gzip', true],
+      ['zstd, br', false],
+      ['*;q=0', false],
+      ['identity', false],
+    ]
+    for (const [accept, gzipped] of cases) {
+      const got = await postJson(`${base}/stream`, q, { 'Accept-Encoding': accept })
+      assert.equal(got.headers['content-encoding'], gzipped ? 'gzip' : undefined, accept)
+      assert.equal(got.headers['vary'], 'Accept-Encoding', accept)
+    }
   })
 
   test('204 after waiting when fromBlock is above the head', async () => {

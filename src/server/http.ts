@@ -675,17 +675,24 @@ function sendJson(res: http.ServerResponse, value: unknown): void {
   res.end(body)
 }
 
-/** gzip unless the client refuses it or does not ask for it (docs/query.md §4, §6). */
+/**
+ * gzip unless the client refuses it or does not ask for it (docs/query.md §4, §6). As in HTTP's
+ * content negotiation, `gzip` (or its alias `x-gzip`) named in the header decides by its own
+ * q-value, and `*` only speaks for codings the header does not name: `gzip;q=0, *` refuses gzip.
+ */
 export function acceptsGzip(header: string | string[] | undefined): boolean {
   if (!header) return false
   const v = Array.isArray(header) ? header.join(',') : header
+  let named: boolean | undefined
+  let star: boolean | undefined
   for (const part of v.split(',')) {
     const [name, ...params] = part.trim().split(';')
     const coding = name.trim().toLowerCase()
-    if (coding !== 'gzip' && coding !== '*') continue
-    const qp = params.map((p) => p.trim()).find((p) => p.startsWith('q='))
-    if (qp && Number(qp.slice(2)) === 0) continue
-    return true
+    if (coding !== 'gzip' && coding !== 'x-gzip' && coding !== '*') continue
+    const qp = params.map((p) => p.trim().toLowerCase()).find((p) => /^q\s*=/.test(p))
+    const ok = !(qp && Number(qp.slice(qp.indexOf('=') + 1).trim()) === 0)
+    if (coding === '*') star ??= ok
+    else named = named === true || ok
   }
-  return false
+  return named ?? star ?? false
 }
