@@ -147,7 +147,7 @@ test('the decompressing thread hands over only stored frames that match their cr
   const data = Buffer.from('frame '.repeat(5000))
   const z = brotliCompressSync(data)
   // written by the WebAssembly build: where the native one loads, the thread reads it with that
-  const zs = zstdBuilds.wasm.compress(data, 3)
+  const zs = (await zstdBuilds()).wasm.compress(data, 3)
   const file = join(tempDir(), 'frames')
   writeFileSync(file, Buffer.concat([Buffer.from('head'), z, zs]))
   const { port1, port2 } = new MessageChannel()

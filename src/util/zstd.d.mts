@@ -20,5 +20,8 @@ interface ZstdCodec {
   decompress(frame: Uint8Array): Uint8Array
 }
 
-/** both builds, for tests that check each reads the other (`native` null where it does not load) */
-export declare const zstdBuilds: { native: ZstdCodec | null; wasm: ZstdCodec }
+/**
+ * both builds, for tests that check each reads the other (`native` null where it does not load);
+ * loads the WebAssembly build where this process does not use it
+ */
+export declare function zstdBuilds(): Promise<{ native: ZstdCodec | null; wasm: ZstdCodec }>

@@ -14,7 +14,6 @@
 // the TypeScript loader). `SOLPORTAL_ZSTD=wasm` in the environment takes the WebAssembly build
 // even where the native one loads (tests, benches comparing the two).
 import { createRequire } from 'node:module'
-import { compress as wasmCompress, decompress as wasmDecompress, init as wasmInit } from '@bokuweb/zstd-wasm'
 
 /** the native addon's module, or null where it does not load (or `SOLPORTAL_ZSTD=wasm`) */
 function loadNative() {
@@ -30,8 +29,17 @@ function loadNative() {
   }
 }
 
+/** the WebAssembly build's calls, once its module is instantiated */
+async function loadWasm() {
+  const m = await import('@bokuweb/zstd-wasm')
+  await m.init()
+  return { compress: m.compress, decompress: m.decompress }
+}
+
 const native = loadNative()
-await wasmInit()
+// the WebAssembly build is loaded only where it is the one used (or a test asks for it,
+// `zstdBuilds`): ~15 ms of CPU per thread that imports this module, otherwise
+let wasm = native ? null : await loadWasm()
 
 /** which build compresses and decompresses in this process: 'native' or 'wasm' */
 export const zstdBuild = native ? 'native' : 'wasm'
@@ -53,7 +61,7 @@ function asBuffer(u8) {
 
 /** a zstd frame of `data` at `level`, in this thread */
 export function zstdCompressSync(data, level) {
-  return native ? encoderOf(level).encodeSync(asBuffer(data)) : wasmCompress(data, level)
+  return native ? encoderOf(level).encodeSync(asBuffer(data)) : wasm.compress(data, level)
 }
 
 /**
@@ -61,19 +69,22 @@ export function zstdCompressSync(data, level) {
  * until it resolves), in WebAssembly in this thread before it returns
  */
 export function zstdCompressAsync(data, level) {
-  return native ? encoderOf(level).encode(asBuffer(data)) : Promise.resolve(wasmCompress(data, level))
+  return native ? encoderOf(level).encode(asBuffer(data)) : Promise.resolve(wasm.compress(data, level))
 }
 
 /** the bytes of a zstd frame (throws when they are not one) */
 export function zstdDecompressSync(frame) {
-  if (!native) return wasmDecompress(frame)
+  if (!native) return wasm.decompress(frame)
   decoder ??= new native.Decoder()
   return decoder.decodeSync(asBuffer(frame))
 }
 
-/** both builds, for tests that check each reads the other (`native` null where it does not load) */
-export const zstdBuilds = {
+/**
+ * both builds, for tests that check each reads the other (`native` null where it does not load);
+ * loads the WebAssembly build where this process does not use it
+ */
+export async function zstdBuilds() {
+  wasm ??= await loadWasm()
   // where the native build loads, this module's own calls are it
-  native: native && { compress: zstdCompressSync, decompress: zstdDecompressSync },
-  wasm: { compress: wasmCompress, decompress: wasmDecompress },
+  return { native: native && { compress: zstdCompressSync, decompress: zstdDecompressSync }, wasm }
 }
