@@ -65,7 +65,7 @@ test('every misuse: one line naming the option on stderr, non-zero exit', async 
   await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()))
   const busyPort = String((busy.address() as { port: number }).port)
   const missing = join(work, 'missing')
-  const cases: { args: string[]; env?: Record<string, string>; want: RegExp }[] = [
+  const cases: { args: string[]; env?: Record<string, string>; want: RegExp; code?: number }[] = [
     { args: ['serve', '--archive', missing], want: /^solportal: error: --archive \S+missing: no such file/ },
     { args: ['serve', '--dataset-dir', missing], want: /^solportal: error: --dataset-dir \S+missing: no such file/ },
     { args: ['serve', '--rpc', 'http://127.0.0.1:1'], want: /^solportal: error: --rpc needs --data-dir/ },
@@ -121,6 +121,18 @@ test('every misuse: one line naming the option on stderr, non-zero exit', async 
       want: /^solportal: error: --max-body-bytes 100000 cannot hold --max-filter-values 10000 addresses \(~\d+ bytes each\): raise it to \d+ or more$/,
     },
     { args: ['serve', '--no-such-option'], want: /^error: unknown option '--no-such-option'$/ },
+    // backup refuses what export refuses, the same way (status 2, nothing created)
+    { args: ['backup', missing, join(work, 'bk')], want: /^solportal: error: \S+missing: no such directory$/, code: 2 },
+    {
+      args: ['backup', join(ROOT, 'data'), join(work, 'bk')],
+      want: /^solportal: error: \S+data: not a dataset directory \(no cold\/; see solportal import or serve --rpc\)$/,
+      code: 2,
+    },
+    {
+      args: ['import', join(work, 'd'), missing],
+      want: /^solportal: error: \S+missing: no such file or directory$/,
+      code: 2,
+    },
   ]
   try {
     const results = await pool(
@@ -131,6 +143,7 @@ test('every misuse: one line naming the option on stderr, non-zero exit', async 
       const r = results[i]
       const what = `solportal ${c.args.join(' ')}: ${JSON.stringify(r)}`
       assert.ok(r.code !== null && r.code !== 0, `non-zero exit: ${what}`)
+      if (c.code !== undefined) assert.equal(r.code, c.code, `exit status: ${what}`)
       const lines = r.stderr.split('\n').filter((l) => l !== '' && !l.startsWith('npm warn'))
       assert.equal(lines.length, 1, `one line: ${what}`)
       assert.match(lines[0], c.want, what)
@@ -138,6 +151,7 @@ test('every misuse: one line naming the option on stderr, non-zero exit', async 
     }
     // nothing was created by the refused commands
     assert.ok(!existsSync(join(work, 'd')), '--data-dir not created by a refused serve')
+    assert.ok(!existsSync(join(work, 'bk')), 'no backup directory created by a refused backup')
     assert.ok(!existsSync(join(work, 'a.jsonl')))
   } finally {
     busy.close()

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -111,22 +111,40 @@ test('an interrupted import resumes where it stopped; skips what is present; rej
   // nothing left to do
   const r3 = await runImport(dir, [a, b], { progress: 'none' })
   assert.deepEqual([r3.imported, r3.skipped], [0, 70])
-  // files in the wrong order: a clear error naming the place
-  await assert.rejects(runImport(join(work, 'other'), [b, a], { progress: 'none' }), (e: Error) => {
+  // files given newest first are imported oldest first (ordered by their first lines), as [a, b]
+  const swapped = join(work, 'swapped')
+  const r4 = await runImport(swapped, [b, a], { targetBlocks: 8, progress: 'none' })
+  assert.equal(r4.imported, 70)
+  assert.deepEqual(await imported(swapped), want)
+  // files that overlap: a clear error naming the place, whatever their order
+  const c = join(work, 'c.jsonl')
+  await writeArchive(c, { count: 10, txPerBlock: 10, startSlot: 300_000_020 })
+  await assert.rejects(runImport(join(work, 'other'), [c, a], { progress: 'none' }), (e: Error) => {
     assert.match(
       e.message,
-      /a\.jsonl:1: block 300000000 comes after block \d+ \(.*b\.jsonl\.gz:30\): archives must be given in ascending block order/,
+      /c\.jsonl:1: block 300000020 comes after block \d+ \(.*a\.jsonl:\d+\): archives must ascend inside each file and must not overlap/,
     )
     return true
   })
   // the CLI reports it and exits 1
   const cli = spawnSync(
     process.execPath,
-    ['--import', 'tsx', 'src/cli/main.ts', 'import', join(work, 'cli'), b, a, '--no-progress'],
+    ['--import', 'tsx', 'src/cli/main.ts', 'import', join(work, 'cli'), c, a, '--no-progress'],
     { cwd: ROOT, encoding: 'utf8' },
   )
   assert.equal(cli.status, 1)
   assert.match(cli.stderr, /import failed: .*comes after block/)
+  // an archive that does not exist is a misuse: one line naming it, status 2, nothing created
+  const missing = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli/main.ts', 'import', join(work, 'cli2'), a, join(work, 'nope.jsonl')],
+    { cwd: ROOT, encoding: 'utf8' },
+  )
+  assert.equal(missing.status, 2)
+  assert.equal(missing.stderr.trim().split('\n').length, 1, missing.stderr)
+  assert.match(missing.stderr, /nope\.jsonl: no such file or directory/)
+  assert.doesNotMatch(missing.stderr, /ENOENT/)
+  assert.equal(existsSync(join(work, 'cli2')), false)
 })
 
 test('a reader of a dataset directory sees blocks another writer appends', async () => {

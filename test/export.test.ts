@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { BLOCK_MEMBERS, fieldsOf, type FieldDef } from '../src/catalogue.ts'
-import { BLOCK_NUMBER_COLUMN, EXPORT_FILES } from '../src/export/parquet.ts'
+import { BLOCK_NUMBER_COLUMN, EXPORT_FILES, exportParquet } from '../src/export/parquet.ts'
 import { executeQuery } from '../src/query/execute.ts'
 import { parseQuery } from '../src/query/index.ts'
 import { coldDir, openDatasetDir, writeDatasetMeta } from '../src/store/dataset-dir.ts'
@@ -135,4 +135,39 @@ test('export writes every kind as zstd Parquet equal to the stream, u64 exact', 
   const notDs = await cli(['export', out, join(out, 'x')])
   assert.equal(notDs.code, 2)
   assert.match(notDs.stderr, /not a dataset directory/)
+})
+
+test('row groups hold at most the configured rows, a chunk holding more than that included', async () => {
+  const blocks = randomBlocks(11, { blocks: 40, firstSlot: 300_000_000, maxTx: 5 })
+  const dir = tempDir('solportal-export-groups-')
+  writeDatasetMeta(dir, { format: 'solportal-dataset', version: 1, includeVotes: false }, false)
+  // one chunk holds every block: its rows of each kind come to the writer at once
+  await writeStore(coldDir(dir), blocks, {}, [40])
+  const out = join(tempDir('solportal-export-groups-out-'), 'pq')
+  const store = await openDatasetDir(dir)
+  const first = blocks[0].header.number
+  const last = blocks[blocks.length - 1].header.number
+  const r = await exportParquet(store, out, first, last, { rowGroupRows: 50 })
+  await store.close()
+  const db = await DuckDBInstance.create(':memory:')
+  const conn = await db.connect()
+  let cut = 0
+  for (const f of EXPORT_FILES) {
+    const path = join(out, f.file)
+    const groups = (
+      await conn.runAndReadAll(
+        `SELECT row_group_id, any_value(row_group_num_rows) AS n FROM parquet_metadata('${path}') GROUP BY row_group_id`,
+      )
+    ).getRowObjectsJson()
+    const sizes = groups.map((g) => Number(g.n))
+    assert.equal(
+      sizes.reduce((a, b) => a + b, 0),
+      r.rows[f.file],
+      `${f.file}: rows`,
+    )
+    for (const n of sizes) assert.ok(n <= 50, `${f.file}: a row group of ${n} rows`)
+    if (r.rows[f.file] > 50) cut++
+  }
+  conn.closeSync()
+  assert.ok(cut >= 3, `${cut} files held more than one group's rows`)
 })

@@ -14,8 +14,8 @@ import type { BlockStore, Chunk } from '../store/types.ts'
 
 /** zstd level of the pages (3: zstd's default, a good speed/size balance) */
 const ZSTD_LEVEL = 3
-/** rows buffered per file before a row group is written */
-const ROW_GROUP_ROWS = 100_000
+/** rows of a row group at most (rows are buffered per file until this many are in hand) */
+export const ROW_GROUP_ROWS = 100_000
 /** name of the block number column added to every record kind */
 export const BLOCK_NUMBER_COLUMN = 'blockNumber'
 
@@ -93,6 +93,7 @@ class KindWriter {
   constructor(
     readonly spec: ExportFile,
     readonly path: string,
+    private readonly groupRows: number,
   ) {
     this.tmp = path + '.tmp'
     this.cols = spec.fields.map(() => [])
@@ -136,14 +137,15 @@ class KindWriter {
   private count(n: number): void {
     this.rows += n
     this.buffered += n
-    if (this.buffered >= ROW_GROUP_ROWS) this.flush()
+    if (this.buffered >= this.groupRows) this.flush()
   }
 
   private flush(): void {
     if (this.buffered === 0) return
     const columnData = this.spec.fields.map((fd, i) => ({ name: fd.name, data: this.cols[i] as never[] }))
-    // one row group per flush
-    void this.writer.write({ columnData, rowGroupSize: this.buffered })
+    // a chunk's rows are added whole, so a flush may hold more than a group: the writer cuts them
+    // into groups of at most groupRows
+    void this.writer.write({ columnData, rowGroupSize: this.groupRows })
     for (const c of this.cols) c.length = 0
     this.buffered = 0
   }
@@ -173,9 +175,11 @@ export async function exportParquet(
   outDir: string,
   from: number,
   to: number,
+  opts: { rowGroupRows?: number } = {},
 ): Promise<ExportResult> {
   mkdirSync(outDir, { recursive: true })
-  const writers = EXPORT_FILES.map((f) => new KindWriter(f, join(outDir, f.file)))
+  const groupRows = opts.rowGroupRows ?? ROW_GROUP_ROWS
+  const writers = EXPORT_FILES.map((f) => new KindWriter(f, join(outDir, f.file), groupRows))
   let firstBlock: number | null = null
   let lastBlock: number | null = null
   for await (const chunk of store.chunks(from, to, true)) {

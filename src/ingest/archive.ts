@@ -41,6 +41,37 @@ export async function listArchiveFiles(path: string): Promise<string[]> {
   return out.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
 }
 
+/** the first block of an archive file (its first non-empty line's slot), or null when it has none */
+export async function archiveFirstSlot(file: string): Promise<number | null> {
+  let lineNo = 0
+  for await (const text of readTextLines(file)) {
+    lineNo++
+    if (text.trim() === '') continue
+    try {
+      return toArchiveLine(parseJsonExact(text)).slot
+    } catch (e) {
+      throw new Error(`${file}:${lineNo}: ${errorMessage(e)}`)
+    }
+  }
+  return null
+}
+
+/**
+ * The archive files under `paths` (files, or directories searched as `listArchiveFiles` does) in
+ * the order of their first blocks, read from each file's first line only, so that files given in
+ * any order are imported oldest first. Files holding no block are left out.
+ */
+export async function orderArchiveFiles(paths: readonly string[]): Promise<{ file: string; first: number }[]> {
+  const files: { file: string; first: number }[] = []
+  for (const p of paths)
+    for (const file of await listArchiveFiles(p)) {
+      const first = await archiveFirstSlot(file)
+      if (first !== null) files.push({ file, first })
+    }
+  // stable: files starting at the same block keep their order (the import refuses the overlap)
+  return files.sort((a, b) => a.first - b.first)
+}
+
 /** Does the file start with the gzip magic bytes 1f 8b? */
 export async function isGzipFile(path: string): Promise<boolean> {
   const fh = await open(path, 'r')

@@ -5,7 +5,9 @@
  */
 import type { Command } from 'commander'
 import { backupDataset } from '../../store/backup.ts'
-import { intOption } from '../options.ts'
+import { existsSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { intOption, UsageError } from '../options.ts'
 
 export function register(program: Command): void {
   program
@@ -16,6 +18,13 @@ export function register(program: Command): void {
     .option('--attempts <n>', 'catalogue states tried when the writer replaces files under the backup', '5')
     .action(async (dir: string, dest: string, opts: { attempts: string }) => {
       const attempts = intOption('attempts', opts.attempts, 1, 1000)
+      // misuses are refused before anything is created, as export refuses them (status 2)
+      if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`${dir}: no such directory`)
+      if (!existsSync(join(dir, 'cold'))) {
+        throw new UsageError(`${dir}: not a dataset directory (no cold/; see solportal import or serve --rpc)`)
+      }
+      if (existsSync(dest) && !statSync(dest).isDirectory())
+        throw new UsageError(`${dest}: exists and is not a directory`)
       const t0 = Date.now()
       const r = await backupDataset(dir, dest, { attempts })
       const range = r.firstBlock === null ? 'no blocks' : `blocks ${r.firstBlock}..${r.lastBlock}`

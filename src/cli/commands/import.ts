@@ -28,17 +28,19 @@
  *   where the durable state ends. Chunks are append-only: an archive block at or below the last
  *   block that the dataset does not hold (older blocks, a gap) refuses the import before anything
  *   is written, and one held with another hash is an error (import-present.ts).
- * - Input must ascend across all files in command-line order: a block at or below the previous
- *   one is an error naming file:line.
+ * - Files are taken in the order of their first blocks (whatever the command line's order); input
+ *   must then ascend across all of them: a block at or below the previous one is an error naming
+ *   file:line.
  * - Progress on stderr: blocks, blocks/s, percentage and ETA from the input size (gzip files by
  *   their ISIZE trailer). Lines are read by the archive module's line reader (`readTextLines`,
  *   the one `readArchive` uses).
  */
 import type { Command } from 'commander'
 import { open, stat } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
-import { isBlankLine, joinPieces, listArchiveFiles, readLinePieces, toArchiveLine } from '../../ingest/archive.ts'
+import { isBlankLine, joinPieces, orderArchiveFiles, readLinePieces, toArchiveLine } from '../../ingest/archive.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
 import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold.ts'
 import type { FormatVersion } from '../../store/cold/chunk-file.ts'
@@ -54,7 +56,7 @@ import {
 import type { FromWorker, ToWorker } from './import-worker.ts'
 import { archiveLineHash, lineHead, MissingBlocks, PresentBlocks } from './import-present.ts'
 import { LineRing } from './line-ring.ts'
-import { intOption } from '../options.ts'
+import { intOption, UsageError } from '../options.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
 import { parseWorkerLimits, workerExecArgv } from '../../util/worker-argv.ts'
 import { newZlibGate, stopZlibGates } from '../../util/zlib-gate.ts'
@@ -360,9 +362,15 @@ export async function runImport(
   }
   if (!meta) writeDatasetMeta(dir, { format: 'solportal-dataset', version: 1, includeVotes })
 
-  const files: string[] = []
-  for (const a of archives) files.push(...(await listArchiveFiles(a)))
-  if (files.length === 0) throw new ImportError('no archive files (.jsonl / .jsonl.gz) found')
+  // in the order of their first blocks (read from each file's first line), as serve --archive does:
+  // files given newest first are not read whole before the order is refused
+  let files: string[]
+  try {
+    files = (await orderArchiveFiles(archives)).map((f) => f.file)
+  } catch (e) {
+    throw new ImportError(errorMessage(e))
+  }
+  if (files.length === 0) throw new ImportError('no archive blocks found (.jsonl / .jsonl.gz files)')
   let totalBytes = 0
   for (const f of files) totalBytes += await inputSize(f)
 
@@ -532,7 +540,7 @@ export async function runImport(
         }
         if (slot <= prev) {
           throw new ImportError(
-            `${where}: block ${slot} comes after block ${prev} (${prevWhere}): archives must be given in ascending block order, without overlaps`,
+            `${where}: block ${slot} comes after block ${prev} (${prevWhere}): archives must ascend inside each file and must not overlap`,
           )
         }
         prev = slot
@@ -613,7 +621,7 @@ export function register(program: Command): void {
       '<dir>',
       'dataset directory (created when missing), or s3://BUCKET/PREFIX (imported into --staging-dir, then published)',
     )
-    .argument('<archive...>', 'archive files or directories, in ascending block order')
+    .argument('<archive...>', 'archive files or directories (imported in the order of their first blocks)')
     .option('--include-votes', 'keep vote transactions')
     .option('--chunk-blocks <n>', `blocks per chunk at most (default 10000, at most ${MAX_TARGET_BLOCKS})`)
     .option('--chunk-mb <n>', `approximate chunk size in MB (default 32, at most ${MAX_TARGET_BYTES / (1024 * 1024)})`)
@@ -639,6 +647,7 @@ export function register(program: Command): void {
         },
       ) => {
         // misused options: a UsageError, one line from main.ts, before anything is written
+        for (const a of archives) if (!existsSync(a)) throw new UsageError(`${a}: no such file or directory`)
         const targetBlocks = o.chunkBlocks ? intOption('chunk-blocks', o.chunkBlocks, 1, MAX_TARGET_BLOCKS) : undefined
         const chunkMb = o.chunkMb ? intOption('chunk-mb', o.chunkMb, 1, MAX_TARGET_BYTES / (1024 * 1024)) : undefined
         const workers = o.workers ? intOption('workers', o.workers, 1) : undefined

@@ -11,9 +11,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { listArchiveFiles, readTextLines, toArchiveLine } from '../../ingest/archive.ts'
+import { orderArchiveFiles } from '../../ingest/archive.ts'
 import type { Logger } from '../../log.ts'
-import { parseJsonExact } from '../../rpc/json.ts'
 import { openDatasetDir, type DatasetDirStore } from '../../store/dataset-dir.ts'
 import { ImportError, runImport } from './import.ts'
 import { errorMessage } from '../../util/errors.ts'
@@ -32,21 +31,6 @@ export interface ArchiveDataset {
   close(): Promise<void>
 }
 
-/** the first block of an archive file (its first non-empty line's slot), or null when it has none */
-async function firstSlot(file: string): Promise<number | null> {
-  let lineNo = 0
-  for await (const text of readTextLines(file)) {
-    lineNo++
-    if (text.trim() === '') continue
-    try {
-      return toArchiveLine(parseJsonExact(text)).slot
-    } catch (e) {
-      throw new ImportError(`${file}:${lineNo}: ${errorMessage(e)}`)
-    }
-  }
-  return null
-}
-
 export async function openArchiveDataset(
   paths: readonly string[],
   opts: { includeVotes?: boolean; cacheBytes?: number; signal?: AbortSignal; log: Logger },
@@ -61,13 +45,12 @@ export async function openArchiveDataset(
     remove()
   }
   try {
-    const files: { file: string; first: number }[] = []
-    for (const p of paths)
-      for (const file of await listArchiveFiles(p)) {
-        const first = await firstSlot(file)
-        if (first !== null) files.push({ file, first })
-      }
-    files.sort((a, b) => a.first - b.first)
+    let files: { file: string; first: number }[]
+    try {
+      files = await orderArchiveFiles(paths)
+    } catch (e) {
+      throw new ImportError(errorMessage(e))
+    }
     if (files.length === 0) throw new ImportError('no archive blocks found (.jsonl / .jsonl.gz files)')
     log.info(`importing ${files.length} archive file(s) into the temporary dataset directory ${dir}`)
     const r = await runImport(

@@ -194,7 +194,7 @@ export function register(program: Command): void {
     .option('--rpc-concurrency <n>', 'getBlock requests in flight', '4')
     .option(
       '--rpc-poll-ms <ms>',
-      "once caught up, how often the node's head is asked for (getSlot): up to this much is added to a new block's latency",
+      "once caught up, the follower asks for the next slot's block directly; when the node has none yet, it reads the head (getSlot) and waits this long before asking again",
       '250',
     )
     .option(
