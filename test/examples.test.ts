@@ -1,10 +1,16 @@
 /**
- * The curl + jq client of examples/ (written from the spec alone) against the real server,
- * with a tiny response budget so that it must resume many times.
+ * The clients of examples/ against the real server, with a tiny response budget so that they must
+ * resume many times: the curl + jq one (written from the spec alone) over the sample, and the
+ * TypeScript one over a live fake chain that forks under it.
  */
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { test } from 'node:test'
+import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
+import { createRealtimeDataset } from '../src/ingest/realtime.ts'
 import { sampleLines } from '../src/ingest/sample.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
@@ -63,3 +69,79 @@ test(
     }
   },
 )
+
+test('examples/stream-client.ts follows a live chain through a fork: resumes, takes the 409, rolls back', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'solportal-example-client-'))
+  const node = await FakeSolanaNode.start({ intervalMs: 0, initialBlocks: 30, finalityLag: 32, txPerBlock: 3, seed: 5 })
+  const ds = await createRealtimeDataset({
+    rpcUrl: node.url,
+    dataDir: dir,
+    startSlot: node.firstSlot,
+    pollIntervalMs: 10,
+    finalizeIntervalMs: 50,
+    noSync: true,
+    logger: { info() {}, warn() {}, error() {} },
+  })
+  ds.start()
+  const server = new PortalServer({
+    datasets: new DatasetRegistry([{ name: 'live', aliases: [], store: ds.store, realTime: true }]),
+    // small responses: the client must resume many times
+    limits: { responseBytes: 3000, headWaitMs: 500 },
+    rateLimit: null,
+    log: () => {},
+  })
+  const base = `${await server.listen(0, '127.0.0.1')}/datasets/live`
+  const to = node.tip.slot + 40
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'examples/stream-client.ts', base, String(node.firstSlot), String(to), '--follow'],
+    { cwd: join(import.meta.dirname, '..'), stdio: ['ignore', 'pipe', 'pipe'] },
+  )
+  let out = ''
+  let err = ''
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d))
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d))
+  const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)))
+  const seen = (slot: number) => out.includes(`block ${slot} `)
+  const until = async (cond: () => boolean) => {
+    const t0 = Date.now()
+    while (!cond()) {
+      if (Date.now() - t0 > 60_000) throw new Error(`not reached; client stdout: ${out.slice(-500)} stderr: ${err}`)
+      await new Promise((r) => setTimeout(r, 10))
+    }
+  }
+  try {
+    // the client holds the tip; then the node replaces its last 3 blocks
+    await until(() => seen(node.tip.slot))
+    const forkedAt = node.tip.slot
+    node.fork(3)
+    while (node.tip.slot < to) {
+      node.produce()
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    assert.equal(await exited, 0, err)
+    assert.match(out, /^rollback \d+$/m, 'the client met the fork')
+    // replaying the output (blocks appended, rollbacks cutting back) gives the node's chain
+    const mine: { slot: number; hash: string }[] = []
+    for (const l of out.trim().split('\n')) {
+      const [what, n, hash] = l.split(' ')
+      if (what === 'rollback') while (mine.length && mine.at(-1)!.slot > Number(n)) mine.pop()
+      else mine.push({ slot: Number(n), hash })
+    }
+    const want = node
+      .chain()
+      .filter((b) => b.slot >= node.firstSlot && b.slot <= to)
+      .map((b) => ({ slot: b.slot, hash: b.hash }))
+    assert.deepEqual(mine, want)
+    assert.ok(
+      out.split('\n').filter((l) => l.startsWith('block ')).length > want.length,
+      `blocks above the fork at ${forkedAt} were read twice`,
+    )
+  } finally {
+    child.kill()
+    await server.close()
+    await ds.stop()
+    await node.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
