@@ -6,7 +6,7 @@
  * and after they can again.
  */
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -38,6 +38,30 @@ async function until<T>(what: string, get: () => Promise<T | undefined> | T | un
 }
 
 /** the value of one sample of a Prometheus text exposition, undefined when absent */
+/** the metric names a scrape exports (a histogram's as its series: _bucket, _sum, _count) */
+function exportedMetrics(text: string): Set<string> {
+  const names = new Set<string>()
+  for (const m of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
+    names.add(m[1])
+    if (m[2] === 'histogram' || m[2] === 'summary') for (const s of ['_bucket', '_sum', '_count']) names.add(m[1] + s)
+  }
+  return names
+}
+
+/** the PromQL expressions of the shipped alert rules and Grafana dashboard */
+function shippedExpressions(): { file: string; expr: string }[] {
+  const root = join(import.meta.dirname, '..')
+  const out: { file: string; expr: string }[] = []
+  const rules = 'deploy/prometheus/alerts.yml'
+  for (const m of readFileSync(join(root, rules), 'utf8').matchAll(/^\s*expr:\s*(.+)$/gm))
+    out.push({ file: rules, expr: m[1].trim() })
+  const dash = 'deploy/grafana/solportal-dashboard.json'
+  const panels = (JSON.parse(readFileSync(join(root, dash), 'utf8')) as { panels: { targets: { expr: string }[] }[] })
+    .panels
+  for (const p of panels) for (const t of p.targets) out.push({ file: dash, expr: t.expr })
+  return out
+}
+
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
   for (const line of text.split('\n')) {
     const m = /^([a-zA-Z_:][\w:]*)(?:\{([^}]*)\})? (\S+)$/.exec(line)
@@ -304,6 +328,16 @@ test('/metrics follows the ingest lag behind a fake node; cold cache and block c
     assert.ok((await count('hits')) > hits1, 'the repeated query is answered from the cache')
     assert.ok(hits1 >= hits0)
     assert.ok(sample(await scrape(), 'solportal_cold_cache_bytes', ds)! > 0)
+
+    // the shipped alert rules and dashboard name only metrics that this server exports
+    const exported = exportedMetrics(await scrape())
+    const shipped = shippedExpressions()
+    assert.ok(shipped.length >= 20, `${shipped.length} expressions read from deploy/`)
+    for (const { file, expr } of shipped) {
+      const names = expr.match(/\bsolportal_[a-z0-9_]+/g) ?? []
+      assert.ok(names.length > 0 || expr.startsWith('up{'), `${file}: ${expr} names no solportal metric`)
+      for (const name of names) assert.ok(exported.has(name), `${file}: ${name} (in ${expr}) is not exported`)
+    }
   } finally {
     await s.stop()
     await node.stop()
