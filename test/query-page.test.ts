@@ -172,10 +172,18 @@ describe('the query page in headless Chromium', { skip: skipReason !== null }, (
     assert.deepEqual(query.fields, { block: { number: true, hash: true }, log: { kind: true } })
     assert.deepEqual(query.logs, [{ kind: ['data'], transaction: true }])
     assert.deepEqual(query.instructions, [{ d1: ['0x02'] }])
-    // a malformed value is refused by the form (the schema's pattern)
+    // a malformed value is refused by the form (the schema's pattern), said in words
     await page.fill('#request-form input[data-filter="d1"]', '0x2')
     await page.click('#request-add')
-    assert.match((await page.textContent('#query-error')) ?? '', /d1: 0x2 do not match/)
+    assert.match((await page.textContent('#query-error')) ?? '', /^d1: 0x2 is not 0x and 2 hex digits \(1 byte\)$/)
+    // no regular expression is shown to the user: placeholders say what a value is
+    await page.selectOption('#request-list', 'instructions')
+    const placeholders = await page.$$eval('#request-form input[type=text]', (is: El[]) =>
+      is.map((i) => (i as unknown as { placeholder: string }).placeholder),
+    )
+    assert.ok(placeholders.length > 5)
+    for (const ph of placeholders) assert.doesNotMatch(ph, /[\^$\[\]{}]/, ph)
+    assert.ok(placeholders.some((ph) => ph.startsWith('a base58 address (32 bytes)')))
 
     await page.click('#run')
     await page.waitForFunction(() => document.getElementById('state')!.textContent === 'done')
@@ -206,16 +214,78 @@ describe('the query page in headless Chromium', { skip: skipReason !== null }, (
     assert.equal(raw.length, Math.min(expected.length, 300))
     assert.ok(raw[raw.length - 1].startsWith(lastLine.slice(0, 2000)))
 
+    // records open: a row shows the whole block as JSON
+    const lines = r.text.split('\n').filter((l) => l)
+    const big = lines.reduce((a, b) => (b.length > a.length ? b : a))
+    assert.ok(big.length > 2000, `the longest line has ${big.length} characters`)
+    const bigNumber = (JSON.parse(big) as { header: { number: number } }).header.number
+    await page.click(`#blocks tbody tr[data-number="${bigNumber}"]`)
+    await page.waitForFunction(() => !(document.getElementById('record') as unknown as { hidden: boolean }).hidden)
+    assert.deepEqual(JSON.parse((await page.textContent('#record-body')) ?? ''), JSON.parse(big))
+    await page.click('#record-close')
+    // a raw line cut at 2,000 characters opens whole too (the mainnet block's instructions)
+    const mainnetQuery = {
+      type: 'solana',
+      fromBlock: 254170887,
+      toBlock: 254170887,
+      fields: { block: { number: true }, instruction: { programId: true } },
+      instructions: [{}],
+    }
+    await page.fill('#query', JSON.stringify(mainnetQuery))
+    await page.click('#run')
+    await page.waitForFunction(() => document.getElementById('state')!.textContent === 'done')
+    await page.click('#raw-lines summary')
+    const cutLines = await page.$$('#raw button[data-open]')
+    assert.equal(cutLines.length, 1, 'the raw line is cut')
+    await cutLines[0].click()
+    const mainnetLine = (await postJson(`${url}/datasets/solana-mainnet-complete/stream`, mainnetQuery)).text.trim()
+    assert.ok(mainnetLine.length > 2000)
+    assert.deepEqual(JSON.parse((await page.textContent('#record-body')) ?? ''), JSON.parse(mainnetLine))
+    await page.click('#record-close')
+    await page.click('#raw-lines summary')
+    // the table again, for the layout checks and the screenshot
+    await page.fill('#query', JSON.stringify(query))
+    await page.click('#run')
+    await page.waitForFunction(() => document.getElementById('state')!.textContent === 'done')
+
+    // at 1440 px every column of the table is on screen, without scrolling sideways
+    await page.setViewportSize({ width: 1440, height: 900 })
+    const widths = await page.$eval('#blocks', (t: El) => {
+      const box = (t as unknown as { parentElement: { scrollWidth: number; clientWidth: number } }).parentElement
+      return { scroll: box.scrollWidth, client: box.clientWidth }
+    })
+    assert.ok(widths.scroll <= widths.client, `the table needs ${widths.scroll} px in ${widths.client}`)
+
     await page.locator('header').scrollIntoViewIfNeeded()
     const shot = join(shotDir, 'query-page.png')
     await page.screenshot({ path: shot })
     assert.ok(statSync(shot).size > 10_000)
     console.log(`# screenshot: ${shot}`)
 
+    // a phone: one column, nothing wider than the screen
+    await page.setViewportSize({ width: 390, height: 844 })
+    const phone = await page.evaluate(() => {
+      const d = document as unknown as {
+        documentElement: { scrollWidth: number }
+        getElementById(id: string): { getBoundingClientRect(): { top: number; bottom: number; left: number } }
+      }
+      return {
+        width: d.documentElement.scrollWidth,
+        editorBottom: d.getElementById('editor').getBoundingClientRect().bottom,
+        resultsTop: d.getElementById('results').getBoundingClientRect().top,
+      }
+    })
+    assert.ok(phone.width <= 390, `the page is ${phone.width} px wide on a 390 px screen`)
+    assert.ok(phone.resultsTop >= phone.editorBottom, 'the results come below the editor')
+    const phoneShot = join(shotDir, 'query-page-phone.png')
+    await page.screenshot({ path: phoneShot, fullPage: false })
+    console.log(`# screenshot: ${phoneShot}`)
+    await page.setViewportSize({ width: 1400, height: 1000 })
+
     // a refused query: the status and the server's reason
     await page.fill('#query', JSON.stringify({ fromBlock: sampleFirst, foo: 1 }))
     await page.click('#run')
-    await page.waitForFunction(() => document.getElementById('state')!.textContent === 'done')
+    await page.waitForFunction(() => document.getElementById('state')!.textContent === 'error 400')
     assert.equal(await page.textContent('#status-code'), '400')
     assert.match((await page.textContent('#response-body')) ?? '', /Bad request: \.foo: unknown member/)
 
@@ -227,8 +297,68 @@ describe('the query page in headless Chromium', { skip: skipReason !== null }, (
     )
   })
 
+  test('a response the server ends early says so; Continue resumes until the range is done', async () => {
+    const { store } = await loadStaticStore(sampleLines())
+    // a tiny response budget: every response ends after a few blocks
+    const small = new PortalServer({
+      datasets: new DatasetRegistry([{ name: 'solana-mainnet-complete', aliases: [], store, realTime: false }]),
+      limits: { responseBytes: 20_000 },
+      rateLimit: null,
+      log: () => {},
+    })
+    const smallUrl = await small.listen(0, '127.0.0.1')
+    try {
+      await page.goto(`${smallUrl}/`)
+      await page.waitForSelector('body[data-ready]')
+      const query = {
+        type: 'solana',
+        fromBlock: sampleFirst,
+        toBlock: sampleHead,
+        includeAllBlocks: true,
+        fields: { block: { number: true, hash: true }, instruction: { programId: true } },
+        instructions: [{}],
+      }
+      await page.fill('#query', JSON.stringify(query))
+      await page.click('#run')
+      await page.waitForFunction(() => document.getElementById('state')!.textContent!.startsWith('partial'))
+      assert.match(
+        (await page.textContent('#state')) ?? '',
+        /^partial: the server ended this response at block \d+; Continue resumes$/,
+      )
+      const first = (await tableRows(page)).length
+      assert.ok(first > 0)
+      let clicks = 0
+      while (((await page.textContent('#state')) ?? '').startsWith('partial')) {
+        assert.ok(++clicks < 500, 'the range ends')
+        await page.click('#continue')
+        await page.waitForFunction(() => {
+          const t = document.getElementById('state')!.textContent!
+          return t.startsWith('partial') || t === 'done'
+        })
+      }
+      assert.ok(clicks > 0)
+      assert.equal(await page.textContent('#state'), 'done')
+      // every block of the range, once, as the server gives it in one go
+      const r = await postJson(`${url}/datasets/solana-mainnet-complete/stream`, query)
+      const want = r.text
+        .split('\n')
+        .filter((l) => l)
+        .map((l) => (JSON.parse(l) as { header: { number: number } }).header.number)
+      assert.deepEqual(
+        (await tableRows(page)).map((x) => x.number),
+        want,
+      )
+    } finally {
+      await small.close()
+    }
+  })
+
   test('live tail follows the head across responses and through a fork', async () => {
+    await page.goto(`${url}/`)
+    await page.waitForSelector('body[data-ready]')
     await page.selectOption('#dataset', 'solana-demo')
+    // the untouched example follows the dataset: let it be written before the query replaces it
+    await page.waitForFunction(() => !('toBlock' in JSON.parse(document.getElementById('query')!.value)))
     const start = demo.store.head()!.number
     await page.fill(
       '#query',

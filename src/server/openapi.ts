@@ -42,6 +42,12 @@ function hexPattern(d: Extract<FilterDecl, { op: 'prefix' }>): string {
   return d.bytes > 0 ? `^0x[0-9a-fA-F]{${2 * d.bytes}}$` : `^0x([0-9a-fA-F]{2}){0,${d.maxBytes}}$`
 }
 
+function hexDescription(d: Extract<FilterDecl, { op: 'prefix' }>): string {
+  return d.bytes > 0
+    ? `0x and ${2 * d.bytes} hex digits (${d.bytes} byte${d.bytes > 1 ? 's' : ''})`
+    : `0x and an even number of hex digits (up to ${d.maxBytes} bytes)`
+}
+
 function filterDescription(kind: RecordKind, d: FilterDecl): string {
   switch (d.op) {
     case 'in':
@@ -67,7 +73,11 @@ function filterSchema(kind: RecordKind, d: FilterDecl, limits: QueryLimits): Jso
   let value: JsonSchema
   switch (filterValueKind(d)) {
     case 'hexPrefix':
-      value = { type: 'string', pattern: hexPattern(d as Extract<FilterDecl, { op: 'prefix' }>) }
+      value = {
+        type: 'string',
+        pattern: hexPattern(d as Extract<FilterDecl, { op: 'prefix' }>),
+        description: hexDescription(d as Extract<FilterDecl, { op: 'prefix' }>),
+      }
       break
     case 'word':
       value = { type: 'string', enum: [...(d as Extract<FilterDecl, { op: 'in' }>).allowed!] }

@@ -7,6 +7,8 @@ const $ = (id) => document.getElementById(id)
 const MAX_ROWS = 2000
 const MAX_RAW_LINES = 300
 const MAX_RAW_CHARS = 2000
+/** characters of response lines kept to open records from (the oldest are let go first) */
+const MAX_KEPT_CHARS = 32 * 1024 * 1024
 const MAX_EVENTS = 50
 const SHOWN_HEADERS = [
   'X-Sqd-Head-Number',
@@ -38,6 +40,12 @@ const state = {
   /** block members of the output (transactions, instructions, ...) from the Block schema */
   members: [],
   totals: {},
+  /** the lines kept to open (line number in this run -> text), oldest first, and their size */
+  kept: new Map(),
+  keptChars: 0,
+  lineSeq: 0,
+  /** the query and last block of a response the server ended before the range did (Continue) */
+  resume: null,
 }
 
 // --- helpers -------------------------------------------------------------------------------------
@@ -71,6 +79,11 @@ const types = (schema) => (Array.isArray(schema?.type) ? schema.type : [schema?.
 
 function shortHash(h) {
   return typeof h === 'string' && h.length > 16 ? `${h.slice(0, 8)}…${h.slice(-4)}` : String(h ?? '')
+}
+
+/** what a filter value must be, in words (the schema's description of its items) */
+function valueDescription(items) {
+  return typeof items?.description === 'string' ? items.description : null
 }
 
 function querySchema() {
@@ -197,9 +210,7 @@ function buildRequestForm() {
       )
       filters.append(el('div', { class: 'filter', title }, el('span', {}, name), ...opts))
     } else if (t.includes('array')) {
-      const placeholder = s.items?.pattern
-        ? `values matching ${s.items.pattern}`
-        : 'values, separated by spaces or commas'
+      const placeholder = `${valueDescription(s.items) ?? 'values'}, separated by spaces or commas`
       filters.append(
         el(
           'label',
@@ -244,9 +255,12 @@ function addRequest() {
     } else {
       const values = input.value.split(/[\s,]+/).filter((v) => v.length > 0)
       if (!values.length) continue
-      const pattern = schema[name].items?.pattern
-      const bad = pattern ? values.filter((v) => !new RegExp(pattern).test(v)) : []
-      if (bad.length) problems.push(`${name}: ${bad.join(', ')} do not match ${pattern}`)
+      const items = schema[name].items
+      const bad = items?.pattern ? values.filter((v) => !new RegExp(items.pattern).test(v)) : []
+      if (bad.length) {
+        const what = valueDescription(items) ?? 'a valid value'
+        problems.push(`${name}: ${bad.join(', ')} ${bad.length > 1 ? 'are not each' : 'is not'} ${what}`)
+      }
       item[name] = values
     }
   }
@@ -286,8 +300,9 @@ async function onDatasetChange() {
 
 // --- results -------------------------------------------------------------------------------------
 
-function setState(text) {
+function setState(text, kind = text) {
   $('state').textContent = text
+  $('state').dataset.state = kind
 }
 
 function event(text) {
@@ -305,8 +320,19 @@ function resetResults() {
   state.blocks = 0
   state.members = Object.keys(state.doc.components.schemas.Block.properties).filter((m) => m !== 'header')
   state.totals = Object.fromEntries(state.members.map((m) => [m, 0]))
+  state.kept.clear()
+  state.keptChars = 0
+  state.lineSeq = 0
+  state.resume = null
+  $('continue').hidden = true
+  closeRecord()
   $('blocks').tHead.replaceChildren(
-    el('tr', {}, ...['block', 'hash', 'time', ...state.members, 'bytes'].map((h) => el('th', {}, h))),
+    el(
+      'tr',
+      {},
+      ...['block', 'hash', 'time', 'bytes'].map((h) => el('th', {}, h)),
+      ...state.members.map((m) => el('th', { title: m }, MEMBER_LABELS[m] ?? m)),
+    ),
   )
   $('blocks').tBodies[0].replaceChildren()
   $('blocks').tFoot.replaceChildren()
@@ -339,10 +365,19 @@ function showBody(text) {
   pre.textContent = text
 }
 
+/** short column headings (the full name is the heading's title) */
+const MEMBER_LABELS = {
+  transactions: 'txs',
+  instructions: 'instr.',
+  logs: 'logs',
+  balances: 'bal.',
+  tokenBalances: 'token bal.',
+  rewards: 'rewards',
+}
+
 function updateTotals() {
-  const cells = [el('th', {}, 'total'), el('td'), el('td')]
+  const cells = [el('th', {}, 'total'), el('td'), el('td'), el('td')]
   for (const m of state.members) cells.push(el('td', { dataset: { member: m } }, String(state.totals[m])))
-  cells.push(el('td'))
   $('blocks').tFoot.replaceChildren(el('tr', {}, ...cells))
   $('block-count').textContent = String($('blocks').tBodies[0].rows.length)
 }
@@ -354,14 +389,15 @@ function addBlock(line, bytes) {
   const counts = state.members.map((m) => (Array.isArray(b[m]) ? b[m].length : 0))
   state.members.forEach((m, i) => (state.totals[m] += counts[i]))
   const time = typeof h.timestamp === 'number' ? new Date(h.timestamp * 1000).toISOString().slice(0, 19) + 'Z' : ''
+  const seq = keep(line)
   const row = el(
     'tr',
-    { dataset: { number: number ?? '' } },
+    { dataset: { number: number ?? '', seq }, tabindex: 0, title: 'open this block' },
     el('td', {}, number === null ? '?' : String(number)),
     el('td', { title: h.hash ?? '' }, shortHash(h.hash)),
     el('td', {}, time),
+    el('td', {}, formatBytes(bytes)),
     ...counts.map((c, i) => el('td', { class: c ? '' : 'zero', dataset: { member: state.members[i] } }, String(c))),
-    el('td', {}, String(bytes)),
   )
   const tbody = $('blocks').tBodies[0]
   // while tailing, keep following the newest rows as long as the view is at the bottom
@@ -377,11 +413,64 @@ function addBlock(line, bytes) {
   }
   while (tbody.rows.length > MAX_ROWS) dropRow(tbody.rows[0])
   const raw = $('raw')
+  const cut = line.length > MAX_RAW_CHARS
   raw.append(
-    el('div', {}, line.length > MAX_RAW_CHARS ? `${line.slice(0, MAX_RAW_CHARS)}… (${line.length} chars)` : line),
+    el(
+      'div',
+      { dataset: { seq } },
+      cut ? `${line.slice(0, MAX_RAW_CHARS)}… ` : line,
+      ...(cut
+        ? [
+            el(
+              'button',
+              { type: 'button', class: 'link', dataset: { open: seq } },
+              `open all ${line.length} characters`,
+            ),
+          ]
+        : []),
+    ),
   )
   while (raw.children.length > MAX_RAW_LINES) raw.firstElementChild.remove()
   return number === null ? null : { number, hash: h.hash }
+}
+
+function formatBytes(n) {
+  return n < 10_000 ? String(n) : n < 10_000_000 ? `${(n / 1024).toFixed(0)} KiB` : `${(n / 1048576).toFixed(1)} MiB`
+}
+
+/** keeps a line to open it later (bounded: the oldest lines are let go first); returns its number */
+function keep(line) {
+  const seq = ++state.lineSeq
+  state.kept.set(seq, line)
+  state.keptChars += line.length
+  for (const [k, v] of state.kept) {
+    if (state.keptChars <= MAX_KEPT_CHARS || k === seq) break
+    state.kept.delete(k)
+    state.keptChars -= v.length
+  }
+  return seq
+}
+
+/** shows a response line as indented JSON in the record pane */
+function openRecord(seq) {
+  const line = state.kept.get(Number(seq))
+  const pane = $('record')
+  pane.hidden = false
+  if (line === undefined) {
+    $('record-title').textContent = 'record not kept'
+    $('record-body').textContent =
+      `The page keeps the latest ${MAX_KEPT_CHARS / 1048576} MiB of lines; run the query again to open this one.`
+    return
+  }
+  const b = JSON.parse(line)
+  $('record-title').textContent = `block ${b.header?.number ?? '?'} · ${line.length} characters`
+  $('record-body').textContent = JSON.stringify(b, null, 2)
+  pane.scrollIntoView({ block: 'nearest' })
+}
+
+function closeRecord() {
+  $('record').hidden = true
+  $('record-body').textContent = ''
 }
 
 function dropRow(row) {
@@ -466,7 +555,15 @@ async function runOnce(q, signal) {
   updateTotals()
   ev.textContent = `#${n} ${endpoint} fromBlock ${q.fromBlock} → ${res.status}, ${count} blocks, ${(performance.now() - t0).toFixed(0)} ms`
   ev.dataset.status = String(res.status)
-  return { status: res.status, last, conflict, retryAfter: Number(res.headers.get('Retry-After') ?? 1) || 1 }
+  const headHeader = endpoint === 'finalized-stream' ? 'X-Sqd-Finalized-Head-Number' : 'X-Sqd-Head-Number'
+  const head = res.headers.get(headHeader)
+  return {
+    status: res.status,
+    last,
+    conflict,
+    head: head === null ? null : Number(head),
+    retryAfter: Number(res.headers.get('Retry-After') ?? 1) || 1,
+  }
 }
 
 function setRunning(running) {
@@ -474,13 +571,25 @@ function setRunning(running) {
   $('stop').disabled = !running
 }
 
-async function run() {
+/**
+ * Where a 200 that was not followed ended, against where the range ends: the server ends a
+ * response after its time or size budget (always on a whole block), and the client resumes.
+ */
+function partialEnd(q, r) {
+  if (r.status !== 200 || !r.last) return null
+  const end = q.toBlock != null ? (r.head === null ? q.toBlock : Math.min(q.toBlock, r.head)) : r.head
+  return end !== null && r.last.number < end ? { last: r.last, end } : null
+}
+
+async function run(resumeFrom = null) {
   let q
-  try {
-    q = readQuery()
-  } catch (e) {
-    return showQueryError(e.message)
-  }
+  if (resumeFrom) q = resumeFrom
+  else
+    try {
+      q = readQuery()
+    } catch (e) {
+      return showQueryError(e.message)
+    }
   showQueryError(null)
   state.ctl?.abort()
   const ctl = new AbortController()
@@ -491,13 +600,22 @@ async function run() {
     // resuming needs the number and hash of the last block
     q.fields = { ...q.fields, block: { ...q.fields?.block, number: true, hash: true } }
   }
-  resetResults()
+  if (!resumeFrom) resetResults()
+  state.resume = null
+  $('continue').hidden = true
   setRunning(true)
   setState(tail ? 'tailing' : 'running')
+  let final = null
   try {
     for (;;) {
       const r = await runOnce(q, ctl.signal)
-      if (ctl.signal.aborted || !tail) break
+      final = r
+      if (ctl.signal.aborted) break
+      if (!tail) {
+        const cut = partialEnd(q, r)
+        if (cut) state.resume = { ...q, fromBlock: cut.last.number + 1, parentBlockHash: cut.last.hash }
+        break
+      }
       if (r.status === 200) {
         if (r.last) {
           if (q.toBlock != null && r.last.number >= q.toBlock) break
@@ -517,7 +635,15 @@ async function run() {
         await sleep(1000 * r.retryAfter, ctl.signal)
       } else break
     }
-    setState(ctl.signal.aborted ? 'stopped' : 'done')
+    if (ctl.signal.aborted) setState('stopped')
+    else if (state.resume) {
+      setState(
+        `partial: the server ended this response at block ${state.resume.fromBlock - 1}; Continue resumes`,
+        'partial',
+      )
+      $('continue').hidden = false
+    } else if (final && final.status >= 400) setState(`error ${final.status}`, 'error')
+    else setState('done')
   } catch (e) {
     if (ctl.signal.aborted) setState('stopped')
     else {
@@ -530,6 +656,10 @@ async function run() {
       setRunning(false)
     }
   }
+}
+
+function resume() {
+  if (state.resume) run(state.resume)
 }
 
 function stop() {
@@ -563,7 +693,22 @@ async function init() {
       showQueryError(e.message)
     }
   })
-  $('run').addEventListener('click', run)
+  $('run').addEventListener('click', () => run())
+  $('continue').addEventListener('click', resume)
+  $('record-close').addEventListener('click', closeRecord)
+  // a block row (click or Enter) or a cut raw line opens the record
+  $('blocks').tBodies[0].addEventListener('click', (e) => {
+    const row = e.target.closest('tr')
+    if (row?.dataset.seq) openRecord(row.dataset.seq)
+  })
+  $('blocks').tBodies[0].addEventListener('keydown', (e) => {
+    const row = e.target.closest('tr')
+    if (e.key === 'Enter' && row?.dataset.seq) openRecord(row.dataset.seq)
+  })
+  $('raw').addEventListener('click', (e) => {
+    const seq = e.target.dataset?.open
+    if (seq) openRecord(seq)
+  })
   $('stop').addEventListener('click', stop)
   await onDatasetChange()
   setInterval(() => {
