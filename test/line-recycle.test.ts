@@ -1,12 +1,12 @@
 /**
- * The memory of big lines is reused once their consumer is done with them (src/query/bytes.ts
+ * The memory of big lines is reused once their consumer is done with them (src/util/json-bytes.ts
  * `recycleLine`): the response writer gives a line buffer back when the socket (or the gzip
  * stream) took its bytes, and the lines rendered after it are written into it; the bytes a client
  * receives stay those of the in-memory store.
  */
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { LineBuf, lineStats, recycleLine } from '../src/query/bytes.ts'
+import { LineBuf, lineStats, recycleLine } from '../src/util/json-bytes.ts'
 import { executeQuery, parseQuery } from '../src/query/index.ts'
 import type { Block } from '../src/model.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'

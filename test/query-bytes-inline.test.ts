@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { formTag, LineBuf } from '../src/query/bytes.ts'
+import { formTag, LineBuf } from '../src/util/json-bytes.ts'
 import { listStep } from '../src/query/render.ts'
 import { executeQuery, parseQuery } from '../src/query/index.ts'
 import type { Block } from '../src/model.ts'

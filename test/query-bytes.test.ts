@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { SELECTOR_NAMES, SELECTOR_INDEX } from '../src/catalogue.ts'
-import { LineBuf } from '../src/query/bytes.ts'
+import { LineBuf } from '../src/util/json-bytes.ts'
 import { executeQuery, parseQuery } from '../src/query/index.ts'
 import { compileByteWriter, compileWriter, selectedDefs } from '../src/query/render.ts'
 import type { RecordKind } from '../src/model.ts'

@@ -6,7 +6,7 @@ import { BLOCK_MEMBERS, type FieldDef } from '../catalogue.ts'
 import type { RecordKind } from '../model.ts'
 import type { Chunk, MatchOp, Table } from '../store/chunk.ts'
 import type { BlockStore } from '../store/types.ts'
-import { formTag, LineBuf, recycleLine, type JsonTokens } from './bytes.ts'
+import { formTag, LineBuf, recycleLine, type JsonTokens } from '../util/json-bytes.ts'
 import type { CompiledFilter, ItemRequest, ParsedQuery, SelectedField } from './parse.ts'
 import {
   compileByteWriter,

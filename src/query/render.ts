@@ -3,7 +3,7 @@
  * no intermediate objects (docs/query.md §3).
  */
 import type { FieldDef } from '../catalogue.ts'
-import { digits, type JsonTokens, type LineBuf } from './bytes.ts'
+import { digits, type JsonTokens, type LineBuf } from '../util/json-bytes.ts'
 import type { SelectedField } from './parse.ts'
 import { lowerBound } from '../util/search.ts'
 

@@ -17,7 +17,7 @@ import type http from 'node:http'
 import zlib from 'node:zlib'
 import type { Socket } from 'node:net'
 import type { Writable } from 'node:stream'
-import { recycleLine } from '../query/bytes.ts'
+import { recycleLine } from '../util/json-bytes.ts'
 import type { ByteBudget } from './budget.ts'
 
 export interface LineWriterOptions {

@@ -42,7 +42,7 @@ import { Worker } from 'node:worker_threads'
 import type { OutputBlock, QueryLimits } from '../query/index.ts'
 import type { ByteBudget } from './budget.ts'
 import { workerExecArgv } from '../util/worker-argv.ts'
-import { adoptLines } from '../query/bytes.ts'
+import { adoptLines } from '../util/json-bytes.ts'
 import { newZlibGate, release, stopAtExit, stopZlibGates } from '../util/zlib-gate.ts'
 
 export interface RenderPoolOptions {

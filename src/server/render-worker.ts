@@ -9,7 +9,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { executeQuery, parseQuery } from '../query/index.ts'
 import type { OutputBlock, ParsedQuery } from '../query/index.ts'
-import { recycleLine, spareBuffer, spareLines } from '../query/bytes.ts'
+import { recycleLine, spareBuffer, spareLines } from '../util/json-bytes.ts'
 import { DiskColdStore } from '../store/cold.ts'
 import { DatasetDirStore } from '../store/dataset-dir.ts'
 import type { RenderRequest, RenderResult, StreamRequest, WorkerMessage, WorkerSetup } from './render-pool.ts'

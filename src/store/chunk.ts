@@ -7,7 +7,7 @@
  * null for absent values, arrays for list fields.
  */
 import type { BlockHeader, RecordKind } from '../model.ts'
-import type { JsonTokens } from '../query/bytes.ts'
+import type { JsonTokens } from '../util/json-bytes.ts'
 
 /**
  * A filter a table may evaluate on its stored (encoded) data, see `Table.match`. String values
@@ -51,7 +51,7 @@ export interface Table {
    */
   rowView?(field: string, reads: number): ArrayLike<unknown> | null
   /**
-   * Optional: `field` rendered from its stored JSON form (bytes copied, see query/bytes.ts), or null
+   * Optional: `field` rendered from its stored JSON form (bytes copied, see util/json-bytes.ts), or null
    * when this table holds it in no such form. Same text as the compiled writers render from
    * `column(field)` at every row index (u64 and i64 as bare integers with `bigintsAsNumbers`).
    */

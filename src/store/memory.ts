@@ -5,7 +5,7 @@
 import { columnsOf } from '../catalogue.ts'
 import type { Block, BlockHeader, RecordKind } from '../model.ts'
 import { RECORD_KINDS } from '../model.ts'
-import type { JsonTokens } from '../query/bytes.ts'
+import type { JsonTokens } from '../util/json-bytes.ts'
 import type { Chunk, Table } from './chunk.ts'
 
 const LISTS: { readonly [K in RecordKind]: keyof Block } = {
@@ -52,7 +52,7 @@ class MemoryTable implements Table {
   /**
    * No column is held in JSON form, but having this method puts the engine on its byte output
    * for these tables: each block's line is written as UTF-8 into one growing buffer from the
-   * values (src/query/bytes.ts), instead of a string concatenated row by row and then encoded by
+   * values (src/util/json-bytes.ts), instead of a string concatenated row by row and then encoded by
    * the response writer (a mainnet block's 5 MB line was built, measured and copied as strings:
    * young-generation garbage and GC pauses under load).
    */

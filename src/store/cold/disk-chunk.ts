@@ -23,7 +23,7 @@ import {
 import { framesOf } from './frames.ts'
 import type { ByteLru } from './lru.ts'
 import { Parts, RawColumn } from './raw.ts'
-import type { JsonTokens } from '../../query/bytes.ts'
+import type { JsonTokens } from '../../util/json-bytes.ts'
 
 /** the columns a reader expects of each kind (default: the catalogue's) */
 export type ColumnsOf = (kind: RecordKind) => readonly FieldDef[]

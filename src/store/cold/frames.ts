@@ -69,14 +69,14 @@ import { gatedZlib } from '../../util/zlib-gate.ts'
 import type { Enc } from './encode.ts'
 import { align8 } from './offsets.ts'
 import { noteFrame, takePrefetched } from './prefetch.ts'
+import { CODEC_BROTLI, CODEC_ZSTD, framesOf, MAX_FRAME, TEXT_LOG, type Frames } from './frame-table.ts'
 
-/** frame of a part: log2 of its raw size */
-const TEXT_LOG = 19
+export { CODEC_BROTLI, CODEC_ZSTD, MAX_FRAME, framesOf, type Frames } from './frame-table.ts'
+
+/** frame of a part: log2 of its raw size (text parts: TEXT_LOG, frame-table.ts) */
 const DATA_LOG = 16
 /** JSON columns are only ever read whole: one big frame (brotli's window is 16 MiB at most) */
 const WHOLE_LOG = 23
-/** parts start at multiples of this in the virtual blob (the largest frame) */
-export const MAX_FRAME = 1 << TEXT_LOG
 
 export const FILTER_NONE = 0
 /** u32 deltas (wrapping): for ascending parts */
@@ -85,10 +85,6 @@ export const FILTER_DELTA32 = 1
 export const FILTER_ZIGZAG32 = 2
 /** zigzag deltas, then the bytes grouped by significance (the high bytes, mostly zero, together) */
 export const FILTER_ZIGZAG32_SHUFFLE = 3
-
-/** a frame's compressor (a part's codec, `ColMeta.zc`; chunks of format 4 are brotli throughout) */
-export const CODEC_BROTLI = 0
-export const CODEC_ZSTD = 1
 
 /**
  * zstd levels of text parts and of JSON columns, where they take zstd (`zstdHere`); binary parts
@@ -447,36 +443,6 @@ export async function compressFrames(
   const out: Framed = { stored, bytes, fr, fc }
   if (zc.some((c) => c !== CODEC_BROTLI)) out.zc = zc
   return out
-}
-
-/** The frame table of a format 4 blob, for reads of a few frames. */
-export interface Frames {
-  /** virtual blob offset of each part (multiples of MAX_FRAME) */
-  voff: number[]
-  /** per part: log2 frame size, filter, codec, stored offset (in the blob) and signed length of each frame, first crc index */
-  parts: { log: number; filter: number; codec: number; at: number[]; len: number[]; crc0: number }[]
-  fc: readonly number[]
-}
-
-export function framesOf(m: { p: readonly number[]; fr?: number[][]; fc?: number[]; zc?: number[] }): Frames {
-  const voff: number[] = []
-  const parts: Frames['parts'] = []
-  let v = 0
-  let at = 0
-  let crc0 = 0
-  m.p.forEach((len, i) => {
-    voff.push(v)
-    v += Math.ceil(len / MAX_FRAME) * MAX_FRAME
-    const [log, filter, ...lens] = m.fr![i]
-    const ats: number[] = []
-    for (const l of lens) {
-      ats.push(at)
-      at += Math.abs(l)
-    }
-    parts.push({ log, filter, codec: m.zc?.[i] ?? CODEC_BROTLI, at: ats, len: lens, crc0 })
-    crc0 += lens.length
-  })
-  return { voff, parts, fc: m.fc! }
 }
 
 /**

@@ -24,7 +24,7 @@ import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from '
 import { newZlibGate, stopAtExit, stopZlibGate } from '../../util/zlib-gate.ts'
 import { workerExecArgv } from '../../util/worker-argv.ts'
 import type { ColMeta, Footer } from './chunk-file.ts'
-import { framesOf } from './frames.ts'
+import { framesOf } from './frame-table.ts'
 
 /** raw bytes of frames decompressed ahead and not taken yet, at most */
 export const PREFETCH_BYTES = 48 * 1024 * 1024

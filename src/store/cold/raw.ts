@@ -21,7 +21,7 @@ import { codesOf, view32 } from './encode.ts'
 import { CorruptChunkError, CRC_PAGE } from './chunk-file.ts'
 import { aheadOf, inflateFrame, type Frames } from './frames.ts'
 import { align8, pageOf } from './offsets.ts'
-import type { JsonTokens, LineBuf, TokenForm } from '../../query/bytes.ts'
+import type { JsonTokens, LineBuf, TokenForm } from '../../util/json-bytes.ts'
 
 const NULL = Buffer.from('null')
 const TRUE = Buffer.from('true')
