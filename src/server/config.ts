@@ -293,13 +293,6 @@ export function loadConfig(file: string): PortalConfig {
   })
   const keys = cfg.apiKeys
   if (keys?.file) keys.file = abs(keys.file)
-  keys?.keys?.forEach((k, i) => {
-    if ((k.key === undefined) === (k.sha256 === undefined))
-      fail(`apiKeys.keys[${i}]`, 'needs either "key" or "sha256" (one of them)')
-    k.datasets?.forEach((n, j) => {
-      if (!seen.has(n)) fail(`apiKeys.keys[${i}].datasets[${j}]`, `no dataset named '${n}'`)
-    })
-  })
   return cfg
 
   function resolvePaths(s: SourceSpec, path: string): void {

@@ -8,6 +8,7 @@
  * names: `solana-mainnet` (alias `solana-beta`, the stable view) and `solana-mainnet-complete`
  * (alias `solana-complete`).
  */
+import { ApiKeys, loadApiKeys } from '../../server/access.ts'
 import type { DatasetConfig } from '../../server/datasets.ts'
 import {
   ConfigError,
@@ -113,18 +114,49 @@ export function planFromConfig(cfg: PortalConfig, flags: ServeOptions): SourcePl
   return [...plans.values()]
 }
 
+/** a configuration or key file error as a usage error (status 2) */
+function usage<T>(prefix: string, f: () => T): T {
+  try {
+    return f()
+  } catch (e) {
+    if (e instanceof ConfigError) throw new UsageError(`${prefix}${e.message}`)
+    throw e
+  }
+}
+
 /** the sources `serve` loads: the configuration file's, or the one the flags name */
 export function servePlan(opts: ServeOptions): { plans: SourcePlan[]; config: PortalConfig | null } {
   if (!opts.config) return { plans: [{ where: '', opts, views: DEFAULT_VIEWS }], config: null }
   checkConfigFlags(opts)
-  let config: PortalConfig
-  try {
-    config = loadConfig(opts.config)
-  } catch (e) {
-    if (e instanceof ConfigError) throw new UsageError(`--config ${e.message}`)
-    throw e
-  }
+  const config = usage('--config ', () => loadConfig(opts.config!))
   return { plans: planFromConfig(config, opts), config }
+}
+
+/** who may use the server: the API keys of the file and of --api-keys (null: no keys, open) */
+export function serveAccess(
+  plans: SourcePlan[],
+  config: PortalConfig | null,
+  opts: ServeOptions,
+  limits: { rateLimit: number; maxStreamsPerClient: number },
+): { apiKeys: ApiKeys | null } {
+  const header = opts.apiKeyHeader ?? config?.apiKeys?.header
+  if (opts.apiKeyHeader !== undefined && !/^[A-Za-z0-9-]{1,64}$/.test(opts.apiKeyHeader))
+    throw new UsageError(`--api-key-header must be an HTTP header name, got '${opts.apiKeyHeader}'`)
+  const names = new Set(plans.flatMap((p) => p.views.flatMap((v) => [v.name, ...v.aliases])))
+  const where = opts.config ? `--config ${opts.config}: ` : ''
+  const loaded = usage(where, () =>
+    loadApiKeys(config?.apiKeys && { ...config.apiKeys, header }, opts.apiKeys ?? [], names),
+  )
+  if (!loaded && opts.apiKeyHeader !== undefined) throw new UsageError('--api-key-header needs keys (--api-keys FILE)')
+  const apiKeys = loaded
+    ? new ApiKeys({
+        keys: loaded.keys,
+        header,
+        rateLimit: limits.rateLimit > 0 ? { perSecond: limits.rateLimit, burst: 2 * limits.rateLimit } : null,
+        maxStreamsPerClient: limits.maxStreamsPerClient,
+      })
+    : null
+  return { apiKeys }
 }
 
 /** an option error of a source of the file names where the source is declared */

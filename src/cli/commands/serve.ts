@@ -29,7 +29,7 @@ import {
   UsageError,
 } from '../options.ts'
 import { errorMessage } from '../../util/errors.ts'
-import { DEFAULT_VIEWS, inSource, namedDatasets, servePlan, type NamedView } from './serve-config.ts'
+import { DEFAULT_VIEWS, inSource, namedDatasets, serveAccess, servePlan, type NamedView } from './serve-config.ts'
 
 export interface ServeOptions {
   port: string
@@ -71,6 +71,10 @@ export interface ServeOptions {
   config?: string
   /** --rpc: first slot when the data directory is empty */
   rpcStartSlot?: string
+  /** files of SHA-256-hashed API keys (src/server/access.ts) */
+  apiKeys?: string[]
+  /** the header holding the API key (default Authorization: Bearer) */
+  apiKeyHeader?: string
 }
 
 /** the checked numbers and choices of the options (every misuse is refused before anything starts) */
@@ -286,6 +290,11 @@ export function register(program: Command): void {
       'serve the datasets of a JSON configuration file (names, aliases, sources, views, API keys, CORS, trusted proxies: docs/operations.md §10) instead of one source named by flags',
     )
     .option(
+      '--api-keys <file...>',
+      'require an API key on the dataset routes: JSON files {"keys": [{"id", "sha256", "rateLimit", "maxStreams", "datasets"}]} (sha256: printf %s KEY | sha256sum); per-key rate limit, stream cap and datasets',
+    )
+    .option('--api-key-header <name>', 'the header holding the API key (default: Authorization: Bearer KEY)')
+    .option(
       '--rpc-start-slot <slot>',
       "--rpc: first slot to follow when the data directory is empty (default: the node's finalized slot)",
     )
@@ -332,10 +341,11 @@ export interface Serving {
  * Retry-After), then loads the datasets and starts serving them.
  */
 export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise<Serving> {
-  const { plans } = servePlan(opts)
+  const { plans, config } = servePlan(opts)
   // every source's options checked before anything starts
   const cfgs = plans.map((p) => inSource(p, () => checkServeOptions(p.opts)))
   const cfg = checkServeOptions(opts)
+  const access = serveAccess(plans, config, opts, cfg)
   const log = hooks.logger ?? createLogger({ destination: 'stdout', level: opts.quiet ? 'error' : levelFromEnv() })
   // the address lines are printed even with --quiet: scripts wait for them
   const announce = opts.quiet && log.level !== 'silent' ? log.child({}, { level: 'info' }) : log
@@ -361,6 +371,7 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
       streamBufferBytes: cfg.streamBufferBytes,
     },
     rateLimit: cfg.rateLimit > 0 ? { perSecond: cfg.rateLimit, burst: 2 * cfg.rateLimit } : null,
+    ...access,
     log: (level, msg) => log[level](msg),
     observer: new Observer({ logger: log, metrics }),
   })
