@@ -29,6 +29,8 @@ import type { Dataset, DatasetRegistry } from './datasets.ts'
 import { metadataOf } from './datasets.ts'
 import { LogLimiter, PerClientCap, RateLimiter, type RateLimit } from './guards.ts'
 import { allows, type ApiKeys, type KeyClient } from './access.ts'
+import { varyWith, type Cors } from './cors.ts'
+import type { TrustedProxies } from './proxy.ts'
 import { DEFAULT_MAX_BODY_BYTES, readRequestBody, RequestBodyError } from './body.ts'
 import { badRequest, HttpError, parseTarget } from './http-error.ts'
 import { LineWriter } from './line-writer.ts'
@@ -113,6 +115,10 @@ export interface ServerOptions {
   renderPool?: RenderPool | null
   /** API keys (src/server/access.ts); null or absent: none needed */
   apiKeys?: ApiKeys | null
+  /** origins allowed to call from a browser (src/server/cors.ts); null or absent: no CORS */
+  cors?: Cors | null
+  /** proxies whose X-Forwarded-For / Forwarded name the client (src/server/proxy.ts) */
+  trustProxy?: TrustedProxies | null
 }
 
 export class PortalServer {
@@ -197,7 +203,9 @@ export class PortalServer {
 
   /** the client address of a request (limits, access log) */
   clientAddress(req: http.IncomingMessage): string {
-    return req.socket.remoteAddress ?? ''
+    const peer = req.socket.remoteAddress ?? ''
+    const proxies = this.opts.trustProxy
+    return proxies ? proxies.clientOf(peer, req.headers.forwarded, req.headers['x-forwarded-for']) : peer
   }
 
   /** the header holding API keys, when it is not Authorization (never logged) */
@@ -260,6 +268,8 @@ export class PortalServer {
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    // CORS headers on every answer (errors included); a preflight is answered here
+    if (this.opts.cors?.handle(req, res)) return
     let target: ReturnType<typeof parseTarget>
     try {
       target = parseTarget(req.url)
@@ -518,7 +528,7 @@ export class PortalServer {
     const gzip = acceptsGzip(req.headers['accept-encoding'])
     const headers: Record<string, string> = {
       'Content-Type': 'application/jsonl',
-      Vary: 'Accept-Encoding',
+      Vary: varyWith(res, 'Accept-Encoding'),
       ...this.headHeaders(ds, finalizedOnly),
     }
     if (gzip) headers['Content-Encoding'] = 'gzip'

@@ -9,6 +9,8 @@
  * (alias `solana-complete`).
  */
 import { ApiKeys, loadApiKeys } from '../../server/access.ts'
+import { Cors } from '../../server/cors.ts'
+import { TrustedProxies } from '../../server/proxy.ts'
 import type { DatasetConfig } from '../../server/datasets.ts'
 import {
   ConfigError,
@@ -114,6 +116,16 @@ export function planFromConfig(cfg: PortalConfig, flags: ServeOptions): SourcePl
   return [...plans.values()]
 }
 
+/** what a list option builds (null when it is empty); its error names the option */
+function optionOf<T>(flag: string, values: string[], make: (v: string[]) => T): T | null {
+  if (values.length === 0) return null
+  try {
+    return make(values)
+  } catch (e) {
+    throw new UsageError(`--${flag}: ${(e as Error).message}`)
+  }
+}
+
 /** a configuration or key file error as a usage error (status 2) */
 function usage<T>(prefix: string, f: () => T): T {
   try {
@@ -138,7 +150,7 @@ export function serveAccess(
   config: PortalConfig | null,
   opts: ServeOptions,
   limits: { rateLimit: number; maxStreamsPerClient: number },
-): { apiKeys: ApiKeys | null } {
+): { apiKeys: ApiKeys | null; cors: Cors | null; trustProxy: TrustedProxies | null } {
   const header = opts.apiKeyHeader ?? config?.apiKeys?.header
   if (opts.apiKeyHeader !== undefined && !/^[A-Za-z0-9-]{1,64}$/.test(opts.apiKeyHeader))
     throw new UsageError(`--api-key-header must be an HTTP header name, got '${opts.apiKeyHeader}'`)
@@ -156,7 +168,11 @@ export function serveAccess(
         maxStreamsPerClient: limits.maxStreamsPerClient,
       })
     : null
-  return { apiKeys }
+  // the file's values and the flags' together
+  const cors = optionOf('cors', [...(config?.cors ?? []), ...(opts.cors ?? [])], (v) => new Cors(v))
+  const proxies = [...(config?.trustProxy ?? []), ...(opts.trustProxy ?? [])]
+  const trustProxy = optionOf('trust-proxy', proxies, (v) => new TrustedProxies(v))
+  return { apiKeys, cors, trustProxy }
 }
 
 /** an option error of a source of the file names where the source is declared */

@@ -75,6 +75,10 @@ export interface ServeOptions {
   apiKeys?: string[]
   /** the header holding the API key (default Authorization: Bearer) */
   apiKeyHeader?: string
+  /** origins allowed to call from a browser (`*`: any) */
+  cors?: string[]
+  /** proxies (addresses, CIDR ranges) whose X-Forwarded-For / Forwarded name the client */
+  trustProxy?: string[]
 }
 
 /** the checked numbers and choices of the options (every misuse is refused before anything starts) */
@@ -292,6 +296,14 @@ export function register(program: Command): void {
     .option(
       '--api-keys <file...>',
       'require an API key on the dataset routes: JSON files {"keys": [{"id", "sha256", "rateLimit", "maxStreams", "datasets"}]} (sha256: printf %s KEY | sha256sum); per-key rate limit, stream cap and datasets',
+    )
+    .option(
+      '--cors <origin...>',
+      'let web pages of these origins (https://app.example.com, or * for any) call the API from a browser: preflights answered, X-Sqd-* headers exposed',
+    )
+    .option(
+      '--trust-proxy <cidr...>',
+      'proxies (addresses or CIDR ranges) trusted to name the client in X-Forwarded-For / Forwarded: rate limits, stream caps and logs then use the forwarded address',
     )
     .option('--api-key-header <name>', 'the header holding the API key (default: Authorization: Bearer KEY)')
     .option(
