@@ -169,6 +169,15 @@ test('a wrong configuration file is refused with the path of the wrong key', asy
       /datasets\[0\]\.view: must be one of stable, complete/,
     ],
     [
+      {
+        datasets: [
+          { name: 'a', source: { kind: 'demo', dataDir: 'same' } },
+          { name: 'b', source: { kind: 'rpc', url: 'http://127.0.0.1:1', dataDir: './same' } },
+        ],
+      },
+      /datasets\[1\]\.source\.dataDir: \S+same is also the data directory of datasets\[0\]\.source/,
+    ],
+    [
       { datasets: [{ name: 'a', source: { kind: 'sample' } }], port: 3000 },
       /port: unknown key \(expected one of: sources, datasets, apiKeys, cors, trustProxy\)/,
     ],
@@ -208,4 +217,28 @@ test('solportal serve --config with a wrong file: one line, status 2', () => {
     r.stderr,
     /^solportal: error: --config \S+cli\.json: datasets\[0\]\.source\.path: \S+missing: no such file or directory\n$/,
   )
+})
+
+test('examples/serve-config.json (the documented example) serves its three datasets to its keys', async () => {
+  const example = join(import.meta.dirname, '..', 'examples', 'serve-config.json')
+  const s = await serve(serveOptions({ config: example }), { logger: silent })
+  try {
+    await s.ready
+    const names = async (key: string) =>
+      (
+        JSON.parse((await request(`${s.url}/datasets`, { headers: { Authorization: `Bearer ${key}` } })).text) as {
+          dataset: string
+        }[]
+      ).map((d) => d.dataset)
+    assert.deepEqual(await names('team-a-secret-change-me'), ['solana-mainnet', 'solana-mainnet-complete'])
+    assert.deepEqual(await names('demo-key-change-me-0000'), ['solana-demo'])
+    assert.equal((await request(`${s.url}/datasets`)).status, 401)
+    const pre = await request(`${s.url}/datasets/solana-demo/stream`, {
+      method: 'OPTIONS',
+      headers: { Origin: 'http://localhost:5173', 'Access-Control-Request-Method': 'POST' },
+    })
+    assert.equal(pre.status, 204)
+  } finally {
+    await s.stop()
+  }
 })
