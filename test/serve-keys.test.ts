@@ -170,7 +170,8 @@ test('keys: 401 without one, 403 off its datasets, own rate limits and stream ca
 
 test('keys from a file of hashes in a header the operator names; without keys nothing is asked', async () => {
   const file = write('flag-keys.json', { keys: [{ id: 'ops', sha256: sha(KEY_A) }] })
-  const s = await serve(serveOptions({ apiKeys: [file], apiKeyHeader: 'X-Api-Key' }), {
+  // 1 request/s, a burst of 2, per address and (by default) per key
+  const s = await serve(serveOptions({ apiKeys: [file], apiKeyHeader: 'X-Api-Key', rateLimit: '1' }), {
     logger: createLogger({ level: 'silent' }),
   })
   try {
@@ -179,6 +180,13 @@ test('keys from a file of hashes in a header the operator names; without keys no
     const r = await postJson(url, query, bearer(KEY_A))
     assert.equal(r.status, 401)
     assert.equal(r.text, 'Unauthorized: An API key is required: send it in the x-api-key header')
+    assert.equal((await postJson(url, query, { 'X-Api-Key': KEY_A })).status, 200)
+    // refused keys take their address's tokens: guessing is rate limited
+    assert.equal((await postJson(url, query, { 'X-Api-Key': KEY_B })).status, 401)
+    const guess = await postJson(url, query, { 'X-Api-Key': KEY_C })
+    assert.equal(guess.status, 429)
+    assert.equal(guess.text, 'Too many requests')
+    // while the key's own bucket still has a token
     assert.equal((await postJson(url, query, { 'X-Api-Key': KEY_A })).status, 200)
   } finally {
     await s.stop()
