@@ -6,8 +6,7 @@
  * follows the head across responses and through a fork (409, rollback, resume).
  */
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -19,8 +18,7 @@ import { PortalServer } from '../src/server/http.ts'
 import { loadStaticStore } from '../src/server/load.ts'
 import { createDemoDataset } from '../src/ingest/realtime.ts'
 import { postJson } from './support/http/client.ts'
-
-const CHROMIUM = '/usr/bin/chromium'
+import { CHROMIUM, ensureChromium } from '../scripts/chromium.ts'
 
 // The few DOM shapes the page-side callbacks use (the project's type check has no DOM library;
 // these functions run in the browser).
@@ -35,24 +33,6 @@ interface El {
 declare const document: {
   getElementById(id: string): El | null
   querySelectorAll(selector: string): Iterable<El> & ArrayLike<El>
-}
-
-/** Installs Debian's chromium when absent; returns why the test must be skipped, or null. */
-function ensureChromium(): string | null {
-  if (existsSync(CHROMIUM)) return null
-  if (process.getuid?.() !== 0) return `${CHROMIUM} is missing and installing it needs root`
-  const r = spawnSync(
-    'sh',
-    [
-      '-c',
-      '(apt-get update || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -o DPkg::Lock::Timeout=600 chromium',
-    ],
-    { encoding: 'utf8', timeout: 20 * 60_000 },
-  )
-  if (r.status === 0 && existsSync(CHROMIUM)) return null
-  if (r.status === 0) return `apt-get installed chromium, but ${CHROMIUM} is still missing`
-  const out = `${r.stderr ?? ''}\n${r.stdout ?? ''}`.trim().split('\n').slice(-3).join(' | ')
-  return `apt-get install chromium failed (exit ${r.status ?? r.signal ?? r.error?.message}): ${out}`
 }
 
 const skipReason = ensureChromium()

@@ -28,6 +28,9 @@ import { ByteBudget, RenderScheduler } from './budget.ts'
 import type { Dataset, DatasetRegistry } from './datasets.ts'
 import { metadataOf } from './datasets.ts'
 import { LogLimiter, PerClientCap, RateLimiter, type RateLimit } from './guards.ts'
+import { allows, type ApiKeys, type KeyClient } from './access.ts'
+import { varyWith, type Cors } from './cors.ts'
+import type { TrustedProxies } from './proxy.ts'
 import { DEFAULT_MAX_BODY_BYTES, readRequestBody, RequestBodyError } from './body.ts'
 import { badRequest, HttpError, parseTarget } from './http-error.ts'
 import { LineWriter } from './line-writer.ts'
@@ -110,6 +113,12 @@ export interface ServerOptions {
    * (src/server/render-pool.ts); the caller closes it after the server
    */
   renderPool?: RenderPool | null
+  /** API keys (src/server/access.ts); null or absent: none needed */
+  apiKeys?: ApiKeys | null
+  /** origins allowed to call from a browser (src/server/cors.ts); null or absent: no CORS */
+  cors?: Cors | null
+  /** proxies whose X-Forwarded-For / Forwarded name the client (src/server/proxy.ts) */
+  trustProxy?: TrustedProxies | null
 }
 
 export class PortalServer {
@@ -127,6 +136,8 @@ export class PortalServer {
   private registry: DatasetRegistry | null
   /** aborted on close(): waiting/tailing responses end promptly, on a complete line */
   private readonly closing = new AbortController()
+  /** the API key of each authenticated request */
+  private readonly keyOfRequest = new WeakMap<http.IncomingMessage, KeyClient>()
 
   constructor(private readonly opts: ServerOptions) {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits }
@@ -190,6 +201,23 @@ export class PortalServer {
     return this.perClient.count(address)
   }
 
+  /** the client address of a request (limits, access log) */
+  clientAddress(req: http.IncomingMessage): string {
+    const peer = req.socket.remoteAddress ?? ''
+    const proxies = this.opts.trustProxy
+    return proxies ? proxies.clientOf(peer, req.headers.forwarded, req.headers['x-forwarded-for']) : peer
+  }
+
+  /** the header holding API keys, when it is not Authorization (never logged) */
+  get secretHeader(): string | undefined {
+    return this.opts.apiKeys?.header
+  }
+
+  /** the id of the API key a request was authenticated with (never the key) */
+  keyIdOf(req: http.IncomingMessage): string | undefined {
+    return this.keyOfRequest.get(req)?.id
+  }
+
   async listen(port: number, host: string): Promise<string> {
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject)
@@ -240,6 +268,8 @@ export class PortalServer {
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    // CORS headers on every answer (errors included); a preflight is answered here
+    if (this.opts.cors?.handle(req, res)) return
     let target: ReturnType<typeof parseTarget>
     try {
       target = parseTarget(req.url)
@@ -255,6 +285,7 @@ export class PortalServer {
       if (this.pages.handle(req, res, pathname)) return
       throw new HttpError(404, 'Not found')
     }
+    const key = this.authenticate(req)
     const expand = search.getAll('expand[]').includes('metadata')
     const datasets = this.registry
     if (!datasets) throw new HttpError(503, 'Starting: the datasets are loading, retry later', { 'Retry-After': '1' })
@@ -263,12 +294,13 @@ export class PortalServer {
       this.allow(req, 'GET')
       return sendJson(
         res,
-        datasets.all.map((d) => metadataOf(d, expand)),
+        datasets.all.filter((d) => !key || allows(key, d)).map((d) => metadataOf(d, expand)),
       )
     }
     const ds = datasets.get(parts[1])
     // the name comes from the request: quoted and escaped, cut at 100 characters
     if (!ds) throw new HttpError(404, `Dataset ${JSON.stringify(parts[1].slice(0, 100))} not found`)
+    if (key) this.opts.apiKeys!.authorize(key, ds)
     const rest = parts.slice(2).join('/')
 
     switch (rest) {
@@ -297,10 +329,33 @@ export class PortalServer {
     throw new HttpError(404, 'Not found')
   }
 
-  /** stream requests, timestamp lookups and malformed requests of a client address take a token */
+  /**
+   * With API keys: the request's key (a request without a valid one is refused with 401, and takes
+   * a token of its address's rate limit: keys cannot be guessed at full speed); null without keys.
+   */
+  private authenticate(req: http.IncomingMessage): KeyClient | null {
+    const keys = this.opts.apiKeys
+    if (!keys) return null
+    let key: KeyClient
+    try {
+      key = keys.authenticate(req)
+    } catch (e) {
+      this.rateLimit(req)
+      throw e
+    }
+    this.keyOfRequest.set(req, key)
+    return key
+  }
+
+  /**
+   * stream requests, timestamp lookups and malformed requests of a client address (or of an API
+   * key, with its own rate) take a token
+   */
   private rateLimit(req: http.IncomingMessage): void {
-    if (!this.limiter) return
-    const wait = this.limiter.take(req.socket.remoteAddress ?? '')
+    const key = this.keyOfRequest.get(req)
+    const limiter = key ? key.limiter : this.limiter
+    if (!limiter) return
+    const wait = limiter.take(key ? '' : this.clientAddress(req))
     if (wait > 0) throw new HttpError(429, 'Too many requests', { 'Retry-After': String(wait) })
   }
 
@@ -324,9 +379,13 @@ export class PortalServer {
 
   private async stream(req: http.IncomingMessage, res: http.ServerResponse, ds: Dataset, finalizedOnly: boolean) {
     this.rateLimit(req)
-    const client = req.socket.remoteAddress ?? ''
-    if (!this.perClient.enter(client)) {
-      throw new HttpError(429, 'Too many concurrent streams from this address, retry later', { 'Retry-After': '1' })
+    const key = this.keyOfRequest.get(req)
+    // an API key's streams count against its own cap, others against their address's
+    const cap = key ? key.cap : this.perClient
+    const client = key ? '' : this.clientAddress(req)
+    if (!cap.enter(client)) {
+      const whose = key ? 'with this API key' : 'from this address'
+      throw new HttpError(429, `Too many concurrent streams ${whose}, retry later`, { 'Retry-After': '1' })
     }
     try {
       const { q, body } = await this.readQuery(req, ds)
@@ -341,7 +400,7 @@ export class PortalServer {
         this.activeStreams--
       }
     } finally {
-      this.perClient.leave(client)
+      cap.leave(client)
     }
   }
 
@@ -469,7 +528,7 @@ export class PortalServer {
     const gzip = acceptsGzip(req.headers['accept-encoding'])
     const headers: Record<string, string> = {
       'Content-Type': 'application/jsonl',
-      Vary: 'Accept-Encoding',
+      Vary: varyWith(res, 'Accept-Encoding'),
       ...this.headHeaders(ds, finalizedOnly),
     }
     if (gzip) headers['Content-Encoding'] = 'gzip'

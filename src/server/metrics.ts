@@ -91,6 +91,8 @@ export class Metrics {
   private readonly requests: Counter<'endpoint' | 'dataset' | 'status'>
   private readonly responseBytes: Counter<'endpoint' | 'dataset'>
   private readonly streamDuration: Histogram<'endpoint' | 'dataset' | 'status'>
+  private readonly keyRequests: Counter<'key' | 'endpoint' | 'status'>
+  private readonly keyBytes: Counter<'key'>
 
   constructor(opts: MetricsOptions = {}) {
     const registers = [this.registry]
@@ -113,6 +115,18 @@ export class Metrics {
       help: 'duration of stream and finalized-stream responses, request to last byte',
       labelNames: ['endpoint', 'dataset', 'status'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
+      registers,
+    })
+    this.keyRequests = new Counter({
+      name: `${METRICS_PREFIX}key_requests_total`,
+      help: 'requests authenticated with an API key, by key id, endpoint and status',
+      labelNames: ['key', 'endpoint', 'status'],
+      registers,
+    })
+    this.keyBytes = new Counter({
+      name: `${METRICS_PREFIX}key_response_bytes_total`,
+      help: 'response body bytes sent (after compression) to requests of an API key, by key id',
+      labelNames: ['key'],
       registers,
     })
     const active: Gauge = new Gauge({
@@ -185,9 +199,20 @@ export class Metrics {
     this.caches.push({ dataset, stats })
   }
 
-  /** one answered request */
-  observeRequest(r: { endpoint: string; dataset: string; status: number; bytes: number; seconds: number }): void {
+  /** one answered request (`key`: the id of its API key) */
+  observeRequest(r: {
+    endpoint: string
+    dataset: string
+    status: number
+    bytes: number
+    seconds: number
+    key?: string
+  }): void {
     this.requests.inc({ endpoint: r.endpoint, dataset: r.dataset, status: r.status })
+    if (r.key !== undefined) {
+      this.keyRequests.inc({ key: r.key, endpoint: r.endpoint, status: r.status })
+      if (r.bytes > 0) this.keyBytes.inc({ key: r.key }, r.bytes)
+    }
     if (r.bytes > 0) this.responseBytes.inc({ endpoint: r.endpoint, dataset: r.dataset }, r.bytes)
     if (r.endpoint === 'stream' || r.endpoint === 'finalized-stream') {
       this.streamDuration.observe({ endpoint: r.endpoint, dataset: r.dataset, status: r.status }, r.seconds)

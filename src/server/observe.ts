@@ -28,6 +28,22 @@ export interface ObservedServer {
   /** null while the datasets are still loading */
   readonly datasets: DatasetRegistry | null
   readonly activeStreamCount: number
+  /** the client's address (behind a trusted proxy, the forwarded one); default the peer's */
+  clientAddress?(req: http.IncomingMessage): string
+  /** the id of the request's API key, if it was authenticated with one */
+  keyIdOf?(req: http.IncomingMessage): string | undefined
+  /** a header other than Authorization whose value is secret (the API key header) */
+  readonly secretHeader?: string
+}
+
+/** the bytes with the values of Authorization (and `secret`) headers replaced: keys are never logged */
+function redacted(b: Uint8Array, secret?: string): Uint8Array {
+  const text = Buffer.from(b).toString('latin1')
+  const names = ['authorization', ...(secret ? [secret.toLowerCase()] : [])]
+  const out = text.replace(/(^|\n)([^:\r\n]*)(:[^\r\n]*)/g, (m, nl: string, name: string) =>
+    names.includes(name.trim().toLowerCase()) ? `${nl}${name}: [redacted]` : m,
+  )
+  return Buffer.from(out, 'latin1')
 }
 
 export interface ObserverOptions {
@@ -125,7 +141,8 @@ export class Observer {
       const { endpoint, dataset: asked } = classify(path.split('?')[0])
       const dataset = asked === null ? '' : (this.server?.datasets?.get(asked)?.name ?? '')
       const status = res.statusCode
-      this.metrics?.observeRequest({ endpoint, dataset, status, bytes, seconds })
+      const key = this.server?.keyIdOf?.(req)
+      this.metrics?.observeRequest({ endpoint, dataset, status, bytes, seconds, key })
       const line = {
         reqId: id,
         method: req.method,
@@ -135,7 +152,9 @@ export class Observer {
         status,
         bytes,
         durationMs: Math.round(seconds * 1e4) / 10,
-        client: req.socket.remoteAddress,
+        client: this.server?.clientAddress?.(req) ?? req.socket.remoteAddress,
+        // the key's id, never the key
+        key,
         // the client went away before the response was complete
         aborted: res.writableFinished ? undefined : true,
       }
@@ -172,7 +191,7 @@ export class Observer {
         status: answer ? status : undefined,
         error: code,
         // the first bytes the parser refused, as printable ASCII (other bytes as \\xHH)
-        raw: err.rawPacket ? printable(err.rawPacket.subarray(0, 200)) : undefined,
+        raw: err.rawPacket ? printable(redacted(err.rawPacket.subarray(0, 200), this.server?.secretHeader)) : undefined,
         client: (socket as { remoteAddress?: string }).remoteAddress,
       },
       'request refused by the HTTP parser',

@@ -29,6 +29,7 @@ import {
   UsageError,
 } from '../options.ts'
 import { errorMessage } from '../../util/errors.ts'
+import { DEFAULT_VIEWS, inSource, namedDatasets, serveAccess, servePlan, type NamedView } from './serve-config.ts'
 
 export interface ServeOptions {
   port: string
@@ -66,6 +67,18 @@ export interface ServeOptions {
   renderThreads?: string
   renderSplit?: boolean
   quiet?: boolean
+  /** a configuration file (src/server/config.ts): its datasets instead of the source flags */
+  config?: string
+  /** --rpc: first slot when the data directory is empty */
+  rpcStartSlot?: string
+  /** files of SHA-256-hashed API keys (src/server/access.ts) */
+  apiKeys?: string[]
+  /** the header holding the API key (default Authorization: Bearer) */
+  apiKeyHeader?: string
+  /** origins allowed to call from a browser (`*`: any) */
+  cors?: string[]
+  /** proxies (addresses, CIDR ranges) whose X-Forwarded-For / Forwarded name the client */
+  trustProxy?: string[]
 }
 
 /** the checked numbers and choices of the options (every misuse is refused before anything starts) */
@@ -101,6 +114,7 @@ interface ServeSettings {
   s3PollMs: number
   renderThreads: number
   renderSplit: boolean
+  rpcStartSlot?: number
 }
 
 /**
@@ -127,6 +141,7 @@ function bodyLimits(opts: ServeOptions): { maxBodyBytes: number; maxFilterValues
 
 export function checkServeOptions(opts: ServeOptions): ServeSettings {
   exclusive({ archive: !!opts.archive, 'dataset-dir': !!opts.datasetDir, rpc: !!opts.rpc, demo: !!opts.demo })
+  if (opts.rpcStartSlot !== undefined && !opts.rpc) throw new UsageError('--rpc-start-slot applies only to --rpc')
   if (opts.rpc) {
     httpUrlOption('rpc', opts.rpc)
     if (!opts.dataDir) throw new UsageError('--rpc needs --data-dir DIR (hot and cold storage of the followed chain)')
@@ -172,6 +187,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     s3PollMs: intOption('s3-poll-ms', opts.s3PollMs ?? '5000', 100),
     renderThreads: intOption('render-threads', opts.renderThreads ?? String(defaultRenderThreads()), 0, 256),
     renderSplit: opts.renderSplit === true,
+    rpcStartSlot: opts.rpcStartSlot === undefined ? undefined : intOption('rpc-start-slot', opts.rpcStartSlot),
   }
   const shares = cacheShares(cfg.cacheBytes, cfg.renderThreads, !cfg.renderSplit)
   return { ...cfg, threadCacheBytes: shares.main, workerCacheBytes: shares.worker }
@@ -273,6 +289,27 @@ export function register(program: Command): void {
       "with --render-threads: split a stream's range into segments rendered by every thread, the main one included (default: one render thread streams the whole range while the main thread sends)",
     )
     .option('--quiet', 'log errors only')
+    .option(
+      '--config <file>',
+      'serve the datasets of a JSON configuration file (names, aliases, sources, views, API keys, CORS, trusted proxies: docs/operations.md §10) instead of one source named by flags',
+    )
+    .option(
+      '--api-keys <file...>',
+      'require an API key on the dataset routes: JSON files {"keys": [{"id", "sha256", "rateLimit", "maxStreams", "datasets"}]} (sha256: printf %s KEY | sha256sum); per-key rate limit, stream cap and datasets',
+    )
+    .option(
+      '--cors <origin...>',
+      'let web pages of these origins (https://app.example.com, or * for any) call the API from a browser: preflights answered, X-Sqd-* headers exposed',
+    )
+    .option(
+      '--trust-proxy <cidr...>',
+      'proxies (addresses or CIDR ranges) trusted to name the client in X-Forwarded-For / Forwarded: rate limits, stream caps and logs then use the forwarded address',
+    )
+    .option('--api-key-header <name>', 'the header holding the API key (default: Authorization: Bearer KEY)')
+    .option(
+      '--rpc-start-slot <slot>',
+      "--rpc: first slot to follow when the data directory is empty (default: the node's finalized slot)",
+    )
     .action(async (opts: ServeOptions) => {
       let s: Serving | undefined
       let stopping = false
@@ -316,7 +353,11 @@ export interface Serving {
  * Retry-After), then loads the datasets and starts serving them.
  */
 export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise<Serving> {
+  const { plans, config } = servePlan(opts)
+  // every source's options checked before anything starts
+  const cfgs = plans.map((p) => inSource(p, () => checkServeOptions(p.opts)))
   const cfg = checkServeOptions(opts)
+  const access = serveAccess(plans, config, opts, cfg)
   const log = hooks.logger ?? createLogger({ destination: 'stdout', level: opts.quiet ? 'error' : levelFromEnv() })
   // the address lines are printed even with --quiet: scripts wait for them
   const announce = opts.quiet && log.level !== 'silent' ? log.child({}, { level: 'info' }) : log
@@ -342,6 +383,7 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
       streamBufferBytes: cfg.streamBufferBytes,
     },
     rateLimit: cfg.rateLimit > 0 ? { perSecond: cfg.rateLimit, burst: 2 * cfg.rateLimit } : null,
+    ...access,
     log: (level, msg) => log[level](msg),
     observer: new Observer({ logger: log, metrics }),
   })
@@ -365,12 +407,26 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
   const ready = (async () => {
     try {
       await hooks.beforeLoad?.()
-      const loaded = await loadDatasets(opts, cfg, log, metrics, hooks.onFatal, loading.signal)
-      onStop = loaded.stop
-      server.setDatasets(new DatasetRegistry(loaded.datasets))
-      announce.info(
-        `solportal listening on ${url}: ${loaded.datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`,
-      )
+      const datasets: DatasetConfig[] = []
+      const stops: (() => Promise<void>)[] = []
+      onStop = async () => {
+        for (const s of stops.reverse()) await s()
+      }
+      for (let i = 0; i < plans.length; i++) {
+        const loaded = await loadDatasets(
+          plans[i].opts,
+          cfgs[i],
+          log,
+          metrics,
+          hooks.onFatal,
+          loading.signal,
+          plans[i].views,
+        )
+        if (loaded.stop) stops.push(loaded.stop)
+        datasets.push(...loaded.datasets)
+      }
+      server.setDatasets(new DatasetRegistry(datasets))
+      announce.info(`solportal listening on ${url}: ${datasets.map((d) => `${url}/datasets/${d.name}`).join(', ')}`)
     } catch (e) {
       log.error(`loading the datasets failed: ${errorMessage(e)}`)
       await stop().catch(() => {})
@@ -389,9 +445,12 @@ async function loadDatasets(
   metrics: Metrics,
   onFatal?: (err: Error) => void,
   signal?: AbortSignal,
+  views: readonly NamedView[] = DEFAULT_VIEWS,
 ): Promise<{ datasets: DatasetConfig[]; stop?: () => Promise<void> }> {
   const datasets: DatasetConfig[] = []
-  const common = { bigintsAsNumbers: !!opts.bigintsAsNumbers }
+  const bigints = !!opts.bigintsAsNumbers
+  // the metrics of the source are labelled with its first dataset's name
+  const label = views[0].name
   let onStop: (() => Promise<void>) | undefined
   // the cold store directory that render worker threads may open (not for S3 replicas: their
   // chunk files are fetched on demand by this process)
@@ -416,12 +475,13 @@ async function loadDatasets(
       // chunks are encoded and merged in a process of their own, never between the streams
       const cold = await ColdWriterProcess.open(coldDir(dataDir), { cacheBytes: cfg.threadCacheBytes })
       renderDir = cold.reader.dir
-      metrics.addColdCache('solana-mainnet', () => cold.reader.cacheStats())
+      metrics.addColdCache(label, () => cold.reader.cacheStats())
       ds = await rt.createRealtimeDataset({
         rpcUrl: opts.rpc!,
         dataDir,
         cold,
         commitment: cfg.commitment,
+        startSlot: cfg.rpcStartSlot,
         concurrency: cfg.rpcConcurrency,
         pollIntervalMs: cfg.rpcPollMs,
         normalizeOptions: { includeVotes: opts.includeVotes },
@@ -439,7 +499,7 @@ async function loadDatasets(
       }
     }
     metrics.addIngester({
-      dataset: 'solana-mainnet',
+      dataset: label,
       store: ds.store,
       nodeHead: ds.ingester.source.nodeHead,
       stats: ds.ingester.stats,
@@ -450,10 +510,7 @@ async function loadDatasets(
       clearInterval(progress)
       await ds.stop()
     }
-    datasets.push(
-      { name: 'solana-mainnet', aliases: ['solana-beta'], store: ds.store, realTime: true, ...common },
-      { name: 'solana-mainnet-complete', aliases: ['solana-complete'], store: ds.store, realTime: true, ...common },
-    )
+    datasets.push(...namedDatasets(views, { store: ds.store, realTime: true }, bigints))
   } else if (opts.datasetDir) {
     let store: import('../../store/dataset-dir.ts').DatasetDirStore
     if (opts.datasetDir.startsWith('s3://')) {
@@ -477,11 +534,8 @@ async function loadDatasets(
       onStop = () => store.close()
       renderDir = store.cold.dir
     }
-    metrics.addColdCache('solana-mainnet', () => store.cold.cacheStats())
-    datasets.push(
-      { name: 'solana-mainnet', aliases: ['solana-beta'], store, realTime: false, ...common },
-      { name: 'solana-mainnet-complete', aliases: ['solana-complete'], store, realTime: false, ...common },
-    )
+    metrics.addColdCache(label, () => store.cold.cacheStats())
+    datasets.push(...namedDatasets(views, { store, realTime: false }, bigints))
   } else if (opts.archive) {
     // imported into a temporary dataset directory: bounded memory whatever the archive's size
     const { openArchiveDataset } = await import('./serve-archive.ts')
@@ -491,29 +545,12 @@ async function loadDatasets(
       signal,
       log,
     })
-    metrics.addColdCache('solana-mainnet', () => ds.store.cold.cacheStats())
+    metrics.addColdCache(label, () => ds.store.cold.cacheStats())
     onStop = () => ds.close()
     renderDir = ds.store.cold.dir
     // both datasets start at the archive's first block
     const first = ds.store.firstBlock() ?? 0
-    datasets.push(
-      {
-        name: 'solana-mainnet',
-        aliases: ['solana-beta'],
-        store: ds.store,
-        startBlock: first,
-        realTime: false,
-        ...common,
-      },
-      {
-        name: 'solana-mainnet-complete',
-        aliases: ['solana-complete'],
-        store: ds.store,
-        startBlock: first,
-        realTime: false,
-        ...common,
-      },
-    )
+    datasets.push(...namedDatasets(views, { store: ds.store, realTime: false, completeStart: first }, bigints))
   } else {
     const t0 = Date.now()
     const { store, blocks, warnings } = await loadStaticStore(sampleLines(), {
@@ -531,25 +568,7 @@ async function loadDatasets(
     // The stable dataset starts at the whole mainnet block of the sample (2024); the complete one
     // at the earliest sample block (2021).
     const stableStart = Math.max(first, 254170887)
-    const s: BlockStore = store
-    datasets.push(
-      {
-        name: 'solana-mainnet',
-        aliases: ['solana-beta'],
-        store: s,
-        startBlock: stableStart,
-        realTime: false,
-        ...common,
-      },
-      {
-        name: 'solana-mainnet-complete',
-        aliases: ['solana-complete'],
-        store: s,
-        startBlock: first,
-        realTime: false,
-        ...common,
-      },
-    )
+    datasets.push(...namedDatasets(views, { store, realTime: false, stableStart, completeStart: first }, bigints))
   }
   if (renderDir !== undefined) for (const d of datasets) d.coldDir = renderDir
   return { datasets, stop: onStop }

@@ -1,0 +1,207 @@
+/**
+ * `serve --config FILE`: the datasets of a configuration file (src/server/config.ts) as what
+ * `serve` loads, one source at a time. Each source becomes the options the flags would give for
+ * it (`--archive`, `--dataset-dir`, `--rpc` ..., so one code path loads a source either way) and the
+ * names it is served under; a source's options absent from the file take the flags' values.
+ *
+ * Without a file, `serve` loads one source (the sample, or what its flags name) under the default
+ * names: `solana-mainnet` (alias `solana-beta`, the stable view) and `solana-mainnet-complete`
+ * (alias `solana-complete`).
+ */
+import { ApiKeys, loadApiKeys } from '../../server/access.ts'
+import { Cors } from '../../server/cors.ts'
+import { TrustedProxies } from '../../server/proxy.ts'
+import type { DatasetConfig } from '../../server/datasets.ts'
+import {
+  ConfigError,
+  loadConfig,
+  sourceOf,
+  type PortalConfig,
+  type SourceSpec,
+  type View,
+} from '../../server/config.ts'
+import type { BlockStore } from '../../store/types.ts'
+import { UsageError } from '../options.ts'
+import type { ServeOptions } from './serve.ts'
+
+/** a name a source is served under */
+export interface NamedView {
+  name: string
+  aliases: string[]
+  view: View
+  startBlock?: number
+  displayName?: string
+  bigintsAsNumbers?: boolean
+}
+
+export const DEFAULT_VIEWS: readonly NamedView[] = [
+  { name: 'solana-mainnet', aliases: ['solana-beta'], view: 'stable' },
+  { name: 'solana-mainnet-complete', aliases: ['solana-complete'], view: 'complete' },
+]
+
+/** one source to load: the options that name it and the datasets it serves */
+export interface SourcePlan {
+  /** where it is declared (`sources.main`, `datasets[2].source`), for errors; '' for the flags */
+  where: string
+  opts: ServeOptions
+  views: readonly NamedView[]
+}
+
+/** the options of the flags that name a source (cleared for a source of the file) */
+const SOURCE_FLAGS = ['archive', 'datasetDir', 'rpc', 'demo', 'dataDir', 'cacheDir', 'cacheDiskMb', 's3PollMs'] as const
+
+/** with --config, the flags that name a source are refused (the file names them) */
+export function checkConfigFlags(opts: ServeOptions): void {
+  if (!opts.config) return
+  const given = SOURCE_FLAGS.filter((k) => opts[k] !== undefined && opts[k] !== false)
+  if (given.length) {
+    const flag = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`
+    throw new UsageError(
+      `--config cannot be used with ${given.map(flag).join(', ')}: the file's datasets name their sources`,
+    )
+  }
+}
+
+const str = (n: number | undefined) => (n === undefined ? undefined : String(n))
+
+/** the flags that would load this source */
+function sourceOptions(s: SourceSpec): Partial<ServeOptions> {
+  switch (s.kind) {
+    case 'sample':
+      return { includeVotes: s.includeVotes }
+    case 'archive':
+      return { archive: s.paths, includeVotes: s.includeVotes }
+    case 'dataset-dir':
+      return { datasetDir: s.path, cacheDir: s.cacheDir, cacheDiskMb: str(s.cacheDiskMb), s3PollMs: str(s.pollMs) }
+    case 'demo':
+      return { demo: true, dataDir: s.dataDir }
+    case 'rpc':
+      return {
+        rpc: s.url,
+        dataDir: s.dataDir,
+        commitment: s.commitment,
+        rpcStartSlot: str(s.startSlot),
+        rpcConcurrency: str(s.concurrency),
+        rpcPollMs: str(s.pollMs),
+        rpcMaxBodyMb: str(s.maxBodyMb),
+        rpcStallMs: str(s.stallMs),
+        rpcDamagedAttempts: str(s.damagedAttempts),
+        includeVotes: s.includeVotes,
+      }
+  }
+}
+
+/** the sources of a configuration, each with the datasets it serves (in the file's order) */
+export function planFromConfig(cfg: PortalConfig, flags: ServeOptions): SourcePlan[] {
+  const plans = new Map<string, SourcePlan & { views: NamedView[] }>()
+  const base: ServeOptions = { ...flags, config: undefined }
+  for (const k of SOURCE_FLAGS) delete base[k]
+  cfg.datasets.forEach((d, i) => {
+    const { id, spec } = sourceOf(cfg, i)
+    let p = plans.get(id)
+    if (!p) {
+      const own = Object.fromEntries(Object.entries(sourceOptions(spec)).filter(([, v]) => v !== undefined))
+      p = { where: id, opts: { ...base, ...own }, views: [] }
+      plans.set(id, p)
+    }
+    p.views.push({
+      name: d.name,
+      aliases: d.aliases ?? [],
+      view: d.view ?? 'complete',
+      startBlock: d.startBlock,
+      displayName: d.displayName,
+      bigintsAsNumbers: d.bigintsAsNumbers,
+    })
+  })
+  return [...plans.values()]
+}
+
+/** what a list option builds (null when it is empty); its error names the option */
+function optionOf<T>(flag: string, values: string[], make: (v: string[]) => T): T | null {
+  if (values.length === 0) return null
+  try {
+    return make(values)
+  } catch (e) {
+    throw new UsageError(`--${flag}: ${(e as Error).message}`)
+  }
+}
+
+/** a configuration or key file error as a usage error (status 2) */
+function usage<T>(prefix: string, f: () => T): T {
+  try {
+    return f()
+  } catch (e) {
+    if (e instanceof ConfigError) throw new UsageError(`${prefix}${e.message}`)
+    throw e
+  }
+}
+
+/** the sources `serve` loads: the configuration file's, or the one the flags name */
+export function servePlan(opts: ServeOptions): { plans: SourcePlan[]; config: PortalConfig | null } {
+  if (!opts.config) return { plans: [{ where: '', opts, views: DEFAULT_VIEWS }], config: null }
+  checkConfigFlags(opts)
+  const config = usage('--config ', () => loadConfig(opts.config!))
+  return { plans: planFromConfig(config, opts), config }
+}
+
+/** who may use the server: the API keys of the file and of --api-keys (null: no keys, open) */
+export function serveAccess(
+  plans: SourcePlan[],
+  config: PortalConfig | null,
+  opts: ServeOptions,
+  limits: { rateLimit: number; maxStreamsPerClient: number },
+): { apiKeys: ApiKeys | null; cors: Cors | null; trustProxy: TrustedProxies | null } {
+  const header = opts.apiKeyHeader ?? config?.apiKeys?.header
+  if (opts.apiKeyHeader !== undefined && !/^[A-Za-z0-9-]{1,64}$/.test(opts.apiKeyHeader))
+    throw new UsageError(`--api-key-header must be an HTTP header name, got '${opts.apiKeyHeader}'`)
+  const names = new Set(plans.flatMap((p) => p.views.flatMap((v) => [v.name, ...v.aliases])))
+  const where = opts.config ? `--config ${opts.config}: ` : ''
+  const loaded = usage(where, () =>
+    loadApiKeys(config?.apiKeys && { ...config.apiKeys, header }, opts.apiKeys ?? [], names),
+  )
+  if (!loaded && opts.apiKeyHeader !== undefined) throw new UsageError('--api-key-header needs keys (--api-keys FILE)')
+  const apiKeys = loaded
+    ? new ApiKeys({
+        keys: loaded.keys,
+        header,
+        rateLimit: limits.rateLimit > 0 ? { perSecond: limits.rateLimit, burst: 2 * limits.rateLimit } : null,
+        maxStreamsPerClient: limits.maxStreamsPerClient,
+      })
+    : null
+  // the file's values and the flags' together
+  const cors = optionOf('cors', [...(config?.cors ?? []), ...(opts.cors ?? [])], (v) => new Cors(v))
+  const proxies = [...(config?.trustProxy ?? []), ...(opts.trustProxy ?? [])]
+  const trustProxy = optionOf('trust-proxy', proxies, (v) => new TrustedProxies(v))
+  return { apiKeys, cors, trustProxy }
+}
+
+/** an option error of a source of the file names where the source is declared */
+export function inSource<T>(plan: SourcePlan, f: () => T): T {
+  try {
+    return f()
+  } catch (e) {
+    if (e instanceof UsageError && plan.where) throw new UsageError(`${plan.where}: ${e.message}`)
+    throw e
+  }
+}
+
+/**
+ * The datasets of a loaded source: the stable view starts at `stableStart` (the bundled sample's
+ * whole mainnet block; else like the complete view), the complete one at `completeStart` (unset:
+ * the store's first block, as it grows or is pruned); a dataset's own `startBlock` wins.
+ */
+export function namedDatasets(
+  views: readonly NamedView[],
+  src: { store: BlockStore; realTime: boolean; stableStart?: number; completeStart?: number },
+  bigintsAsNumbers: boolean,
+): DatasetConfig[] {
+  return views.map((v) => {
+    const startBlock =
+      v.startBlock ?? (v.view === 'stable' ? (src.stableStart ?? src.completeStart) : src.completeStart)
+    const d: DatasetConfig = { name: v.name, aliases: v.aliases, store: src.store, realTime: src.realTime }
+    if (startBlock !== undefined) d.startBlock = startBlock
+    if (v.displayName !== undefined) d.displayName = v.displayName
+    d.bigintsAsNumbers = v.bigintsAsNumbers ?? bigintsAsNumbers
+    return d
+  })
+}
