@@ -38,6 +38,7 @@ import { closeFds } from './cold/raw.ts'
 import { coldDir, openDatasetDir, readDatasetMeta, type DatasetDirStore, type DatasetMeta } from './dataset-dir.ts'
 import { writeFileAtomic } from './durable.ts'
 import { errorMessage } from '../util/errors.ts'
+import { safeJson } from '../util/safe-json.ts'
 
 export interface S3Location {
   bucket: string
@@ -49,10 +50,39 @@ export function isS3Url(s: string): boolean {
   return s.startsWith('s3://')
 }
 
+/** a bucket name as S3 allows it (3-63 letters, digits, dots, hyphens, underscores; no `..`) */
+const BUCKET = /^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$/
+
+/**
+ * `s3://BUCKET/PREFIX` with a plain bucket name and a prefix of plain path segments: no `.` or
+ * `..` segment, no empty one (`a//b`), no backslash or control character, so two addresses that
+ * differ name different objects and a staging directory named after one stays inside its root.
+ */
 export function parseS3Url(url: string): S3Location {
-  const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(url)
-  if (!m || !m[1]) throw new Error(`not an s3://BUCKET/PREFIX address: ${url}`)
-  return { bucket: m[1], prefix: m[2].replace(/^\/+|\/+$/g, '') }
+  const m = /^s3:\/\/([^/]*)\/?(.*)$/.exec(url)
+  const bad = (why: string) => new Error(`not a usable s3://BUCKET/PREFIX address (${why}): ${safeJson(url)}`)
+  if (!m) throw bad('it does not start with s3://')
+  if (!BUCKET.test(m[1]) || m[1].includes('..')) throw bad('the bucket is not a plain bucket name')
+  const prefix = m[2].replace(/\/+$/, '')
+  if (prefix) {
+    for (const seg of prefix.split('/')) {
+      if (seg === '' || seg === '.' || seg === '..') throw bad(`the prefix has a '${seg}' path segment`)
+      if (/[\\\x00-\x1f\x7f]/.test(seg)) throw bad('the prefix has a backslash or a control character')
+    }
+  }
+  return { bucket: m[1], prefix }
+}
+
+/** a file name from the bucket: letters, digits, `.`, `_`, `-`, not starting with a dot (no `..`) */
+const PLAIN_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/
+
+/**
+ * `name` (read from object `where`, field `field`) when it is a plain file name, the only kind a
+ * replica or an import writes into its directories; else an error naming the object and field.
+ */
+export function plainName(name: unknown, where: string, field: string): string {
+  if (typeof name === 'string' && PLAIN_NAME.test(name)) return name
+  throw new Error(`${where}: ${field} ${safeJson(name)} is not a plain file name (refused)`)
 }
 
 /** the client from the standard variables (AWS_REGION, AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...) */
@@ -61,6 +91,13 @@ export function s3ClientFromEnv(env: NodeJS.ProcessEnv = process.env): S3Client 
     region: env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1',
     maxAttempts: 3, // the SDK's standard retry strategy (5xx, throttling, timeouts), ours around it
   }
+  // the keys of `env` (the SDK's own chain reads process.env only)
+  if (env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY)
+    cfg.credentials = {
+      accessKeyId: env.AWS_ACCESS_KEY_ID,
+      secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
+      sessionToken: env.AWS_SESSION_TOKEN,
+    }
   if (env.AWS_ENDPOINT_URL) {
     cfg.endpoint = env.AWS_ENDPOINT_URL
     cfg.forcePathStyle = true
@@ -115,6 +152,38 @@ interface PointerObject {
   log: { file: string; key: string; bytes: number; sha256: string }
 }
 
+const SHA256 = /^[0-9a-f]{64}$/
+
+/**
+ * The names a pointer gives the replica and the import to write, delete and fetch: plain file names
+ * (the log's key is `cold/logs/<plain name>`), every sha256 64 hex digits; throws naming the field.
+ */
+function checkPointer(ptr: PointerObject, where: string): void {
+  const obj = (v: unknown, field: string) => {
+    if (typeof v !== 'object' || v === null) throw new Error(`${where}: ${field} is missing or not an object`)
+  }
+  const hex = (v: unknown, field: string) => {
+    if (typeof v !== 'string' || !SHA256.test(v)) throw new Error(`${where}: ${field} is not a sha256 (64 hex digits)`)
+  }
+  obj(ptr.dataset, 'dataset')
+  obj(ptr.log, 'log')
+  plainName(ptr.log.file, where, 'log.file')
+  const key = typeof ptr.log.key === 'string' && ptr.log.key.startsWith('cold/logs/') ? ptr.log.key.slice(10) : null
+  plainName(key ?? ptr.log.key, where, 'log.key (cold/logs/<name>)')
+  hex(ptr.log.sha256, 'log.sha256')
+  if (!Number.isSafeInteger(ptr.log.bytes) || ptr.log.bytes < 0)
+    throw new Error(`${where}: log.bytes is not a byte count`)
+  obj(ptr.catalogue, 'catalogue')
+  obj(ptr.catalogue.body, 'catalogue.body')
+  plainName(ptr.catalogue.body.log, where, 'catalogue.body.log')
+  if (!Array.isArray(ptr.catalogue.body.segments)) throw new Error(`${where}: catalogue.body.segments is not a list`)
+  ptr.catalogue.body.segments.forEach((seg, i) => {
+    obj(seg, `catalogue.body.segments[${i}]`)
+    plainName(seg.file, where, `catalogue.body.segments[${i}].file`)
+    hex(seg.sha256, `catalogue.body.segments[${i}].sha256`)
+  })
+}
+
 function sha256(b: Uint8Array): string {
   return createHash('sha256').update(b).digest('hex')
 }
@@ -131,7 +200,8 @@ export class S3Dataset {
     return this.loc.prefix ? `${this.loc.prefix}/${rel}` : rel
   }
 
-  private where(rel: string): string {
+  /** the s3:// address of `rel` */
+  where(rel: string): string {
     return `s3://${this.loc.bucket}/${this.key(rel)}`
   }
 
@@ -188,9 +258,16 @@ export class S3Dataset {
     const b = await this.get(POINTER)
     if (!b) return null
     const text = b.toString('utf8')
-    const ptr = JSON.parse(text) as PointerObject
+    const where = this.where(POINTER)
+    let ptr: PointerObject
+    try {
+      ptr = JSON.parse(text) as PointerObject
+    } catch (e) {
+      throw new Error(`${where}: not valid JSON (${b.length} bytes, shortened?): ${errorMessage(e)}`)
+    }
     if (ptr?.format !== POINTER_FORMAT || ptr.version !== 1)
-      throw new Error(`${this.where(POINTER)}: not a solportal dataset pointer`)
+      throw new Error(`${where}: not a solportal dataset pointer`)
+    checkPointer(ptr, where)
     return { text, ptr }
   }
 
@@ -283,12 +360,19 @@ export async function pullDataset(ds: S3Dataset, dir: string): Promise<boolean> 
   await syncCatalogue(ds, dir, p, null)
   const store = await openDatasetDir(dir, { verify: 'none' })
   try {
-    for (const e of store.cold.entries)
-      await ds.download(`cold/chunks/${e.file}`, join(coldDir(dir), 'chunks', e.file), e)
+    for (const e of store.cold.entries) {
+      const file = chunkName(ds, e)
+      await ds.download(`cold/chunks/${file}`, join(coldDir(dir), 'chunks', file), e)
+    }
   } finally {
     await store.close()
   }
   return true
+}
+
+/** a chunk's file name as the bucket's catalogue gives it, when it is a plain name */
+function chunkName(ds: S3Dataset, e: ChunkEntry): string {
+  return plainName(e.file, ds.where('cold/catalogue'), `the chunk of blocks ${e.firstBlock}-${e.lastBlock}: file`)
 }
 
 /** The local disk cache of chunk files: bounded in bytes, least recently used evicted first. */
@@ -319,6 +403,7 @@ class ChunkCache {
   }
 
   async acquire(e: ChunkEntry): Promise<() => void> {
+    chunkName(this.ds, e)
     for (;;) {
       const f = this.files.get(e.file)
       if (f) {

@@ -594,7 +594,8 @@ export async function importToS3(
   log: (s: string) => void = (s) => process.stderr.write(s),
 ): Promise<ImportResult & { uploaded: number; bytes: number }> {
   const s3 = await import('../../store/s3.ts')
-  const ds = new s3.S3Dataset(opts.client ?? s3.s3ClientFromEnv(), s3.parseS3Url(url), { log: (m) => log(m + '\n') })
+  const loc = s3.parseS3Url(url) // before any client or directory
+  const ds = new s3.S3Dataset(opts.client ?? s3.s3ClientFromEnv(), loc, { log: (m) => log(m + '\n') })
   const dir = opts.stagingDir ?? s3.defaultStagingDir(url)
   if (await s3.pullDataset(ds, dir)) log(`fetched the dataset of ${url} into ${dir}\n`)
   const r = await runImport(dir, archives, opts, log)
