@@ -29,6 +29,7 @@ import type { Dataset, DatasetRegistry } from './datasets.ts'
 import { metadataOf } from './datasets.ts'
 import { LogLimiter, PerClientCap, RateLimiter, type RateLimit } from './guards.ts'
 import { DEFAULT_MAX_BODY_BYTES, readRequestBody, RequestBodyError } from './body.ts'
+import { jsonShapeError, jsonShapeLimits, type JsonShapeLimits } from './json-shape.ts'
 import { badRequest, HttpError, parseTarget } from './http-error.ts'
 import { LineWriter } from './line-writer.ts'
 import type { Observer } from './observe.ts'
@@ -124,6 +125,8 @@ export class PortalServer {
   private readonly errorLog: LogLimiter
   private activeStreams = 0
   private readonly pages: Pages
+  /** what a request body may hold before JSON.parse (src/server/json-shape.ts) */
+  private readonly jsonShape: JsonShapeLimits
   private registry: DatasetRegistry | null
   /** aborted on close(): waiting/tailing responses end promptly, on a complete line */
   private readonly closing = new AbortController()
@@ -144,6 +147,7 @@ export class PortalServer {
     )
     const { maxItemRequests, maxFilterValues, maxBodyBytes } = this.limits
     this.pages = new Pages({ limits: { maxItemRequests, maxFilterValues }, maxBodyBytes })
+    this.jsonShape = jsonShapeLimits({ maxItemRequests, maxFilterValues })
     this.log = opts.log ?? ((level, msg) => defaultLogger()[level](msg))
     this.registry = opts.datasets ?? null
     const observer = opts.observer ?? null
@@ -358,6 +362,9 @@ export class PortalServer {
       // the rest of the body is not read: the connection closes after the 400
       throw new HttpError(400, `Bad request: ${e.message}`, { Connection: 'close' })
     }
+    // before JSON.parse: a deeply nested or container-packed body costs seconds of parsing
+    const shape = jsonShapeError(body, this.jsonShape)
+    if (shape) throw badRequest(shape)
     let json: unknown
     try {
       json = JSON.parse(body)
