@@ -29,6 +29,7 @@ import type { Dataset, DatasetRegistry } from './datasets.ts'
 import { metadataOf } from './datasets.ts'
 import { LogLimiter, PerClientCap, RateLimiter, type RateLimit } from './guards.ts'
 import { DEFAULT_MAX_BODY_BYTES, readRequestBody, RequestBodyError } from './body.ts'
+import { answerClientError, transferEncodingError } from './strict-http.ts'
 import { jsonShapeError, jsonShapeLimits, type JsonShapeLimits } from './json-shape.ts'
 import { badRequest, HttpError, parseTarget } from './http-error.ts'
 import { LineWriter } from './line-writer.ts'
@@ -163,10 +164,14 @@ export class PortalServer {
       },
       (req, res) => {
         observer?.onRequest(req, res)
+        const te = transferEncodingError(req)
+        if (te) return this.fail(res, te)
         this.handle(req, res).catch((err) => this.fail(res, err))
       },
     )
-    if (observer) this.server.on('clientError', (err: Error, socket) => observer.onClientError(err, socket))
+    this.server.on('clientError', (err: Error, socket) =>
+      observer ? observer.onClientError(err, socket) : answerClientError(err, socket),
+    )
   }
 
   /** the served datasets; null while they load */
@@ -228,7 +233,11 @@ export class PortalServer {
   private fail(res: http.ServerResponse, err: unknown): void {
     if (err instanceof HttpError) {
       if (!res.headersSent) {
-        res.writeHead(err.status, { 'Content-Type': 'text/plain; charset=utf-8', ...err.headers })
+        res.writeHead(err.status, {
+          'Content-Type': 'text/plain; charset=utf-8',
+          'Content-Length': Buffer.byteLength(err.message),
+          ...err.headers,
+        })
         res.end(err.message)
       } else res.end()
       return

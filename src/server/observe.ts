@@ -14,6 +14,7 @@ import type { Duplex } from 'node:stream'
 import type { Logger } from '../log.ts'
 import type { DatasetRegistry } from './datasets.ts'
 import type { Metrics } from './metrics.ts'
+import { answerClientError, clientErrorAnswer } from './strict-http.ts'
 
 /** bytes as ASCII text, every byte outside 0x20..0x7e written as \\xHH (no control or C1 characters) */
 function printable(b: Uint8Array): string {
@@ -147,29 +148,19 @@ export class Observer {
   /**
    * A request Node's HTTP parser refused before the server saw it (malformed request line or
    * header, bytes not allowed in a target, headers too large, headers or body not received in
-   * time): answered as Node would (431, 408 or 400, then the connection is closed) and logged as
+   * time): answered as Node would (431, 408 or 400, then the connection is closed; with a
+   * text/plain reason, src/server/strict-http.ts) and logged as
    * one access line and counted, so refused requests do not go unseen.
    */
   onClientError(err: Error & { code?: string; rawPacket?: Buffer }, socket: Duplex): void {
     const code = err.code ?? 'unknown'
-    const status =
-      code === 'HPE_HEADER_OVERFLOW'
-        ? 431
-        : code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT'
-          ? 408
-          : 400
-    const reason =
-      status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'
-    // as Node's own handler: an answer only if nothing was written on the connection yet, then the
-    // connection is closed
-    const answer = code !== 'ECONNRESET' && socket.writable && (socket as { bytesWritten?: number }).bytesWritten === 0
-    if (answer) socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
-    socket.destroy()
+    const written = answerClientError(err, socket)
+    const status = written ?? clientErrorAnswer(err).status
     if (code === 'ECONNRESET') return
     this.metrics?.observeRequest({ endpoint: 'unparsed', dataset: '', status, bytes: 0, seconds: 0 })
     this.logger.info(
       {
-        status: answer ? status : undefined,
+        status: written ?? undefined,
         error: code,
         // the first bytes the parser refused, as printable ASCII (other bytes as \\xHH)
         raw: err.rawPacket ? printable(err.rawPacket.subarray(0, 200)) : undefined,
