@@ -3,7 +3,8 @@
  * and the operational endpoints
  *
  *   GET /health   200 while the process runs (liveness)
- *   GET /ready    200 once the datasets are loaded and every one has a head; 503 before (readiness)
+ *   GET /ready    200 once the datasets are loaded and every one has a head; 503 before, and while
+ *                 a dataset's object store is unreachable (readiness)
  *   GET /metrics  Prometheus metrics (src/server/metrics.ts)
  *
  * The server calls `onRequest` first for every request and `route` before its own routes.
@@ -87,11 +88,15 @@ export class Observer {
   }
 
   /** readiness: the datasets are loaded and each has a head */
-  readiness(): { ready: boolean; reason?: string } {
+  readiness(): { ready: boolean; reason?: string; status?: string } {
     const reg = this.server?.datasets
     if (!reg) return { ready: false, reason: 'datasets are loading' }
     const empty = reg.all.filter((d) => d.store.head() === null).map((d) => d.name)
     if (empty.length) return { ready: false, reason: `no head yet: ${empty.join(', ')}` }
+    for (const d of reg.all) {
+      const why = d.unavailable?.()
+      if (why) return { ready: false, reason: `${d.name}: ${why}`, status: 'unavailable' }
+    }
     return { ready: true }
   }
 
@@ -184,7 +189,7 @@ export class Observer {
     } else if (path === '/ready') {
       const r = this.readiness()
       if (r.ready) send(res, 200, { status: 'ready' })
-      else send(res, 503, { status: 'starting', reason: r.reason }, { 'Retry-After': '1' })
+      else send(res, 503, { status: r.status ?? 'starting', reason: r.reason }, { 'Retry-After': '1' })
     } else {
       const body = await this.metrics!.text()
       res.writeHead(200, { 'Content-Type': this.metrics!.contentType, 'Content-Length': Buffer.byteLength(body) })
