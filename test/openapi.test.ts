@@ -404,7 +404,7 @@ describe('GET /openapi.json on the real server', () => {
       assert.ok(doc.paths[p], p)
     }
     const stream = doc.paths['/datasets/{dataset}/stream'].post.responses
-    assert.deepEqual(Object.keys(stream).sort(), ['200', '204', '400', '404', '409', '429', '503'])
+    assert.deepEqual(Object.keys(stream).sort(), ['200', '204', '400', '404', '409', '429', '501', '503'])
     // the served Query schema uses the server's limits
     const q = doc.components.schemas.Query as { properties: Record<string, { maxItems?: number }> }
     assert.equal(q.properties.instructions.maxItems, 50)

@@ -8,9 +8,6 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { readdirSync } from 'node:fs'
-import type { Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
-import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
@@ -19,36 +16,12 @@ import { serve, type ServeOptions, type Serving } from '../src/cli/commands/serv
 import { createLogger } from '../src/log.ts'
 import { openS3Replica, s3ClientFromEnv } from '../src/store/s3.ts'
 import { writeArchive } from './support/cold/archive-gen.ts'
+import { s3Env, startS3, stopS3 } from './support/s3/server.ts'
 import { tempDir } from './support/cold/util.ts'
 import { postJson, request, streamAll } from './support/http/client.ts'
 import { serveOptions } from './support/serve-options.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
-
-interface S3rverInstance {
-  run(): Promise<AddressInfo>
-  close(): Promise<void>
-  httpServer: Server
-}
-type S3rverCtor = new (o: Record<string, unknown>) => S3rverInstance
-const S3rver = createRequire(import.meta.url)('s3rver') as S3rverCtor
-
-async function startS3(directory: string, port = 0, bucket = false): Promise<{ s3: S3rverInstance; port: number }> {
-  const s3 = new S3rver({
-    address: '127.0.0.1',
-    port,
-    silent: true,
-    directory,
-    ...(bucket ? { configureBuckets: [{ name: 'bucket' }] } : {}),
-  })
-  const a = await s3.run()
-  return { s3, port: a.port }
-}
-
-async function stopS3(s3: S3rverInstance): Promise<void> {
-  s3.httpServer.closeAllConnections()
-  await s3.close()
-}
 
 const options = (o: Partial<ServeOptions>): ServeOptions =>
   serveOptions({ headWaitMs: '0', maxStreams: '64', quiet: true, ...o })
@@ -108,13 +81,7 @@ test('import to S3, two replicas answer like a local dataset, new blocks appear,
   await writeArchive(b, { count: 20, txPerBlock: 6, startSlot: 300_000_100 })
   const s3dir = join(work, 's3')
   let { s3, port } = await startS3(s3dir, 0, true)
-  const env = {
-    ...process.env,
-    AWS_ACCESS_KEY_ID: 'S3RVER',
-    AWS_SECRET_ACCESS_KEY: 'S3RVER',
-    AWS_REGION: 'us-east-1',
-    AWS_ENDPOINT_URL: `http://127.0.0.1:${port}`,
-  }
+  const env = s3Env(port)
   Object.assign(process.env, env) // the in-process replicas take the same standard variables
   const servers: Serving[] = []
   try {

@@ -236,3 +236,67 @@ test('serve --max-body-bytes and --max-filter-values reach the server', async ()
     child.kill('SIGTERM')
   }
 })
+
+test('deep nesting and container-packed bodies are refused before JSON.parse, naming the limit', async () => {
+  const size = DEFAULT_MAX_BODY_BYTES - 1024
+  const refused: [Buffer, RegExp][] = [
+    // 8 MB of `[`: JSON.parse held the event loop ~3 s on it
+    [Buffer.alloc(size, '['), /^Bad request: request body nests JSON deeper than 32 levels \(JSON nesting limit\)$/],
+    // nested inside a valid-looking query
+    [
+      Buffer.from(`{"fromBlock":${FIRST},"transactions":[${'['.repeat(40)}${']'.repeat(40)}]}`),
+      /nests JSON deeper than 32 levels/,
+    ],
+    // `[[],[],…]`: shallow, but one array per 3 bytes (JSON.parse took as long as the deep one)
+    [
+      Buffer.from(`[${'[],'.repeat(Math.floor(size / 3) - 1)}[]]`),
+      /^Bad request: request body holds more than 10000 JSON arrays and objects \(limit: 64 per item request/,
+    ],
+    [
+      Buffer.from(`[${'0,'.repeat(Math.floor(size / 2) - 1)}0]`),
+      /^Bad request: request body holds more than 1000000 JSON values \(limit: 4 per filter value allowed/,
+    ],
+  ]
+  for (const [body, want] of refused) {
+    for (const mode of ['length', 'chunked'] as const) {
+      const r = await post(base, body, mode)
+      assert.equal(r.status, 400, `${body.subarray(0, 40)}: ${r.text.slice(0, 200)}`)
+      assert.match(String(r.headers['content-type']), /^text\/plain/)
+      assert.match(r.text, want)
+    }
+  }
+  // brackets inside strings are text, not nesting (an escaped quote does not end the string)
+  const inString = await postJson(base, { fromBlock: FIRST, type: `\\"${'['.repeat(100)}` })
+  assert.equal(inString.status, 400)
+  assert.match(inString.text, /unsupported dataset type/)
+})
+
+test('the nesting and value limits let the largest real queries through', async () => {
+  // the most item requests allowed, each an instruction request with every kind of filter list
+  // (a0..a15, programId, d8, mentionsAccount): ~2,000 containers, 4 levels deep
+  const list = addresses(20)
+  const account = blocks.flatMap((b) => b.transactions.map((t) => t.feePayer))[0]
+  const req = (i: number) => {
+    const r: Record<string, unknown> = { programId: list, mentionsAccount: list, isCommitted: true }
+    for (let k = 0; k < 16; k++) r[`a${k}`] = list
+    r.d8 = ['0x' + '00'.repeat(8), '0x' + 'ff'.repeat(8)]
+    return i === 0 ? { ...r, programId: [...list, account] } : r
+  }
+  const items = DEFAULT_LIMITS.maxItemRequests
+  const q = {
+    fromBlock: FIRST,
+    toBlock: LAST,
+    fields: { instruction: { programId: true }, transaction: { feePayer: true } },
+    instructions: Array.from({ length: items - 1 }, (_, i) => req(i)),
+    transactions: [{ feePayer: [...addresses(80_000), account] }],
+  }
+  const body = Buffer.from(JSON.stringify(q))
+  assert.ok(body.length < DEFAULT_MAX_BODY_BYTES, `${body.length} bytes`)
+  const r = await post(base, body, 'length')
+  assert.equal(r.status, 200, r.text.slice(0, 300))
+  assert.ok(r.text.split('\n').some((l) => l.includes(account)))
+  // 32 levels deep is allowed by the scan (the query's own validation answers)
+  const deep = await post(base, Buffer.from(`{"fromBlock":${FIRST},"x":${'['.repeat(31)}${']'.repeat(31)}}`), 'length')
+  assert.equal(deep.status, 400)
+  assert.doesNotMatch(deep.text, /nests JSON/)
+})

@@ -20,6 +20,8 @@ export interface DatasetConfig {
    * worker threads may open it read-only and render finalized ranges (src/server/render-pool.ts)
    */
   coldDir?: string
+  /** why the dataset cannot answer now (its object store is unreachable), or null: /ready is 503 meanwhile */
+  unavailable?: () => string | null
 }
 
 export interface Dataset extends DatasetConfig {

@@ -32,6 +32,8 @@ import { allows, type ApiKeys, type KeyClient } from './access.ts'
 import { varyWith, type Cors } from './cors.ts'
 import type { TrustedProxies } from './proxy.ts'
 import { DEFAULT_MAX_BODY_BYTES, readRequestBody, RequestBodyError } from './body.ts'
+import { answerClientError, transferEncodingError } from './strict-http.ts'
+import { jsonShapeError, jsonShapeLimits, type JsonShapeLimits } from './json-shape.ts'
 import { badRequest, HttpError, parseTarget } from './http-error.ts'
 import { LineWriter } from './line-writer.ts'
 import type { Observer } from './observe.ts'
@@ -133,6 +135,8 @@ export class PortalServer {
   private readonly errorLog: LogLimiter
   private activeStreams = 0
   private readonly pages: Pages
+  /** what a request body may hold before JSON.parse (src/server/json-shape.ts) */
+  private readonly jsonShape: JsonShapeLimits
   private registry: DatasetRegistry | null
   /** aborted on close(): waiting/tailing responses end promptly, on a complete line */
   private readonly closing = new AbortController()
@@ -155,6 +159,7 @@ export class PortalServer {
     )
     const { maxItemRequests, maxFilterValues, maxBodyBytes } = this.limits
     this.pages = new Pages({ limits: { maxItemRequests, maxFilterValues }, maxBodyBytes })
+    this.jsonShape = jsonShapeLimits({ maxItemRequests, maxFilterValues })
     this.log = opts.log ?? ((level, msg) => defaultLogger()[level](msg))
     this.registry = opts.datasets ?? null
     const observer = opts.observer ?? null
@@ -170,10 +175,14 @@ export class PortalServer {
       },
       (req, res) => {
         observer?.onRequest(req, res)
+        const te = transferEncodingError(req)
+        if (te) return this.fail(res, te)
         this.handle(req, res).catch((err) => this.fail(res, err))
       },
     )
-    if (observer) this.server.on('clientError', (err: Error, socket) => observer.onClientError(err, socket))
+    this.server.on('clientError', (err: Error, socket) =>
+      observer ? observer.onClientError(err, socket) : answerClientError(err, socket),
+    )
   }
 
   /** the served datasets; null while they load */
@@ -252,7 +261,11 @@ export class PortalServer {
   private fail(res: http.ServerResponse, err: unknown): void {
     if (err instanceof HttpError) {
       if (!res.headersSent) {
-        res.writeHead(err.status, { 'Content-Type': 'text/plain; charset=utf-8', ...err.headers })
+        res.writeHead(err.status, {
+          'Content-Type': 'text/plain; charset=utf-8',
+          'Content-Length': Buffer.byteLength(err.message),
+          ...err.headers,
+        })
         res.end(err.message)
       } else res.end()
       return
@@ -417,6 +430,9 @@ export class PortalServer {
       // the rest of the body is not read: the connection closes after the 400
       throw new HttpError(400, `Bad request: ${e.message}`, { Connection: 'close' })
     }
+    // before JSON.parse: a deeply nested or container-packed body costs seconds of parsing
+    const shape = jsonShapeError(body, this.jsonShape)
+    if (shape) throw badRequest(shape)
     let json: unknown
     try {
       json = JSON.parse(body)

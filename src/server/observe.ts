@@ -3,7 +3,8 @@
  * and the operational endpoints
  *
  *   GET /health   200 while the process runs (liveness)
- *   GET /ready    200 once the datasets are loaded and every one has a head; 503 before (readiness)
+ *   GET /ready    200 once the datasets are loaded and every one has a head; 503 before, and while
+ *                 a dataset's object store is unreachable (readiness)
  *   GET /metrics  Prometheus metrics (src/server/metrics.ts)
  *
  * The server calls `onRequest` first for every request and `route` before its own routes.
@@ -14,6 +15,7 @@ import type { Duplex } from 'node:stream'
 import type { Logger } from '../log.ts'
 import type { DatasetRegistry } from './datasets.ts'
 import type { Metrics } from './metrics.ts'
+import { answerClientError, clientErrorAnswer } from './strict-http.ts'
 
 /** bytes as ASCII text, every byte outside 0x20..0x7e written as \\xHH (no control or C1 characters) */
 function printable(b: Uint8Array): string {
@@ -102,11 +104,15 @@ export class Observer {
   }
 
   /** readiness: the datasets are loaded and each has a head */
-  readiness(): { ready: boolean; reason?: string } {
+  readiness(): { ready: boolean; reason?: string; status?: string } {
     const reg = this.server?.datasets
     if (!reg) return { ready: false, reason: 'datasets are loading' }
     const empty = reg.all.filter((d) => d.store.head() === null).map((d) => d.name)
     if (empty.length) return { ready: false, reason: `no head yet: ${empty.join(', ')}` }
+    for (const d of reg.all) {
+      const why = d.unavailable?.()
+      if (why) return { ready: false, reason: `${d.name}: ${why}`, status: 'unavailable' }
+    }
     return { ready: true }
   }
 
@@ -166,29 +172,19 @@ export class Observer {
   /**
    * A request Node's HTTP parser refused before the server saw it (malformed request line or
    * header, bytes not allowed in a target, headers too large, headers or body not received in
-   * time): answered as Node would (431, 408 or 400, then the connection is closed) and logged as
+   * time): answered as Node would (431, 408 or 400, then the connection is closed; with a
+   * text/plain reason, src/server/strict-http.ts) and logged as
    * one access line and counted, so refused requests do not go unseen.
    */
   onClientError(err: Error & { code?: string; rawPacket?: Buffer }, socket: Duplex): void {
     const code = err.code ?? 'unknown'
-    const status =
-      code === 'HPE_HEADER_OVERFLOW'
-        ? 431
-        : code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT'
-          ? 408
-          : 400
-    const reason =
-      status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'
-    // as Node's own handler: an answer only if nothing was written on the connection yet, then the
-    // connection is closed
-    const answer = code !== 'ECONNRESET' && socket.writable && (socket as { bytesWritten?: number }).bytesWritten === 0
-    if (answer) socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
-    socket.destroy()
+    const written = answerClientError(err, socket)
+    const status = written ?? clientErrorAnswer(err).status
     if (code === 'ECONNRESET') return
     this.metrics?.observeRequest({ endpoint: 'unparsed', dataset: '', status, bytes: 0, seconds: 0 })
     this.logger.info(
       {
-        status: answer ? status : undefined,
+        status: written ?? undefined,
         error: code,
         // the first bytes the parser refused, as printable ASCII (other bytes as \\xHH)
         raw: err.rawPacket ? printable(redacted(err.rawPacket.subarray(0, 200), this.server?.secretHeader)) : undefined,
@@ -212,7 +208,7 @@ export class Observer {
     } else if (path === '/ready') {
       const r = this.readiness()
       if (r.ready) send(res, 200, { status: 'ready' })
-      else send(res, 503, { status: 'starting', reason: r.reason }, { 'Retry-After': '1' })
+      else send(res, 503, { status: r.status ?? 'starting', reason: r.reason }, { 'Retry-After': '1' })
     } else {
       const body = await this.metrics!.text()
       res.writeHead(200, { 'Content-Type': this.metrics!.contentType, 'Content-Length': Buffer.byteLength(body) })

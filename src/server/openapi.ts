@@ -315,10 +315,11 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
         content: { 'application/jsonl': { schema: ref('Block') } },
       },
       '204': text('fromBlock is above the head (after waiting up to 5 s)', headHeaders),
-      '400': text('Bad request: <reason naming the member>'),
+      '400': text('Bad request: <reason naming the member or the body limit>'),
       '404': notFound,
       '409': json('parentBlockHash is not the parent of fromBlock on the current chain', ref('Conflict')),
       '429': text('above the per-client rate limit or the per-client concurrent streams', retryAfter),
+      '501': text('a Transfer-Encoding other than "chunked" (compress with Content-Encoding: gzip)'),
       '503': text('above the concurrent stream limit, or the datasets are still loading', retryAfter),
     },
   })
@@ -422,13 +423,13 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
       '/ready': {
         get: {
           operationId: 'ready',
-          summary: 'readiness: the datasets are loaded and each has a head',
+          summary: 'readiness: the datasets are loaded, each has a head and its object store (if any) answers',
           responses: {
             '200': json('ready', status('ready')),
             '503': {
-              ...json('starting', {
+              ...json('starting, or a dataset\'s object store is unreachable (status "unavailable")', {
                 ...status('starting'),
-                properties: { status: { const: 'starting' }, reason: { type: 'string' } },
+                properties: { status: { enum: ['starting', 'unavailable'] }, reason: { type: 'string' } },
                 required: ['status', 'reason'],
               }),
               headers: retryAfter,

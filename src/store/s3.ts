@@ -25,6 +25,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } fr
 import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { Readable } from 'node:stream'
 import {
   GetObjectCommand,
   ListObjectsV2Command,
@@ -38,6 +39,7 @@ import { closeFds } from './cold/raw.ts'
 import { coldDir, openDatasetDir, readDatasetMeta, type DatasetDirStore, type DatasetMeta } from './dataset-dir.ts'
 import { writeFileAtomic } from './durable.ts'
 import { errorMessage } from '../util/errors.ts'
+import { safeJson } from '../util/safe-json.ts'
 
 export interface S3Location {
   bucket: string
@@ -49,18 +51,55 @@ export function isS3Url(s: string): boolean {
   return s.startsWith('s3://')
 }
 
+/** a bucket name as S3 allows it (3-63 letters, digits, dots, hyphens, underscores; no `..`) */
+const BUCKET = /^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$/
+
+/**
+ * `s3://BUCKET/PREFIX` with a plain bucket name and a prefix of plain path segments: no `.` or
+ * `..` segment, no empty one (`a//b`), no backslash or control character, so two addresses that
+ * differ name different objects and a staging directory named after one stays inside its root.
+ */
 export function parseS3Url(url: string): S3Location {
-  const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(url)
-  if (!m || !m[1]) throw new Error(`not an s3://BUCKET/PREFIX address: ${url}`)
-  return { bucket: m[1], prefix: m[2].replace(/^\/+|\/+$/g, '') }
+  const m = /^s3:\/\/([^/]*)\/?(.*)$/.exec(url)
+  const bad = (why: string) => new Error(`not a usable s3://BUCKET/PREFIX address (${why}): ${safeJson(url)}`)
+  if (!m) throw bad('it does not start with s3://')
+  if (!BUCKET.test(m[1]) || m[1].includes('..')) throw bad('the bucket is not a plain bucket name')
+  const prefix = m[2].replace(/\/+$/, '')
+  if (prefix) {
+    for (const seg of prefix.split('/')) {
+      if (seg === '' || seg === '.' || seg === '..') throw bad(`the prefix has a '${seg}' path segment`)
+      if (/[\\\x00-\x1f\x7f]/.test(seg)) throw bad('the prefix has a backslash or a control character')
+    }
+  }
+  return { bucket: m[1], prefix }
+}
+
+/** a file name from the bucket: letters, digits, `.`, `_`, `-`, not starting with a dot (no `..`) */
+const PLAIN_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/
+
+/**
+ * `name` (read from object `where`, field `field`) when it is a plain file name, the only kind a
+ * replica or an import writes into its directories; else an error naming the object and field.
+ */
+export function plainName(name: unknown, where: string, field: string): string {
+  if (typeof name === 'string' && PLAIN_NAME.test(name)) return name
+  throw new Error(`${where}: ${field} ${safeJson(name)} is not a plain file name (refused)`)
 }
 
 /** the client from the standard variables (AWS_REGION, AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...) */
 export function s3ClientFromEnv(env: NodeJS.ProcessEnv = process.env): S3Client {
   const cfg: S3ClientConfig = {
     region: env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1',
-    maxAttempts: 3, // the SDK's standard retry strategy (5xx, throttling, timeouts), ours around it
+    // one attempt per request: the retries are ours (S3Dataset), each timed out and logged
+    maxAttempts: 1,
   }
+  // the keys of `env` (the SDK's own chain reads process.env only)
+  if (env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY)
+    cfg.credentials = {
+      accessKeyId: env.AWS_ACCESS_KEY_ID,
+      secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
+      sessionToken: env.AWS_SESSION_TOKEN,
+    }
   if (env.AWS_ENDPOINT_URL) {
     cfg.endpoint = env.AWS_ENDPOINT_URL
     cfg.forcePathStyle = true
@@ -68,31 +107,109 @@ export function s3ClientFromEnv(env: NodeJS.ProcessEnv = process.env): S3Client 
   return new S3Client(cfg)
 }
 
-export type S3Log = (msg: string) => void
+/** a log line: `warn` for a failed or retried request, `debug` for every request done */
+export type S3Log = (msg: string, level?: 'warn' | 'debug') => void
 
 export interface RetryOptions {
+  /** attempts of one request in all (default 6) */
   attempts?: number
   /** first backoff; doubled each time (default 250 ms) */
   baseMs?: number
+  /**
+   * an attempt fails when it makes no progress for this long (default 10 s): no response headers,
+   * no body bytes; a PUT or a LIST, which report no progress, get this long plus 1 s per MB sent
+   */
+  timeoutMs?: number
   log?: S3Log
 }
+
+export const DEFAULT_S3_TIMEOUT_MS = 10_000
 
 function isMissing(e: unknown): boolean {
   const x = e as { name?: string; $metadata?: { httpStatusCode?: number } }
   return e instanceof NoSuchKey || x?.name === 'NoSuchKey' || x?.$metadata?.httpStatusCode === 404
 }
 
-/** Run a whole operation again (with backoff) when it fails for another reason than a missing key. */
-export async function withRetry<T>(what: string, op: () => Promise<T>, o: RetryOptions = {}): Promise<T> {
+/** an object whose bytes differ from what the pointer or catalogue says (fetched again) */
+class DamagedObject extends Error {}
+
+/** an attempt that made no progress for its timeout */
+class StalledRequest extends Error {}
+
+/** what one attempt is given: the signal aborting it, and a call for each sign of progress */
+interface Attempt {
+  signal: AbortSignal
+  progress(): void
+}
+
+/**
+ * One attempt of `op`, failed (and its request aborted) when it makes no progress for `ms`: the
+ * promise settles by then whether or not the client honours the abort.
+ */
+function attemptWithin<T>(what: string, ms: number, op: (a: Attempt) => Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const ac = new AbortController()
+    let timer: NodeJS.Timeout | undefined
+    const arm = () => {
+      clearTimeout(timer)
+      timer = setTimeout(() => {
+        const e = new StalledRequest(`no progress for ${ms} ms (timed out)`)
+        ac.abort(e)
+        reject(e)
+      }, ms)
+    }
+    arm()
+    op({ signal: ac.signal, progress: arm }).then(
+      (v) => {
+        clearTimeout(timer)
+        resolve(v)
+      },
+      (e: unknown) => {
+        clearTimeout(timer)
+        reject(e)
+      },
+    )
+  })
+}
+
+/**
+ * Run `op` with a timeout per attempt (see RetryOptions.timeoutMs), again (with backoff) when it
+ * fails for another reason than a missing key, at most `attempts` times; one log line per attempt.
+ * `health` hears of each attempt: reached (true) or not (false), for /ready.
+ */
+async function withRetry<T>(
+  what: string,
+  op: (a: Attempt) => Promise<T>,
+  o: RetryOptions & { extraMs?: number },
+  health?: (reached: boolean, why?: string) => void,
+): Promise<T> {
   const attempts = o.attempts ?? 6
+  const ms = (o.timeoutMs ?? DEFAULT_S3_TIMEOUT_MS) + (o.extraMs ?? 0)
   for (let i = 1; ; i++) {
+    const t0 = Date.now()
     try {
-      return await op()
+      const r = await attemptWithin(what, ms, op)
+      health?.(true)
+      o.log?.(`s3: ${what}: done in ${Date.now() - t0} ms (attempt ${i})`, 'debug')
+      return r
     } catch (e) {
-      if (isMissing(e) || i >= attempts) throw e
-      const ms = (o.baseMs ?? 250) * 2 ** (i - 1)
-      o.log?.(`s3: ${what} failed (${errText(e)}), attempt ${i} of ${attempts}, retrying in ${ms} ms`)
-      await new Promise((r) => setTimeout(r, ms))
+      if (isMissing(e)) {
+        health?.(true)
+        o.log?.(`s3: ${what}: no such key (${Date.now() - t0} ms)`, 'debug')
+        throw e
+      }
+      if (!(e instanceof DamagedObject)) health?.(false, `${what}: ${errText(e)}`)
+      if (i >= attempts) {
+        o.log?.(
+          `s3: ${what} failed (${errText(e)}) after ${Date.now() - t0} ms, attempt ${i} of ${attempts}, giving up`,
+        )
+        throw e
+      }
+      const wait = (o.baseMs ?? 250) * 2 ** (i - 1)
+      o.log?.(
+        `s3: ${what} failed (${errText(e)}) after ${Date.now() - t0} ms, attempt ${i} of ${attempts}, retrying in ${wait} ms`,
+      )
+      await new Promise((r) => setTimeout(r, wait))
     }
   }
 }
@@ -115,12 +232,47 @@ interface PointerObject {
   log: { file: string; key: string; bytes: number; sha256: string }
 }
 
+const SHA256 = /^[0-9a-f]{64}$/
+
+/**
+ * The names a pointer gives the replica and the import to write, delete and fetch: plain file names
+ * (the log's key is `cold/logs/<plain name>`), every sha256 64 hex digits; throws naming the field.
+ */
+function checkPointer(ptr: PointerObject, where: string): void {
+  const obj = (v: unknown, field: string) => {
+    if (typeof v !== 'object' || v === null) throw new Error(`${where}: ${field} is missing or not an object`)
+  }
+  const hex = (v: unknown, field: string) => {
+    if (typeof v !== 'string' || !SHA256.test(v)) throw new Error(`${where}: ${field} is not a sha256 (64 hex digits)`)
+  }
+  obj(ptr.dataset, 'dataset')
+  obj(ptr.log, 'log')
+  plainName(ptr.log.file, where, 'log.file')
+  const key = typeof ptr.log.key === 'string' && ptr.log.key.startsWith('cold/logs/') ? ptr.log.key.slice(10) : null
+  plainName(key ?? ptr.log.key, where, 'log.key (cold/logs/<name>)')
+  hex(ptr.log.sha256, 'log.sha256')
+  if (!Number.isSafeInteger(ptr.log.bytes) || ptr.log.bytes < 0)
+    throw new Error(`${where}: log.bytes is not a byte count`)
+  obj(ptr.catalogue, 'catalogue')
+  obj(ptr.catalogue.body, 'catalogue.body')
+  plainName(ptr.catalogue.body.log, where, 'catalogue.body.log')
+  if (!Array.isArray(ptr.catalogue.body.segments)) throw new Error(`${where}: catalogue.body.segments is not a list`)
+  ptr.catalogue.body.segments.forEach((seg, i) => {
+    obj(seg, `catalogue.body.segments[${i}]`)
+    plainName(seg.file, where, `catalogue.body.segments[${i}].file`)
+    hex(seg.sha256, `catalogue.body.segments[${i}].sha256`)
+  })
+}
+
 function sha256(b: Uint8Array): string {
   return createHash('sha256').update(b).digest('hex')
 }
 
-/** S3 access to one dataset's objects, every call retried */
+/** S3 access to one dataset's objects: every request timed out when it stalls, retried, logged */
 export class S3Dataset {
+  /** why the last attempt to reach the store failed; null once one succeeded again */
+  private failing: string | null = null
+
   constructor(
     readonly client: S3Client,
     readonly loc: S3Location,
@@ -131,21 +283,47 @@ export class S3Dataset {
     return this.loc.prefix ? `${this.loc.prefix}/${rel}` : rel
   }
 
-  private where(rel: string): string {
+  /** the s3:// address of `rel` */
+  where(rel: string): string {
     return `s3://${this.loc.bucket}/${this.key(rel)}`
+  }
+
+  /** null while the store answers; else why its last request failed (a stall, a refused connection, a 5xx) */
+  unreachable(): string | null {
+    return this.failing
+  }
+
+  private run<T>(what: string, op: (a: Attempt) => Promise<T>, extraMs = 0): Promise<T> {
+    return withRetry(what, op, { ...this.retry, extraMs }, (reached, why) => {
+      this.failing = reached ? null : (why ?? 'unreachable')
+    })
+  }
+
+  /** one GET attempt: the bytes, each chunk of the body counted as progress */
+  private async getOnce(rel: string, a: Attempt): Promise<Buffer> {
+    const r = await this.client.send(new GetObjectCommand({ Bucket: this.loc.bucket, Key: this.key(rel) }), {
+      abortSignal: a.signal,
+    })
+    a.progress()
+    const body = r.Body as Readable
+    const stop = () => body.destroy(new Error('aborted'))
+    a.signal.addEventListener('abort', stop, { once: true })
+    try {
+      const chunks: Buffer[] = []
+      for await (const c of body) {
+        chunks.push(c as Buffer)
+        a.progress()
+      }
+      return Buffer.concat(chunks)
+    } finally {
+      a.signal.removeEventListener('abort', stop)
+    }
   }
 
   /** the object's bytes, or null when there is no such key */
   async get(rel: string): Promise<Buffer | null> {
     try {
-      return await withRetry(
-        `GET ${this.where(rel)}`,
-        async () => {
-          const r = await this.client.send(new GetObjectCommand({ Bucket: this.loc.bucket, Key: this.key(rel) }))
-          return Buffer.from(await r.Body!.transformToByteArray())
-        },
-        this.retry,
-      )
+      return await this.run(`GET ${this.where(rel)}`, (a) => this.getOnce(rel, a))
     } catch (e) {
       if (isMissing(e)) return null
       throw new Error(`s3: GET ${this.where(rel)}: ${errText(e)}`)
@@ -154,10 +332,13 @@ export class S3Dataset {
 
   async put(rel: string, body: Uint8Array): Promise<void> {
     try {
-      await withRetry(
+      await this.run(
         `PUT ${this.where(rel)}`,
-        () => this.client.send(new PutObjectCommand({ Bucket: this.loc.bucket, Key: this.key(rel), Body: body })),
-        this.retry,
+        (a) =>
+          this.client.send(new PutObjectCommand({ Bucket: this.loc.bucket, Key: this.key(rel), Body: body }), {
+            abortSignal: a.signal,
+          }),
+        Math.ceil(body.byteLength / 1e6) * 1000,
       )
     } catch (e) {
       throw new Error(`s3: PUT ${this.where(rel)}: ${errText(e)}`)
@@ -170,14 +351,14 @@ export class S3Dataset {
     let token: string | undefined
     const base = this.key(rel)
     do {
-      const r = await withRetry(
-        `LIST ${this.where(rel)}`,
-        () =>
-          this.client.send(
-            new ListObjectsV2Command({ Bucket: this.loc.bucket, Prefix: base, ContinuationToken: token }),
-          ),
-        this.retry,
-      )
+      const r = await this.run(`LIST ${this.where(rel)}`, (a) =>
+        this.client.send(
+          new ListObjectsV2Command({ Bucket: this.loc.bucket, Prefix: base, ContinuationToken: token }),
+          { abortSignal: a.signal },
+        ),
+      ).catch((e: unknown) => {
+        throw new Error(`s3: LIST ${this.where(rel)}: ${errText(e)}`)
+      })
       for (const o of r.Contents ?? []) if (o.Key) out.add(o.Key.slice(base.length))
       token = r.IsTruncated ? r.NextContinuationToken : undefined
     } while (token)
@@ -188,18 +369,39 @@ export class S3Dataset {
     const b = await this.get(POINTER)
     if (!b) return null
     const text = b.toString('utf8')
-    const ptr = JSON.parse(text) as PointerObject
+    const where = this.where(POINTER)
+    let ptr: PointerObject
+    try {
+      ptr = JSON.parse(text) as PointerObject
+    } catch (e) {
+      throw new Error(`${where}: not valid JSON (${b.length} bytes, shortened?): ${errorMessage(e)}`)
+    }
     if (ptr?.format !== POINTER_FORMAT || ptr.version !== 1)
-      throw new Error(`${this.where(POINTER)}: not a solportal dataset pointer`)
+      throw new Error(`${where}: not a solportal dataset pointer`)
+    checkPointer(ptr, where)
     return { text, ptr }
   }
 
-  /** fetch `rel` into `path` (temp file + rename) after checking its sha256 */
+  /**
+   * fetch `rel` into `path` (temp file + rename) after checking its size and sha256; an object that
+   * fails the check is fetched again (a download damaged on the way), as often as a failed request
+   */
   async download(rel: string, path: string, want: { sha256: string; bytes?: number }): Promise<number> {
-    const b = await this.get(rel)
-    if (!b) throw new Error(`s3: ${this.where(rel)}: missing (named by the pointer)`)
-    if ((want.bytes !== undefined && b.length !== want.bytes) || sha256(b) !== want.sha256)
-      throw new Error(`s3: ${this.where(rel)}: damaged (size ${b.length} or sha256 differs from the catalogue's)`)
+    const where = this.where(rel)
+    let b: Buffer
+    try {
+      b = await this.run(`GET ${where}`, async (a) => {
+        const got = await this.getOnce(rel, a)
+        if ((want.bytes !== undefined && got.length !== want.bytes) || sha256(got) !== want.sha256)
+          throw new DamagedObject(
+            `damaged: ${got.length} bytes${want.bytes !== undefined ? ` (want ${want.bytes})` : ''} or sha256 differs from the catalogue's`,
+          )
+        return got
+      })
+    } catch (e) {
+      if (isMissing(e)) throw new Error(`s3: ${where}: missing (named by the pointer)`)
+      throw new Error(`s3: GET ${where}: ${errText(e)}`)
+    }
     await writeFileAtomic(path, b, false)
     return b.length
   }
@@ -283,12 +485,19 @@ export async function pullDataset(ds: S3Dataset, dir: string): Promise<boolean> 
   await syncCatalogue(ds, dir, p, null)
   const store = await openDatasetDir(dir, { verify: 'none' })
   try {
-    for (const e of store.cold.entries)
-      await ds.download(`cold/chunks/${e.file}`, join(coldDir(dir), 'chunks', e.file), e)
+    for (const e of store.cold.entries) {
+      const file = chunkName(ds, e)
+      await ds.download(`cold/chunks/${file}`, join(coldDir(dir), 'chunks', file), e)
+    }
   } finally {
     await store.close()
   }
   return true
+}
+
+/** a chunk's file name as the bucket's catalogue gives it, when it is a plain name */
+function chunkName(ds: S3Dataset, e: ChunkEntry): string {
+  return plainName(e.file, ds.where('cold/catalogue'), `the chunk of blocks ${e.firstBlock}-${e.lastBlock}: file`)
 }
 
 /** The local disk cache of chunk files: bounded in bytes, least recently used evicted first. */
@@ -319,6 +528,7 @@ class ChunkCache {
   }
 
   async acquire(e: ChunkEntry): Promise<() => void> {
+    chunkName(this.ds, e)
     for (;;) {
       const f = this.files.get(e.file)
       if (f) {
@@ -380,6 +590,8 @@ export interface S3ReplicaOptions {
 export interface S3Replica {
   store: DatasetDirStore
   cacheDir: string
+  /** null while the object store answers, else why it does not (see S3Dataset.unreachable) */
+  unreachable(): string | null
   /** read the pointer now (the poll calls this); true when it changed */
   poll(): Promise<boolean>
   close(): Promise<void>
@@ -387,8 +599,13 @@ export interface S3Replica {
 
 /** A read replica of `s3://BUCKET/PREFIX` (see the top of this file). */
 export async function openS3Replica(url: string, o: S3ReplicaOptions = {}): Promise<S3Replica> {
-  const log = o.log ?? ((m: string) => process.stderr.write(m + '\n'))
-  const ds = new S3Dataset(o.client ?? s3ClientFromEnv(), parseS3Url(url), { log, ...o.retry })
+  const log: S3Log =
+    o.log ??
+    ((m, level) => {
+      if (level !== 'debug') process.stderr.write(m + '\n')
+    })
+  const loc = parseS3Url(url)
+  const ds = new S3Dataset(o.client ?? s3ClientFromEnv(), loc, { log, ...o.retry })
   const dir = o.cacheDir ?? (await mkdtemp(join(tmpdir(), 'solportal-s3-cache-')))
   const first = await ds.pointer()
   if (!first) throw new Error(`${url}: no dataset here (no ${POINTER})`)
@@ -432,6 +649,7 @@ export async function openS3Replica(url: string, o: S3ReplicaOptions = {}): Prom
   return {
     store,
     cacheDir: dir,
+    unreachable: () => ds.unreachable(),
     poll,
     async close() {
       closed = true

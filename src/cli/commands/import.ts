@@ -598,11 +598,22 @@ export async function runImport(
 export async function importToS3(
   url: string,
   archives: string[],
-  opts: ImportOptions & { stagingDir?: string; client?: import('@aws-sdk/client-s3').S3Client },
+  opts: ImportOptions & {
+    stagingDir?: string
+    client?: import('@aws-sdk/client-s3').S3Client
+    /** attempts, backoff and timeout of each object-store request */
+    retry?: import('../../store/s3.ts').RetryOptions
+  },
   log: (s: string) => void = (s) => process.stderr.write(s),
 ): Promise<ImportResult & { uploaded: number; bytes: number }> {
   const s3 = await import('../../store/s3.ts')
-  const ds = new s3.S3Dataset(opts.client ?? s3.s3ClientFromEnv(), s3.parseS3Url(url), { log: (m) => log(m + '\n') })
+  const loc = s3.parseS3Url(url) // before any client or directory
+  const ds = new s3.S3Dataset(opts.client ?? s3.s3ClientFromEnv(), loc, {
+    ...opts.retry,
+    log: (m, level) => {
+      if (level !== 'debug') log(m + '\n')
+    },
+  })
   const dir = opts.stagingDir ?? s3.defaultStagingDir(url)
   if (await s3.pullDataset(ds, dir)) log(`fetched the dataset of ${url} into ${dir}\n`)
   const r = await runImport(dir, archives, opts, log)

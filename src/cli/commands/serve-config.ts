@@ -192,13 +192,21 @@ export function inSource<T>(plan: SourcePlan, f: () => T): T {
  */
 export function namedDatasets(
   views: readonly NamedView[],
-  src: { store: BlockStore; realTime: boolean; stableStart?: number; completeStart?: number },
+  src: {
+    store: BlockStore
+    realTime: boolean
+    stableStart?: number
+    completeStart?: number
+    /** why the store cannot answer now (an unreachable object store), or null */
+    unavailable?: () => string | null
+  },
   bigintsAsNumbers: boolean,
 ): DatasetConfig[] {
   return views.map((v) => {
     const startBlock =
       v.startBlock ?? (v.view === 'stable' ? (src.stableStart ?? src.completeStart) : src.completeStart)
     const d: DatasetConfig = { name: v.name, aliases: v.aliases, store: src.store, realTime: src.realTime }
+    if (src.unavailable) d.unavailable = src.unavailable
     if (startBlock !== undefined) d.startBlock = startBlock
     if (v.displayName !== undefined) d.displayName = v.displayName
     d.bigintsAsNumbers = v.bigintsAsNumbers ?? bigintsAsNumbers

@@ -64,6 +64,8 @@ export interface ServeOptions {
   cacheDir?: string
   cacheDiskMb?: string
   s3PollMs?: string
+  /** --dataset-dir s3://...: an object-store request making no progress this long fails (and is retried) */
+  s3TimeoutMs?: string
   renderThreads?: string
   renderSplit?: boolean
   quiet?: boolean
@@ -112,6 +114,7 @@ interface ServeSettings {
   workerCacheBytes: number
   cacheDiskBytes: number
   s3PollMs: number
+  s3TimeoutMs: number
   renderThreads: number
   renderSplit: boolean
   rpcStartSlot?: number
@@ -151,8 +154,10 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
   for (const a of opts.archive ?? []) existingPath('archive', a)
   const s3 = !!opts.datasetDir?.startsWith('s3://')
   if (opts.datasetDir && !s3) existingPath('dataset-dir', opts.datasetDir, 'dir')
-  if (!s3 && (opts.cacheDir || opts.cacheDiskMb || opts.s3PollMs))
-    throw new UsageError('--cache-dir, --cache-disk-mb and --s3-poll-ms apply only to --dataset-dir s3://...')
+  if (!s3 && (opts.cacheDir || opts.cacheDiskMb || opts.s3PollMs || opts.s3TimeoutMs))
+    throw new UsageError(
+      '--cache-dir, --cache-disk-mb, --s3-poll-ms and --s3-timeout-ms apply only to --dataset-dir s3://...',
+    )
   const cfg = {
     port: portOption('port', opts.port),
     commitment: choiceOption('commitment', opts.commitment, ['confirmed', 'finalized'] as const),
@@ -185,6 +190,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     cacheBytes: intOption('cache-mb', opts.cacheMb ?? '192', 1, 1 << 20) * 1024 * 1024,
     cacheDiskBytes: intOption('cache-disk-mb', opts.cacheDiskMb ?? '10240', 1, 1 << 30) * 1024 * 1024,
     s3PollMs: intOption('s3-poll-ms', opts.s3PollMs ?? '5000', 100),
+    s3TimeoutMs: intOption('s3-timeout-ms', opts.s3TimeoutMs ?? '10000', 100),
     renderThreads: intOption('render-threads', opts.renderThreads ?? String(defaultRenderThreads()), 0, 256),
     renderSplit: opts.renderSplit === true,
     rpcStartSlot: opts.rpcStartSlot === undefined ? undefined : intOption('rpc-start-slot', opts.rpcStartSlot),
@@ -280,6 +286,10 @@ export function register(program: Command): void {
     .option('--cache-dir <dir>', '--dataset-dir s3://...: local cache of the fetched objects (default a temporary one)')
     .option('--cache-disk-mb <n>', '--dataset-dir s3://...: disk budget of the cached chunk files (default 10240)')
     .option('--s3-poll-ms <ms>', '--dataset-dir s3://...: how often new chunks are looked for (default 5000)')
+    .option(
+      '--s3-timeout-ms <ms>',
+      '--dataset-dir s3://...: an object-store request making no progress this long fails and is retried (default 10000)',
+    )
     .option(
       '--render-threads <n>',
       'worker threads rendering finalized ranges of stream responses (default 0 = render in the main thread; opt-in: memory under many wide streams is not bounded yet)',
@@ -513,6 +523,7 @@ async function loadDatasets(
     datasets.push(...namedDatasets(views, { store: ds.store, realTime: true }, bigints))
   } else if (opts.datasetDir) {
     let store: import('../../store/dataset-dir.ts').DatasetDirStore
+    let unavailable: (() => string | null) | undefined
     if (opts.datasetDir.startsWith('s3://')) {
       const { openS3Replica } = await import('../../store/s3.ts')
       const s3log = log.child({ component: 's3' })
@@ -521,8 +532,13 @@ async function loadDatasets(
         cacheDiskBytes: cfg.cacheDiskBytes,
         pollMs: cfg.s3PollMs,
         cacheBytes: cfg.threadCacheBytes,
-        log: (m) => s3log.warn(m),
+        retry: { timeoutMs: cfg.s3TimeoutMs },
+        log: (m, level) => (level === 'debug' ? s3log.debug(m) : s3log.warn(m)),
       })
+      unavailable = () => {
+        const why = replica.unreachable()
+        return why && `object store unreachable: ${why}`
+      }
       store = replica.store
       log.info(`--dataset-dir ${opts.datasetDir}: cache in ${replica.cacheDir}, head ${store.head()?.number ?? 'none'}`)
       onStop = () => replica.close()
@@ -535,7 +551,7 @@ async function loadDatasets(
       renderDir = store.cold.dir
     }
     metrics.addColdCache(label, () => store.cold.cacheStats())
-    datasets.push(...namedDatasets(views, { store, realTime: false }, bigints))
+    datasets.push(...namedDatasets(views, { store, realTime: false, unavailable }, bigints))
   } else if (opts.archive) {
     // imported into a temporary dataset directory: bounded memory whatever the archive's size
     const { openArchiveDataset } = await import('./serve-archive.ts')
