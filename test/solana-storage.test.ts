@@ -30,6 +30,7 @@ import {
   transactionErrorToJson,
   VARINT,
 } from '../src/ingest/solana-storage/index.ts'
+import { decodeBase58Scratch, encodeBase58 } from '../src/ingest/solana-storage/b58.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
 import type { ArchiveLine, RpcBlock, RpcTransactionMeta } from '../src/rpc/types.ts'
@@ -387,4 +388,133 @@ test('unknown fields of every wire type are skipped; damaged bytes give one clea
   const broken = Uint8Array.from(msg)
   broken[1] -= 20 // the message's length: its account key now runs past it
   assert.throws(() => decodeTransaction(broken), /Transaction: protobuf: /)
+})
+
+test('base58 of the codecs equals src/util/base58 (property, leading zeros included)', () => {
+  fc.assert(
+    fc.property(fc.uint8Array({ maxLength: 400 }), fc.nat(4), (body, zeros) => {
+      const bytes = Uint8Array.from([...new Array<number>(zeros).fill(0), ...body])
+      const text = base58Encode(bytes)
+      assert.equal(encodeBase58(bytes), text)
+      assert.deepEqual([...decodeBase58Scratch(text)], [...bytes])
+      // a sub-range of a larger buffer
+      const padded = Uint8Array.from([7, ...bytes, 9])
+      assert.equal(encodeBase58(padded, 1, padded.length - 1), text)
+    }),
+    { numRuns: 3000 },
+  )
+  assert.throws(() => decodeBase58Scratch('abc0'), /invalid base58 character '0'/)
+  assert.throws(() => decodeBase58Scratch('é'), /invalid base58 character/)
+})
+
+test('a version 1 transaction: config instead of lookups, version 1, back to the same bytes', () => {
+  const key = (i: number) => base58Encode(Uint8Array.from({ length: 32 }, (_, k) => (k * 7 + i) & 255))
+  const transaction = {
+    signatures: [base58Encode(new Uint8Array(64).fill(3))],
+    message: {
+      header: { numRequiredSignatures: 1, numReadonlySignedAccounts: 0, numReadonlyUnsignedAccounts: 1 },
+      accountKeys: [key(1), key(2), key(3)],
+      recentBlockhash: key(4),
+      instructions: [{ programIdIndex: 2, accounts: [0, 1], data: '3Bxs4Bc3VYuGVB19', stackHeight: null }],
+      transactionConfig: {
+        priorityFee: 5000,
+        computeUnitLimit: 200000,
+        loadedAccountsDataSizeLimit: null,
+        heapSize: 0,
+      },
+    },
+  }
+  const bytes = encodeTransaction(transaction, 1)
+  const back = decodeTransaction(bytes)
+  assert.equal(back.version, 1)
+  assert.deepStrictEqual(back.transaction, transaction)
+  assert.equal('addressTableLookups' in back.transaction.message, false)
+  assert.ok(Buffer.from(encodeTransaction(back.transaction, back.version)).equals(Buffer.from(bytes)))
+  // v1 with an empty config stays v1; v0 without lookups stays v0 with []
+  const empty = { ...transaction, message: { ...transaction.message, transactionConfig: undefined } }
+  delete empty.message.transactionConfig
+  const v1 = decodeTransaction(encodeTransaction(empty, 1))
+  assert.equal(v1.version, 1)
+  assert.deepStrictEqual((v1.transaction.message as { transactionConfig?: unknown }).transactionConfig, {
+    priorityFee: null,
+    computeUnitLimit: null,
+    loadedAccountsDataSizeLimit: null,
+    heapSize: null,
+  })
+  const v0 = decodeTransaction(encodeTransaction(empty, 0))
+  assert.equal(v0.version, 0)
+  assert.deepStrictEqual(v0.transaction.message.addressTableLookups, [])
+  // in a block, v1 normalizes like the others
+  const block: RpcBlock = {
+    blockhash: key(5),
+    previousBlockhash: key(6),
+    parentSlot: 9,
+    transactions: [
+      {
+        transaction: back.transaction,
+        version: back.version,
+        meta: decodeTransactionStatusMeta(
+          encodeTransactionStatusMeta({
+            err: null,
+            fee: 5000,
+            preBalances: [10, 0, 1],
+            postBalances: [5, 0, 1],
+            innerInstructions: [],
+            logMessages: [`Program ${key(3)} invoke [1]`, `Program ${key(3)} success`],
+            preTokenBalances: [],
+            postTokenBalances: [],
+            rewards: [],
+            loadedAddresses: { writable: [], readonly: [] },
+          }),
+        ),
+      },
+    ],
+  }
+  const { warnings, block: recs } = records(10, block)
+  assert.deepEqual(warnings, [])
+  assert.equal(recs.transactions[0].version, 1)
+})
+
+test('the recorded SubscribeUpdate stream reads with the wire reader, every nested field walked', () => {
+  const all = readFileSync(join(GEYSER, 'subscribe-updates-slots.bin'))
+  const bytes = new Uint8Array(all.buffer, all.byteOffset, all.length)
+  /** walks every field; a length-delimited field that parses as a message is walked too (two levels) */
+  const walk = (r: ProtoReader, depth = 0): number => {
+    let n = 0
+    while (r.pos < r.end) {
+      const t = r.tag()
+      n++
+      if ((t & 7) === LEN && depth < 2) {
+        const e = r.lenEnd()
+        try {
+          n += walk(new ProtoReader(r.buf, r.pos, e), depth + 1)
+        } catch {
+          // bytes or text, not a message
+        }
+        r.pos = e
+      } else r.skip(t & 7)
+    }
+    return n
+  }
+  let messages = 0
+  let fields = 0
+  const kinds = new Map<number, number>()
+  for (let p = 0; p < all.length;) {
+    const len = all.readUInt32BE(p)
+    const r = new ProtoReader(bytes, p + 4, p + 4 + len)
+    const first = new ProtoReader(bytes, p + 4, p + 4 + len)
+    while (first.pos < first.end) {
+      const t = first.tag()
+      if (t >>> 3 >= 2 && t >>> 3 <= 10) kinds.set(t >>> 3, (kinds.get(t >>> 3) ?? 0) + 1)
+      first.skip(t & 7)
+    }
+    fields += walk(r)
+    assert.equal(r.pos, p + 4 + len)
+    p += 4 + len
+    messages++
+  }
+  assert.equal(messages, 40186)
+  assert.ok(fields > messages * 3)
+  // slot updates (field 3), entries (8), block metas (7) and a ping (6) are all there
+  for (const k of [3, 6, 7, 8]) assert.ok((kinds.get(k) ?? 0) > 0, `field ${k}`)
 })

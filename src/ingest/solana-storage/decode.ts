@@ -15,7 +15,7 @@ import type {
   RpcTransactionMeta,
   U64,
 } from '../../rpc/types.ts'
-import { base58Encode } from '../../util/base58.ts'
+import { encodeBase58 } from './b58.ts'
 import { F } from './fields.ts'
 import { transactionErrorToJson } from './tx-error.ts'
 import { FIXED64, LEN, ProtoError, ProtoReader, VARINT, type U64Value } from './wire.ts'
@@ -38,7 +38,7 @@ export interface RpcTransactionConfig {
   heapSize: number | null
 }
 
-/** Decoding state: a reader and a cache of base58 text of 32-byte keys (blocks repeat their keys a lot). */
+/** Decoding state: a reader and a cache of the base58 text of keys and instruction data (blocks repeat them a lot). */
 export class StorageDecoder {
   readonly r: ProtoReader
   private readonly keys = new Map<string, string>()
@@ -89,16 +89,15 @@ export class StorageDecoder {
     const e = r.lenEnd()
     const a = r.pos
     r.pos = e
-    if (e - a === 32) {
-      const k = this.latin1.toString('latin1', a, e)
-      let s = this.keys.get(k)
-      if (s === undefined) {
-        s = base58Encode(r.buf.subarray(a, e))
-        this.keys.set(k, s)
-      }
-      return s
+    // keys and much instruction data repeat within a block; signatures (64 bytes) never do
+    if (e - a === 64 || e - a < 2) return encodeBase58(r.buf, a, e)
+    const k = this.latin1.toString('latin1', a, e)
+    let s = this.keys.get(k)
+    if (s === undefined) {
+      s = encodeBase58(r.buf, a, e)
+      this.keys.set(k, s)
     }
-    return base58Encode(r.buf.subarray(a, e))
+    return s
   }
 
   /** a 32-byte key field (account keys, loaded addresses, return data program) as base58 */
@@ -112,6 +111,17 @@ export class StorageDecoder {
   private bytesField(tag: number, field: string): Uint8Array {
     this.r.expect(tag, LEN, field)
     return this.r.bytes()
+  }
+
+  /** a bytes field as a list of numbers (instruction accounts, lookup indexes) */
+  private u8List(tag: number, field: string): number[] {
+    this.r.expect(tag, LEN, field)
+    const r = this.r
+    const e = r.lenEnd()
+    const out: number[] = []
+    for (let p = r.pos; p < e; p++) out.push(r.buf[p])
+    r.pos = e
+    return out
   }
 
   private stringField(tag: number, field: string): string {
@@ -368,7 +378,7 @@ export class StorageDecoder {
           programIdIndex = this.u32Field(t, 'program_id_index')
           break
         case F.instruction.accounts:
-          accounts = Array.from(this.bytesField(t, 'accounts'))
+          accounts = this.u8List(t, 'accounts')
           break
         case F.instruction.data:
           data = this.base58Field(t, 'data')
@@ -396,10 +406,10 @@ export class StorageDecoder {
           accountKey = this.keyField(t, 'account_key')
           break
         case F.lookup.writableIndexes:
-          writableIndexes = Array.from(this.bytesField(t, 'writable_indexes'))
+          writableIndexes = this.u8List(t, 'writable_indexes')
           break
         case F.lookup.readonlyIndexes:
-          readonlyIndexes = Array.from(this.bytesField(t, 'readonly_indexes'))
+          readonlyIndexes = this.u8List(t, 'readonly_indexes')
           break
         default:
           r.skip(t & 7)
@@ -660,7 +670,7 @@ export class StorageDecoder {
           r.skip(t & 7)
       }
     }
-    if (programId === '') programId = base58Encode(new Uint8Array(32))
+    if (programId === '') programId = encodeBase58(new Uint8Array(32))
     return { programId, data: [Buffer.from(data.buffer, data.byteOffset, data.length).toString('base64'), 'base64'] }
   }
 
