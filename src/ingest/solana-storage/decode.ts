@@ -134,6 +134,11 @@ export class StorageDecoder {
     return this.r.uint32()
   }
 
+  /** a uint32 that agave narrows to a u8 (`as u8`: the low 8 bits) before rendering */
+  private u8Field(tag: number, field: string): number {
+    return this.u32Field(tag, field) & 0xff
+  }
+
   private u64Field(tag: number, field: string): U64Value {
     this.r.expect(tag, VARINT, field)
     return this.r.u64()
@@ -230,6 +235,8 @@ export class StorageDecoder {
       }
     }
     if (tx === null) this.fail('ConfirmedTransaction without a transaction')
+    // without metadata agave renders no version (it serves such a transaction as a legacy one)
+    if (meta === null) return { transaction: tx.transaction, meta }
     return { transaction: tx.transaction, meta, version: tx.version }
   }
 
@@ -319,13 +326,13 @@ export class StorageDecoder {
       const t = r.tag()
       switch (t >>> 3) {
         case F.header.numRequiredSignatures:
-          h.numRequiredSignatures = this.u32Field(t, 'num_required_signatures')
+          h.numRequiredSignatures = this.u8Field(t, 'num_required_signatures')
           break
         case F.header.numReadonlySignedAccounts:
-          h.numReadonlySignedAccounts = this.u32Field(t, 'num_readonly_signed_accounts')
+          h.numReadonlySignedAccounts = this.u8Field(t, 'num_readonly_signed_accounts')
           break
         case F.header.numReadonlyUnsignedAccounts:
-          h.numReadonlyUnsignedAccounts = this.u32Field(t, 'num_readonly_unsigned_accounts')
+          h.numReadonlyUnsignedAccounts = this.u8Field(t, 'num_readonly_unsigned_accounts')
           break
         default:
           r.skip(t & 7)
@@ -375,7 +382,7 @@ export class StorageDecoder {
       const t = r.tag()
       switch (t >>> 3) {
         case F.instruction.programIdIndex:
-          programIdIndex = this.u32Field(t, 'program_id_index')
+          programIdIndex = this.u8Field(t, 'program_id_index')
           break
         case F.instruction.accounts:
           accounts = this.u8List(t, 'accounts')
@@ -532,7 +539,7 @@ export class StorageDecoder {
       const t = r.tag()
       switch (t >>> 3) {
         case F.innerInstructions.index:
-          index = this.u32Field(t, 'index')
+          index = this.u8Field(t, 'index')
           break
         case F.innerInstructions.instructions:
           instructions.push(this.sub(t, 'instructions', this.innerInstruction))
@@ -558,7 +565,7 @@ export class StorageDecoder {
       const t = r.tag()
       switch (t >>> 3) {
         case F.tokenBalance.accountIndex:
-          accountIndex = this.u32Field(t, 'account_index')
+          accountIndex = this.u8Field(t, 'account_index')
           break
         case F.tokenBalance.mint:
           mint = this.stringField(t, 'mint')
@@ -573,7 +580,7 @@ export class StorageDecoder {
                 uiAmount = r.double()
                 break
               case F.uiTokenAmount.decimals:
-                decimals = this.u32Field(t2, 'decimals')
+                decimals = this.u8Field(t2, 'decimals')
                 break
               case F.uiTokenAmount.amount:
                 amount = this.stringField(t2, 'amount')
