@@ -25,10 +25,13 @@ import {
   encodeTransactionStatusMeta,
   INSTRUCTION_ERRORS,
   LEN,
+  ProtoError,
   ProtoReader,
   ProtoWriter,
   STORAGE_FIELDS,
+  StorageDecoder,
   TRANSACTION_ERRORS,
+  TransactionErrorFormatError,
   transactionErrorFromJson,
   transactionErrorToJson,
   VARINT,
@@ -546,4 +549,66 @@ test('a transaction without metadata: meta null, no version; u8 fields narrowed 
   const { transaction } = decodeTransaction(w.finish())
   assert.equal(transaction.message.header.numRequiredSignatures, 1)
   assert.equal(transaction.message.instructions[0].programIdIndex, 44)
+})
+
+test('StorageDecoder over embedded messages: one decoder, ranges of a wrapper message', () => {
+  const bytes = bin('subscribe-update-transaction-v0.bin')
+  const u = readTransactionUpdate(bytes)
+  const txStart = u.tx.byteOffset - bytes.byteOffset
+  const metaStart = u.meta.byteOffset - bytes.byteOffset
+  const d = new StorageDecoder(bytes)
+  const tx = d.transactionWithMeta(txStart, txStart + u.tx.length, metaStart, metaStart + u.meta.length)
+  assert.deepStrictEqual(tx, {
+    transaction: decodeTransaction(u.tx).transaction,
+    meta: decodeTransactionStatusMeta(u.meta),
+    version: 0,
+  })
+  assert.deepStrictEqual(d.transactionWithMeta(txStart, txStart + u.tx.length), {
+    transaction: tx.transaction,
+    meta: null,
+  })
+  assert.throws(() => d.range(5, bytes.length + 1), /bad range/)
+})
+
+test('damaged blocks (bytes changed, cut) decode or fail with a ProtoError / TransactionErrorFormatError only', () => {
+  const bytes = bin('43200000.bin')
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(fc.nat(bytes.length - 1), fc.nat(255)), { minLength: 1, maxLength: 4 }),
+      fc.nat(bytes.length),
+      (changes, cut) => {
+        const b = Uint8Array.from(bytes.subarray(0, Math.max(cut, bytes.length - 64)))
+        for (const [at, v] of changes) if (at < b.length) b[at] = v
+        try {
+          decodeConfirmedBlock(b)
+        } catch (e) {
+          assert.ok(e instanceof ProtoError || e instanceof TransactionErrorFormatError, String(e))
+        }
+      },
+    ),
+    { numRuns: 300 },
+  )
+})
+
+test('keys must be 32 bytes and signatures 64: longer or shorter ones are refused, naming the field', () => {
+  const header = { numRequiredSignatures: 0, numReadonlySignedAccounts: 0, numReadonlyUnsignedAccounts: 0 }
+  const ok = '11111111111111111111111111111111'
+  const long = base58Encode(new Uint8Array(200).fill(9))
+  const msg = (accountKeys: string[]) => ({ header, accountKeys, recentBlockhash: ok, instructions: [] })
+  assert.throws(
+    () => decodeTransaction(encodeTransaction({ signatures: [], message: msg([long]) })),
+    /account_keys: 200 bytes, expected 32/,
+  )
+  assert.throws(
+    () => decodeTransaction(encodeTransaction({ signatures: [], message: msg(['1111']) })),
+    /account_keys: 4 bytes, expected 32/,
+  )
+  assert.throws(
+    () => decodeTransaction(encodeTransaction({ signatures: [long], message: msg([ok]) })),
+    /signatures: 200 bytes, expected 64/,
+  )
+  assert.throws(
+    () => decodeTransaction(encodeTransaction({ signatures: [ok], message: msg([ok]) })),
+    /signatures: 32 bytes, expected 64/,
+  )
 })

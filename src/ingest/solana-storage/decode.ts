@@ -53,6 +53,30 @@ export class StorageDecoder {
     throw new ProtoError(`protobuf: ${what} at byte ${this.r.pos}`)
   }
 
+  /**
+   * Points the decoder at the message in bytes[start, end) of its buffer, for the next call of a
+   * message method: one decoder (one key cache) serves every message embedded in a larger one,
+   * e.g. `d.range(a, b).transaction()` then `d.range(c, e).meta()` per transaction of a Geyser block.
+   */
+  range(start: number, end: number): this {
+    if (start < 0 || end > this.r.buf.length || start > end)
+      throw new ProtoError(`protobuf: bad range [${start}, ${end})`)
+    this.r.pos = start
+    this.r.end = end
+    return this
+  }
+
+  /**
+   * One getBlock transaction from a `Transaction` at bytes[txStart, txEnd) and a
+   * `TransactionStatusMeta` at bytes[metaStart, metaEnd) (metaStart < 0: none) of the buffer, as
+   * `ConfirmedTransaction` gives it.
+   */
+  transactionWithMeta(txStart: number, txEnd: number, metaStart = -1, metaEnd = -1): RpcTransaction {
+    const { transaction, version } = this.range(txStart, txEnd).transaction()
+    if (metaStart < 0) return { transaction, meta: null }
+    return { transaction, meta: this.range(metaStart, metaEnd).meta(), version }
+  }
+
   /** enters a length-delimited field: returns the enclosing end to pass to `leave` */
   private enter(tag: number, field: string): number {
     this.r.expect(tag, LEN, field)
@@ -82,12 +106,16 @@ export class StorageDecoder {
     return this.instruction(true)
   }
 
-  /** base58 of a length-delimited bytes field */
-  private base58Field(tag: number, field: string): string {
+  /**
+   * base58 of a length-delimited bytes field; `size` > 0: the field must have that many bytes (keys
+   * 32, signatures 64)
+   */
+  private base58Field(tag: number, field: string, size = 0): string {
     this.r.expect(tag, LEN, field)
     const r = this.r
     const e = r.lenEnd()
     const a = r.pos
+    if (size > 0 && e - a !== size) this.fail(`${field}: ${e - a} bytes, expected ${size}`)
     r.pos = e
     // keys and much instruction data repeat within a block; signatures (64 bytes) never do
     if (e - a === 64 || e - a < 2) return encodeBase58(r.buf, a, e)
@@ -102,10 +130,7 @@ export class StorageDecoder {
 
   /** a 32-byte key field (account keys, loaded addresses, return data program) as base58 */
   private keyField(tag: number, field: string): string {
-    const at = this.r.pos
-    const s = this.base58Field(tag, field)
-    if (this.r.pos - at < 33) this.fail(`${field}: not 32 bytes`)
-    return s
+    return this.base58Field(tag, field, 32)
   }
 
   private bytesField(tag: number, field: string): Uint8Array {
@@ -249,12 +274,9 @@ export class StorageDecoder {
     while (r.pos < r.end) {
       const t = r.tag()
       switch (t >>> 3) {
-        case F.transaction.signatures: {
-          const at = r.pos
-          signatures.push(this.base58Field(t, 'signatures'))
-          if (r.pos - at < 65) this.fail('signature: not 64 bytes')
+        case F.transaction.signatures:
+          signatures.push(this.base58Field(t, 'signatures', 64))
           break
-        }
         case F.transaction.message: {
           const saved = this.enter(t, 'message')
           const m = this.message()
