@@ -7,7 +7,8 @@
  * protobuf block 43200000 of data/geyser (its JSON is the decoder's output), the whole mainnet
  * block 254170887 of data/mainnet (its protobuf is the encoder's output) and a generated
  * mainnet-shaped block of ~1,500 transactions. Rounds alternate between the two sides; times are
- * the thread's CPU time (`/proc/thread-self/schedstat`, wall time elsewhere), median of the rounds.
+ * the thread's CPU time (`/proc/thread-self/schedstat`, wall time elsewhere) per call, over enough
+ * calls per round for ~50 ms, median of the rounds.
  *
  * Env: SS_ROUNDS (default 15).
  */
@@ -31,10 +32,18 @@ function cpuMs(): number {
   return threadTimes()?.run ?? performance.now()
 }
 
-function timed(fn: () => unknown): number {
+/** CPU ms of one call, over `reps` calls (the thread's CPU clock advances in scheduler ticks) */
+function timed(fn: () => unknown, reps: number): number {
   const t0 = cpuMs()
+  for (let i = 0; i < reps; i++) fn()
+  return (cpuMs() - t0) / reps
+}
+
+/** calls per round: enough for ~50 ms of wall time */
+function repsFor(fn: () => unknown): number {
+  const t0 = performance.now()
   fn()
-  return cpuMs() - t0
+  return Math.max(1, Math.ceil(50 / Math.max(0.01, performance.now() - t0)))
 }
 
 interface Case {
@@ -86,11 +95,15 @@ export async function run(): Promise<string> {
     const parse: number[] = []
     const decode: number[] = []
     const encode: number[] = []
+    const parseOnce = () => parseJsonExact(c.json)
+    const decodeOnce = () => decodeConfirmedBlock(c.bytes)
+    const encodeOnce = () => encodeConfirmedBlock(c.block)
+    const reps = Math.max(repsFor(parseOnce), repsFor(decodeOnce))
     for (let r = 0; r < ROUNDS + 2; r++) {
       // the first two rounds warm up
-      const p = timed(() => parseJsonExact(c.json))
-      const d = timed(() => decodeConfirmedBlock(c.bytes))
-      const e = timed(() => encodeConfirmedBlock(c.block))
+      const p = timed(parseOnce, reps)
+      const d = timed(decodeOnce, reps)
+      const e = timed(encodeOnce, reps)
       if (r >= 2) {
         parse.push(p)
         decode.push(d)
@@ -106,7 +119,7 @@ export async function run(): Promise<string> {
   return [
     '## solana-storage protobuf decode vs JSON parse',
     '',
-    `getBlock object from protobuf \`ConfirmedBlock\` bytes (\`decodeConfirmedBlock\`) and from the same block's JSON text (\`parseJsonExact\`); thread CPU ms per block, median of ${ROUNDS} alternating rounds.`,
+    `getBlock object from protobuf \`ConfirmedBlock\` bytes (\`decodeConfirmedBlock\`) and from the same block's JSON text (\`parseJsonExact\`); thread CPU ms per block (a round calls each enough times for ~50 ms), median of ${ROUNDS} alternating rounds.`,
     '',
     '| block | transactions | JSON / protobuf size | parseJsonExact ms | decodeConfirmedBlock ms | decode / parse | encodeConfirmedBlock ms |',
     '|---|---|---|---|---|---|---|',
