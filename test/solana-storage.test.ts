@@ -445,7 +445,7 @@ test('a version 1 transaction: config instead of lookups, version 1, back to the
   delete empty.message.transactionConfig
   const v1 = decodeTransaction(encodeTransaction(empty, 1))
   assert.equal(v1.version, 1)
-  assert.deepStrictEqual((v1.transaction.message as { transactionConfig?: unknown }).transactionConfig, {
+  assert.deepStrictEqual(v1.transaction.message.transactionConfig, {
     priorityFee: null,
     computeUnitLimit: null,
     loadedAccountsDataSizeLimit: null,

@@ -12,8 +12,8 @@ import type {
   RpcReward,
   RpcTokenBalance,
   RpcTransaction,
+  RpcTransactionConfig,
   RpcTransactionMeta,
-  U64,
 } from '../../rpc/types.ts'
 import { encodeBase58 } from './b58.ts'
 import { F } from './fields.ts'
@@ -28,14 +28,6 @@ export interface DecodedBlock {
   block: RpcBlock
   /** `num_partitions` (also rendered as the block's `numRewardPartitions`); null when absent */
   numPartitions: U64Value | null
-}
-
-/** v1 transaction config as getBlock renders it (`message.transactionConfig`) */
-export interface RpcTransactionConfig {
-  priorityFee: U64 | null
-  computeUnitLimit: number | null
-  loadedAccountsDataSizeLimit: number | null
-  heapSize: number | null
 }
 
 /** Decoding state: a reader and a cache of the base58 text of keys and instruction data (blocks repeat them a lot). */
@@ -334,7 +326,7 @@ export class StorageDecoder {
     const message: RpcMessage = { header, accountKeys, recentBlockhash, instructions }
     if (!versioned) return { message, version: 'legacy' }
     if (config !== null) {
-      ;(message as RpcMessage & { transactionConfig?: RpcTransactionConfig }).transactionConfig = config
+      message.transactionConfig = config
       return { message, version: 1 }
     }
     message.addressTableLookups = lookups

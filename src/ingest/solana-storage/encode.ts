@@ -6,7 +6,6 @@
  */
 import type * as Rpc from '../../rpc/types.ts'
 import { decodeBase58Scratch } from './b58.ts'
-import type { RpcTransactionConfig } from './decode.ts'
 import { F } from './fields.ts'
 import { transactionErrorFromJson } from './tx-error.ts'
 import { ProtoWriter } from './wire.ts'
@@ -65,7 +64,7 @@ function writeMessage(w: ProtoWriter, field: number, m: Rpc.RpcMessage, version:
     w.bytesField(F.lookup.readonlyIndexes, Uint8Array.from(l.readonlyIndexes))
     w.end(F.message.addressTableLookups, ls)
   }
-  const config = (m as Rpc.RpcMessage & { transactionConfig?: RpcTransactionConfig }).transactionConfig
+  const config = m.transactionConfig
   if (version === 1 || config != null) {
     const cs = w.begin()
     if (config?.priorityFee != null) w.u64Present(F.config.priorityFee, config.priorityFee)
