@@ -30,6 +30,14 @@ export interface RpcAddressTableLookup {
   readonlyIndexes: number[]
 }
 
+/** The compute budget a version 1 message declares (`message.transactionConfig`); null: not set. */
+export interface RpcTransactionConfig {
+  priorityFee: U64 | null
+  computeUnitLimit: number | null
+  loadedAccountsDataSizeLimit: number | null
+  heapSize: number | null
+}
+
 export interface RpcMessage {
   accountKeys: string[]
   header: RpcMessageHeader
@@ -37,6 +45,8 @@ export interface RpcMessage {
   instructions: RpcInstruction[]
   /** v0 transactions only */
   addressTableLookups?: RpcAddressTableLookup[] | null
+  /** version 1 transactions only */
+  transactionConfig?: RpcTransactionConfig | null
 }
 
 export interface RpcInnerInstructions {
@@ -89,6 +99,8 @@ export interface RpcTransactionMeta {
   loadedAddresses?: RpcLoadedAddresses | null
   returnData?: { programId: string; data: [string, string] } | null
   computeUnitsConsumed?: U64 | null
+  /** total cost-model units (newer nodes) */
+  costUnits?: U64 | null
 }
 
 export interface RpcTransaction {
@@ -112,6 +124,8 @@ export interface RpcBlock {
   blockTime?: number | null
   transactions?: RpcTransaction[] | null
   rewards?: RpcReward[] | null
+  /** the number of partitions of the epoch's partitioned rewards (newer nodes, when set) */
+  numRewardPartitions?: U64 | null
 }
 
 /** One line of an archive file (docs/query.md §1). */
