@@ -4,6 +4,7 @@
  * in-process fake chain with `--demo`.
  */
 import type { Command } from 'commander'
+import { addRpcProviderOptions } from '../options.ts'
 import { defaultDecodeThreads } from '../../ingest/block-workers.ts'
 import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc.ts'
 import { sampleLines } from '../../ingest/sample.ts'
@@ -26,8 +27,10 @@ import {
   intOption,
   listenError,
   portOption,
+  rpcProviderSettings,
   UsageError,
 } from '../options.ts'
+import { startSlotOf } from './serve-from-slot.ts'
 import { errorMessage } from '../../util/errors.ts'
 
 export interface ServeOptions {
@@ -66,6 +69,10 @@ export interface ServeOptions {
   renderThreads?: string
   renderSplit?: boolean
   quiet?: boolean
+  fromSlot?: string
+  rpcHeader?: string[]
+  rpcRps?: string
+  rpcGzip?: boolean
 }
 
 /** the checked numbers and choices of the options (every misuse is refused before anything starts) */
@@ -101,6 +108,8 @@ interface ServeSettings {
   s3PollMs: number
   renderThreads: number
   renderSplit: boolean
+  fromSlot?: number
+  provider: ReturnType<typeof rpcProviderSettings>
 }
 
 /**
@@ -172,13 +181,16 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     s3PollMs: intOption('s3-poll-ms', opts.s3PollMs ?? '5000', 100),
     renderThreads: intOption('render-threads', opts.renderThreads ?? String(defaultRenderThreads()), 0, 256),
     renderSplit: opts.renderSplit === true,
+    fromSlot: opts.fromSlot === undefined ? undefined : intOption('from-slot', opts.fromSlot),
+    provider: rpcProviderSettings(opts),
   }
+  if (cfg.fromSlot !== undefined && !opts.rpc) throw new UsageError('--from-slot applies only to --rpc')
   const shares = cacheShares(cfg.cacheBytes, cfg.renderThreads, !cfg.renderSplit)
   return { ...cfg, threadCacheBytes: shares.main, workerCacheBytes: shares.worker }
 }
 
 export function register(program: Command): void {
-  program
+  const cmd = program
     .command('serve')
     .description('serve datasets over the Portal HTTP interface')
     .option('--port <port>', 'port to listen on (env PORT)', process.env.PORT ?? '3000')
@@ -273,22 +285,26 @@ export function register(program: Command): void {
       "with --render-threads: split a stream's range into segments rendered by every thread, the main one included (default: one render thread streams the whole range while the main thread sends)",
     )
     .option('--quiet', 'log errors only')
-    .action(async (opts: ServeOptions) => {
-      let s: Serving | undefined
-      let stopping = false
-      const shutdown = async (code: number) => {
-        if (stopping) return
-        stopping = true
-        await s?.stop()
-        process.exit(code)
-      }
-      // ingestion stopped for good (a block stayed damaged, logged): the process ends with status
-      // 1 so that a supervisor sees it, instead of serving a head that no longer moves
-      s = await serve(opts, { onFatal: () => void shutdown(1) })
-      process.once('SIGINT', () => void shutdown(0))
-      process.once('SIGTERM', () => void shutdown(0))
-      await s.ready
-    })
+    .option(
+      '--from-slot <slot>',
+      "--rpc with an empty --data-dir: start at this slot (backfilled up to the node's head, then followed) instead of the node's finalized slot",
+    )
+  addRpcProviderOptions(cmd).action(async (opts: ServeOptions) => {
+    let s: Serving | undefined
+    let stopping = false
+    const shutdown = async (code: number) => {
+      if (stopping) return
+      stopping = true
+      await s?.stop()
+      process.exit(code)
+    }
+    // ingestion stopped for good (a block stayed damaged, logged): the process ends with status
+    // 1 so that a supervisor sees it, instead of serving a head that no longer moves
+    s = await serve(opts, { onFatal: () => void shutdown(1) })
+    process.once('SIGINT', () => void shutdown(0))
+    process.once('SIGTERM', () => void shutdown(0))
+    await s.ready
+  })
 }
 
 /** test and embedding hooks of `serve` */
@@ -398,6 +414,7 @@ async function loadDatasets(
   let renderDir: string | undefined
 
   if (opts.demo || opts.rpc) {
+    let fromSlot: number | undefined
     const rt = await import('../../ingest/realtime.ts')
     const ingestLog = messageLogger(log.child({ component: 'ingest' }))
     let ds: Awaited<ReturnType<typeof rt.createRealtimeDataset>>
@@ -415,6 +432,8 @@ async function loadDatasets(
       const dataDir = opts.dataDir! // checked: --rpc needs --data-dir
       // chunks are encoded and merged in a process of their own, never between the streams
       const cold = await ColdWriterProcess.open(coldDir(dataDir), { cacheBytes: cfg.threadCacheBytes })
+      // the first slot asked for with an empty data directory is the datasets' start_block
+      fromSlot = startSlotOf(dataDir, cfg.fromSlot, cold.reader.lastBlock() !== null)
       renderDir = cold.reader.dir
       metrics.addColdCache('solana-mainnet', () => cold.reader.cacheStats())
       ds = await rt.createRealtimeDataset({
@@ -426,6 +445,8 @@ async function loadDatasets(
         pollIntervalMs: cfg.rpcPollMs,
         normalizeOptions: { includeVotes: opts.includeVotes },
         rpc: { maxResponseBytes: cfg.rpcMaxBodyBytes, stallTimeoutMs: cfg.rpcStallMs },
+        provider: cfg.provider,
+        startSlot: fromSlot,
         malformedAttempts: cfg.rpcDamagedAttempts,
         normalizeThreads: cfg.ingestThreads,
         ...FINALIZE_BATCHES,
@@ -450,9 +471,17 @@ async function loadDatasets(
       clearInterval(progress)
       await ds.stop()
     }
+    const startBlock = fromSlot
     datasets.push(
-      { name: 'solana-mainnet', aliases: ['solana-beta'], store: ds.store, realTime: true, ...common },
-      { name: 'solana-mainnet-complete', aliases: ['solana-complete'], store: ds.store, realTime: true, ...common },
+      { name: 'solana-mainnet', aliases: ['solana-beta'], store: ds.store, realTime: true, startBlock, ...common },
+      {
+        name: 'solana-mainnet-complete',
+        aliases: ['solana-complete'],
+        store: ds.store,
+        realTime: true,
+        startBlock,
+        ...common,
+      },
     )
   } else if (opts.datasetDir) {
     let store: import('../../store/dataset-dir.ts').DatasetDirStore
