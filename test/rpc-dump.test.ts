@@ -3,9 +3,15 @@
 // listed-but-skipped), -32015 and -32001.
 import assert from 'node:assert/strict'
 import { request } from 'node:http'
-import { PassThrough } from 'node:stream'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { PassThrough, Writable } from 'node:stream'
 import { test } from 'node:test'
 import { runDump } from '../src/cli/commands/dump.ts'
+import { serve } from '../src/cli/commands/serve.ts'
+import { createLogger } from '../src/log.ts'
+import { serveOptions } from './support/serve-options.ts'
 import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
 import { RpcClient } from '../src/ingest/rpc.ts'
 import { blockParams, resultText } from '../src/ingest/rpc-fetch.ts'
@@ -148,4 +154,57 @@ test('--rpc-rps: requests spaced to the cap (retries included), a 429’s Retry-
   } finally {
     await node.stop()
   }
+})
+
+test('serve --rpc with a provider’s key in a header and in the URL: neither in the logs nor in /metrics, through 429s', async () => {
+  const node = await FakeSolanaNode.start({
+    txPerBlock: 2,
+    initialBlocks: 20,
+    intervalMs: 0,
+    finalityLag: 2,
+    seed: 5,
+    rate429: 0.3,
+    retryAfterSec: 0,
+    dropRate: 0.05,
+    gzip: true,
+    requireHeaders: { authorization: `Bearer ${KEY}` },
+  })
+  const dir = mkdtempSync(join(tmpdir(), 'solportal-provider-'))
+  const lines: string[] = []
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      lines.push(chunk.toString())
+      cb()
+    },
+  })
+  const url = node.url.replace('http://', 'http://user:pw-S3CRET@') + '/S3CRET-path/?api-key=S3CRET-query'
+  const s = await serve(
+    serveOptions({
+      rpc: url,
+      dataDir: dir,
+      fromSlot: String(node.firstSlot),
+      rpcHeader: [`Authorization: Bearer ${KEY}`],
+      commitment: 'finalized',
+    }),
+    { logger: createLogger({ level: 'debug', destination }) },
+  )
+  try {
+    await s.ready
+    let head: { number: number } | null = null
+    for (let i = 0; i < 300 && !(head && head.number >= node.finalizedSlot); i++) {
+      await new Promise((r) => setTimeout(r, 100))
+      head = (await (await fetch(`${s.url}/datasets/solana-mainnet/head`)).json()) as { number: number } | null
+    }
+    assert.equal(head?.number, node.finalizedSlot, 'caught up through the key-checking node')
+    const metrics = await (await fetch(`${s.url}/metrics`)).text()
+    assert.match(metrics, /node_head_slot/)
+    assert.ok(!/S3CRET/.test(metrics), 'a credential in /metrics')
+  } finally {
+    await s.stop()
+    await node.stop()
+  }
+  assert.ok(node.stats.injected429 > 0 && node.stats.unauthorized === 0, JSON.stringify(node.stats))
+  const all = lines.join('')
+  assert.ok(!/S3CRET/.test(all), `a credential in the logs`)
+  assert.ok(lines.filter((l) => /HTTP 429/.test(l)).length <= 2, 'the 429s summarized, not a line each')
 })
