@@ -2,6 +2,7 @@
 // headers required, gzip on the wire, 429s, -32004 / -32014 answers, skipped slots (unlisted and
 // listed-but-skipped), -32015 and -32001.
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { request } from 'node:http'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -207,4 +208,58 @@ test('serve --rpc with a provider’s key in a header and in the URL: neither in
   const all = lines.join('')
   assert.ok(!/S3CRET/.test(all), `a credential in the logs`)
   assert.ok(lines.filter((l) => /HTTP 429/.test(l)).length <= 2, 'the 429s summarized, not a line each')
+})
+
+test('gzip: requests compressed only once the node answers compressed, plain for good after it refuses one', async () => {
+  const plain = await FakeSolanaNode.start({ txPerBlock: 1, initialBlocks: 3, intervalMs: 0 })
+  const refusing = await FakeSolanaNode.start({
+    txPerBlock: 1,
+    initialBlocks: 3,
+    intervalMs: 0,
+    gzip: true,
+    refuseGzipRequests: true,
+  })
+  try {
+    // a node without gzip: never sent a compressed request
+    const a = new RpcClient({ url: plain.url, gzip: true })
+    for (let i = 0; i < 3; i++) assert.equal(await a.getSlot('confirmed'), plain.tip.slot)
+    assert.equal(plain.stats.gzipAnswers + plain.stats.refusedGzip + plain.stats.gzipRequests, 0)
+    // a node that compresses its answers but does not read compressed requests: one refusal, then plain
+    const b = new RpcClient({ url: refusing.url, gzip: true })
+    for (let i = 0; i < 4; i++) assert.equal(await b.getSlot('confirmed'), refusing.tip.slot)
+    assert.equal(refusing.stats.refusedGzip, 1)
+    assert.equal(refusing.stats.gzipAnswers, 4)
+    assert.equal(b.stats.gzipAnswers, 4)
+  } finally {
+    await plain.stop()
+    await refusing.stop()
+  }
+})
+
+test('misused --rpc options: one line naming the option, status 2, a header value never echoed', async () => {
+  const cases: { args: string[]; want: RegExp }[] = [
+    { args: ['import', tmpdir(), '--rpc', 'http://127.0.0.1:1'], want: /--rpc needs --from SLOT/ },
+    { args: ['dump', '--rpc', 'http://127.0.0.1:1', '--from', '10', '--to', '5'], want: /--to 5 is below --from 10/ },
+    {
+      args: ['dump', '--rpc', 'http://127.0.0.1:1', '--from', '1', '--rpc-header', 'Authorization Bearer S3CRET-v'],
+      want: /--rpc-header: expected 'Name: value'/,
+    },
+    { args: ['import', tmpdir(), 'x.jsonl', '--from', '5'], want: /--from and --to apply only to --rpc/ },
+    { args: ['dump', '--rpc', 'http://127.0.0.1:1', '--from', '1', '--rpc-rps', 'fast'], want: /--rpc-rps must be/ },
+  ]
+  await Promise.all(
+    cases.map(async ({ args, want }) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+        cwd: join(import.meta.dirname, '..'),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let err = ''
+      child.stderr.on('data', (d) => (err += d))
+      const code = await new Promise((r) => child.on('exit', r))
+      assert.equal(code, 2, `${args.join(' ')}: ${err}`)
+      assert.equal(err.trim().split('\n').length, 1, err)
+      assert.match(err, want)
+      assert.ok(!/S3CRET/.test(err), err)
+    }),
+  )
 })

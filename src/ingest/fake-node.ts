@@ -92,6 +92,8 @@ export interface FakeNodeOptions {
    * not read them)
    */
   gzip?: boolean
+  /** with `gzip`: gzip-compressed request bodies refused all the same (HTTP 415), answers still compressed */
+  refuseGzipRequests?: boolean
   /** headers every request must carry (name → value), else HTTP 401: a provider's API key */
   requireHeaders?: Record<string, string>
   /** fraction of getBlock calls for a produced slot answered -32004 "not available" (default 0) */
@@ -310,6 +312,8 @@ export class FakeSolanaNode {
     /** requests read gzip-compressed, answers sent gzip-compressed, requests refused 401 */
     gzipRequests: 0,
     gzipAnswers: 0,
+    /** gzip-compressed requests answered 415 */
+    refusedGzip: 0,
     unauthorized: 0,
     /** getBlock answers -32004 injected (`notAvailableRate`), slots answered skipped (`answerSkipped`) */
     notAvailable: 0,
@@ -350,6 +354,7 @@ export class FakeSolanaNode {
       slotSeconds: opts.slotSeconds ?? 0.4,
       prerender: opts.prerender ?? false,
       gzip: opts.gzip ?? false,
+      refuseGzipRequests: opts.refuseGzipRequests ?? false,
       requireHeaders: opts.requireHeaders ?? {},
       notAvailableRate: opts.notAvailableRate ?? 0,
     }
@@ -864,7 +869,8 @@ export class FakeSolanaNode {
       }
       let raw = Buffer.concat(chunks)
       if (/gzip/i.test(req.headers['content-encoding'] ?? '')) {
-        if (!this.opts.gzip) {
+        if (!this.opts.gzip || this.opts.refuseGzipRequests) {
+          this.stats.refusedGzip++
           res.writeHead(415, { 'content-type': 'text/plain' }).end('Unsupported Content-Encoding')
           return
         }

@@ -688,6 +688,7 @@ export function register(program: Command): void {
         if (archives.length) throw new UsageError('--rpc reads the blocks from the node: give no archive files')
         if (dir.startsWith('s3://')) throw new UsageError('--rpc imports into a local dataset directory')
       } else if (!archives.length) throw new UsageError('give archive files or directories, or --rpc URL --from SLOT')
+      else if (o.from !== undefined || o.to !== undefined) throw new UsageError('--from and --to apply only to --rpc')
       // misused options: a UsageError, one line from main.ts, before anything is written
       const targetBlocks = o.chunkBlocks ? intOption('chunk-blocks', o.chunkBlocks, 1, MAX_TARGET_BLOCKS) : undefined
       const chunkMb = o.chunkMb ? intOption('chunk-mb', o.chunkMb, 1, MAX_TARGET_BYTES / (1024 * 1024)) : undefined
