@@ -23,12 +23,18 @@
  * directory holding an earlier build of this repository, e.g. `git archive COMMIT | tar -x -C
  * DIR` with `node_modules` linked: its import runs too, alternating with this one in every round,
  * and its stage costs are measured the same way, for a before/after in the same run).
+ *
+ * Last, `import --rpc` from a local fake node against the archive import of the same blocks
+ * (`rpcRows`; IMPORT_RPC_BLOCKS, IMPORT_RPC_ROUNDS; IMPORT_RPC_ONLY=1 runs only that section).
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fork } from 'node:child_process'
+import { gzipSync } from 'node:zlib'
 import { runImport } from '../src/cli/commands/import.ts'
+import { RpcInput } from '../src/cli/commands/import-rpc.ts'
 import { readTextLines, toArchiveLine } from '../src/ingest/archive.ts'
 import { GEN_VERSION, writeArchive, type GenStats } from '../src/ingest/generate.ts'
 import type { Block } from '../src/model.ts'
@@ -132,6 +138,85 @@ async function encodeRounds(
   return out
 }
 
+/**
+ * `import --rpc` against the archive import of the same blocks, alternating (IMPORT_RPC_ROUNDS
+ * rounds, default 2): the first IMPORT_RPC_BLOCKS (default 40) blocks of the archive as an archive
+ * of their own, and a fake node (child process, bench/tail/node-child.ts, answers assembled
+ * before the measurement) serving them re-slotted (new signatures, same sizes), fetched 8 at a
+ * time. Both runs use WORKERS workers.
+ */
+async function rpcRows(archive: string): Promise<string[]> {
+  const k = Number(process.env.IMPORT_RPC_BLOCKS ?? 40)
+  const rounds = Number(process.env.IMPORT_RPC_ROUNDS ?? 2)
+  const small = join(WORK, `rpc-templates-${k}.jsonl.gz`)
+  if (!existsSync(small)) {
+    const lines: string[] = []
+    for await (const l of readTextLines(archive)) {
+      if (l.trim()) lines.push(l)
+      if (lines.length >= k) break
+    }
+    writeFileSync(small, gzipSync(lines.join('\n') + '\n', { level: 1 }))
+  }
+  const node = fork(join(import.meta.dirname, 'tail', 'node-child.ts'), [small, String(k), '0'], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  })
+  const ready = await new Promise<{ url: string; tip: number; firstSlot: number }>((resolve) =>
+    node.on(
+      'message',
+      (m: { t: string; url: string; tip: number; firstSlot: number }) => m.t === 'ready' && resolve(m),
+    ),
+  )
+  const sums = { archive: { s: 0, n: 0 }, rpc: { s: 0, n: 0 } }
+  const rows: string[] = []
+  try {
+    for (let round = 0; round < rounds; round++) {
+      for (const kind of round % 2 ? (['rpc', 'archive'] as const) : (['archive', 'rpc'] as const)) {
+        const dir = join(WORK, `ds-${kind}`)
+        rmSync(dir, { recursive: true, force: true })
+        const c = cpuNow()
+        let r
+        if (kind === 'archive') r = await runImport(dir, [small], { progress: 'none', workers: WORKERS })
+        else {
+          const input = await RpcInput.open(
+            dir,
+            ready.url,
+            { from: String(ready.firstSlot), to: String(ready.tip), rpcConcurrency: '8', rpcGzip: false },
+            log,
+          )
+          r = await runImport(dir, [], { input, progress: 'none', workers: WORKERS })
+          input.close()
+        }
+        const cpu = cpuNow() - c
+        sums[kind].s += r.seconds
+        sums[kind].n += r.imported
+        log(
+          `rpc section, round ${round + 1}, ${kind}: ${r.imported} blocks, ${r.seconds.toFixed(1)} s (load ${load()})`,
+        )
+        rows.push(
+          `| ${round + 1} | ${kind === 'rpc' ? 'import --rpc (fake node, 8 in flight)' : 'import (archive .jsonl.gz)'} | ${r.imported} | ${r.seconds.toFixed(1)} | ${fmt(r.imported / r.seconds, 1)} | ${fmt((cpu / r.imported) * 1000)} |`,
+        )
+        rmSync(dir, { recursive: true, force: true })
+      }
+    }
+  } finally {
+    node.send({ t: 'stop' })
+  }
+  const a = sums.archive.n / sums.archive.s
+  const b = sums.rpc.n / sums.rpc.s
+  return [
+    '',
+    `### import --rpc against the archive import (${k} of these blocks, ${WORKERS} workers, alternating)`,
+    '',
+    '| round | input | blocks | seconds | blocks/s | CPU ms per block (this process) |',
+    '|---|---|---|---|---|---|',
+    ...rows,
+    '',
+    `Mean: archive ${fmt(a, 1)} blocks/s, import --rpc ${fmt(b, 1)} blocks/s: ${((100 * b) / a).toFixed(0)} % of the archive's rate ` +
+      `(the fake node, in its own process, serves answers assembled beforehand; gzip off, as for a node on the same network).`,
+  ]
+}
+
 export async function run(): Promise<string> {
   mkdirSync(WORK, { recursive: true })
   const archive = join(WORK, `gen${GEN_VERSION}-b${BLOCKS}-t${TXS}.jsonl.gz`)
@@ -147,6 +232,8 @@ export async function run(): Promise<string> {
     gen = { stats, seconds: (performance.now() - t) / 1000, cpu: cpuNow() - c, cached: false }
     writeFileSync(statsFile, JSON.stringify({ stats, seconds: gen.seconds, cpu: gen.cpu }))
   }
+  if (process.env.IMPORT_RPC_ONLY)
+    return [`## import --rpc (generated blocks of ~${TXS} transactions)`, ...(await rpcRows(archive))].join('\n')
   const ix = gen.stats.nonVoteInstructions
   const n = gen.stats.blocks
   const base = process.env.IMPORT_BASE
@@ -259,5 +346,6 @@ export async function run(): Promise<string> {
         (base ? `; new/old ${(median(enc.get('new')!.ms) / median(enc.get('old')!.ms)).toFixed(3)}.` : '.'),
     )
   }
+  out.push(...(await rpcRows(archive)))
   return out.join('\n')
 }

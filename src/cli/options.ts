@@ -2,8 +2,10 @@
  * Checks of command-line values. Every misuse throws a `UsageError` whose message names the
  * option; `main.ts` prints it as one line on stderr and exits with status 2 (other failures: 1).
  */
+import type { Command } from 'commander'
 import { statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
+import { parseHeader } from '../ingest/rpc-provider.ts'
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -100,4 +102,41 @@ export function listenError(e: unknown, portOpt: string, hostOpt: string, host: 
     return new UsageError(`--${hostOpt} ${host}: cannot listen on this address (${code})`)
   }
   return e as Error
+}
+
+/** the node options of every command that reads a node (`serve --rpc`, `import --rpc`, `dump`) */
+export interface RpcProviderFlags {
+  rpcHeader?: string[]
+  rpcRps?: string
+  rpcGzip?: boolean
+}
+
+/** the options a provider needs: headers (API keys), a request-rate cap, gzip on the wire */
+export function addRpcProviderOptions(cmd: Command): Command {
+  return cmd
+    .option(
+      '--rpc-header <header>',
+      "an HTTP header sent with every request to the node, 'Name: value' (repeatable: API keys, Authorization); never logged",
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
+    .option('--rpc-rps <n>', 'requests per second to the node at most, retries included (0 = no cap)', '0')
+    .option('--no-rpc-gzip', 'do not ask the node for gzip-compressed answers (nor compress requests)')
+}
+
+/** the checked values of `addRpcProviderOptions`'s options */
+export function rpcProviderSettings(o: RpcProviderFlags): {
+  headers: Record<string, string>
+  rps: number
+  gzip: boolean
+} {
+  const headers: Record<string, string> = {}
+  for (const h of o.rpcHeader ?? []) {
+    try {
+      const [name, value] = parseHeader(h)
+      headers[name] = value
+    } catch (e) {
+      throw new UsageError(`--rpc-header: ${(e as Error).message}`)
+    }
+  }
+  return { headers, rps: numberOption('rpc-rps', o.rpcRps ?? '0', 0, 1_000_000), gzip: o.rpcGzip !== false }
 }

@@ -27,7 +27,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { gunzipSync } from 'node:zlib'
+import { gunzipSync, gzipSync } from 'node:zlib'
 import { base58Encode } from '../util/base58.ts'
 import { mulberry32 } from '../util/prng.ts'
 
@@ -86,6 +86,18 @@ export interface FakeNodeOptions {
    * transactions) out of a latency measured from the block's production
    */
   prerender?: boolean
+  /**
+   * gzip on the wire (default false): answers gzip-compressed when the request accepts it, and
+   * gzip-compressed request bodies read (without it they get HTTP 415, as from a node that does
+   * not read them)
+   */
+  gzip?: boolean
+  /** with `gzip`: gzip-compressed request bodies refused all the same (HTTP 415), answers still compressed */
+  refuseGzipRequests?: boolean
+  /** headers every request must carry (name → value), else HTTP 401: a provider's API key */
+  requireHeaders?: Record<string, string>
+  /** fraction of getBlock calls for a produced slot answered -32004 "not available" (default 0) */
+  notAvailableRate?: number
 }
 
 /** A damaged answer to a full getBlock request (see `injectBlockFault`). */
@@ -297,7 +309,22 @@ export class FakeSolanaNode {
     stalls: 0,
     /** blocks whose transaction list was assembled (signatures and JSON text) */
     assembled: 0,
+    /** requests read gzip-compressed, answers sent gzip-compressed, requests refused 401 */
+    gzipRequests: 0,
+    gzipAnswers: 0,
+    /** gzip-compressed requests answered 415 */
+    refusedGzip: 0,
+    unauthorized: 0,
+    /** getBlock answers -32004 injected (`notAvailableRate`), slots answered skipped (`answerSkipped`) */
+    notAvailable: 0,
+    skippedAnswers: 0,
   }
+  /** slots listed as produced by getBlocks but answered as skipped by getBlock (`answerSkipped`) */
+  private readonly listedSkipped = new Map<number, number>()
+  /** slots whose block holds a transaction of a newer version (`refuseVersion`) */
+  private readonly refusedVersions = new Map<number, number>()
+  /** the first available block (getFirstAvailableBlock; -32001 below it) */
+  private firstAvailable: number | null = null
   private readonly blockFaults = new Map<number, { fault: BlockFault; left: number }[]>()
   /** every block that was ever part of the chain and then replaced by a fork */
   readonly orphans: FakeBlockInfo[] = []
@@ -326,6 +353,10 @@ export class FakeSolanaNode {
       port: opts.port ?? 0,
       slotSeconds: opts.slotSeconds ?? 0.4,
       prerender: opts.prerender ?? false,
+      gzip: opts.gzip ?? false,
+      refuseGzipRequests: opts.refuseGzipRequests ?? false,
+      requireHeaders: opts.requireHeaders ?? {},
+      notAvailableRate: opts.notAvailableRate ?? 0,
     }
     this.rnd = mulberry32(this.opts.seed)
     this.faultRnd = mulberry32(this.opts.seed ^ 0x5bd1e995)
@@ -500,8 +531,41 @@ export class FakeSolanaNode {
     return this.finalized
   }
 
+  /**
+   * make `slot` (a slot between produced blocks) listed by getBlocks but answered `code` (-32007 or
+   * -32009) by getBlock, as a node does for a slot it lost to a ledger jump
+   */
+  answerSkipped(slot: number, code = -32007): void {
+    if (this.bySlot.has(slot)) throw new Error(`slot ${slot} is a produced block`)
+    this.listedSkipped.set(slot, code)
+  }
+
+  /**
+   * make the block of `slot` hold a transaction of `version` as far as the node's -32015 check
+   * goes: a full getBlock declaring a lower `maxSupportedTransactionVersion` (or none) is refused
+   */
+  refuseVersion(slot: number, version: number): void {
+    this.refusedVersions.set(slot, version)
+  }
+
+  /** the node's first available block from now on (getFirstAvailableBlock; -32001 below it) */
+  setFirstAvailable(slot: number): void {
+    this.firstAvailable = slot
+  }
+
+  private get firstAvailableSlot(): number {
+    return this.firstAvailable ?? this.firstSlot
+  }
+
   /** change the fault injection rates at run time */
-  setFaults(f: { rate429?: number; retryAfterSec?: number; dropRate?: number; notYetRate?: number }): void {
+  setFaults(f: {
+    rate429?: number
+    retryAfterSec?: number
+    dropRate?: number
+    notYetRate?: number
+    notAvailableRate?: number
+  }): void {
+    if (f.notAvailableRate !== undefined) this.opts.notAvailableRate = f.notAvailableRate
     if (f.rate429 !== undefined) this.opts.rate429 = f.rate429
     if (f.retryAfterSec !== undefined) this.opts.retryAfterSec = f.retryAfterSec
     if (f.dropRate !== undefined) this.opts.dropRate = f.dropRate
@@ -649,7 +713,7 @@ export class FakeSolanaNode {
         return JSON.stringify(this.hashOf(0, -7))
       case 'getFirstAvailableBlock':
       case 'minimumLedgerSlot':
-        return String(this.firstSlot)
+        return String(this.firstAvailableSlot)
       case 'getSlot':
         return String(this.headSlot(this.commitmentOf(params[0])))
       case 'getBlockHeight': {
@@ -695,6 +759,10 @@ export class FakeSolanaNode {
         for (let i = this.lowerBound(start); i < this.chainBlocks.length && this.chainBlocks[i].slot <= end; i++) {
           out.push(this.chainBlocks[i].slot)
         }
+        if (this.listedSkipped.size > 0) {
+          for (const s of this.listedSkipped.keys()) if (s >= start && s <= end) out.push(s)
+          out.sort((a, b) => a - b)
+        }
         return JSON.stringify(out)
       }
       case 'getBlockTime': {
@@ -709,11 +777,16 @@ export class FakeSolanaNode {
         const cfg = (typeof params[1] === 'object' && params[1] ? params[1] : {}) as Record<string, unknown>
         const c = this.commitmentOf(cfg)
         if (c === 'processed') throw new JsonRpcFault(-32602, 'Method does not support commitment below `confirmed`')
-        if (slot < this.firstSlot) {
+        if (slot < this.firstAvailableSlot) {
           throw new JsonRpcFault(
             -32001,
-            `Block ${slot} cleaned up, does not exist on node. First available block: ${this.firstSlot}`,
+            `Block ${slot} cleaned up, does not exist on node. First available block: ${this.firstAvailableSlot}`,
           )
+        }
+        const skippedCode = this.listedSkipped.get(slot)
+        if (skippedCode !== undefined && slot <= this.headSlot(c)) {
+          this.stats.skippedAnswers++
+          throw new JsonRpcFault(skippedCode, `Slot ${slot} was skipped, or missing in long-term storage`)
         }
         const b = this.bySlot.get(slot)
         if (!b || slot > this.headSlot(c)) throw this.notABlock(slot, c)
@@ -721,7 +794,19 @@ export class FakeSolanaNode {
           this.stats.notYet++
           throw new JsonRpcFault(-32014, `Block status not yet available for slot ${slot}`)
         }
+        if (this.opts.notAvailableRate > 0 && this.faultRnd() < this.opts.notAvailableRate) {
+          this.stats.notAvailable++
+          throw new JsonRpcFault(-32004, `Block not available for slot ${slot}`)
+        }
         const full = ((cfg.transactionDetails as string | undefined) ?? 'full') === 'full'
+        const newer = this.refusedVersions.get(slot)
+        const declared = cfg.maxSupportedTransactionVersion
+        if (full && newer !== undefined && (typeof declared !== 'number' || declared < newer)) {
+          throw new JsonRpcFault(
+            -32015,
+            `Transaction version (${newer}) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": ${newer}`,
+          )
+        }
         const fault = full ? this.takeBlockFault(slot) : null
         if (fault?.kind === 'stall') throw new StallRequest()
         const text = this.renderBlock(b, cfg)
@@ -775,6 +860,29 @@ export class FakeSolanaNode {
           .end('Used HTTP Method is not allowed. POST or OPTIONS is required')
         return
       }
+      for (const [name, value] of Object.entries(this.opts.requireHeaders)) {
+        if (req.headers[name.toLowerCase()] !== value) {
+          this.stats.unauthorized++
+          res.writeHead(401, { 'content-type': 'text/plain' }).end('Unauthorized: a valid API key is required')
+          return
+        }
+      }
+      let raw = Buffer.concat(chunks)
+      if (/gzip/i.test(req.headers['content-encoding'] ?? '')) {
+        if (!this.opts.gzip || this.opts.refuseGzipRequests) {
+          this.stats.refusedGzip++
+          res.writeHead(415, { 'content-type': 'text/plain' }).end('Unsupported Content-Encoding')
+          return
+        }
+        try {
+          raw = gunzipSync(raw)
+        } catch {
+          res.writeHead(400, { 'content-type': 'text/plain' }).end('Bad gzip body')
+          return
+        }
+        this.stats.gzipRequests++
+      }
+      const zipAnswer = this.opts.gzip && /\bgzip\b/i.test(String(req.headers['accept-encoding'] ?? ''))
       if (this.opts.rate429 > 0 && this.faultRnd() < this.opts.rate429) {
         this.stats.injected429++
         res
@@ -784,7 +892,7 @@ export class FakeSolanaNode {
       }
       const drop = this.opts.dropRate > 0 && this.faultRnd() < this.opts.dropRate
       let body: string
-      const text = Buffer.concat(chunks).toString('utf8')
+      const text = raw.toString('utf8')
       let parsed: unknown
       try {
         parsed = JSON.parse(text)
@@ -819,6 +927,11 @@ export class FakeSolanaNode {
           res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(buf.length) })
           res.write(buf.subarray(0, Math.floor(buf.length / 2)), () => req.socket.destroy())
         }
+        return
+      }
+      if (zipAnswer) {
+        this.stats.gzipAnswers++
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' }).end(gzipSync(body))
         return
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end(body)

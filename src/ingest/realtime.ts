@@ -28,6 +28,7 @@ import {
   type SlotOutcome,
   type SourceEvent,
 } from './rpc.ts'
+import { EventSummary, providerClientOptions, type ProviderSettings } from './rpc-provider.ts'
 import { MemoryColdStore } from '../store/cold-memory.ts'
 import { HotStore, type PushMarks } from '../store/hot.ts'
 import type { PackedBlock } from '../store/packed-block.ts'
@@ -515,6 +516,11 @@ export interface RealtimeDatasetOptions {
   onStored?: (e: StoredBlock) => void
   /** RPC client tuning (timeouts, stalls, size cap, retries, backoff); retries are logged */
   rpc?: Omit<RpcClientOptions, 'url'>
+  /**
+   * a provider's needs (headers, request-rate cap, gzip): 429s are then retried as long as the
+   * node asks, and summarized in one log line a minute with the other retries
+   */
+  provider?: ProviderSettings
   /** normalizer (default: normalizeBlock of src/normalize/normalize.ts with `normalizeOptions`) */
   normalize?: NormalizeFn
   normalizeOptions?: { includeVotes?: boolean }
@@ -568,12 +574,17 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
   const threads = opts.normalize ? 0 : (opts.normalizeThreads ?? 0)
   const pool = threads > 0 ? new BlockWorkerPool({ threads, normalize: opts.normalizeOptions }) : null
   const userOnRetry = opts.rpc?.onRetry
+  const summary = opts.provider ? new EventSummary((line) => log.warn(line)) : null
+  const provider = opts.provider && summary ? providerClientOptions(opts.rpcUrl, opts.provider, summary) : null
   const source = new RpcSource({
     client: {
       url: opts.rpcUrl,
+      ...provider,
       ...opts.rpc,
       onRetry: (method, err, attempt, delayMs, params) => {
-        log.warn(`${describeCall(method, params)}: ${err.message}; retry ${attempt + 1} in ${Math.round(delayMs)} ms`)
+        if (provider) provider.onRetry!(method, err, attempt, delayMs, params)
+        else
+          log.warn(`${describeCall(method, params)}: ${err.message}; retry ${attempt + 1} in ${Math.round(delayMs)} ms`)
         userOnRetry?.(method, err, attempt, delayMs, params)
       },
     },
@@ -613,6 +624,7 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
       await ingester.stop()
       // the kept-alive connections to the node
       source.client.close()
+      summary?.close()
       await pool?.close()
       await hot.close()
       if (ownCold) await (cold as ColdStore).close?.()

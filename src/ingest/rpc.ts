@@ -28,6 +28,8 @@
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http'
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
+import { createGunzip, gzipSync } from 'node:zlib'
+import type { RequestLimiter } from './rpc-provider.ts'
 import { parseJsonExact } from '../rpc/json.ts'
 import { NodeHeadTracker } from './lag.ts'
 import { SharedBodies } from './shared-bodies.ts'
@@ -102,6 +104,18 @@ export interface RpcClientOptions {
   maxBackoffMs?: number
   /** extra HTTP headers */
   headers?: Record<string, string>
+  /**
+   * gzip on the wire (default false): answers asked for with `Accept-Encoding: gzip` (the node
+   * decides); once the node has answered compressed, request bodies are sent gzip-compressed too,
+   * until it refuses one (HTTP 400 / 415 or a JSON-RPC parse error), then plain for good
+   */
+  gzip?: boolean
+  /** every request (retries included) waits for its turn here: a request-rate cap, paused by 429s */
+  limiter?: RequestLimiter
+  /** HTTP 429 answers retried per call before giving up (default `maxRetries`); each waits as told */
+  max429Retries?: number
+  /** longest Retry-After honoured, ms (default 120 000) */
+  maxRetryAfterMs?: number
   /** every retry, for logs and tests (`params` as sent: a getBlock's slot is `params[0]`) */
   onRetry?: (method: string, err: Error, attempt: number, delayMs: number, params: unknown[]) => void
 }
@@ -115,6 +129,8 @@ interface Answer {
   status: number
   bytes: Buffer
   retryAfter?: string
+  /** the answer came gzip-compressed */
+  gzip?: boolean
 }
 
 /** the request's time limit or its stall limit was reached */
@@ -197,6 +213,12 @@ export class RpcClient {
   private readonly maxBackoffMs: number
   private readonly headers: Record<string, string>
   private readonly onRetry?: RpcClientOptions['onRetry']
+  private readonly gzipAnswers: boolean
+  /** request bodies gzip-compressed: null until the node answers compressed, false once it refused one */
+  private gzipRequests: boolean | null = null
+  private readonly limiter?: RequestLimiter
+  private readonly max429Retries: number
+  private readonly maxRetryAfterMs: number
   private readonly target: URL
   private readonly request: typeof httpRequest
   private readonly agent: HttpAgent
@@ -204,7 +226,17 @@ export class RpcClient {
   /** the shared memory large answers are read into, kept for later answers (`releaseBody`) */
   readonly bodies = new SharedBodies()
   /** statistics: transient failures seen, by kind */
-  readonly stats = { calls: 0, retries: 0, http429: 0, dropped: 0, timeouts: 0, stalls: 0, tooLarge: 0 }
+  readonly stats = {
+    calls: 0,
+    retries: 0,
+    http429: 0,
+    dropped: 0,
+    timeouts: 0,
+    stalls: 0,
+    tooLarge: 0,
+    /** answers received gzip-compressed */
+    gzipAnswers: 0,
+  }
 
   constructor(opts: RpcClientOptions) {
     this.url = opts.url
@@ -216,6 +248,11 @@ export class RpcClient {
     this.maxBackoffMs = opts.maxBackoffMs ?? 5_000
     this.headers = opts.headers ?? {}
     this.onRetry = opts.onRetry
+    this.gzipAnswers = opts.gzip ?? false
+    if (!this.gzipAnswers) this.gzipRequests = false
+    this.limiter = opts.limiter
+    this.max429Retries = opts.max429Retries ?? this.maxRetries
+    this.maxRetryAfterMs = opts.maxRetryAfterMs ?? 120_000
     this.target = new URL(opts.url)
     const secure = this.target.protocol === 'https:'
     this.request = secure ? httpsRequest : httpRequest
@@ -247,32 +284,47 @@ export class RpcClient {
    * u64 values); bytes it cannot read (it throws) are taken for a truncated answer.
    */
   async call<T>(method: string, params: unknown[], signal?: AbortSignal, decode?: BodyDecoder): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
+    let refusals = 0
+    for (let attempt = 0, tries = 0; ; tries++) {
       try {
         return await this.callOnce<T>(method, params, signal, decode)
       } catch (e) {
         const err = e as Error
         const transient =
           err instanceof TransientRpcError || (err instanceof RpcError && err.code === RPC_NODE_UNHEALTHY)
-        if (!transient || signal?.aborted || attempt >= this.maxRetries) throw err
-        let delay = this.backoff(attempt)
-        if (err instanceof TransientRpcError && err.retryAfterMs !== undefined) {
-          delay = Math.min(this.maxBackoffMs, Math.max(delay, err.retryAfterMs))
+        if (!transient || signal?.aborted) throw err
+        // a 429 is the node saying when: it does not use up the retries of failures
+        const is429 = err instanceof TransientRpcError && err.retryAfterMs !== undefined
+        if (is429 ? ++refusals > this.max429Retries : attempt >= this.maxRetries) throw err
+        let delay = this.backoff(is429 ? Math.min(refusals, 8) : attempt++)
+        if (is429) {
+          delay = Math.min(this.maxRetryAfterMs, Math.max(delay, (err as TransientRpcError).retryAfterMs!))
+          // every request waits, not only this one
+          this.limiter?.pauseFor(delay)
         }
         this.stats.retries++
-        this.onRetry?.(method, err, attempt, delay, params)
+        this.onRetry?.(method, err, tries, delay, params)
         await sleep(delay, signal)
       }
     }
   }
 
   private async callOnce<T>(method: string, params: unknown[], signal?: AbortSignal, decode?: BodyDecoder): Promise<T> {
+    if (this.limiter) await this.limiter.take(signal)
     this.stats.calls++
     const id = this.nextId++
     if (signal?.aborted) throw abortError(signal)
     let answer: Answer
+    const payload = JSON.stringify({ jsonrpc: '2.0', id, method, params })
     try {
-      answer = await this.exchange(method, JSON.stringify({ jsonrpc: '2.0', id, method, params }), signal)
+      const zipped = this.gzipRequests === true
+      answer = await this.exchange(method, payload, signal, zipped)
+      if (answer.gzip && this.gzipRequests === null) this.gzipRequests = true
+      if (zipped && refusesGzip(answer)) {
+        // the node does not read compressed requests: plain from now on
+        this.gzipRequests = false
+        answer = await this.exchange(method, payload, signal, false)
+      }
     } catch (e) {
       if (e instanceof ResponseTooLargeError) throw e
       if (signal?.aborted) throw abortError(signal)
@@ -293,7 +345,8 @@ export class RpcClient {
     const { status, bytes } = answer
     if (status === 429) {
       this.stats.http429++
-      throw new TransientRpcError(`${method}: HTTP 429`, parseRetryAfter(answer.retryAfter ?? null))
+      // (a 429 always carries a delay, 0 without Retry-After: the retry loop tells it by that)
+      throw new TransientRpcError(`${method}: HTTP 429`, parseRetryAfter(answer.retryAfter ?? null) ?? 0)
     }
     const text = () => bytes.toString('utf8', 0, Math.min(bytes.length, 800)).slice(0, 200)
     if (status >= 500 || status === 408) {
@@ -333,7 +386,8 @@ export class RpcClient {
    * memory of its own, shared (`SharedArrayBuffer`) from `SHARED_BODY_MIN_BYTES` on, so that
    * the threads that decode it all read it without a copy each (src/ingest/block-workers.ts).
    */
-  private exchange(method: string, payload: string, signal?: AbortSignal): Promise<Answer> {
+  private exchange(method: string, payload: string, signal?: AbortSignal, zipped = false): Promise<Answer> {
+    const body = zipped ? gzipSync(payload) : payload
     return new Promise<Answer>((resolve, reject) => {
       let settled = false
       let stallTimer: NodeJS.Timeout | undefined
@@ -365,7 +419,9 @@ export class RpcClient {
         agent: this.agent,
         headers: {
           'content-type': 'application/json',
-          'content-length': Buffer.byteLength(payload),
+          'content-length': Buffer.byteLength(body),
+          ...(zipped ? { 'content-encoding': 'gzip' } : {}),
+          ...(this.gzipAnswers ? { 'accept-encoding': 'gzip' } : {}),
           ...this.headers,
         },
       })
@@ -383,7 +439,15 @@ export class RpcClient {
         if (Number.isFinite(declared) && declared > this.maxResponseBytes) return tooLarge()
         const parts: Buffer[] = []
         let size = 0
-        res.on('data', (chunk: Buffer) => {
+        // a compressed answer is read as its decompressed bytes (the size cap applies to them)
+        const gz = /^\s*(x-)?gzip\s*$/i.test(headerValue(res.headers['content-encoding']) ?? '')
+        const input = gz ? res.pipe(createGunzip()) : res
+        if (gz) {
+          this.stats.gzipAnswers++
+          input.on('error', (e) => finish(e))
+          res.on('data', armStall)
+        }
+        input.on('data', (chunk: Buffer) => {
           if (settled) return
           armStall()
           size += chunk.byteLength
@@ -393,15 +457,15 @@ export class RpcClient {
           }
           parts.push(chunk)
         })
-        res.on('end', () => {
+        input.on('end', () => {
           if (!res.complete) return finish(new Error('the connection closed before the answer ended'))
-          finish(null, { status, bytes: joinBody(parts, size, this.bodies) })
+          finish(null, { status, bytes: joinBody(parts, size, this.bodies), gzip: gz })
         })
         res.on('close', () => {
           if (!res.complete) finish(new Error('the connection closed before the answer ended'))
         })
       })
-      req.end(payload)
+      req.end(body)
     })
   }
 
@@ -434,6 +498,13 @@ export class RpcClient {
       signal,
     )
   }
+}
+
+/** a node's answer to a gzip-compressed request that says it could not read it */
+function refusesGzip(a: Answer): boolean {
+  if (a.status === 415 || a.status === 400) return true
+  // a parse error (-32700): the node read the compressed bytes as JSON
+  return a.status === 200 && a.bytes.length < 512 && /"code"\s*:\s*-32700\b/.test(a.bytes.toString('latin1'))
 }
 
 export function fullBlockParams(slot: number, commitment: Commitment): unknown[] {

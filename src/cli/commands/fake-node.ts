@@ -23,6 +23,8 @@ interface FakeNodeCliOptions {
   retryAfter: string
   dropRate: string
   notYetRate: string
+  notAvailableRate: string
+  gzip?: boolean
   seed: string
   quiet?: boolean
 }
@@ -53,6 +55,8 @@ export function register(program: Command): void {
     .option('--retry-after <s>', 'Retry-After of the 429 answers, seconds', '1')
     .option('--drop-rate <p>', 'fraction of requests whose connection is dropped', '0')
     .option('--not-yet-rate <p>', 'fraction of getBlock calls answered -32014 (not available yet)', '0')
+    .option('--not-available-rate <p>', 'fraction of getBlock calls answered -32004 (not available)', '0')
+    .option('--gzip', 'gzip-compressed answers when asked, gzip-compressed requests read')
     .option('--seed <n>', 'PRNG seed', '1')
     .option('--quiet', 'do not log produced blocks')
     .action(async (o: FakeNodeCliOptions) => {
@@ -72,6 +76,8 @@ export function register(program: Command): void {
         retryAfterSec: num('retry-after', o.retryAfter, { int: true }),
         dropRate: num('drop-rate', o.dropRate, { max: 1 }),
         notYetRate: num('not-yet-rate', o.notYetRate, { max: 1 }),
+        notAvailableRate: num('not-available-rate', o.notAvailableRate, { max: 1 }),
+        gzip: o.gzip === true,
         seed: num('seed', o.seed, { int: true }),
         host: o.host,
         port,

@@ -56,7 +56,9 @@ import {
 import type { FromWorker, ToWorker } from './import-worker.ts'
 import { archiveLineHash, lineHead, MissingBlocks, PresentBlocks } from './import-present.ts'
 import { LineRing } from './line-ring.ts'
-import { intOption, UsageError } from '../options.ts'
+import { addRpcProviderOptions, httpUrlOption, intOption, UsageError } from '../options.ts'
+import { RpcInput } from './import-rpc.ts'
+import type { RangeFlags } from './rpc-range.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
 import { parseWorkerLimits, workerExecArgv } from '../../util/worker-argv.ts'
 import { newZlibGate, stopZlibGates } from '../../util/zlib-gate.ts'
@@ -86,6 +88,48 @@ export interface ImportOptions {
   workerResourceLimits?: ResourceLimits
   /** wraps the batches' backend (tests: watch or hold what the workers are given and answer) */
   wrapBackend?: (b: ImportBackend) => ImportBackend
+  /** where the lines come from instead of archive files (`import --rpc`: import-rpc.ts) */
+  input?: ImportInput
+}
+
+/** the lines an import reads: archive files, or a node (import-rpc.ts) */
+export interface ImportInput {
+  /**
+   * the lines in ascending slot order, each as its bytes in pieces (valid until the next line is
+   * asked for) and its place for messages; `resumeAfter`: the dataset's last block (-1: none)
+   */
+  lines(resumeAfter: number, signal?: AbortSignal): AsyncIterable<{ pieces: Buffer[]; where: string }>
+  /** progress: units done of `total` (bytes of the files, slots of the range) */
+  done(): number
+  total(): number
+  /** appended to each progress line */
+  status?(): string
+}
+
+/** archive files, read in command-line order */
+class FilesInput implements ImportInput {
+  private read = 0
+  constructor(
+    private readonly files: string[],
+    private readonly bytes: number,
+  ) {}
+  async *lines(): AsyncIterable<{ pieces: Buffer[]; where: string }> {
+    for (const file of this.files) {
+      let lineNo = 0
+      for await (const pieces of readLinePieces(file)) {
+        lineNo++
+        for (const p of pieces) this.read += p.length
+        this.read++
+        yield { pieces, where: `${file}:${lineNo}` }
+      }
+    }
+  }
+  done(): number {
+    return this.read
+  }
+  total(): number {
+    return this.bytes
+  }
 }
 
 export interface ImportResult {
@@ -122,7 +166,7 @@ async function inputSize(path: string): Promise<number> {
 
 const SLOT_PREFIX = /^\s*\{\s*"slot"\s*:\s*(\d{1,15})\s*[,}]/
 
-function fmtDuration(s: number): string {
+export function fmtDuration(s: number): string {
   if (!Number.isFinite(s)) return '?'
   s = Math.round(s)
   const h = Math.floor(s / 3600)
@@ -136,25 +180,27 @@ class Progress {
   private readonly start = Date.now()
   constructor(
     private readonly mode: 'tty' | 'lines' | 'none',
-    private readonly totalBytes: number,
+    private readonly input: ImportInput,
     private readonly write: (s: string) => void,
   ) {}
 
-  update(read: number, imported: number, skipped: number, force = false): void {
+  update(imported: number, skipped: number, force = false): void {
     if (this.mode === 'none') return
     const now = Date.now()
     if (!force && now - this.last < (this.mode === 'tty' ? 200 : 10_000)) return
     this.last = now
     const secs = (now - this.start) / 1000
     const rate = secs > 0 ? imported / secs : 0
-    const frac = this.totalBytes > 0 ? Math.min(1, read / this.totalBytes) : 0
+    const total = this.input.total()
+    const frac = total > 0 ? Math.min(1, this.input.done() / total) : 0
     const eta = frac > 0 && frac < 1 ? (secs * (1 - frac)) / frac : frac >= 1 ? 0 : NaN
     const width = 24
     const fill = Math.round(frac * width)
     const bar = `[${'#'.repeat(fill)}${'.'.repeat(width - fill)}]`
     const text =
       `${bar} ${(frac * 100).toFixed(1).padStart(5)}% ${imported.toLocaleString('en-US')} blocks` +
-      `${skipped ? ` (${skipped.toLocaleString('en-US')} skipped)` : ''}, ${rate.toFixed(0)} blocks/s, ETA ${fmtDuration(eta)}`
+      `${skipped ? ` (${skipped.toLocaleString('en-US')} skipped)` : ''}, ${rate.toFixed(0)} blocks/s, ETA ${fmtDuration(eta)}` +
+      (this.input.status?.() ?? '')
     this.write(this.mode === 'tty' ? `\r${text}\x1b[K` : `${text}\n`)
   }
 
@@ -362,17 +408,22 @@ export async function runImport(
   }
   if (!meta) writeDatasetMeta(dir, { format: 'solportal-dataset', version: 1, includeVotes })
 
-  // in the order of their first blocks (read from each file's first line), as serve --archive does:
-  // files given newest first are not read whole before the order is refused
-  let files: string[]
-  try {
-    files = (await orderArchiveFiles(archives)).map((f) => f.file)
-  } catch (e) {
-    throw new ImportError(errorMessage(e))
+  let input = opts.input
+  if (!input) {
+    // in the order of their first blocks (read from each file's first line), as serve --archive
+    // does: files given newest first are not read whole before the order is refused
+    let files: string[]
+    try {
+      files = (await orderArchiveFiles(archives)).map((f) => f.file)
+    } catch (e) {
+      throw new ImportError(errorMessage(e))
+    }
+    if (files.length === 0) throw new ImportError('no archive blocks found (.jsonl / .jsonl.gz files)')
+    let totalBytes = 0
+    for (const f of files) totalBytes += await inputSize(f)
+    input = new FilesInput(files, totalBytes)
   }
-  if (files.length === 0) throw new ImportError('no archive blocks found (.jsonl / .jsonl.gz files)')
-  let totalBytes = 0
-  for (const f of files) totalBytes += await inputSize(f)
+  const source = input
 
   const store = await DiskColdStore.open(coldDir(dir), {
     targetBlocks: opts.targetBlocks,
@@ -390,7 +441,7 @@ export async function runImport(
     seconds: 0,
     workers: 1,
   }
-  const progress = new Progress(opts.progress ?? (process.stderr.isTTY ? 'tty' : 'lines'), totalBytes, log)
+  const progress = new Progress(opts.progress ?? (process.stderr.isTTY ? 'tty' : 'lines'), source, log)
   const tty = opts.progress === 'tty' || (opts.progress === undefined && process.stderr.isTTY)
   const maxWarnings = opts.maxWarnings ?? 20
   const workers = (res.workers = opts.workers ?? defaultWorkers())
@@ -422,8 +473,6 @@ export async function runImport(
     const cut = new BatchCut(store.targetBlocks, store.targetBytes)
     let prev = -1
     let prevWhere = ''
-    /** bytes of input read */
-    let read = 0
     let seq = 0
     let normalized = 0
     let nextId = 0
@@ -514,68 +563,60 @@ export async function runImport(
         open = null
       }
     }
-    outer: for (const file of files) {
-      let lineNo = 0
-      for await (const pieces of readLinePieces(file)) {
-        lineNo++
-        let length = 0
-        for (const p of pieces) length += p.length
-        read += length + 1
-        if (opts.signal?.aborted) {
-          res.interrupted = true
-          break outer
+    for await (const { pieces, where } of source.lines(resumeAfter, opts.signal)) {
+      let length = 0
+      for (const p of pieces) length += p.length
+      if (opts.signal?.aborted) break
+      if (isBlankLine(pieces)) continue
+      const head = lineHead(pieces)
+      const m = SLOT_PREFIX.exec(head)
+      let slot: number
+      if (m) slot = Number(m[1])
+      else {
+        try {
+          slot = toArchiveLine(parseJsonExact(joinPieces(pieces).toString('utf8'))).slot
+        } catch (e) {
+          throw new ImportError(`${where}: ${errorMessage(e)}`)
         }
-        if (isBlankLine(pieces)) continue
-        const where = `${file}:${lineNo}`
-        const head = lineHead(pieces)
-        const m = SLOT_PREFIX.exec(head)
-        let slot: number
-        if (m) slot = Number(m[1])
-        else {
-          try {
-            slot = toArchiveLine(parseJsonExact(joinPieces(pieces).toString('utf8'))).slot
-          } catch (e) {
-            throw new ImportError(`${where}: ${errorMessage(e)}`)
-          }
+      }
+      if (slot <= prev) {
+        throw new ImportError(
+          `${where}: block ${slot} comes after block ${prev} (${prevWhere}): archives must ascend inside each file and must not overlap`,
+        )
+      }
+      prev = slot
+      prevWhere = where
+      if (slot <= resumeAfter) {
+        const have = await present.hashAt(slot)
+        if (have === null) missing.add(slot, where)
+        if (missing.count) continue // refused below, once the archive's blocks concerned are known
+        let hash: string
+        try {
+          hash = archiveLineHash(head, pieces)
+        } catch (e) {
+          throw new ImportError(`${where}: ${errorMessage(e)}`)
         }
-        if (slot <= prev) {
+        if (hash !== have) {
           throw new ImportError(
-            `${where}: block ${slot} comes after block ${prev} (${prevWhere}): archives must ascend inside each file and must not overlap`,
+            `${where}: block ${slot} has hash ${hash}, but the dataset holds block ${slot} with hash ${have}`,
           )
         }
-        prev = slot
-        prevWhere = where
-        if (slot <= resumeAfter) {
-          const have = await present.hashAt(slot)
-          if (have === null) missing.add(slot, where)
-          if (missing.count) continue // refused below, once the archive's blocks concerned are known
-          let hash: string
-          try {
-            hash = archiveLineHash(head, pieces)
-          } catch (e) {
-            throw new ImportError(`${where}: ${errorMessage(e)}`)
-          }
-          if (hash !== have) {
-            throw new ImportError(
-              `${where}: block ${slot} has hash ${hash}, but the dataset holds block ${slot} with hash ${have}`,
-            )
-          }
-          res.skipped++
-          progress.update(read, normalized, res.skipped)
-          continue
-        }
-        if (missing.count) break outer
-        await send(slot, pieces, length, where)
-        progress.update(read, normalized, res.skipped)
+        res.skipped++
+        progress.update(normalized, res.skipped)
+        continue
       }
+      if (missing.count) break
+      await send(slot, pieces, length, where)
+      progress.update(normalized, res.skipped)
     }
+    if (opts.signal?.aborted) res.interrupted = true
     if (missing.count) throw new ImportError(missing.message(store.firstBlock()!, resumeAfter))
     while (sent.length) await settle()
     // (assigned by send: not narrowed to null here)
     const last = open as { id: number; first: number; last: number; count: number } | null
     if (last) closeBatch(last, false)
     for (const w of writes) await w
-    progress.update(read, res.imported, res.skipped, true)
+    progress.update(res.imported, res.skipped, true)
     progress.done()
   } catch (e) {
     // keep what was complete before the failure (a failed worker fails its batches at once)
@@ -623,7 +664,7 @@ export async function importToS3(
 }
 
 export function register(program: Command): void {
-  program
+  const cmd = program
     .command('import')
     .description(
       'bulk-load archive files (.jsonl / .jsonl.gz of getBlock results, or directories of them) into a dataset directory; resumable',
@@ -632,7 +673,10 @@ export function register(program: Command): void {
       '<dir>',
       'dataset directory (created when missing), or s3://BUCKET/PREFIX (imported into --staging-dir, then published)',
     )
-    .argument('<archive...>', 'archive files or directories (imported in the order of their first blocks)')
+    .argument(
+      '[archive...]',
+      'archive files or directories, imported in the order of their first blocks (none with --rpc)',
+    )
     .option('--include-votes', 'keep vote transactions')
     .option('--chunk-blocks <n>', `blocks per chunk at most (default 10000, at most ${MAX_TARGET_BLOCKS})`)
     .option('--chunk-mb <n>', `approximate chunk size in MB (default 32, at most ${MAX_TARGET_BYTES / (1024 * 1024)})`)
@@ -643,60 +687,83 @@ export function register(program: Command): void {
       '--workers <n>',
       'threads that parse, normalize and encode (default: the available cores, at most 8; 1 = none)',
     )
-    .action(
-      async (
-        dir: string,
-        archives: string[],
-        o: {
-          includeVotes?: boolean
-          chunkBlocks?: string
-          chunkMb?: string
-          compress?: boolean
-          progress?: boolean
-          workers?: string
-          stagingDir?: string
-        },
-      ) => {
-        // misused options: a UsageError, one line from main.ts, before anything is written
-        for (const a of archives) if (!existsSync(a)) throw new UsageError(`${a}: no such file or directory`)
-        const targetBlocks = o.chunkBlocks ? intOption('chunk-blocks', o.chunkBlocks, 1, MAX_TARGET_BLOCKS) : undefined
-        const chunkMb = o.chunkMb ? intOption('chunk-mb', o.chunkMb, 1, MAX_TARGET_BYTES / (1024 * 1024)) : undefined
-        const workers = o.workers ? intOption('workers', o.workers, 1) : undefined
-        const ac = new AbortController()
-        const onSig = () => {
-          if (ac.signal.aborted) process.exit(130)
-          process.stderr.write('\ninterrupted: writing the current batch, then stopping (again to abort now)\n')
-          ac.abort()
+    .option('--rpc <url>', 'read the blocks from a Solana node instead of archives (with --from, --to)')
+    .option('--from <slot>', "--rpc: first slot (the import resumes after the dataset's last block)")
+    .option('--to <slot>', "--rpc: last slot (default: the node's finalized head)")
+    .option('--rpc-concurrency <n>', '--rpc: getBlock requests in flight', '8')
+  addRpcProviderOptions(cmd).action(
+    async (
+      dir: string,
+      archives: string[],
+      o: {
+        includeVotes?: boolean
+        chunkBlocks?: string
+        chunkMb?: string
+        compress?: boolean
+        progress?: boolean
+        workers?: string
+        stagingDir?: string
+      } & RangeFlags & { rpc?: string },
+    ) => {
+      if (o.rpc) {
+        httpUrlOption('rpc', o.rpc)
+        if (archives.length) throw new UsageError('--rpc reads the blocks from the node: give no archive files')
+        if (dir.startsWith('s3://')) throw new UsageError('--rpc imports into a local dataset directory')
+      } else if (!archives.length) throw new UsageError('give archive files or directories, or --rpc URL --from SLOT')
+      else if (o.from !== undefined || o.to !== undefined) throw new UsageError('--from and --to apply only to --rpc')
+      for (const a of archives) if (!existsSync(a)) throw new UsageError(`${a}: no such file or directory`)
+      // misused options: a UsageError, one line from main.ts, before anything is written
+      const targetBlocks = o.chunkBlocks ? intOption('chunk-blocks', o.chunkBlocks, 1, MAX_TARGET_BLOCKS) : undefined
+      const chunkMb = o.chunkMb ? intOption('chunk-mb', o.chunkMb, 1, MAX_TARGET_BYTES / (1024 * 1024)) : undefined
+      const workers = o.workers ? intOption('workers', o.workers, 1) : undefined
+      const ac = new AbortController()
+      const onSig = () => {
+        if (ac.signal.aborted) process.exit(130)
+        process.stderr.write('\ninterrupted: writing the current batch, then stopping (again to abort now)\n')
+        ac.abort()
+      }
+      process.on('SIGINT', onSig)
+      process.on('SIGTERM', onSig)
+      let input: RpcInput | undefined
+      try {
+        if (o.rpc) input = await RpcInput.open(dir, o.rpc, o, (l) => process.stderr.write(l + '\n'))
+        const io: ImportOptions = {
+          input,
+          includeVotes: o.includeVotes,
+          targetBlocks,
+          targetBytes: chunkMb !== undefined ? chunkMb * 1024 * 1024 : undefined,
+          compress: o.compress,
+          progress: o.progress === false ? 'none' : undefined,
+          signal: ac.signal,
+          workers,
         }
-        process.on('SIGINT', onSig)
-        process.on('SIGTERM', onSig)
-        try {
-          const io: ImportOptions = {
-            includeVotes: o.includeVotes,
-            targetBlocks,
-            targetBytes: chunkMb !== undefined ? chunkMb * 1024 * 1024 : undefined,
-            compress: o.compress,
-            progress: o.progress === false ? 'none' : undefined,
-            signal: ac.signal,
-            workers,
-          }
-          const r = dir.startsWith('s3://')
-            ? await importToS3(dir, archives, { ...io, stagingDir: o.stagingDir })
-            : await runImport(dir, archives, io)
+        const r = dir.startsWith('s3://')
+          ? await importToS3(dir, archives, { ...io, stagingDir: o.stagingDir })
+          : await runImport(dir, archives, io)
+        process.stderr.write(
+          `${r.interrupted ? 'interrupted after importing' : 'imported'} ${r.imported} blocks` +
+            (r.imported ? ` (${r.firstBlock}..${r.lastBlock})` : '') +
+            `${r.skipped ? `, skipped ${r.skipped} already present (same hash)` : ''}, ${r.warnings} warnings, ${r.seconds.toFixed(1)} s` +
+            `${r.workers > 1 ? ` (${r.workers} workers)` : ''}\n`,
+        )
+        if (input) {
+          const errors = input.range.fetcher.errorSummary()
           process.stderr.write(
-            `${r.interrupted ? 'interrupted after importing' : 'imported'} ${r.imported} blocks` +
-              (r.imported ? ` (${r.firstBlock}..${r.lastBlock})` : '') +
-              `${r.skipped ? `, skipped ${r.skipped} already present (same hash)` : ''}, ${r.warnings} warnings, ${r.seconds.toFixed(1)} s` +
-              `${r.workers > 1 ? ` (${r.workers} workers)` : ''}\n`,
+            `from ${input.range.node}, slots up to ${input.range.to}` +
+              `${input.skipped ? `: ${input.skipped} listed slots answered skipped (recorded)` : ''}` +
+              `${errors ? `; the node: ${errors}` : ''}\n`,
           )
-          if (r.interrupted) process.exitCode = 130
-        } catch (e) {
-          process.stderr.write(`import failed: ${errorMessage(e)}\n`)
-          process.exitCode = 1
-        } finally {
-          process.off('SIGINT', onSig)
-          process.off('SIGTERM', onSig)
         }
-      },
-    )
+        if (r.interrupted) process.exitCode = 130
+      } catch (e) {
+        if (e instanceof UsageError) throw e
+        process.stderr.write(`import failed: ${errorMessage(e)}\n`)
+        process.exitCode = 1
+      } finally {
+        input?.close()
+        process.off('SIGINT', onSig)
+        process.off('SIGTERM', onSig)
+      }
+    },
+  )
 }

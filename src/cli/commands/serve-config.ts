@@ -80,7 +80,7 @@ function sourceOptions(s: SourceSpec): Partial<ServeOptions> {
         rpc: s.url,
         dataDir: s.dataDir,
         commitment: s.commitment,
-        rpcStartSlot: str(s.startSlot),
+        fromSlot: str(s.startSlot),
         rpcConcurrency: str(s.concurrency),
         rpcPollMs: str(s.pollMs),
         rpcMaxBodyMb: str(s.maxBodyMb),

@@ -4,6 +4,7 @@
  * in-process fake chain with `--demo`.
  */
 import type { Command } from 'commander'
+import { addRpcProviderOptions } from '../options.ts'
 import { defaultDecodeThreads } from '../../ingest/block-workers.ts'
 import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc.ts'
 import { sampleLines } from '../../ingest/sample.ts'
@@ -26,8 +27,10 @@ import {
   intOption,
   listenError,
   portOption,
+  rpcProviderSettings,
   UsageError,
 } from '../options.ts'
+import { startSlotOf } from './serve-from-slot.ts'
 import { errorMessage } from '../../util/errors.ts'
 import { DEFAULT_VIEWS, inSource, namedDatasets, serveAccess, servePlan, type NamedView } from './serve-config.ts'
 
@@ -71,8 +74,6 @@ export interface ServeOptions {
   quiet?: boolean
   /** a configuration file (src/server/config.ts): its datasets instead of the source flags */
   config?: string
-  /** --rpc: first slot when the data directory is empty */
-  rpcStartSlot?: string
   /** files of SHA-256-hashed API keys (src/server/access.ts) */
   apiKeys?: string[]
   /** the header holding the API key (default Authorization: Bearer) */
@@ -81,6 +82,10 @@ export interface ServeOptions {
   cors?: string[]
   /** proxies (addresses, CIDR ranges) whose X-Forwarded-For / Forwarded name the client */
   trustProxy?: string[]
+  fromSlot?: string
+  rpcHeader?: string[]
+  rpcRps?: string
+  rpcGzip?: boolean
 }
 
 /** the checked numbers and choices of the options (every misuse is refused before anything starts) */
@@ -117,7 +122,8 @@ interface ServeSettings {
   s3TimeoutMs: number
   renderThreads: number
   renderSplit: boolean
-  rpcStartSlot?: number
+  fromSlot?: number
+  provider: ReturnType<typeof rpcProviderSettings>
 }
 
 /**
@@ -144,7 +150,6 @@ function bodyLimits(opts: ServeOptions): { maxBodyBytes: number; maxFilterValues
 
 export function checkServeOptions(opts: ServeOptions): ServeSettings {
   exclusive({ archive: !!opts.archive, 'dataset-dir': !!opts.datasetDir, rpc: !!opts.rpc, demo: !!opts.demo })
-  if (opts.rpcStartSlot !== undefined && !opts.rpc) throw new UsageError('--rpc-start-slot applies only to --rpc')
   if (opts.rpc) {
     httpUrlOption('rpc', opts.rpc)
     if (!opts.dataDir) throw new UsageError('--rpc needs --data-dir DIR (hot and cold storage of the followed chain)')
@@ -193,14 +198,16 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     s3TimeoutMs: intOption('s3-timeout-ms', opts.s3TimeoutMs ?? '10000', 100),
     renderThreads: intOption('render-threads', opts.renderThreads ?? String(defaultRenderThreads()), 0, 256),
     renderSplit: opts.renderSplit === true,
-    rpcStartSlot: opts.rpcStartSlot === undefined ? undefined : intOption('rpc-start-slot', opts.rpcStartSlot),
+    fromSlot: opts.fromSlot === undefined ? undefined : intOption('from-slot', opts.fromSlot),
+    provider: rpcProviderSettings(opts),
   }
+  if (cfg.fromSlot !== undefined && !opts.rpc) throw new UsageError('--from-slot applies only to --rpc')
   const shares = cacheShares(cfg.cacheBytes, cfg.renderThreads, !cfg.renderSplit)
   return { ...cfg, threadCacheBytes: shares.main, workerCacheBytes: shares.worker }
 }
 
 export function register(program: Command): void {
-  program
+  const cmd = program
     .command('serve')
     .description('serve datasets over the Portal HTTP interface')
     .option('--port <port>', 'port to listen on (env PORT)', process.env.PORT ?? '3000')
@@ -317,25 +324,25 @@ export function register(program: Command): void {
     )
     .option('--api-key-header <name>', 'the header holding the API key (default: Authorization: Bearer KEY)')
     .option(
-      '--rpc-start-slot <slot>',
-      "--rpc: first slot to follow when the data directory is empty (default: the node's finalized slot)",
+      '--from-slot <slot>',
+      "--rpc with an empty --data-dir: start at this slot (backfilled up to the node's head, then followed) instead of the node's finalized slot",
     )
-    .action(async (opts: ServeOptions) => {
-      let s: Serving | undefined
-      let stopping = false
-      const shutdown = async (code: number) => {
-        if (stopping) return
-        stopping = true
-        await s?.stop()
-        process.exit(code)
-      }
-      // ingestion stopped for good (a block stayed damaged, logged): the process ends with status
-      // 1 so that a supervisor sees it, instead of serving a head that no longer moves
-      s = await serve(opts, { onFatal: () => void shutdown(1) })
-      process.once('SIGINT', () => void shutdown(0))
-      process.once('SIGTERM', () => void shutdown(0))
-      await s.ready
-    })
+  addRpcProviderOptions(cmd).action(async (opts: ServeOptions) => {
+    let s: Serving | undefined
+    let stopping = false
+    const shutdown = async (code: number) => {
+      if (stopping) return
+      stopping = true
+      await s?.stop()
+      process.exit(code)
+    }
+    // ingestion stopped for good (a block stayed damaged, logged): the process ends with status
+    // 1 so that a supervisor sees it, instead of serving a head that no longer moves
+    s = await serve(opts, { onFatal: () => void shutdown(1) })
+    process.once('SIGINT', () => void shutdown(0))
+    process.once('SIGTERM', () => void shutdown(0))
+    await s.ready
+  })
 }
 
 /** test and embedding hooks of `serve` */
@@ -467,6 +474,7 @@ async function loadDatasets(
   let renderDir: string | undefined
 
   if (opts.demo || opts.rpc) {
+    let fromSlot: number | undefined
     const rt = await import('../../ingest/realtime.ts')
     const ingestLog = messageLogger(log.child({ component: 'ingest' }))
     let ds: Awaited<ReturnType<typeof rt.createRealtimeDataset>>
@@ -484,6 +492,8 @@ async function loadDatasets(
       const dataDir = opts.dataDir! // checked: --rpc needs --data-dir
       // chunks are encoded and merged in a process of their own, never between the streams
       const cold = await ColdWriterProcess.open(coldDir(dataDir), { cacheBytes: cfg.threadCacheBytes })
+      // the first slot asked for with an empty data directory is the datasets' start_block
+      fromSlot = startSlotOf(dataDir, cfg.fromSlot, cold.reader.lastBlock() !== null)
       renderDir = cold.reader.dir
       metrics.addColdCache(label, () => cold.reader.cacheStats())
       ds = await rt.createRealtimeDataset({
@@ -491,11 +501,12 @@ async function loadDatasets(
         dataDir,
         cold,
         commitment: cfg.commitment,
-        startSlot: cfg.rpcStartSlot,
         concurrency: cfg.rpcConcurrency,
         pollIntervalMs: cfg.rpcPollMs,
         normalizeOptions: { includeVotes: opts.includeVotes },
         rpc: { maxResponseBytes: cfg.rpcMaxBodyBytes, stallTimeoutMs: cfg.rpcStallMs },
+        provider: cfg.provider,
+        startSlot: fromSlot,
         malformedAttempts: cfg.rpcDamagedAttempts,
         normalizeThreads: cfg.ingestThreads,
         ...FINALIZE_BATCHES,
@@ -520,7 +531,13 @@ async function loadDatasets(
       clearInterval(progress)
       await ds.stop()
     }
-    datasets.push(...namedDatasets(views, { store: ds.store, realTime: true }, bigints))
+    datasets.push(
+      ...namedDatasets(
+        views,
+        { store: ds.store, realTime: true, completeStart: fromSlot, stableStart: fromSlot },
+        bigints,
+      ),
+    )
   } else if (opts.datasetDir) {
     let store: import('../../store/dataset-dir.ts').DatasetDirStore
     let unavailable: (() => string | null) | undefined
