@@ -63,6 +63,7 @@ import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-
 import { parseWorkerLimits, workerExecArgv } from '../../util/worker-argv.ts'
 import { newZlibGate, stopZlibGates } from '../../util/zlib-gate.ts'
 import { errorMessage } from '../../util/errors.ts'
+import { fmtDuration } from '../../util/duration.ts'
 
 export interface ImportOptions {
   includeVotes?: boolean
@@ -165,15 +166,6 @@ async function inputSize(path: string): Promise<number> {
 }
 
 const SLOT_PREFIX = /^\s*\{\s*"slot"\s*:\s*(\d{1,15})\s*[,}]/
-
-export function fmtDuration(s: number): string {
-  if (!Number.isFinite(s)) return '?'
-  s = Math.round(s)
-  const h = Math.floor(s / 3600)
-  const m = Math.floor((s % 3600) / 60)
-  const sec = s % 60
-  return h ? `${h}h${String(m).padStart(2, '0')}m` : m ? `${m}m${String(sec).padStart(2, '0')}s` : `${sec}s`
-}
 
 class Progress {
   private last = 0

@@ -7,7 +7,7 @@
 import { BlockFetcher } from '../../ingest/rpc-fetch.ts'
 import { RpcClient } from '../../ingest/rpc.ts'
 import { EventSummary, providerClientOptions, redactUrl } from '../../ingest/rpc-provider.ts'
-import { fmtDuration } from './import.ts'
+import { fmtDuration } from '../../util/duration.ts'
 import { intOption, rpcProviderSettings, UsageError, type RpcProviderFlags } from '../options.ts'
 
 export interface RangeFlags extends RpcProviderFlags {
