@@ -27,6 +27,7 @@ import {
   type RpcClientOptions,
   type SlotOutcome,
   type SourceEvent,
+  UnsupportedTransactionVersionError,
 } from './rpc.ts'
 import { MemoryColdStore } from '../store/cold-memory.ts'
 import { HotStore, type PushMarks } from '../store/hot.ts'
@@ -222,8 +223,10 @@ export class RealtimeIngester {
       try {
         await this.session(signal)
         this.failures = 0
-      } catch (e) {
+      } catch (err) {
         if (signal.aborted) break
+        // a block the node will not serve whole to this client: asking again cannot help
+        const e = err instanceof UnsupportedTransactionVersionError ? new FatalIngestError(err.message) : err
         if (e instanceof FatalIngestError) {
           this.fatalError = e
           this.lastError = e
