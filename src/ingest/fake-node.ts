@@ -22,7 +22,7 @@
  * JSON-RPC batches; errors as JSON-RPC error objects with the node's codes.
  */
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { dirname, join } from 'node:path'
@@ -40,6 +40,14 @@ export const DEFAULT_TEMPLATE = join(
   'blocks',
   '254170887.jsonl.gz',
 )
+
+/** the bundled litesvm sample: legacy, v0 and (from its block 120 on) version 1 transactions */
+export const SAMPLE_TEMPLATE = join(dirname(DEFAULT_TEMPLATE), '..', '..', 'sample', 'litesvm.jsonl.gz')
+
+/** the templates of the demo and of `solportal fake-node`: the sample (when present), then the mainnet block */
+export function demoTemplates(): string[] {
+  return existsSync(SAMPLE_TEMPLATE) ? [SAMPLE_TEMPLATE, DEFAULT_TEMPLATE] : [DEFAULT_TEMPLATE]
+}
 
 export interface FakeNodeOptions {
   /** archive files with template blocks (default: the bundled whole mainnet block 254170887) */

@@ -644,12 +644,11 @@ export interface DemoDatasetOptions {
 export async function createDemoDataset(
   opts: DemoDatasetOptions = {},
 ): Promise<RealtimeDataset & { node: import('./fake-node.ts').FakeSolanaNode }> {
-  const { FakeSolanaNode, DEFAULT_TEMPLATE } = await import('./fake-node.ts')
-  const { existsSync, mkdtempSync, rmSync } = await import('node:fs')
+  const { FakeSolanaNode, demoTemplates } = await import('./fake-node.ts')
+  const { mkdtempSync, rmSync } = await import('node:fs')
   const { tmpdir } = await import('node:os')
-  const sample = join(DEFAULT_TEMPLATE, '..', '..', '..', 'sample', 'litesvm.jsonl.gz')
   const node = await FakeSolanaNode.start({
-    templates: existsSync(sample) ? [sample, DEFAULT_TEMPLATE] : [DEFAULT_TEMPLATE],
+    templates: demoTemplates(),
     txPerBlock: 40,
     intervalMs: 400,
     initialBlocks: 150,
