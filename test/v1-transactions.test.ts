@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { gunzipSync } from 'node:zlib'
 import { DuckDBInstance } from '@duckdb/node-api'
+import { Ajv2020 } from 'ajv/dist/2020.js'
 import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
 import { createRealtimeDataset, type RealtimeDataset } from '../src/ingest/realtime.ts'
 import { RpcSource, UnsupportedTransactionVersionError } from '../src/ingest/rpc.ts'
@@ -23,6 +24,7 @@ import { parseQuery } from '../src/query/index.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
 import type { ArchiveLine, RpcBlock, RpcTransaction } from '../src/rpc/types.ts'
 import type { PortalServer } from '../src/server/http.ts'
+import { blockJsonSchema } from '../src/server/openapi.ts'
 import { readChunkBlocks, readFooter } from '../src/store/cold/chunk-file.ts'
 import { coldDir, writeDatasetMeta } from '../src/store/dataset-dir.ts'
 import { StaticStore } from '../src/store/static.ts'
@@ -196,6 +198,16 @@ describe('transactionConfig in queries, cold chunks and exports', () => {
     }
   })
 
+  test('the rendered lines match the OpenAPI Block schema (quoted and bare amounts); a mis-shaped config does not', async () => {
+    const v = new Ajv2020({ strict: true, allowUnionTypes: true }).compile(blockJsonSchema())
+    const memory = new StaticStore(blocks, 4)
+    const out = [...(await lines(memory, body)), ...(await lines(memory, body, true))]
+    for (const l of out) assert.ok(v(JSON.parse(l)), `${l.slice(0, 300)}: ${JSON.stringify(v.errors)}`)
+    const bad = JSON.parse(out.find((l) => l.includes('"version":1'))!)
+    bad.transactions.find((t: { version: unknown }) => t.version === 1).transactionConfig.priorityFee = 1.5
+    assert.equal(v(bad), false)
+  })
+
   test('a chunk file written before the field existed reads it as null', async () => {
     const path = join(ROOT, 'test', 'fixtures', 'cold', 'format4-mainnet-before-shuffle.spc')
     assert.equal(readFooter(path).footer.kinds.transaction.cols.transactionConfig, undefined)
@@ -335,6 +347,31 @@ describe('version 1 transactions over JSON-RPC', () => {
 describe('a block the node will not serve at version 1', () => {
   /** a sample block whose first v1 transaction claims version 2 (a version above the one requested) */
   const v2 = V1_TEXTS[1].replace('"version":1', '"version":2')
+
+  test('serve --rpc exits with status 1 and one error line naming the slot and the version', async () => {
+    const node = await FakeSolanaNode.start({
+      templateLines: [v2],
+      intervalMs: 0,
+      initialBlocks: 3,
+      skipRate: 0,
+      finalityLag: 1,
+      seed: 5,
+    })
+    try {
+      const slot = node.finalizedSlot
+      const dir = tempDir('solportal-v1-serve-')
+      const r = await cli(['serve', '--rpc', node.url, '--data-dir', dir, '--port', '0', '--quiet'], {
+        timeoutMs: 90_000,
+      })
+      // serve logs on stdout (src/log.ts)
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      const lines = r.stdout.split('\n').filter((l) => l.includes('-32015'))
+      assert.equal(lines.length, 1, r.stdout)
+      assert.match(lines[0], new RegExp(`slot ${slot}: the node holds a transaction of version 2`))
+    } finally {
+      await node.stop()
+    }
+  })
 
   test('RpcSource stops at the slot with the version the node named; the follower stops for good', async () => {
     const node = await FakeSolanaNode.start({
