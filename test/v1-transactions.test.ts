@@ -7,7 +7,7 @@
  * the follower stops at such a block, naming its slot and the version, instead of skipping it.
  */
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { gunzipSync } from 'node:zlib'
@@ -26,7 +26,7 @@ import type { ArchiveLine, RpcBlock, RpcTransaction } from '../src/rpc/types.ts'
 import type { PortalServer } from '../src/server/http.ts'
 import { blockJsonSchema } from '../src/server/openapi.ts'
 import { readChunkBlocks, readFooter } from '../src/store/cold/chunk-file.ts'
-import { coldDir, writeDatasetMeta } from '../src/store/dataset-dir.ts'
+import { coldDir, openDatasetDir, writeDatasetMeta } from '../src/store/dataset-dir.ts'
 import { StaticStore } from '../src/store/static.ts'
 import type { BlockStore } from '../src/store/types.ts'
 import { cli } from './support/cli.ts'
@@ -206,6 +206,22 @@ describe('transactionConfig in queries, cold chunks and exports', () => {
     const bad = JSON.parse(out.find((l) => l.includes('"version":1'))!)
     bad.transactions.find((t: { version: unknown }) => t.version === 1).transactionConfig.priorityFee = 1.5
     assert.equal(v(bad), false)
+  })
+
+  test('solportal import of an archive with v1 transactions stores them as the normalizer gives them', async () => {
+    const work = tempDir('solportal-v1-import-')
+    const archive = join(work, 'v1.jsonl')
+    writeFileSync(archive, texts.join('\n') + '\n')
+    const dir = join(work, 'ds')
+    const r = await cli(['import', dir, archive, '--no-progress', '--chunk-blocks', '5'])
+    assert.equal(r.code, 0, r.stderr)
+    const store = await openDatasetDir(dir)
+    try {
+      assert.deepEqual(await lines(store, body), expectedText(blocks))
+      assert.deepEqual(await lines(store, body, true), expectedText(blocks, true))
+    } finally {
+      await store.close()
+    }
   })
 
   test('a chunk file written before the field existed reads it as null', async () => {
