@@ -1,8 +1,11 @@
 /**
  * Generates data/sample/litesvm.jsonl.gz: real Solana programs (System, SPL Token, Token-2022, Associated
  * Token Account, Memo, Compute Budget, Address Lookup Table) executed locally by litesvm, packed into
- * `getBlock`-shaped blocks (encoding "json", transactionDetails "full", rewards, v0 supported) on a
- * synthetic chain: slots from 300,000,000, fixed hashes, deterministic keypairs.
+ * `getBlock`-shaped blocks (encoding "json", transactionDetails "full", rewards, v0 and v1 supported) on a
+ * synthetic chain: slots from 300,000,000, fixed hashes, deterministic keypairs. From block V1_FROM on,
+ * blocks also carry version 1 transactions (SIMD-0385: the compute budget in the message's config),
+ * built with @solana/kit's v1 message encoder and executed by litesvm, between accounts of their own
+ * and with a PRNG of their own, so that the rest of the chain is what it was without them.
  *
  *   node --import tsx scripts/gen-sample.ts [--blocks N] [--out FILE]
  *
@@ -58,6 +61,10 @@ type Signer = k.KeyPairSigner
 type Ix = any // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const rng = new Rng(0x5a1e)
+/** the v1 transactions' own PRNG (their accounts are their own too: the rest of the chain is unchanged) */
+const v1rng = new Rng(0x5a1e_0001)
+/** the first block index with v1 transactions (an epoch boundary of the sample, as on mainnet) */
+const V1_FROM = 120
 const svm = new LiteSVM().withBlockhashCheck(false)
 
 // litesvm 1.5 bundles the Memo v3 program as an ELF whose header says e_machine = EM_SBPF (263) while its
@@ -238,10 +245,9 @@ function tokenBalances(s: Snapshot[]) {
   return out
 }
 
-/** fee by the runtime's rules: per signature + compute-unit price × limit (rounded up) */
 /** the fields of kit's compiled message read here (its own type is a union over message versions) */
 interface Compiled {
-  version: 'legacy' | 0
+  version: 'legacy' | 0 | 1
   header: { numSignerAccounts: number; numReadonlySignerAccounts: number; numReadonlyNonSignerAccounts: number }
   staticAccounts: Addr[]
   instructions: { programAddressIndex: number; accountIndices?: readonly number[]; data?: Uint8Array }[]
@@ -252,7 +258,55 @@ interface Compiled {
   }[]
 }
 
-function feeOf(compiled: Compiled, keys: string[]): bigint {
+/** the v1 message's compiled parts (kit: instruction headers and payloads, config mask and values) */
+interface CompiledV1 {
+  configMask: number
+  configValues: { kind: string; value: number | bigint }[]
+  instructionHeaders: { programAccountIndex: number }[]
+  instructionPayloads: { instructionAccountIndices: readonly number[]; instructionData: Uint8Array }[]
+}
+
+/**
+ * A v1 compiled message read as the others: its instructions, and the message's transactionConfig
+ * as the RPC renders it (each member null when the mask leaves it out). The config values follow
+ * the mask's bits in order: priority fee (bits 0-1, u64), compute unit limit (bit 2), loaded
+ * accounts data size limit (bit 3), heap size (bit 4).
+ */
+function readV1(c: Compiled & CompiledV1): { priorityFee: bigint | null; config: Record<string, unknown> } {
+  c.instructions = c.instructionHeaders.map((h, i) => ({
+    programAddressIndex: h.programAccountIndex,
+    accountIndices: c.instructionPayloads[i].instructionAccountIndices,
+    data: c.instructionPayloads[i].instructionData,
+  }))
+  const values = [...c.configValues]
+  const take = (bits: number) => ((c.configMask & bits) === bits ? values.shift()!.value : null)
+  const priorityFee = take(3)
+  const num = (v: number | bigint | null) => (v === null ? null : Number(v))
+  const config = {
+    computeUnitLimit: num(take(4)),
+    loadedAccountsDataSizeLimit: num(take(8)),
+    heapSize: num(take(16)),
+  }
+  if (values.length > 0) throw new Error(`config values left over: mask ${c.configMask}`)
+  const fee = priorityFee === null ? null : BigInt(priorityFee)
+  return {
+    priorityFee: fee,
+    config: {
+      computeUnitLimit: config.computeUnitLimit,
+      heapSize: config.heapSize,
+      loadedAccountsDataSizeLimit: config.loadedAccountsDataSizeLimit,
+      priorityFee: fee === null ? null : Number(fee),
+    },
+  }
+}
+
+/**
+ * fee by the runtime's rules: per signature + compute-unit price × limit (rounded up); a v1
+ * message's priority fee is the total its config declares
+ */
+function feeOf(compiled: Compiled, keys: string[], v1PriorityFee: bigint | null = null): bigint {
+  if (compiled.version === 1)
+    return LAMPORTS_PER_SIGNATURE * BigInt(compiled.header.numSignerAccounts) + (v1PriorityFee ?? 0n)
   let limit: bigint | undefined
   let price = 0n
   for (const ix of compiled.instructions) {
@@ -269,6 +323,8 @@ function feeOf(compiled: Compiled, keys: string[]): bigint {
 interface TxOpts {
   version?: 'legacy' | 0
   table?: Table
+  /** a version 1 message with this config (the v1 transactions: their own PRNG, `v1rng`) */
+  v1?: k.V1TransactionConfig
 }
 interface TxResult {
   json: unknown
@@ -281,6 +337,7 @@ const stats = {
   failed: 0,
   dropped: 0,
   v0: 0,
+  v1: 0,
   withLookups: 0,
   instructions: 0,
   inner: 0,
@@ -292,8 +349,9 @@ const blockTxs: TxResult[] = []
 let txCounter = 0
 
 async function send(feePayer: Signer, ixs: Ix[], opts: TxOpts = {}): Promise<TxResult | undefined> {
-  const version = opts.version ?? (rng.chance(0.5) ? 0 : 'legacy')
-  const recent = recentHashes[Math.max(0, recentHashes.length - 1 - rng.int(Math.min(recentHashes.length, 20)))]
+  const r0 = opts.v1 ? v1rng : rng
+  const version = opts.v1 ? 1 : (opts.version ?? (rng.chance(0.5) ? 0 : 'legacy'))
+  const recent = recentHashes[Math.max(0, recentHashes.length - 1 - r0.int(Math.min(recentHashes.length, 20)))]
   let msg: Ix = k.pipe(
     k.createTransactionMessage({ version: opts.table ? 0 : version }),
     (m) => k.setTransactionMessageFeePayerSigner(feePayer, m),
@@ -303,7 +361,9 @@ async function send(feePayer: Signer, ixs: Ix[], opts: TxOpts = {}): Promise<TxR
   )
   if (opts.table)
     msg = k.compressTransactionMessageUsingAddressLookupTables(msg, { [opts.table.address]: opts.table.addresses })
+  if (opts.v1) msg = k.setTransactionMessageConfig(opts.v1, msg)
   const compiled = k.compileTransactionMessage(msg) as unknown as Compiled
+  const v1 = compiled.version === 1 ? readV1(compiled as Compiled & CompiledV1) : null
   const writable: string[] = []
   const readonly: string[] = []
   for (const l of compiled.addressTableLookups ?? []) {
@@ -312,7 +372,7 @@ async function send(feePayer: Signer, ixs: Ix[], opts: TxOpts = {}): Promise<TxR
     for (const i of l.readonlyIndexes) readonly.push(t.addresses[i])
   }
   const keys: string[] = [...compiled.staticAccounts, ...writable, ...readonly]
-  const fee = feeOf(compiled, keys)
+  const fee = feeOf(compiled, keys, v1?.priorityFee)
 
   const pre = snapshot(keys)
   const signed = await k.signTransactionMessageWithSigners(msg)
@@ -355,6 +415,7 @@ async function send(feePayer: Signer, ixs: Ix[], opts: TxOpts = {}): Promise<TxR
       stackHeight: null,
     })),
   }
+  if (v1) message.transactionConfig = v1.config
   if (compiled.version === 0) {
     message.addressTableLookups = (compiled.addressTableLookups ?? []).map((l) => ({
       accountKey: l.lookupTableAddress,
@@ -404,8 +465,10 @@ async function send(feePayer: Signer, ixs: Ix[], opts: TxOpts = {}): Promise<TxR
   const res = { json, fee, priority: fee - LAMPORTS_PER_SIGNATURE * BigInt(nSig), failed: err !== null }
   blockTxs.push(res)
   stats.txs++
-  txCounter++
+  // (v1 transactions leave the counter alone: the memo texts of the others stay as they were)
+  if (!opts.v1) txCounter++
   if (compiled.version === 0) stats.v0++
+  if (compiled.version === 1) stats.v1++
   if (writable.length + readonly.length > 0) stats.withLookups++
   if (err !== null) {
     stats.failed++
@@ -912,6 +975,55 @@ async function randomScenario(): Promise<void> {
   throw new Error('no scenario applicable')
 }
 
+// ---------------------------------------------------------------- version 1 transactions
+const v1Users: Signer[] = []
+for (let i = 0; i < 12; i++) {
+  const s = await signer(`v1-user-${i}`)
+  v1Users.push(s)
+  fund(s.address, BigInt(v1rng.range(5, 200)) * SOL + BigInt(v1rng.int(1_000_000_000)))
+}
+/** the config of a v1 message: a compute unit and a loaded-data limit always (unset, each is zero) */
+function v1Config(): k.V1TransactionConfig {
+  const c: k.V1TransactionConfig = {
+    computeUnitLimit: v1rng.pick([1_000, 5_000, 20_000, 60_000, 200_000]),
+    loadedAccountsDataSizeLimit: v1rng.pick([64 * 1024, 256 * 1024, 1024 * 1024]),
+  }
+  if (v1rng.chance(0.6))
+    c.priorityFeeLamports = BigInt(v1rng.pick([1, 500, 5_000, 100_000, 2_500_000]) + v1rng.int(1000))
+  if (v1rng.chance(0.2)) c.heapSize = v1rng.pick([64 * 1024, 256 * 1024])
+  return c
+}
+const v1Memo = (text: string, signers: Signer[] = []): Ix =>
+  getAddMemoInstruction({ memo: text, signers }, { programAddress: k.address(MEMO) })
+/** 0-3 v1 transactions: transfers (some with a memo, some to several recipients), a few failing */
+async function v1Transactions(blockIndex: number): Promise<void> {
+  if (blockIndex < V1_FROM) return
+  for (let n = v1rng.int(4); n > 0; n--) {
+    const from = v1rng.pick(v1Users)
+    const ixs: Ix[] = []
+    const kind = v1rng.int(10)
+    const amount = () => BigInt(v1rng.range(1_000, 900_000_000))
+    if (kind === 0) {
+      // beyond the balance: System's Custom 1, the memo after it never runs
+      ixs.push(
+        getTransferSolInstruction({
+          source: from,
+          destination: v1rng.pick(v1Users).address,
+          amount: lamportsOf(from.address) + SOL,
+        }),
+        v1Memo(`v1 never runs ${blockIndex}.${n}`),
+      )
+    } else {
+      for (let i = kind < 3 ? v1rng.range(2, 4) : 1; i > 0; i--)
+        ixs.push(
+          getTransferSolInstruction({ source: from, destination: v1rng.pick(v1Users).address, amount: amount() }),
+        )
+      if (v1rng.chance(0.4)) ixs.push(v1Memo(`v1 ${blockIndex}.${n}`, v1rng.chance(0.5) ? [from] : []))
+    }
+    await send(from, ixs, { v1: v1Config() })
+  }
+}
+
 // ---------------------------------------------------------------- scheduled setup transactions
 async function setup(blockIndex: number) {
   if (blockIndex === 0) {
@@ -1021,6 +1133,7 @@ for (let b = 0; b < N_BLOCKS; b++) {
   await setup(b)
   const target = rng.range(5, 40)
   while (blockTxs.length < target) await randomScenario()
+  await v1Transactions(b)
 
   const leader = leaders[Math.floor((slot - FIRST_SLOT) / 4) % leaders.length]
   let baseFees = 0n
@@ -1061,7 +1174,7 @@ console.log(
   `wrote ${OUT}: ${N_BLOCKS} blocks (slots ${FIRST_SLOT}..${parentSlot}, ${skipped} skipped) in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
 )
 console.log(
-  `transactions: ${stats.txs} (${stats.failed} failed, ${stats.v0} v0, ${stats.withLookups} with lookup-table addresses; ${stats.dropped} dropped as not includable)`,
+  `transactions: ${stats.txs} (${stats.failed} failed, ${stats.v0} v0, ${stats.v1} v1, ${stats.withLookups} with lookup-table addresses; ${stats.dropped} dropped as not includable)`,
 )
 console.log(`instructions: ${stats.instructions} top-level, ${stats.inner} inner, max stack height ${stats.maxStack}`)
 console.log('instructions per program (top-level + inner):')

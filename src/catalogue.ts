@@ -66,6 +66,9 @@ export const RECORD_FIELDS: { readonly [K in RecordKind]: readonly FieldDef[] } 
     f('loadedAddresses', 'json'),
     f('feePayer', 'safeAscii'),
     f('hasDroppedLogMessages', 'bool'),
+    // an extension (docs/query.md §3): version 1 transactions' declared compute budget, null for
+    // legacy and v0 ones (a structured json value: src/query/render.ts renders its u64 as an amount)
+    f('transactionConfig', 'json', true),
   ],
   instruction: [
     f('transactionIndex', 'u32'),

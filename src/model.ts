@@ -39,6 +39,19 @@ export interface LoadedAddresses {
   readonly: string[]
 }
 
+/**
+ * The compute budget a version 1 transaction message declares inline (`message.transactionConfig`,
+ * SIMD-0385), in place of the Compute Budget program's instructions of legacy and v0 messages.
+ * Each member is null when the message does not set it.
+ */
+export interface TransactionConfig {
+  computeUnitLimit: number | null
+  heapSize: number | null
+  loadedAccountsDataSizeLimit: number | null
+  /** u64 lamports as a decimal string (exact; rendered like the other amounts) */
+  priorityFee: string | null
+}
+
 export interface Transaction {
   transactionIndex: number
   version: 'legacy' | number
@@ -56,6 +69,11 @@ export interface Transaction {
   loadedAddresses: LoadedAddresses
   feePayer: string
   hasDroppedLogMessages: boolean
+  /**
+   * version 1 transactions: the message's `transactionConfig`; null for legacy and v0 ones (and
+   * absent, read as null, in blocks stored before the field existed)
+   */
+  transactionConfig?: TransactionConfig | null
 }
 
 export interface Instruction {

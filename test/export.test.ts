@@ -4,7 +4,6 @@
  * row of every kind must equal the query engine's answer for the same range, u64 values exact.
  */
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { DuckDBInstance } from '@duckdb/node-api'
@@ -13,24 +12,9 @@ import { BLOCK_NUMBER_COLUMN, EXPORT_FILES, exportParquet } from '../src/export/
 import { executeQuery } from '../src/query/execute.ts'
 import { parseQuery } from '../src/query/index.ts'
 import { coldDir, openDatasetDir, writeDatasetMeta } from '../src/store/dataset-dir.ts'
+import { cli } from './support/cli.ts'
 import { tempDir, writeStore } from './support/cold/util.ts'
 import { randomBlocks } from './support/random-blocks.ts'
-
-const ROOT = join(import.meta.dirname, '..')
-
-function cli(args: string[]): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, SOLPORTAL_DEBUG: '' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    })
-    let stderr = ''
-    child.stderr.on('data', (d: Buffer) => (stderr += d))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stderr }))
-  })
-}
 
 /** The stream's answer: every field of every kind, all rows, blocks [from, to]. */
 async function streamed(dir: string, from: number, to: number): Promise<Record<string, unknown>[]> {

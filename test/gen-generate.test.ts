@@ -274,3 +274,27 @@ test('fresh addresses and signatures are random text: they compress no better th
   )
   assert.ok(ratio(payers) > floor, `fee payers deflate to ${ratio(payers).toFixed(3)} of their size`)
 })
+
+test('version 1 transactions: ~13 % of the non-vote ones, their transactionConfig kept, normalized as v1', () => {
+  const { lines } = gen(9, 3, 1500)
+  let v1 = 0
+  let nonVote = 0
+  for (const buf of lines) {
+    const line = JSON.parse(buf.toString('utf8'))
+    const txs: Json[] = line.block.transactions
+    for (const tx of txs) {
+      if (tx.transaction.message.instructions.length === 1 && accountList(tx).includes(VOTE_PROGRAM)) continue
+      nonVote++
+      if (tx.version !== 1) continue
+      v1++
+      const c = tx.transaction.message.transactionConfig
+      assert.ok(c.computeUnitLimit > 0 && !('addressTableLookups' in tx.transaction.message))
+    }
+    const r = normalizeBlock(line)
+    assert.deepEqual(r.warnings, [])
+    const got = r.block.transactions.filter((t) => t.version === 1)
+    assert.equal(got.length, txs.filter((t) => t.version === 1).length)
+    assert.ok(got.every((t) => t.transactionConfig !== null && t.transactionConfig!.computeUnitLimit! > 0))
+  }
+  assert.ok(v1 > 0.08 * nonVote && v1 < 0.2 * nonVote, `${v1} v1 of ${nonVote} non-vote transactions`)
+})

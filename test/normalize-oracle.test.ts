@@ -8,11 +8,15 @@
  * must be equal.
  */
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { join } from 'node:path'
+import { gunzipSync } from 'node:zlib'
 import { test } from 'node:test'
 import type { Block, Instruction } from '../src/model.ts'
 import { isVoteTransaction, normalizeBlock } from '../src/normalize/normalize.ts'
 import type { ArchiveLine, RpcTransaction } from '../src/rpc/types.ts'
+import { parseJsonExact } from '../src/rpc/json.ts'
 import { base58Decode, hexPrefix } from '../src/util/base58.ts'
 import { clone, realBlocks } from './fixtures/normalize/blocks.ts'
 import {
@@ -33,6 +37,12 @@ const require = createRequire(import.meta.url)
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const ref = require('@subsquid/solana-normalization') as {
   mapRpcBlock(src: unknown, journal: { warn(p: unknown, m: string): void; error(p: unknown, m: string): void }): any
+}
+
+function configOf(tx: RpcTransaction): unknown {
+  const c = tx.transaction.message.transactionConfig
+  if (c == null) return null
+  return { ...c, priorityFee: c.priorityFee === null ? null : String(c.priorityFee) }
 }
 
 interface RefRun {
@@ -64,6 +74,7 @@ function runReference(line: ArchiveLine, includeVotes: boolean): RefRun {
   )
   const nul = <T>(v: T | undefined): T | null => (v === undefined ? null : v)
 
+  const byIndex = new Map(kept.map((t) => [t._index, t]))
   const txs = r.transactions.map((t: any) => ({
     transactionIndex: t.transactionIndex,
     // KNOWN DIFFERENCE 1: a transaction without `version` (responses to requests without
@@ -88,6 +99,10 @@ function runReference(line: ArchiveLine, includeVotes: boolean): RefRun {
     // the reference has no feePayer; docs/query.md: accountKeys[0]
     feePayer: t.accountKeys[0],
     hasDroppedLogMessages: t.hasDroppedLogMessages,
+    // EXTENSION (docs/query.md §1.4): the reference (0.1.3, before version 1 transactions) has no
+    // transactionConfig; taken here from the input message: a version 1 message's config with its
+    // priorityFee as a decimal string, null for legacy and v0 messages
+    transactionConfig: configOf(byIndex.get(t.transactionIndex)!),
   }))
 
   const instructions: Instruction[] = r.instructions.map((i: any) => {
@@ -201,6 +216,24 @@ for (const { name, line } of realBlocks()) {
     compareBlocks(name, line, true)
   })
 }
+
+test('oracle: the sample blocks with version 1 transactions equal the reference normalizer (transactionConfig aside)', () => {
+  // the reference predates v1 messages; it reads them like v0 ones without lookups, as solportal
+  // does: the same records, version 1 passed through
+  const lines = gunzipSync(readFileSync(join(import.meta.dirname, '..', 'data', 'sample', 'litesvm.jsonl.gz')))
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l.includes('"version":1'))
+    .slice(0, 12)
+    .map((l) => parseJsonExact(l) as ArchiveLine)
+  assert.equal(lines.length, 12)
+  let v1 = 0
+  for (const line of lines) {
+    compareBlocks(`sample slot ${line.slot}`, line, false)
+    v1 += normalizeBlock(line).block.transactions.filter((t) => t.version === 1).length
+  }
+  assert.ok(v1 >= 12, `${v1} v1 transactions`)
+})
 
 // --- synthetic edge cases through both normalizers ------------------------------------------
 

@@ -126,10 +126,46 @@ test('v0 transactions with address lookup tables resolve loaded addresses', () =
   assert.ok(t.meta.preBalances.length === keys.length && keys.length > t.transaction.message.accountKeys.length)
 })
 
+test('version 1 transactions from block 120 on: transactionConfig, no lookups, executed by litesvm', () => {
+  assert.ok(stats.v1 >= 100, `${stats.v1} v1`)
+  const first = lines.findIndex((l) => l.block.transactions.some((t: Json) => t.version === 1))
+  assert.equal(first, 120)
+  const v1 = txs.filter((t) => t.version === 1)
+  assert.ok(v1.every((t) => t.transaction.message.transactionConfig.computeUnitLimit > 0))
+  assert.ok(v1.some((t) => t.transaction.message.transactionConfig.priorityFee === null))
+  assert.ok(v1.some((t) => t.transaction.message.transactionConfig.priorityFee > 0))
+  assert.ok(v1.some((t) => t.transaction.message.transactionConfig.heapSize !== null))
+  assert.ok(
+    v1.some((t) => t.meta.err !== null),
+    'a failed v1 transaction',
+  )
+  assert.ok(
+    v1.some((t) => t.meta.logMessages.some((m: string) => m.startsWith('Program log: Memo'))),
+    'a v1 transaction running the Memo program',
+  )
+  // the compute unit limit the message declares is the meter the programs ran under
+  const t = v1.find((x) => x.meta.logMessages.some((m: string) => CONSUMED_OF.test(m)))!
+  const [, used, of] = CONSUMED_OF.exec(t.meta.logMessages.find((m: string) => CONSUMED_OF.test(m)))!
+  const limit = t.transaction.message.transactionConfig.computeUnitLimit
+  assert.ok(
+    Number(of) <= limit && Number(of) > limit - 1000 && Number(used) <= Number(of),
+    `${used} of ${of}, ${limit}`,
+  )
+})
+
+const CONSUMED_OF = /^Program MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr consumed (\d+) of (\d+) compute units$/
+
 test('fees follow the runtime rules: 5000 per signature plus priority fee', () => {
   let withPriority = 0
   for (const t of txs) {
     const keys = accountList(t)
+    const signatureFees = 5000n * BigInt(t.transaction.message.header.numRequiredSignatures)
+    if (t.version === 1) {
+      // a v1 message declares its total priority fee
+      const fee = t.transaction.message.transactionConfig.priorityFee
+      assert.equal(BigInt(t.meta.fee), signatureFees + BigInt(fee ?? 0))
+      continue
+    }
     let limit: number | undefined
     let price = 0n
     for (const ix of t.transaction.message.instructions) {

@@ -10,25 +10,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
-import { DatasetRegistry } from '../src/server/datasets.ts'
-import { PortalServer } from '../src/server/http.ts'
+import type { PortalServer } from '../src/server/http.ts'
 import type { RealtimeDataset } from '../src/ingest/realtime.ts'
-import { createRealtimeDataset } from '../src/ingest/realtime.ts'
+import { followAndServe, until } from './support/realtime/served.ts'
 import { postJson } from './support/http/client.ts'
 
 interface Ref {
   number: number
   hash: string
-}
-
-const silent = { info() {}, warn() {}, error() {} }
-
-async function until(cond: () => boolean, ms = 60_000): Promise<void> {
-  const t0 = Date.now()
-  while (!cond()) {
-    if (Date.now() - t0 > ms) throw new Error('condition not reached in time')
-    await new Promise((r) => setTimeout(r, 10))
-  }
 }
 
 /** Open a stream and hand each line to `onLine` as it arrives; resolves with status when it ends. */
@@ -73,26 +62,9 @@ describe('real time over HTTP', () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'solportal-rt-http-'))
     node = await FakeSolanaNode.start({ intervalMs: 0, initialBlocks: 120, finalityLag: 64, txPerBlock: 4, seed: 7 })
-    ds = await createRealtimeDataset({
-      rpcUrl: node.url,
-      dataDir: dir,
-      startSlot: node.firstSlot,
-      pollIntervalMs: 10,
-      finalizeIntervalMs: 50,
-      noSync: true,
-      logger: silent,
-    })
-    ds.start()
-    server = new PortalServer({
-      datasets: new DatasetRegistry([{ name: 'live', aliases: [], store: ds.store, realTime: true }]),
-      // a response budget well above the bounds asserted below, so that "ended at once" and
-      // "ended at the budget" stay apart on a loaded machine
-      limits: { headWaitMs: 1_000, responseTimeMs: 8_000 },
-      rateLimit: null,
-      log: () => {},
-    })
-    base = `${await server.listen(0, '127.0.0.1')}/datasets/live`
-    await until(() => ds.store.head()?.hash === node.tip.hash)
+    // a response budget well above the bounds asserted below, so that "ended at once" and
+    // "ended at the budget" stay apart on a loaded machine
+    ;({ ds, server, base } = await followAndServe(node, dir, { headWaitMs: 1_000, responseTimeMs: 8_000 }))
   })
 
   after(async () => {

@@ -25,6 +25,7 @@ export interface ArchiveStats {
   txs: number
   failed: number
   v0: number
+  v1: number
   withLoaded: number
   topLevel: number
   inner: number
@@ -49,9 +50,17 @@ export function validateTx(tx: Json, where: string, problems: string[], stats?: 
   const msg = tx.transaction?.message
   const meta = tx.meta
   if (!msg || !meta) return p('missing transaction.message or meta')
-  if (tx.version !== 'legacy' && tx.version !== 0) p(`bad version ${tx.version}`)
-  if (tx.version === 'legacy' && 'addressTableLookups' in msg) p('legacy message with addressTableLookups')
+  if (tx.version !== 'legacy' && tx.version !== 0 && tx.version !== 1) p(`bad version ${tx.version}`)
+  if (tx.version !== 0 && 'addressTableLookups' in msg) p(`${tx.version} message with addressTableLookups`)
   if (tx.version === 0 && !Array.isArray(msg.addressTableLookups)) p('v0 message without addressTableLookups')
+  if ((tx.version === 1) !== 'transactionConfig' in msg) p(`${tx.version} message with(out) transactionConfig`)
+  if (tx.version === 1) {
+    const c = msg.transactionConfig
+    const keys = ['computeUnitLimit', 'heapSize', 'loadedAccountsDataSizeLimit', 'priorityFee']
+    if (Object.keys(c).sort().join() !== keys.join()) p(`transactionConfig keys ${Object.keys(c)}`)
+    for (const k of keys)
+      if (c[k] !== null && !(Number.isInteger(c[k]) && c[k] >= 0)) p(`transactionConfig.${k} ${c[k]}`)
+  }
   const h = msg.header
   if (tx.transaction.signatures.length !== h.numRequiredSignatures) p('signature count != numRequiredSignatures')
   const keys = accountList(tx)
@@ -183,6 +192,7 @@ export function validateTx(tx: Json, where: string, problems: string[], stats?: 
     stats.txs++
     if (meta.err !== null) stats.failed++
     if (tx.version === 0) stats.v0++
+    if (tx.version === 1) stats.v1++
     if (n > msg.accountKeys.length) stats.withLoaded++
     stats.topLevel += msg.instructions.length
     if (failedDeep) stats.failedInCpi++
@@ -206,6 +216,7 @@ export function newStats(): ArchiveStats {
     txs: 0,
     failed: 0,
     v0: 0,
+    v1: 0,
     withLoaded: 0,
     topLevel: 0,
     inner: 0,

@@ -22,7 +22,7 @@
  * JSON-RPC batches; errors as JSON-RPC error objects with the node's codes.
  */
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { dirname, join } from 'node:path'
@@ -40,6 +40,14 @@ export const DEFAULT_TEMPLATE = join(
   'blocks',
   '254170887.jsonl.gz',
 )
+
+/** the bundled litesvm sample: legacy, v0 and (from its block 120 on) version 1 transactions */
+export const SAMPLE_TEMPLATE = join(dirname(DEFAULT_TEMPLATE), '..', '..', 'sample', 'litesvm.jsonl.gz')
+
+/** the templates of the demo and of `solportal fake-node`: the sample (when present), then the mainnet block */
+export function demoTemplates(): string[] {
+  return existsSync(SAMPLE_TEMPLATE) ? [SAMPLE_TEMPLATE, DEFAULT_TEMPLATE] : [DEFAULT_TEMPLATE]
+}
 
 export interface FakeNodeOptions {
   /** archive files with template blocks (default: the bundled whole mainnet block 254170887) */
@@ -134,7 +142,8 @@ export interface FakeBlockInfo {
 
 interface Template {
   /** raw JSON text of each transaction: [prefix before signatures array, signatures, suffix] */
-  txs: { before: string; sigs: string[]; after: string; hasV0: boolean }[]
+  /** `version`: the transaction's (-1 for legacy, as for one without a version) */
+  txs: { before: string; sigs: string[]; after: string; version: number }[]
   rewards: string | null
 }
 
@@ -249,7 +258,7 @@ function parseTemplate(line: string): Template {
         before: tx.slice(0, sigStart),
         sigs: JSON.parse(sig[1]) as string[],
         after: tx.slice(sigEnd),
-        hasV0: version !== undefined && version !== '"legacy"',
+        version: version === undefined || version === '"legacy"' ? -1 : Number(version),
       })
     }
   }
@@ -632,7 +641,12 @@ export class FakeSolanaNode {
     return base58Encode(createHash('sha512').update(`${orig}|${b.slot}|${b.variant}|${i}`).digest())
   }
 
-  private blockTexts(b: FakeBlockInfo): { full: string; txCount: number; hasV0: boolean } {
+  /** `firstAbove(v)`: the version of the block's first transaction above version v (-1: legacy), or null */
+  private blockTexts(b: FakeBlockInfo): {
+    full: string
+    txCount: number
+    firstAbove: (declared: number) => number | null
+  } {
     const tpl = this.templates[b.template]
     const n = tpl.txs.length
     let picked: Template['txs']
@@ -654,7 +668,8 @@ export class FakeSolanaNode {
       this.textCache.set(key, full)
       if (this.textCache.size > 64) this.textCache.delete(this.textCache.keys().next().value!)
     }
-    return { full, txCount: picked.length, hasV0: picked.some((t) => t.hasV0) }
+    const firstAbove = (declared: number) => picked.find((t) => t.version > declared)?.version ?? null
+    return { full, txCount: picked.length, firstAbove }
   }
 
   private renderBlock(b: FakeBlockInfo, cfg: Record<string, unknown>): string {
@@ -668,10 +683,17 @@ export class FakeSolanaNode {
     if (rewards) out += `,"rewards":${this.templates[b.template].rewards ?? '[]'}`
     if (details === 'full') {
       const t = this.blockTexts(b)
-      if (t.hasV0 && cfg.maxSupportedTransactionVersion === undefined) {
+      // as a node does: the first transaction of a version above the declared one (none declared:
+      // legacy only) fails the whole block
+      const declared = cfg.maxSupportedTransactionVersion
+      if (declared !== undefined && (typeof declared !== 'number' || !Number.isInteger(declared) || declared < 0)) {
+        throw new JsonRpcFault(-32602, 'Invalid params: invalid type: expected u8')
+      }
+      const above = t.firstAbove(declared ?? -1)
+      if (above !== null) {
         throw new JsonRpcFault(
           -32015,
-          'Transaction version (0) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": 0',
+          `Transaction version (${above}) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": ${above}`,
         )
       }
       out += `,"transactions":${t.full}`

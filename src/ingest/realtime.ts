@@ -27,6 +27,7 @@ import {
   type RpcClientOptions,
   type SlotOutcome,
   type SourceEvent,
+  UnsupportedTransactionVersionError,
 } from './rpc.ts'
 import { EventSummary, providerClientOptions, type ProviderSettings } from './rpc-provider.ts'
 import { MemoryColdStore } from '../store/cold-memory.ts'
@@ -223,8 +224,10 @@ export class RealtimeIngester {
       try {
         await this.session(signal)
         this.failures = 0
-      } catch (e) {
+      } catch (err) {
         if (signal.aborted) break
+        // a block the node will not serve whole to this client: asking again cannot help
+        const e = err instanceof UnsupportedTransactionVersionError ? new FatalIngestError(err.message) : err
         if (e instanceof FatalIngestError) {
           this.fatalError = e
           this.lastError = e
@@ -653,12 +656,11 @@ export interface DemoDatasetOptions {
 export async function createDemoDataset(
   opts: DemoDatasetOptions = {},
 ): Promise<RealtimeDataset & { node: import('./fake-node.ts').FakeSolanaNode }> {
-  const { FakeSolanaNode, DEFAULT_TEMPLATE } = await import('./fake-node.ts')
-  const { existsSync, mkdtempSync, rmSync } = await import('node:fs')
+  const { FakeSolanaNode, demoTemplates } = await import('./fake-node.ts')
+  const { mkdtempSync, rmSync } = await import('node:fs')
   const { tmpdir } = await import('node:os')
-  const sample = join(DEFAULT_TEMPLATE, '..', '..', '..', 'sample', 'litesvm.jsonl.gz')
   const node = await FakeSolanaNode.start({
-    templates: existsSync(sample) ? [sample, DEFAULT_TEMPLATE] : [DEFAULT_TEMPLATE],
+    templates: demoTemplates(),
     txPerBlock: 40,
     intervalMs: 400,
     initialBlocks: 150,

@@ -19,6 +19,10 @@
  *                                            commitment → retry with backoff
  *   -32014 BLOCK_STATUS_NOT_AVAILABLE_YET    the slot's status is not known yet → retry with backoff
  *   -32001 BLOCK_CLEANED_UP                  below the node's first available block → error
+ *   -32015 UNSUPPORTED_TRANSACTION_VERSION   the block holds a transaction of a version above the
+ *                                            request's `maxSupportedTransactionVersion` (1) →
+ *                                            `UnsupportedTransactionVersionError` naming the slot
+ *                                            and the version: never taken for a skipped slot
  * A `null` result (older nodes, "not confirmed yet") is retried like -32004. An answer over the size
  * cap is delivered as a `malformed` event (the ingester refetches it, then gives up).
  * `checkBlockShape` is the structural check of a full `getBlock` answer that the ingester applies
@@ -60,6 +64,38 @@ export class RpcError extends Error {
   ) {
     super(`${method}: JSON-RPC error ${code}: ${rpcMessage}`)
     this.name = 'RpcError'
+  }
+}
+
+/**
+ * The version of transaction this client asks for (`maxSupportedTransactionVersion`): legacy, v0
+ * and v1 (SIMD-0385, on mainnet since epoch 1035).
+ */
+export const MAX_SUPPORTED_TRANSACTION_VERSION = 1
+
+/**
+ * The node answered -32015 for a block: it holds a transaction of a version this client does not
+ * ask for. The block cannot be read whole, so the source stops (a block lost quietly is worse
+ * than a visible stop); `version` is the one the node reported (null when its message names none).
+ */
+export class UnsupportedTransactionVersionError extends Error {
+  constructor(
+    readonly slot: number,
+    readonly version: number | null,
+    readonly rpcMessage: string,
+  ) {
+    super(
+      `slot ${slot}: the node holds a transaction of version ${version ?? '(not named)'}, above the ` +
+        `maxSupportedTransactionVersion ${MAX_SUPPORTED_TRANSACTION_VERSION} this version of solportal reads ` +
+        `(JSON-RPC error ${RPC_UNSUPPORTED_TRANSACTION_VERSION}: ${rpcMessage}); stopped rather than skip the block`,
+    )
+    this.name = 'UnsupportedTransactionVersionError'
+  }
+
+  /** from the node's -32015 error for `slot` ("Transaction version (N) is not supported ...") */
+  static of(slot: number, e: RpcError): UnsupportedTransactionVersionError {
+    const m = /version \((\d+)\)/.exec(e.rpcMessage)
+    return new UnsupportedTransactionVersionError(slot, m ? Number(m[1]) : null, e.rpcMessage)
   }
 }
 
@@ -480,7 +516,7 @@ export class RpcClient {
   }
 
   /**
-   * The full block (json encoding, full transaction details, rewards, v0 transactions).
+   * The full block (json encoding, full transaction details, rewards, v0 and v1 transactions).
    * Throws RpcError for JSON-RPC errors; resolves null when the node answers `null`.
    */
   async getBlock(slot: number, commitment: Commitment, signal?: AbortSignal): Promise<RpcBlock | null> {
@@ -493,7 +529,13 @@ export class RpcClient {
       'getBlock',
       [
         slot,
-        { encoding: 'json', transactionDetails: 'none', rewards: false, maxSupportedTransactionVersion: 0, commitment },
+        {
+          encoding: 'json',
+          transactionDetails: 'none',
+          rewards: false,
+          maxSupportedTransactionVersion: MAX_SUPPORTED_TRANSACTION_VERSION,
+          commitment,
+        },
       ],
       signal,
     )
@@ -510,7 +552,13 @@ function refusesGzip(a: Answer): boolean {
 export function fullBlockParams(slot: number, commitment: Commitment): unknown[] {
   return [
     slot,
-    { encoding: 'json', transactionDetails: 'full', rewards: true, maxSupportedTransactionVersion: 0, commitment },
+    {
+      encoding: 'json',
+      transactionDetails: 'full',
+      rewards: true,
+      maxSupportedTransactionVersion: MAX_SUPPORTED_TRANSACTION_VERSION,
+      commitment,
+    },
   ]
 }
 
@@ -714,6 +762,7 @@ export class RpcSource {
           this.stats.skipped++
           return { kind: 'skipped' }
         }
+        if (e.code === RPC_UNSUPPORTED_TRANSACTION_VERSION) throw UnsupportedTransactionVersionError.of(slot, e)
         if (e.code !== RPC_BLOCK_NOT_AVAILABLE && e.code !== RPC_BLOCK_STATUS_NOT_AVAILABLE_YET) throw e
         return null
       }

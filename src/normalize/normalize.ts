@@ -11,6 +11,7 @@ import type {
   Reward,
   TokenBalance,
   Transaction,
+  TransactionConfig,
 } from '../model.ts'
 import { decodeData, prefixByte, prefixHex, type Discriminators } from './data.ts'
 import { isAddress, isBase58Text, isSignature } from '../util/base58.ts'
@@ -248,6 +249,49 @@ function checkU8s(list: unknown, what: string): void {
   }
 }
 
+const U32_MAX = 0xffffffff
+const U64_MAX = (1n << 64n) - 1n
+
+/**
+ * `message.transactionConfig` of a version 1 transaction (null when the message has none: legacy
+ * and v0 ones); throws for a member that is not null or an integer in its range (u32, priorityFee
+ * u64): the values are rendered without escaping.
+ */
+function transactionConfigOf(c: unknown): TransactionConfig | null {
+  if (c === undefined || c === null) return null
+  if (typeof c !== 'object' || Array.isArray(c))
+    throw new Error(`message.transactionConfig is not an object: ${safeJson(c)}`)
+  const m = c as Record<string, unknown>
+  const u32 = (k: string): number | null => {
+    const v = m[k]
+    if (v === undefined || v === null) return null
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > U32_MAX) {
+      throw new Error(`message.transactionConfig.${k} is not an integer 0..2^32-1: ${safeJson(v)}`)
+    }
+    return v
+  }
+  const fee = m.priorityFee
+  let priorityFee: string | null = null
+  if (fee !== undefined && fee !== null) {
+    let x: bigint | null = null
+    try {
+      x = u64(fee)
+    } catch {
+      // below
+    }
+    if (x === null || x < 0n || x > U64_MAX) {
+      throw new Error(`message.transactionConfig.priorityFee is not a u64: ${safeJson(fee)}`)
+    }
+    priorityFee = x.toString()
+  }
+  return {
+    computeUnitLimit: u32('computeUnitLimit'),
+    heapSize: u32('heapSize'),
+    loadedAccountsDataSizeLimit: u32('loadedAccountsDataSizeLimit'),
+    priorityFee,
+  }
+}
+
 function mapReward(r: RpcReward): Reward | null {
   if (r == null || !isAddress(r.pubkey)) return null
   if (r.commission != null && !isU8(r.commission)) return null
@@ -376,6 +420,7 @@ class TxNormalizer implements WalkInput {
           throw new Error(`message.header.${k} is not an integer 0..255: ${safeJson(hdr[k])}`)
       }
     }
+    const transactionConfig = transactionConfigOf(message.transactionConfig)
     const lookups = message.addressTableLookups
     if (Array.isArray(lookups)) {
       for (let i = 0; i < lookups.length; i++) {
@@ -489,6 +534,7 @@ class TxNormalizer implements WalkInput {
       loadedAddresses: { writable, readonly },
       feePayer: accountKeys[0] ?? '',
       hasDroppedLogMessages: walk.hasDroppedLogMessages,
+      transactionConfig,
     }
     block.transactions.push(record)
 

@@ -6,6 +6,7 @@ import type { FieldDef } from '../catalogue.ts'
 import { digits, type JsonTokens, type LineBuf } from '../util/json-bytes.ts'
 import type { SelectedField } from './parse.ts'
 import { lowerBound } from '../util/search.ts'
+import type { TransactionConfig } from '../model.ts'
 
 /** Writes one record (row `i` of the bound columns) as a JSON object. */
 export type RowWriter = (i: number) => string
@@ -14,6 +15,10 @@ export type WriterFactory = (columns: readonly ArrayLike<unknown>[]) => RowWrite
 
 function list(v: readonly string[]): string {
   return v.length === 0 ? '[]' : '["' + v.join('","') + '"]'
+}
+
+function isIntOrNull(v: unknown): boolean {
+  return v === null || (typeof v === 'number' && Number.isSafeInteger(v))
 }
 
 /**
@@ -59,6 +64,33 @@ const helpers = {
     }
     return s + ']'
   },
+  /**
+   * `transactionConfig` (model TransactionConfig: integers checked by the normalizer), key order
+   * of src/model.ts; `priorityFee` (a u64 held as a decimal string) as the other amounts: quoted,
+   * or bare with bigintsAsNumbers
+   */
+  transactionConfig(v: TransactionConfig, bigintsAsNumbers: boolean): string {
+    const fee = v.priorityFee
+    if (
+      !isIntOrNull(v.computeUnitLimit) ||
+      !isIntOrNull(v.heapSize) ||
+      !isIntOrNull(v.loadedAccountsDataSizeLimit) ||
+      (fee !== null && (typeof fee !== 'string' || !/^[0-9]+$/.test(fee)))
+    ) {
+      return JSON.stringify(v)
+    }
+    return (
+      '{"computeUnitLimit":' +
+      v.computeUnitLimit +
+      ',"heapSize":' +
+      v.heapSize +
+      ',"loadedAccountsDataSizeLimit":' +
+      v.loadedAccountsDataSizeLimit +
+      ',"priorityFee":' +
+      (fee === null ? 'null' : bigintsAsNumbers ? fee : '"' + fee + '"') +
+      '}'
+    )
+  },
   str(v: unknown): string {
     return JSON.stringify(v)
   },
@@ -77,6 +109,7 @@ const SHAPED_JSON = new Set(['loadedAddresses', 'addressTableLookups'])
 /** expression rendering the non-null value `v` of a field */
 function valueExpr(def: FieldDef, v: string, bigintsAsNumbers: boolean): string {
   const type = def.type
+  if (type === 'json' && def.name === 'transactionConfig') return `h.transactionConfig(${v}, ${bigintsAsNumbers})`
   if (type === 'json' && SHAPED_JSON.has(def.name)) return `h.${def.name}(${v})`
   switch (type) {
     case 'u32':

@@ -1,6 +1,7 @@
 /**
  * Shapes of the Solana RPC `getBlock` result requested with
- * `{encoding: "json", transactionDetails: "full", rewards: true, maxSupportedTransactionVersion: 0}`.
+ * `{encoding: "json", transactionDetails: "full", rewards: true, maxSupportedTransactionVersion: 1}`
+ * (version 1 transactions: SIMD-0385, the shape of `@solana/rpc-types` 8.4).
  *
  * u64 values are typed `U64`: a JS number when small, a decimal string when `parseJsonExact` met an
  * integer with more than 15 digits, or a bigint when built in code. Convert them with `BigInt(x)`.
@@ -30,23 +31,24 @@ export interface RpcAddressTableLookup {
   readonlyIndexes: number[]
 }
 
-/** The compute budget a version 1 message declares (`message.transactionConfig`); null: not set. */
-export interface RpcTransactionConfig {
-  priorityFee: U64 | null
-  computeUnitLimit: number | null
-  loadedAccountsDataSizeLimit: number | null
-  heapSize: number | null
-}
-
 export interface RpcMessage {
   accountKeys: string[]
   header: RpcMessageHeader
   recentBlockhash: string
   instructions: RpcInstruction[]
-  /** v0 transactions only */
+  /** v0 transactions only (v1 messages have no address table lookups) */
   addressTableLookups?: RpcAddressTableLookup[] | null
-  /** version 1 transactions only */
+  /** v1 transactions only: the compute budget the message declares */
   transactionConfig?: RpcTransactionConfig | null
+}
+
+/** `message.transactionConfig` of a version 1 transaction; each member null when not set */
+export interface RpcTransactionConfig {
+  computeUnitLimit: number | null
+  heapSize: number | null
+  loadedAccountsDataSizeLimit: number | null
+  /** lamports */
+  priorityFee: U64 | null
 }
 
 export interface RpcInnerInstructions {
@@ -110,7 +112,7 @@ export interface RpcTransaction {
   }
   /** null when the node has no status metadata for the transaction */
   meta: RpcTransactionMeta | null
-  /** absent in responses to requests without maxSupportedTransactionVersion */
+  /** absent in responses to requests without maxSupportedTransactionVersion; 0 or 1 otherwise */
   version?: 'legacy' | number
 }
 

@@ -205,6 +205,7 @@ function valueSchema(def: FieldDef): JsonSchema {
       s = { type: 'boolean' }
       break
     case 'json':
+      if (def.name === 'transactionConfig') return transactionConfigSchema()
       return def.nullable ? {} : { type: ['object', 'array', 'string', 'number', 'boolean'] }
     case 'address':
       s = { type: 'array', items: { type: 'integer', minimum: 0 } }
@@ -219,6 +220,29 @@ function valueSchema(def: FieldDef): JsonSchema {
       s = String(def.type).endsWith('List') ? { type: 'array', items: { type: 'string' } } : { type: 'string' }
   }
   return def.nullable ? orNull(s) : s
+}
+
+/** `transactionConfig` (src/model.ts TransactionConfig): version 1 transactions' object, else null */
+function transactionConfigSchema(): JsonSchema {
+  const u32 = orNull({ type: 'integer', minimum: 0, maximum: 0xffffffff })
+  return {
+    description:
+      'the compute budget a version 1 transaction declares (message.transactionConfig; an extension); null for legacy and v0 transactions',
+    anyOf: [
+      {
+        type: 'object',
+        properties: {
+          computeUnitLimit: u32,
+          heapSize: u32,
+          loadedAccountsDataSizeLimit: u32,
+          priorityFee: orNull({ type: ['string', 'integer'], pattern: '^[0-9]+$', minimum: 0 }),
+        },
+        required: ['computeUnitLimit', 'heapSize', 'loadedAccountsDataSizeLimit', 'priorityFee'],
+        additionalProperties: false,
+      },
+      { type: 'null' },
+    ],
+  }
 }
 
 function recordSchema(defs: readonly FieldDef[]): JsonSchema {

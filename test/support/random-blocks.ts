@@ -207,6 +207,8 @@ function genTransaction(r: Rng, P: Pools, block: Block, txIndex: number): void {
     loadedAddresses: loaded,
     feePayer: accountKeys[0],
     hasDroppedLogMessages: r.chance(0.05),
+    // legacy and v0 only (test/v1-transactions.test.ts has version 1 ones)
+    transactionConfig: null,
   }
   block.transactions.push(tx)
 

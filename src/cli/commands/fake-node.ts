@@ -4,7 +4,7 @@
  * faults (src/ingest/fake-node.ts).
  */
 import type { Command } from 'commander'
-import { FakeSolanaNode } from '../../ingest/fake-node.ts'
+import { demoTemplates, FakeSolanaNode } from '../../ingest/fake-node.ts'
 import { existingPath, intOption, listenError, numberOption, portOption } from '../options.ts'
 
 interface FakeNodeCliOptions {
@@ -41,7 +41,7 @@ export function register(program: Command): void {
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option(
       '--template <file...>',
-      'archive files with template blocks (default: data/mainnet/blocks/254170887.jsonl.gz)',
+      'archive files with template blocks (default: data/sample/litesvm.jsonl.gz, with version 1 transactions, and data/mainnet/blocks/254170887.jsonl.gz)',
     )
     .option('--tx-per-block <n>', 'transactions per block, a rotating window of the template (default: all)')
     .option('--start-slot <slot>', 'slot of the first block', '300000000')
@@ -63,7 +63,7 @@ export function register(program: Command): void {
       for (const t of o.template ?? []) existingPath('template', t)
       const port = portOption('port', o.port)
       const node = new FakeSolanaNode({
-        templates: o.template,
+        templates: o.template ?? demoTemplates(),
         txPerBlock: o.txPerBlock === undefined ? undefined : num('tx-per-block', o.txPerBlock, { int: true }),
         startSlot: num('start-slot', o.startSlot, { int: true }),
         initialBlocks: Math.max(1, num('initial-blocks', o.initialBlocks, { int: true })),

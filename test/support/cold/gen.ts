@@ -125,6 +125,7 @@ export function generateBlocks(opts: GenOptions = {}): Block[] {
         loadedAddresses: loaded,
         feePayer: keys[0],
         hasDroppedLogMessages: r() < 0.05,
+        transactionConfig: null,
       })
       // instruction tree
       const ntop = int(5)

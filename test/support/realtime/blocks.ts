@@ -29,6 +29,7 @@ export function mkBlock(number: number, hash: string, parent: HeadInfo): Block {
         loadedAddresses: { writable: ['W'], readonly: [] },
         feePayer: 'Acc1' + hash,
         hasDroppedLogMessages: false,
+        transactionConfig: null,
       },
     ],
     instructions: [
