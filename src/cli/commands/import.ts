@@ -59,6 +59,8 @@ import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-
 import { parseWorkerLimits, workerExecArgv } from '../../util/worker-argv.ts'
 import { newZlibGate, stopZlibGates } from '../../util/zlib-gate.ts'
 import { errorMessage } from '../../util/errors.ts'
+import { CarError, Chain, carBlocks } from '../../ingest/car/blocks.ts'
+import { isCarInput, isUrl, sourceSize } from '../../ingest/car/source.ts'
 
 export interface ImportOptions {
   includeVotes?: boolean
@@ -82,6 +84,10 @@ export interface ImportOptions {
   workers?: number
   /** limits of each worker thread (tests: a worker running out of memory) */
   workerResourceLimits?: ResourceLimits
+  /** Old Faithful CAR inputs: check each node's sha256 against its CID */
+  verify?: boolean
+  /** Old Faithful CAR URLs: told when a broken download resumes */
+  onResume?: (offset: number, reason: string) => void
   /** wraps the batches' backend (tests: watch or hold what the workers are given and answer) */
   wrapBackend?: (b: ImportBackend) => ImportBackend
 }
@@ -361,10 +367,10 @@ export async function runImport(
   if (!meta) writeDatasetMeta(dir, { format: 'solportal-dataset', version: 1, includeVotes })
 
   const files: string[] = []
-  for (const a of archives) files.push(...(await listArchiveFiles(a)))
+  for (const a of archives) files.push(...(isUrl(a) ? [a] : await listArchiveFiles(a)))
   if (files.length === 0) throw new ImportError('no archive files (.jsonl / .jsonl.gz) found')
   let totalBytes = 0
-  for (const f of files) totalBytes += await inputSize(f)
+  for (const f of files) totalBytes += isUrl(f) ? ((await sourceSize(f)) ?? 0) : await inputSize(f)
 
   const store = await DiskColdStore.open(coldDir(dir), {
     targetBlocks: opts.targetBlocks,
@@ -506,7 +512,64 @@ export async function runImport(
         open = null
       }
     }
+    /**
+     * the ordering and resume checks of a block about to be sent: 'send' it, 'skip' it (held
+     * already with the same hash, or refused below), or 'stop' (blocks missing before it)
+     */
+    const admit = async (slot: number, where: string, hashOf: () => string): Promise<'send' | 'skip' | 'stop'> => {
+      if (slot <= prev) {
+        throw new ImportError(
+          `${where}: block ${slot} comes after block ${prev} (${prevWhere}): archives must be given in ascending block order, without overlaps`,
+        )
+      }
+      prev = slot
+      prevWhere = where
+      if (slot <= resumeAfter) {
+        const have = await present.hashAt(slot)
+        if (have === null) missing.add(slot, where)
+        if (missing.count) return 'skip' // refused below, once the archive's blocks concerned are known
+        let hash: string
+        try {
+          hash = hashOf()
+        } catch (e) {
+          throw new ImportError(`${where}: ${errorMessage(e)}`)
+        }
+        if (hash !== have) {
+          throw new ImportError(
+            `${where}: block ${slot} has hash ${hash}, but the dataset holds block ${slot} with hash ${have}`,
+          )
+        }
+        res.skipped++
+        progress.update(read, normalized, res.skipped)
+        return 'skip'
+      }
+      return missing.count ? 'stop' : 'send'
+    }
+    /** parent hashes across the Old Faithful CAR files of the import (the first from the dataset's last block) */
+    const chain = new Chain(store.lastBlock())
     outer: for (const file of files) {
+      if (await isCarInput(file)) {
+        // an Old Faithful CAR file: its blocks go to the workers as bundles (src/ingest/car)
+        const base = read
+        try {
+          for await (const b of carBlocks(file, chain, { verify: opts.verify, onResume: opts.onResume })) {
+            read = base + b.read
+            if (opts.signal?.aborted) {
+              res.interrupted = true
+              break outer
+            }
+            const where = `${file} (block ${b.slot} at byte ${b.offset})`
+            const a = await admit(b.slot, where, () => b.hash)
+            if (a === 'stop') break outer
+            if (a === 'skip') continue
+            await send(b.slot, [b.bundle], b.bundle.length, where)
+            progress.update(read, normalized, res.skipped)
+          }
+        } catch (e) {
+          throw e instanceof CarError ? new ImportError(`${file}: ${e.message}`) : e
+        }
+        continue
+      }
       let lineNo = 0
       for await (const pieces of readLinePieces(file)) {
         lineNo++
@@ -530,33 +593,9 @@ export async function runImport(
             throw new ImportError(`${where}: ${errorMessage(e)}`)
           }
         }
-        if (slot <= prev) {
-          throw new ImportError(
-            `${where}: block ${slot} comes after block ${prev} (${prevWhere}): archives must be given in ascending block order, without overlaps`,
-          )
-        }
-        prev = slot
-        prevWhere = where
-        if (slot <= resumeAfter) {
-          const have = await present.hashAt(slot)
-          if (have === null) missing.add(slot, where)
-          if (missing.count) continue // refused below, once the archive's blocks concerned are known
-          let hash: string
-          try {
-            hash = archiveLineHash(head, pieces)
-          } catch (e) {
-            throw new ImportError(`${where}: ${errorMessage(e)}`)
-          }
-          if (hash !== have) {
-            throw new ImportError(
-              `${where}: block ${slot} has hash ${hash}, but the dataset holds block ${slot} with hash ${have}`,
-            )
-          }
-          res.skipped++
-          progress.update(read, normalized, res.skipped)
-          continue
-        }
-        if (missing.count) break outer
+        const a = await admit(slot, where, () => archiveLineHash(head, pieces))
+        if (a === 'stop') break outer
+        if (a === 'skip') continue
         await send(slot, pieces, length, where)
         progress.update(read, normalized, res.skipped)
       }
@@ -613,8 +652,12 @@ export function register(program: Command): void {
       '<dir>',
       'dataset directory (created when missing), or s3://BUCKET/PREFIX (imported into --staging-dir, then published)',
     )
-    .argument('<archive...>', 'archive files or directories, in ascending block order')
+    .argument(
+      '<archive...>',
+      'archive files or directories, or Old Faithful CAR files or http(s):// URLs, in ascending block order',
+    )
     .option('--include-votes', 'keep vote transactions')
+    .option('--verify', "Old Faithful CAR inputs: check each node's sha256 against its CID")
     .option('--chunk-blocks <n>', `blocks per chunk at most (default 10000, at most ${MAX_TARGET_BLOCKS})`)
     .option('--chunk-mb <n>', `approximate chunk size in MB (default 32, at most ${MAX_TARGET_BYTES / (1024 * 1024)})`)
     .option('--compress', 'deflate column blobs where it saves >= 25%')
@@ -630,6 +673,7 @@ export function register(program: Command): void {
         archives: string[],
         o: {
           includeVotes?: boolean
+          verify?: boolean
           chunkBlocks?: string
           chunkMb?: string
           compress?: boolean
@@ -653,6 +697,7 @@ export function register(program: Command): void {
         try {
           const io: ImportOptions = {
             includeVotes: o.includeVotes,
+            verify: o.verify,
             targetBlocks,
             targetBytes: chunkMb !== undefined ? chunkMb * 1024 * 1024 : undefined,
             compress: o.compress,
