@@ -89,6 +89,8 @@ export interface RpcTransactionMeta {
   loadedAddresses?: RpcLoadedAddresses | null
   returnData?: { programId: string; data: [string, string] } | null
   computeUnitsConsumed?: U64 | null
+  /** total cost-model units (newer nodes) */
+  costUnits?: U64 | null
 }
 
 export interface RpcTransaction {
@@ -112,6 +114,8 @@ export interface RpcBlock {
   blockTime?: number | null
   transactions?: RpcTransaction[] | null
   rewards?: RpcReward[] | null
+  /** the number of partitions of the epoch's partitioned rewards (newer nodes, when set) */
+  numRewardPartitions?: U64 | null
 }
 
 /** One line of an archive file (docs/query.md §1). */
