@@ -99,9 +99,7 @@ test('the real epoch-39 nodes: legacy metadata, DataFrames, Epoch, Subsets, Rewa
 function legacyLines(count: number, startSlot: number): ArchiveLine[] {
   return Array.from(archiveLines({ count, txPerBlock: 12, startSlot }), (text) => {
     const line = parseJsonExact(text) as ArchiveLine
-    const txs = (line.block.transactions as RpcTransaction[]).filter(
-      (t) => t.version === 'legacy' && t.meta?.err == null,
-    )
+    const txs = (line.block.transactions as RpcTransaction[]).filter((t) => t.version === 'legacy')
     for (const t of txs) {
       const m = t.meta!
       delete m.loadedAddresses
@@ -123,6 +121,9 @@ test('CAR files written from archive lines (legacy metadata, many DataFrames) im
   const work = tempDir()
   const lines = legacyLines(12, 200_000_000)
   assert.ok(lines.every((l) => (l.block.transactions ?? []).length > 0))
+  const txs = lines.flatMap((l) => l.block.transactions!)
+  assert.ok(txs.some((t) => t.meta!.err != null) && txs.some((t) => (t.meta!.innerInstructions ?? []).length > 0))
+  assert.ok(txs.some((t) => (t.meta!.postTokenBalances ?? []).length > 0))
   const want = lines.map((l) => normalizeBlock(l, { includeVotes: true }).block)
   // the first block's parent is in no file of the import: unknown
   want[0].header.parentHash = ''

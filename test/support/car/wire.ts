@@ -5,6 +5,7 @@
 import type { RpcReward, RpcTransaction, RpcTransactionMeta } from '../../../src/rpc/types.ts'
 import { base58Decode } from '../../../src/util/base58.ts'
 import type { TransactionConfig } from '../../../src/ingest/car/tx-wire.ts'
+import { transactionErrorFromJson } from '../../../src/ingest/solana-storage/index.ts'
 
 class Out {
   readonly b: number[] = []
@@ -121,15 +122,17 @@ export function encodeLegacyRewards(rewards: RpcReward[]): Uint8Array {
 }
 
 /**
- * legacy bincode `StoredTransactionStatusMeta` of a successful transaction's meta, through the
+ * legacy bincode `StoredTransactionStatusMeta` of a transaction's meta, through the
  * field `upTo` (the bytes end there, as older writers' do)
  */
 export function encodeLegacyMeta(
   meta: RpcTransactionMeta,
   upTo: 'postBalances' | 'innerInstructions' | 'logMessages' | 'postTokenBalances' | 'rewards' = 'rewards',
 ): Uint8Array {
-  if (meta.err != null) throw new Error('encodeLegacyMeta: successful transactions only')
-  const o = new Out().u32(0).u64(meta.fee)
+  const o = new Out()
+  if (meta.err == null) o.u32(0)
+  else o.u32(1).raw(transactionErrorFromJson(meta.err))
+  o.u64(meta.fee)
   o.u64(meta.preBalances.length)
   for (const x of meta.preBalances) o.u64(x)
   o.u64(meta.postBalances.length)

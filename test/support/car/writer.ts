@@ -22,44 +22,55 @@ type V = number | bigint | Uint8Array | string | null | Link | V[]
 
 /** DAG-CBOR bytes of a value */
 export function cbor(v: V): Uint8Array {
-  const out: number[] = []
+  const parts: Uint8Array[] = []
+  const small: number[] = []
+  const flush = () => {
+    if (small.length) parts.push(Uint8Array.from(small.splice(0)))
+  }
   const head = (major: number, n: number | bigint) => {
     const m = major << 5
     if (typeof n === 'bigint' || n > 0xffffffff) {
       const b = BigInt(n)
-      out.push(m | 27)
-      for (let i = 7; i >= 0; i--) out.push(Number((b >> BigInt(8 * i)) & 0xffn))
-    } else if (n < 24) out.push(m | n)
-    else if (n < 0x100) out.push(m | 24, n)
-    else if (n < 0x10000) out.push(m | 25, n >> 8, n & 0xff)
-    else out.push(m | 26, (n >>> 24) & 0xff, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff)
+      small.push(m | 27)
+      for (let i = 7; i >= 0; i--) small.push(Number((b >> BigInt(8 * i)) & 0xffn))
+    } else if (n < 24) small.push(m | n)
+    else if (n < 0x100) small.push(m | 24, n)
+    else if (n < 0x10000) small.push(m | 25, n >> 8, n & 0xff)
+    else small.push(m | 26, (n >>> 24) & 0xff, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff)
+  }
+  const raw = (b: Uint8Array) => {
+    flush()
+    parts.push(b)
   }
   const enc = (x: V): void => {
-    if (x === null) out.push(0xf6)
+    if (x === null) small.push(0xf6)
     else if (typeof x === 'number' || typeof x === 'bigint') {
       if (x < 0) head(1, typeof x === 'bigint' ? -1n - x : -1 - x)
       else head(0, x)
     } else if (x instanceof Uint8Array) {
       head(2, x.length)
-      for (const b of x) out.push(b)
+      raw(x)
     } else if (typeof x === 'string') {
       const b = Buffer.from(x, 'utf8')
       head(3, b.length)
-      for (const c of b) out.push(c)
+      raw(b)
     } else if (x instanceof Link) {
       head(6, 42)
-      enc(Uint8Array.from([0, ...x.cid]))
+      head(2, x.cid.length + 1)
+      small.push(0)
+      raw(x.cid)
     } else {
       head(4, x.length)
       for (const y of x) enc(y)
     }
   }
   enc(v)
-  return Uint8Array.from(out)
+  flush()
+  return Buffer.concat(parts)
 }
 
 export function cidOf(data: Uint8Array): Uint8Array {
-  return Uint8Array.from([0x01, 0x71, 0x12, 0x20, ...createHash('sha256').update(data).digest()])
+  return Buffer.concat([Uint8Array.from([0x01, 0x71, 0x12, 0x20]), createHash('sha256').update(data).digest()])
 }
 
 export interface CarWriterOptions {
@@ -85,7 +96,7 @@ export class CarFile {
   readonly kinds: number[] = []
   add(node: Uint8Array): Uint8Array {
     const cid = cidOf(node)
-    this.sections.push(Uint8Array.from([...encodeVarint(cid.length + node.length), ...cid, ...node]))
+    this.sections.push(Buffer.concat([encodeVarint(cid.length + node.length), cid, node]))
     this.kinds.push(node[1])
     return cid
   }
@@ -101,7 +112,7 @@ function headerBytes(roots: Uint8Array[]): Uint8Array {
   const v1 = cbor(roots.map((r) => new Link(r)))
   const k2 = cbor('version')
   const v2 = cbor(1)
-  return Uint8Array.from([0xa2, ...k1, ...v1, ...k2, ...v2])
+  return Buffer.concat([Uint8Array.from([0xa2]), k1, v1, k2, v2])
 }
 
 /** the payload as frames: the first frame's node fields, the CIDs written for the others */
