@@ -307,3 +307,22 @@ test('an http:// URL whose server cuts the connection three times imports the sa
     server.close()
   }
 })
+
+test('base58 text (the fast encoder of keys, signatures and data) equals @solana/kit', async () => {
+  const { base58Encode } = await import('../src/util/base58.ts')
+  const { getBase58Decoder } = await import('@solana/codecs-strings')
+  const { randomBytes } = await import('node:crypto')
+  const kit = getBase58Decoder()
+  for (const n of [0, 1, 2, 3, 31, 32, 33, 64, 65, 119, 120, 121, 122, 255, 700, 1232]) {
+    for (let r = 0; r < 12; r++) {
+      const b = randomBytes(n)
+      for (let z = 0; z < r % 4 && z < n; z++) b[z] = 0
+      if (r === 5) b.fill(0)
+      if (r === 6) b.fill(255)
+      const want = kit.decode(b)
+      assert.equal(base58Encode(b), want, `${n} bytes`)
+      const within = Buffer.concat([randomBytes(3), b, randomBytes(2)])
+      assert.equal(base58Encode(within, 3, 3 + n), want, `${n} bytes within others`)
+    }
+  }
+})

@@ -15,6 +15,7 @@ import type { NormalizeOptions, NormalizeResult, RecordSink, TransactionSource }
 import { normalizeBlockInto } from '../../normalize/normalize.ts'
 import type { ArchiveLine, RpcBlock, RpcReward, RpcTransaction, RpcTransactionMeta } from '../../rpc/types.ts'
 import { base58Encode } from '../../util/base58.ts'
+import { KeyText } from './b58.ts'
 import { decodeBundle, type BundledBlock } from './bundle.ts'
 import { decodeMetadata, decodeRewards } from './meta.ts'
 import { decodeWireTransaction } from './tx-wire.ts'
@@ -44,11 +45,11 @@ export function bundleLine(b: BundledBlock): ArchiveLine {
 }
 
 /** The i-th transaction (its metadata decoded when `meta` is first read). */
-export function bundleTransaction(b: BundledBlock, i: number): RpcTransaction {
+export function bundleTransaction(b: BundledBlock, i: number, keys?: KeyText): RpcTransaction {
   const t = b.transactions[i]
   let wire
   try {
-    wire = decodeWireTransaction(t.data)
+    wire = decodeWireTransaction(t.data, keys)
   } catch (e) {
     throw new Error(`block ${b.slot} transaction ${i}: ${(e as Error).message}`)
   }
@@ -76,8 +77,9 @@ export function bundleTransaction(b: BundledBlock, i: number): RpcTransaction {
 export function bundleToRpcBlock(b: BundledBlock): ArchiveLine {
   const line = bundleLine(b)
   const transactions: RpcTransaction[] = []
+  const keys = new KeyText()
   for (let i = 0; i < b.transactions.length; i++) {
-    const t = bundleTransaction(b, i)
+    const t = bundleTransaction(b, i, keys)
     transactions.push({ transaction: t.transaction, meta: t.meta, version: t.version })
   }
   line.block.transactions = transactions
@@ -92,7 +94,8 @@ export function normalizeBundleInto(
 ): NormalizeResult {
   const b = decodeBundle(bytes)
   const line = bundleLine(b)
-  const txs: TransactionSource = { count: b.transactions.length, at: (i) => bundleTransaction(b, i) }
+  const keys = new KeyText()
+  const txs: TransactionSource = { count: b.transactions.length, at: (i) => bundleTransaction(b, i, keys) }
   const r = normalizeBlockInto(line, opts, txs, sink)
   r.warnings = r.warnings.filter(
     (w) =>

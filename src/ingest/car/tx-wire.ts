@@ -17,6 +17,7 @@
  *   indexes and data.
  */
 import { base58Encode } from '../../util/base58.ts'
+import { KeyText } from './b58.ts'
 import type { RpcInstruction, RpcMessage, RpcMessageHeader, RpcTransaction } from '../../rpc/types.ts'
 
 export interface TransactionConfig {
@@ -32,7 +33,10 @@ export type WireTransaction = Pick<RpcTransaction, 'transaction' | 'version'> & 
 
 class Cursor {
   pos = 0
-  constructor(readonly b: Uint8Array) {}
+  constructor(
+    readonly b: Uint8Array,
+    private readonly keys: KeyText,
+  ) {}
   need(n: number): void {
     if (this.pos + n > this.b.length)
       throw new Error(`transaction bytes end early (at ${this.pos} of ${this.b.length})`)
@@ -84,14 +88,22 @@ class Cursor {
     }
   }
   b58(n: number): string {
-    return base58Encode(this.bytes(n))
+    this.need(n)
+    this.pos += n
+    return base58Encode(this.b, this.pos - n, this.pos)
+  }
+  /** a 32-byte key */
+  key(): string {
+    this.need(32)
+    this.pos += 32
+    return this.keys.of(this.b, this.pos - 32)
   }
 }
 
 /** Decodes wire-format transaction bytes (throws an Error naming the problem). */
-export function decodeWireTransaction(bytes: Uint8Array): WireTransaction {
+export function decodeWireTransaction(bytes: Uint8Array, keys: KeyText = new KeyText()): WireTransaction {
   if (bytes.length === 0) throw new Error('empty transaction bytes')
-  const c = new Cursor(bytes)
+  const c = new Cursor(bytes, keys)
   if (bytes[0] & 0x80) return decodeV1(c)
   const nsig = c.shortU16()
   const signatures = new Array<string>(nsig)
@@ -104,7 +116,7 @@ export function decodeWireTransaction(bytes: Uint8Array): WireTransaction {
   const header = c.header()
   const nkeys = c.shortU16()
   const accountKeys = new Array<string>(nkeys)
-  for (let i = 0; i < nkeys; i++) accountKeys[i] = c.b58(32)
+  for (let i = 0; i < nkeys; i++) accountKeys[i] = c.key()
   const recentBlockhash = c.b58(32)
   const nix = c.shortU16()
   const instructions = new Array<RpcInstruction>(nix)
@@ -119,7 +131,7 @@ export function decodeWireTransaction(bytes: Uint8Array): WireTransaction {
     const nl = c.shortU16()
     const lookups = new Array(nl)
     for (let i = 0; i < nl; i++) {
-      const accountKey = c.b58(32)
+      const accountKey = c.key()
       const writableIndexes = c.list(c.shortU16())
       const readonlyIndexes = c.list(c.shortU16())
       lookups[i] = { accountKey, writableIndexes, readonlyIndexes }
@@ -139,7 +151,7 @@ function decodeV1(c: Cursor): WireTransaction {
   const nix = c.u8()
   const nkeys = c.u8()
   const accountKeys = new Array<string>(nkeys)
-  for (let i = 0; i < nkeys; i++) accountKeys[i] = c.b58(32)
+  for (let i = 0; i < nkeys; i++) accountKeys[i] = c.key()
   const fee = mask & 3
   if (fee === 1 || fee === 2) throw new Error(`bad transaction config mask ${mask} (priority fee bits)`)
   let priorityFee: number | string | null = null
