@@ -5,14 +5,16 @@
  * protobuf metadata and rewards, 1 MiB DataFrames) and from archive lines (plain JSON lines),
  * `--workers 1` (everything in this thread; zstd and brotli on the thread pool), the two
  * alternating for IMPORT_CAR_ROUNDS rounds (default 3): blocks per CPU-second of the process
- * (all threads) of each, and their ratio. Both must store the same records (the chunk files'
+ * (all threads) of each, and their ratio; both must store the same records (the chunk files'
  * sha256 are compared; the first block's parent hash is unknown from a lone CAR file, so both
- * archives start at the block after it).
+ * archives start at the block after it). Then the CPU of reading the CAR file alone (the reading
+ * thread's part: the serial limit with worker threads).
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { runImport } from '../src/cli/commands/import.ts'
 import { readTextLines } from '../src/ingest/archive.ts'
+import { Chain, carBlocks } from '../src/ingest/car/blocks.ts'
 import { writeArchive } from '../src/ingest/generate.ts'
 import { encodeRewards, encodeTransactionStatusMeta } from '../src/ingest/solana-storage/index.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
@@ -73,6 +75,15 @@ export async function carSection(work: string, log: (s: string) => void): Promis
       log(`CAR vs archive lines, round ${round + 1}, ${i.name}: CPU ${used.toFixed(2)} s`)
     }
   }
+  // what stays in the reading thread with worker threads: reading, assembling and bundling the blocks
+  const reads: number[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    const c = cpuNow()
+    let n = 0
+    for await (const b of carBlocks(car, new Chain())) n += b.bundle.length > 0 ? 1 : 0
+    reads.push(cpuNow() - c)
+    if (n !== BLOCKS) throw new Error(`import bench: read ${n} blocks`)
+  }
   if (sums.get('CAR') !== sums.get('archive lines'))
     throw new Error('import bench: the CAR and the archive lines stored different chunks')
   rmSync(dir, { recursive: true, force: true })
@@ -92,6 +103,8 @@ export async function carSection(work: string, log: (s: string) => void): Promis
     '|---|---|---|---|',
     ...rows,
     '',
-    `CAR / archive lines: ${(rate('CAR') / rate('archive lines')).toFixed(2)}x the blocks per CPU-second; both stored the same chunk files (sha256).`,
+    `CAR / archive lines: ${(rate('CAR') / rate('archive lines')).toFixed(2)}x the blocks per CPU-second; both stored the same chunk files (sha256). ` +
+      `The CAR reading thread's part (read, assemble, bundle; what does not spread over workers): ` +
+      `${fmt(BLOCKS / median(reads), 1)} blocks per CPU-second (${reads.map((x) => x.toFixed(2)).join(', ')} s).`,
   ].join('\n')
 }

@@ -60,6 +60,7 @@ import { parseWorkerLimits, workerExecArgv } from '../../util/worker-argv.ts'
 import { newZlibGate, stopZlibGates } from '../../util/zlib-gate.ts'
 import { errorMessage } from '../../util/errors.ts'
 import { CarError, Chain, carBlocks } from '../../ingest/car/blocks.ts'
+import { BUNDLE_TEXT_RATIO } from '../../ingest/car/bundle.ts'
 import { isCarInput, isUrl, sourceSize } from '../../ingest/car/source.ts'
 
 export interface ImportOptions {
@@ -484,7 +485,7 @@ export async function runImport(
      * the line fills it: the next line goes to the next batch at once, on the worker with the
      * fewest batches in hand
      */
-    const send = async (slot: number, pieces: Buffer[], length: number, where: string) => {
+    const send = async (slot: number, pieces: Buffer[], length: number, where: string, textLength = length) => {
       if (!open) {
         while (writes.length >= 2 * workers) await writes.shift()
         open = { id: nextId++, first: slot, last: slot, count: 0 }
@@ -507,7 +508,7 @@ export async function runImport(
       inFlight += length
       open.last = slot
       open.count++
-      if (cut.add(length)) {
+      if (cut.add(textLength)) {
         closeBatch(open, true)
         open = null
       }
@@ -562,7 +563,7 @@ export async function runImport(
             const a = await admit(b.slot, where, () => b.hash)
             if (a === 'stop') break outer
             if (a === 'skip') continue
-            await send(b.slot, [b.bundle], b.bundle.length, where)
+            await send(b.slot, [b.bundle], b.bundle.length, where, b.bundle.length * BUNDLE_TEXT_RATIO)
             progress.update(read, normalized, res.skipped)
           }
         } catch (e) {
