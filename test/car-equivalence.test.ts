@@ -91,8 +91,7 @@ function generated(count: number, startSlot: number): ArchiveLine[] {
     for (const t of line.block.transactions as RpcTransaction[]) {
       if (t.version !== 'legacy' || n++ % 4 !== 0) continue
       t.version = 1
-      const msg = t.transaction.message as RpcTransaction['transaction']['message'] & { transactionConfig?: unknown }
-      msg.transactionConfig =
+      t.transaction.message.transactionConfig =
         n % 3 === 0
           ? { priorityFee: 5000 + n, computeUnitLimit: 200_000, loadedAccountsDataSizeLimit: null, heapSize: 65536 }
           : { priorityFee: null, computeUnitLimit: null, loadedAccountsDataSizeLimit: 1 << 20, heapSize: null }

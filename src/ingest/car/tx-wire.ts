@@ -18,18 +18,15 @@
  */
 import { base58Encode } from '../../util/base58.ts'
 import { KeyText } from './b58.ts'
-import type { RpcInstruction, RpcMessage, RpcMessageHeader, RpcTransaction } from '../../rpc/types.ts'
+import type {
+  RpcInstruction,
+  RpcMessage,
+  RpcMessageHeader,
+  RpcTransaction,
+  RpcTransactionConfig,
+} from '../../rpc/types.ts'
 
-export interface TransactionConfig {
-  computeUnitLimit: number | null
-  heapSize: number | null
-  loadedAccountsDataSizeLimit: number | null
-  priorityFee: number | string | null
-}
-
-export type WireTransaction = Pick<RpcTransaction, 'transaction' | 'version'> & {
-  transaction: { message: RpcMessage & { transactionConfig?: TransactionConfig } }
-}
+export type WireTransaction = Pick<RpcTransaction, 'transaction' | 'version'>
 
 class Cursor {
   pos = 0
@@ -160,7 +157,7 @@ function decodeV1(c: Cursor): WireTransaction {
     const hi = c.u32()
     priorityFee = hi < 0x200000 ? hi * 0x100000000 + lo : ((BigInt(hi) << 32n) | BigInt(lo)).toString()
   }
-  const transactionConfig: TransactionConfig = {
+  const transactionConfig: RpcTransactionConfig = {
     computeUnitLimit: mask & 4 ? c.u32() : null,
     heapSize: null,
     loadedAccountsDataSizeLimit: mask & 8 ? c.u32() : null,

@@ -4,7 +4,6 @@
  */
 import type { RpcReward, RpcTransaction, RpcTransactionMeta } from '../../../src/rpc/types.ts'
 import { base58Decode } from '../../../src/util/base58.ts'
-import type { TransactionConfig } from '../../../src/ingest/car/tx-wire.ts'
 import { transactionErrorFromJson } from '../../../src/ingest/solana-storage/index.ts'
 
 class Out {
@@ -54,7 +53,7 @@ export function encodeWireTransaction(tx: RpcTransaction): Uint8Array {
   const o = new Out()
   const h = m.header
   if (tx.version === 1) {
-    const cfg = (m as { transactionConfig?: TransactionConfig }).transactionConfig
+    const cfg = m.transactionConfig
     let mask = 0
     if (cfg?.priorityFee != null) mask |= 3
     if (cfg?.computeUnitLimit != null) mask |= 4
