@@ -181,3 +181,21 @@ test('serve --dataset-dir answers the imported slots 0-19', async () => {
     await exited
   }
 })
+
+test('CAR imports resume: the parent hash comes from the dataset, a re-run skips what is stored', async () => {
+  const dir = join(tempDir(), 'ds')
+  const quiet = { includeVotes: true, progress: 'none' as const, workers: 1 }
+  const a = await runImport(dir, [CARS[0]], quiet, () => {})
+  assert.equal(a.imported, 10)
+  // the second file in a run of its own: block 10's parent (9) is the dataset's last block
+  const b = await runImport(dir, [CARS[1]], quiet, () => {})
+  assert.equal(b.imported, 10)
+  assert.equal(b.warnings, 0)
+  const blocks = await imported(dir)
+  assert.equal(blocks.length, 20)
+  assert.equal(blocks[10].header.parentHash, blocks[9].header.hash)
+  // both files again: everything is there with the same hashes
+  const c = await runImport(dir, CARS, quiet, () => {})
+  assert.deepEqual([c.imported, c.skipped], [0, 20])
+  assert.deepEqual(await imported(dir), blocks)
+})
