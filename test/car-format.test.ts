@@ -326,3 +326,103 @@ test('base58 text (the fast encoder of keys, signatures and data) equals @solana
     }
   }
 })
+
+test('a version 1 transaction as @solana/kit 8.4 encodes it decodes to the getBlock JSON (and the test writer makes the same bytes)', async () => {
+  const { getCompiledTransactionMessageEncoder } = await import('@solana/transaction-messages')
+  const { getTransactionEncoder } = await import('@solana/transactions')
+  const { randomBytes } = await import('node:crypto')
+  const { base58Encode } = await import('../src/util/base58.ts')
+  const { encodeWireTransaction } = await import('./support/car/wire.ts')
+  const keys = [randomBytes(32), randomBytes(32), randomBytes(32), randomBytes(32)].map((k) => base58Encode(k))
+  const blockhash = base58Encode(randomBytes(32))
+  const message = {
+    version: 1 as const,
+    header: { numSignerAccounts: 2, numReadonlySignerAccounts: 1, numReadonlyNonSignerAccounts: 1 },
+    configMask: 0b11111,
+    configValues: [
+      { kind: 'u64' as const, value: 12345678901234n },
+      { kind: 'u32' as const, value: 200000 },
+      { kind: 'u32' as const, value: 65536 },
+      { kind: 'u32' as const, value: 262144 },
+    ],
+    lifetimeToken: blockhash,
+    numInstructions: 2,
+    numStaticAccounts: 4,
+    staticAccounts: keys,
+    instructionHeaders: [
+      { programAccountIndex: 3, numInstructionAccounts: 2, numInstructionDataBytes: 3 },
+      { programAccountIndex: 2, numInstructionAccounts: 0, numInstructionDataBytes: 0 },
+    ],
+    instructionPayloads: [
+      { instructionAccountIndices: [0, 1], instructionData: new Uint8Array([1, 2, 3]) },
+      { instructionAccountIndices: [], instructionData: new Uint8Array() },
+    ],
+  }
+  const messageBytes = getCompiledTransactionMessageEncoder().encode(message as never)
+  const sigs = [randomBytes(64), randomBytes(64)]
+  const bytes = getTransactionEncoder().encode({
+    messageBytes,
+    signatures: { [keys[0]]: sigs[0], [keys[1]]: sigs[1] },
+  } as never)
+  const tx = decodeWireTransaction(new Uint8Array(bytes))
+  const want = {
+    version: 1,
+    transaction: {
+      signatures: sigs.map((s) => base58Encode(s)),
+      message: {
+        accountKeys: keys,
+        header: { numRequiredSignatures: 2, numReadonlySignedAccounts: 1, numReadonlyUnsignedAccounts: 1 },
+        recentBlockhash: blockhash,
+        instructions: [
+          { programIdIndex: 3, accounts: [0, 1], data: base58Encode(new Uint8Array([1, 2, 3])), stackHeight: null },
+          { programIdIndex: 2, accounts: [], data: '', stackHeight: null },
+        ],
+        transactionConfig: {
+          priorityFee: 12345678901234,
+          computeUnitLimit: 200000,
+          loadedAccountsDataSizeLimit: 65536,
+          heapSize: 262144,
+        },
+      },
+    },
+  }
+  assert.deepEqual(tx, want)
+  assert.ok(Buffer.from(encodeWireTransaction({ ...want, meta: null } as RpcTransaction)).equals(Buffer.from(bytes)))
+})
+
+test("the test writer's v0 and legacy wire bytes are what @solana/kit decodes (the real block 254170887)", async () => {
+  const { getCompiledTransactionMessageDecoder } = await import('@solana/transaction-messages')
+  const { getTransactionDecoder } = await import('@solana/transactions')
+  const { getBase58Decoder } = await import('@solana/codecs-strings')
+  const { encodeWireTransaction } = await import('./support/car/wire.ts')
+  const { wholeBlock } = await import('./fixtures/normalize/blocks.ts')
+  const b58 = getBase58Decoder()
+  const txs = wholeBlock().block.transactions as RpcTransaction[]
+  let v0 = 0
+  for (const tx of txs) {
+    const bytes = encodeWireTransaction(tx)
+    assert.deepEqual(decodeWireTransaction(bytes), { transaction: tx.transaction, version: tx.version })
+    const kt = getTransactionDecoder().decode(bytes)
+    const m = getCompiledTransactionMessageDecoder().decode(kt.messageBytes) as unknown as {
+      version: number | 'legacy'
+      staticAccounts: string[]
+      lifetimeToken: string
+      addressTableLookups?: { lookupTableAddress: string; writableIndexes: number[]; readonlyIndexes: number[] }[]
+    }
+    assert.equal(m.version, tx.version)
+    assert.deepEqual(m.staticAccounts, tx.transaction.message.accountKeys)
+    assert.equal(m.lifetimeToken, tx.transaction.message.recentBlockhash)
+    assert.deepEqual(
+      Object.values(kt.signatures).map((s) => b58.decode(s!)),
+      tx.transaction.signatures,
+    )
+    if (tx.version === 0) {
+      v0++
+      assert.deepEqual(
+        (m.addressTableLookups ?? []).map((l) => [l.lookupTableAddress, l.writableIndexes, l.readonlyIndexes]),
+        tx.transaction.message.addressTableLookups!.map((l) => [l.accountKey, l.writableIndexes, l.readonlyIndexes]),
+      )
+    }
+  }
+  assert.ok(v0 > 200)
+})
