@@ -30,6 +30,11 @@
  *   is written, and one held with another hash is an error (import-present.ts).
  * - Input must ascend across all files in command-line order: a block at or below the previous
  *   one is an error naming file:line.
+ * - Old Faithful CAR files (local, or `http(s)://` URLs read with Range requests and resumed;
+ *   recognized by their first bytes) go through the same path: src/ingest/car reads them in one
+ *   pass and sends each block to the batches as a binary bundle (no JSON text) that the workers
+ *   normalize (import-batch.ts); `--verify` checks every node against its CID. A damaged file is
+ *   an ImportError naming its byte offset.
  * - Progress on stderr: blocks, blocks/s, percentage and ETA from the input size (gzip files by
  *   their ISIZE trailer). Lines are read by the archive module's line reader (`readTextLines`,
  *   the one `readArchive` uses).
