@@ -33,12 +33,14 @@ export interface DecodedBlock {
 /** Decoding state: a reader and a cache of the base58 text of keys and instruction data (blocks repeat them a lot). */
 export class StorageDecoder {
   readonly r: ProtoReader
-  private readonly keys = new Map<string, string>()
-  private latin1: Buffer
+  /** open-addressing table of base58 text by bytes: slot → start + 1 of the bytes in the buffer (0: empty), length, text */
+  private cacheAt = new Int32Array(1024)
+  private cacheLen = new Int32Array(1024)
+  private cacheText: string[] = new Array<string>(1024)
+  private cacheCount = 0
 
   constructor(bytes: Uint8Array, start = 0, end = bytes.length) {
     this.r = new ProtoReader(bytes, start, end)
-    this.latin1 = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length)
   }
 
   private fail(what: string): never {
@@ -111,13 +113,57 @@ export class StorageDecoder {
     r.pos = e
     // keys and much instruction data repeat within a block; signatures (64 bytes) never do
     if (e - a === 64 || e - a < 2) return encodeBase58(r.buf, a, e)
-    const k = this.latin1.toString('latin1', a, e)
-    let s = this.keys.get(k)
-    if (s === undefined) {
-      s = encodeBase58(r.buf, a, e)
-      this.keys.set(k, s)
+    return this.cached(a, e)
+  }
+
+  /** the base58 text of buf[a..e), from the table when the same bytes were seen before */
+  private cached(a: number, e: number): string {
+    const i = this.slotOf(a, e)
+    if (i >= 0) return this.cacheText[i]
+    const text = encodeBase58(this.r.buf, a, e)
+    this.put(~i, a, e, text)
+    return text
+  }
+
+  /** the table slot holding buf[a..e), or ~(the free slot where it belongs) */
+  private slotOf(a: number, e: number): number {
+    const buf = this.r.buf
+    const len = e - a
+    // hash: the length, up to 16 leading and 8 trailing bytes (keys are random; data may share a prefix)
+    let h = 0x811c9dc5 ^ len
+    const head = Math.min(e, a + 16)
+    for (let p = a; p < head; p++) h = Math.imul(h ^ buf[p], 0x01000193)
+    for (let p = Math.max(head, e - 8); p < e; p++) h = Math.imul(h ^ buf[p], 0x01000193)
+    const mask = this.cacheAt.length - 1
+    for (let i = (h ^ (h >>> 15)) & mask; ; i = (i + 1) & mask) {
+      const at = this.cacheAt[i]
+      if (at === 0) return ~i
+      if (this.cacheLen[i] !== len) continue
+      const b = at - 1
+      let p = 0
+      while (p < len && buf[b + p] === buf[a + p]) p++
+      if (p === len) return i
     }
-    return s
+  }
+
+  private put(i: number, a: number, e: number, text: string): void {
+    this.cacheAt[i] = a + 1
+    this.cacheLen[i] = e - a
+    this.cacheText[i] = text
+    if (++this.cacheCount * 2 <= this.cacheAt.length) return
+    // grow: twice the slots, every entry placed again
+    const at = this.cacheAt
+    const lens = this.cacheLen
+    const texts = this.cacheText
+    this.cacheAt = new Int32Array(at.length * 2)
+    this.cacheLen = new Int32Array(at.length * 2)
+    this.cacheText = new Array<string>(at.length * 2)
+    this.cacheCount = 0
+    for (let j = 0; j < at.length; j++) {
+      if (at[j] === 0) continue
+      const start = at[j] - 1
+      this.put(~this.slotOf(start, start + lens[j]), start, start + lens[j], texts[j])
+    }
   }
 
   /** a 32-byte key field (account keys, loaded addresses, return data program) as base58 */
