@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { runImport } from '../src/cli/commands/import.ts'
+import { formatArchiveLine } from '../src/ingest/archive.ts'
 import { BlockAssembler } from '../src/ingest/car/assemble.ts'
 import { bundleLine, bundleTransaction } from '../src/ingest/car/block.ts'
 import { Chain } from '../src/ingest/car/blocks.ts'
@@ -131,4 +132,24 @@ test('generated blocks (v1 transactions, many DataFrames): solportal import of C
     })
     assert.deepEqual(got, exp, `includeVotes ${votes}`)
   }
+  // archive lines, then a CAR file, in one command: the CAR's first block takes its parent hash
+  // from the last line's block
+  const jsonl = join(work, 'first.jsonl')
+  writeFileSync(
+    jsonl,
+    lines
+      .slice(0, 7)
+      .map((l) => formatArchiveLine(l))
+      .join('\n') + '\n',
+  )
+  const mixed = join(work, 'ds-mixed')
+  const r = await runImport(mixed, [jsonl, b], { includeVotes: true, progress: 'none', workers: 1 }, () => {})
+  assert.deepEqual([r.imported, r.warnings], [12, 0])
+  const s = await DiskColdStore.open(coldDir(mixed), { readOnly: true, verify: 'full' })
+  const got = s.entries.flatMap((e) => readChunkBlocks(join(coldDir(mixed), 'chunks', e.file)))
+  await s.close()
+  assert.deepEqual(
+    got,
+    lines.map((l) => normalizeBlock(l, { includeVotes: true }).block),
+  )
 })

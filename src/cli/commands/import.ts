@@ -553,8 +553,9 @@ export async function runImport(
     }
     /** parent hashes across the Old Faithful CAR files of the import (the first from the dataset's last block) */
     const chain = new Chain(store.lastBlock())
-    outer: for (const file of files) {
-      if (await isCarInput(file)) {
+    const isCar = await Promise.all(files.map((f) => isCarInput(f)))
+    outer: for (const [fi, file] of files.entries()) {
+      if (isCar[fi]) {
         // an Old Faithful CAR file: its blocks go to the workers as bundles (src/ingest/car)
         const base = read
         try {
@@ -576,6 +577,8 @@ export async function runImport(
         }
         continue
       }
+      /** a CAR file follows: the chain of parent hashes goes through these lines' blocks */
+      const carNext = isCar.indexOf(true, fi + 1) > fi
       let lineNo = 0
       for await (const pieces of readLinePieces(file)) {
         lineNo++
@@ -600,6 +603,7 @@ export async function runImport(
           }
         }
         const a = await admit(slot, where, () => archiveLineHash(head, pieces))
+        if (carNext) chain.seenText(slot, () => archiveLineHash(head, pieces))
         if (a === 'stop') break outer
         if (a === 'skip') continue
         await send(slot, pieces, length, where)

@@ -40,6 +40,18 @@ export class Chain {
     this.slot = slot
     this.hash = hash
   }
+
+  /** a block of an archive line (its base58 hash, when it has a valid one) */
+  seenText(slot: number, hash: () => string): void {
+    this.slot = slot
+    this.hash = null
+    try {
+      const h = base58Decode(hash())
+      if (h.length === 32) this.hash = h
+    } catch {
+      // no usable hash: the next block's parent hash is unknown
+    }
+  }
 }
 
 export interface CarBlockItem {
