@@ -18,6 +18,9 @@
  * normalized blocks (the first chunk's): the median CPU per block of each build and the bytes it
  * wrote, a steadier before/after of the encoding stage than the single stage runs on a loaded box.
  *
+ * First (import-car.ts): the same generated blocks imported from an Old Faithful CAR file and from
+ * archive lines, blocks per CPU-second of each (IMPORT_CAR_ONLY=1: only that part).
+ *
  * Env: IMPORT_BLOCKS (default 300), IMPORT_TXS (mean transactions per block, default 1500),
  * IMPORT_ROUNDS (default 2), IMPORT_WORKERS (default the available parallelism), IMPORT_BASE (a
  * directory holding an earlier build of this repository, e.g. `git archive COMMIT | tar -x -C
@@ -44,6 +47,7 @@ import { estimateBlockBytes } from '../src/store/cold.ts'
 import { readCatalogue } from '../src/store/cold/catalogue.ts'
 import { encodeChunk } from '../src/store/cold/chunk-file.ts'
 import { coldDir } from '../src/store/dataset-dir.ts'
+import { carSection } from './import-car.ts'
 
 const WORK = join(fileURLToPath(new URL('.', import.meta.url)), 'tmp', 'import')
 const BLOCKS = Number(process.env.IMPORT_BLOCKS ?? 300)
@@ -219,6 +223,9 @@ async function rpcRows(archive: string): Promise<string[]> {
 
 export async function run(): Promise<string> {
   mkdirSync(WORK, { recursive: true })
+  // the same generated blocks from an Old Faithful CAR file and from archive lines (import-car.ts)
+  const car = await carSection(WORK, log)
+  if (process.env.IMPORT_CAR_ONLY === '1') return `## import\n\n${car}`
   const archive = join(WORK, `gen${GEN_VERSION}-b${BLOCKS}-t${TXS}.jsonl.gz`)
   const statsFile = `${archive}.json`
   let gen: { stats: GenStats; seconds: number; cpu: number; cached: boolean }
@@ -301,6 +308,7 @@ export async function run(): Promise<string> {
     `|---|${base ? '---|' : ''}---|---|---|---|---|---|---|`,
     ...rows,
   ]
+  out.push('', car)
   let chunk: Block[] = []
   for (const b of builds) {
     log(`stage costs${b.name && ` (${b.name})`}`)

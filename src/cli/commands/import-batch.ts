@@ -15,6 +15,8 @@ import { normalizeArchiveBytesInto } from '../../normalize/text.ts'
 import { estimateBlockBytes, type PreparedChunk } from '../../store/cold.ts'
 import { ChunkColumns, readChunkBlocks, type WriteOptions } from '../../store/cold/chunk-file.ts'
 import { errorMessage } from '../../util/errors.ts'
+import { isBundle } from '../../ingest/car/bundle.ts'
+import { normalizeBundleInto } from '../../ingest/car/block.ts'
 
 export interface BatchOptions {
   includeVotes: boolean
@@ -148,8 +150,11 @@ export class BatchBuilder {
       },
     }
     try {
+      const o = { includeVotes: this.opts.includeVotes }
+      // a block read from an Old Faithful CAR file (src/ingest/car/bundle.ts)
+      if (isBundle(line)) return { warnings: normalizeBundleInto(line, o, sink).warnings }
       // throws only for the line itself (bad JSON, not an archive line); content problems are warnings
-      return { warnings: normalizeArchiveBytesInto(line, { includeVotes: this.opts.includeVotes }, sink).warnings }
+      return { warnings: normalizeArchiveBytesInto(line, o, sink).warnings }
     } catch (e) {
       throw (this.bad = new LineError(errorMessage(e), seq))
     }

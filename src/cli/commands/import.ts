@@ -31,6 +31,12 @@
  * - Files are taken in the order of their first blocks (whatever the command line's order); input
  *   must then ascend across all of them: a block at or below the previous one is an error naming
  *   file:line.
+ * - Old Faithful CAR files (local, or `http(s)://` URLs read with Range requests and resumed;
+ *   recognized by their first bytes) go through the same path: src/ingest/car reads them in one
+ *   pass and sends each block to the batches as a binary bundle (no JSON text) that the workers
+ *   normalize (import-batch.ts); `--verify` checks every node against its CID. A damaged file is
+ *   an ImportError naming its byte offset. With a CAR file or URL among the inputs, the files are
+ *   taken in command-line order.
  * - Progress on stderr: blocks, blocks/s, percentage and ETA from the input size (gzip files by
  *   their ISIZE trailer). Lines are read by the archive module's line reader (`readTextLines`,
  *   the one `readArchive` uses).
@@ -40,7 +46,14 @@ import { open, stat } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
-import { isBlankLine, joinPieces, orderArchiveFiles, readLinePieces, toArchiveLine } from '../../ingest/archive.ts'
+import {
+  isBlankLine,
+  joinPieces,
+  listArchiveFiles,
+  orderArchiveFiles,
+  readLinePieces,
+  toArchiveLine,
+} from '../../ingest/archive.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
 import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold.ts'
 import type { FormatVersion } from '../../store/cold/chunk-file.ts'
@@ -64,6 +77,9 @@ import { parseWorkerLimits, workerExecArgv } from '../../util/worker-argv.ts'
 import { newZlibGate, stopZlibGates } from '../../util/zlib-gate.ts'
 import { errorMessage } from '../../util/errors.ts'
 import { fmtDuration } from '../../util/duration.ts'
+import { CarError, Chain, carBlocks } from '../../ingest/car/blocks.ts'
+import { BUNDLE_TEXT_RATIO } from '../../ingest/car/bundle.ts'
+import { isCarInput, isUrl, sourceSize } from '../../ingest/car/source.ts'
 
 export interface ImportOptions {
   includeVotes?: boolean
@@ -87,6 +103,10 @@ export interface ImportOptions {
   workers?: number
   /** limits of each worker thread (tests: a worker running out of memory) */
   workerResourceLimits?: ResourceLimits
+  /** Old Faithful CAR inputs: check each node's sha256 against its CID */
+  verify?: boolean
+  /** Old Faithful CAR URLs: told when a broken download resumes */
+  onResume?: (offset: number, reason: string) => void
   /** wraps the batches' backend (tests: watch or hold what the workers are given and answer) */
   wrapBackend?: (b: ImportBackend) => ImportBackend
   /** where the lines come from instead of archive files (`import --rpc`: import-rpc.ts) */
@@ -99,7 +119,7 @@ export interface ImportInput {
    * the lines in ascending slot order, each as its bytes in pieces (valid until the next line is
    * asked for) and its place for messages; `resumeAfter`: the dataset's last block (-1: none)
    */
-  lines(resumeAfter: number, signal?: AbortSignal): AsyncIterable<{ pieces: Buffer[]; where: string }>
+  lines(resumeAfter: number, signal?: AbortSignal): AsyncIterable<InputItem>
   /** progress: units done of `total` (bytes of the files, slots of the range) */
   done(): number
   total(): number
@@ -107,21 +127,54 @@ export interface ImportInput {
   status?(): string
 }
 
-/** archive files, read in command-line order */
+/** a line of an input, or a block of an Old Faithful CAR file */
+export interface InputItem {
+  /** the line's bytes in pieces (empty for a CAR block) */
+  pieces: Buffer[]
+  /** its place, for messages */
+  where: string
+  /** a CAR block: its slot, hash and the bundle the workers normalize (src/ingest/car) */
+  car?: { slot: number; hash: string; bundle: Buffer }
+  /** a line of a file that a CAR file follows: its block's hash is the next file's parent */
+  carNext?: boolean
+}
+
+/** archive files and Old Faithful CAR files (or URLs), read in the order given */
 class FilesInput implements ImportInput {
   private read = 0
+  /** parent hashes across CAR files (set once the dataset's last block is known) */
+  chain: Chain | null = null
   constructor(
     private readonly files: string[],
     private readonly bytes: number,
+    private readonly car: { verify?: boolean; onResume?: (offset: number, reason: string) => void },
   ) {}
-  async *lines(): AsyncIterable<{ pieces: Buffer[]; where: string }> {
-    for (const file of this.files) {
+  async *lines(): AsyncIterable<InputItem> {
+    const isCar = await Promise.all(this.files.map((f) => isCarInput(f)))
+    for (const [fi, file] of this.files.entries()) {
+      if (isCar[fi]) {
+        const base = this.read
+        try {
+          for await (const b of carBlocks(file, this.chain ?? new Chain(null), this.car)) {
+            this.read = base + b.read
+            yield {
+              pieces: [],
+              where: `${file} (block ${b.slot} at byte ${b.offset})`,
+              car: { slot: b.slot, hash: b.hash, bundle: b.bundle },
+            }
+          }
+        } catch (e) {
+          throw e instanceof CarError ? new ImportError(`${file}: ${e.message}`) : e
+        }
+        continue
+      }
+      const carNext = isCar.indexOf(true, fi + 1) > fi
       let lineNo = 0
       for await (const pieces of readLinePieces(file)) {
         lineNo++
         for (const p of pieces) this.read += p.length
         this.read++
-        yield { pieces, where: `${file}:${lineNo}` }
+        yield { pieces, where: `${file}:${lineNo}`, carNext }
       }
     }
   }
@@ -402,18 +455,25 @@ export async function runImport(
 
   let input = opts.input
   if (!input) {
-    // in the order of their first blocks (read from each file's first line), as serve --archive
-    // does: files given newest first are not read whole before the order is refused
     let files: string[]
+    // an Old Faithful CAR file or URL among the inputs: command-line order (its first block is not
+    // on a first line); else the order of the files' first blocks (read from each file's first
+    // line), as serve --archive does: files given newest first are not read whole before the order
+    // is refused
+    let carOrUrl = false
+    for (const a of archives) if (isUrl(a) || ((await stat(a)).isFile() && (await isCarInput(a)))) carOrUrl = true
     try {
-      files = (await orderArchiveFiles(archives)).map((f) => f.file)
+      if (carOrUrl) {
+        files = []
+        for (const a of archives) files.push(...(isUrl(a) ? [a] : await listArchiveFiles(a)))
+      } else files = (await orderArchiveFiles(archives)).map((f) => f.file)
     } catch (e) {
       throw new ImportError(errorMessage(e))
     }
     if (files.length === 0) throw new ImportError('no archive blocks found (.jsonl / .jsonl.gz files)')
     let totalBytes = 0
-    for (const f of files) totalBytes += await inputSize(f)
-    input = new FilesInput(files, totalBytes)
+    for (const f of files) totalBytes += isUrl(f) ? ((await sourceSize(f)) ?? 0) : await inputSize(f)
+    input = new FilesInput(files, totalBytes, { verify: opts.verify, onResume: opts.onResume })
   }
   const source = input
 
@@ -527,7 +587,7 @@ export async function runImport(
      * the line fills it: the next line goes to the next batch at once, on the worker with the
      * fewest batches in hand
      */
-    const send = async (slot: number, pieces: Buffer[], length: number, where: string) => {
+    const send = async (slot: number, pieces: Buffer[], length: number, where: string, textLength = length) => {
       if (!open) {
         while (writes.length >= 2 * workers) await writes.shift()
         open = { id: nextId++, first: slot, last: slot, count: 0 }
@@ -550,15 +610,60 @@ export async function runImport(
       inFlight += length
       open.last = slot
       open.count++
-      if (cut.add(length)) {
+      if (cut.add(textLength)) {
         closeBatch(open, true)
         open = null
       }
     }
-    for await (const { pieces, where } of source.lines(resumeAfter, opts.signal)) {
+    /**
+     * the ordering and resume checks of a block about to be sent: 'send' it, 'skip' it (held
+     * already with the same hash, or refused below), or 'stop' (blocks missing before it)
+     */
+    const admit = async (slot: number, where: string, hashOf: () => string): Promise<'send' | 'skip' | 'stop'> => {
+      if (slot <= prev) {
+        throw new ImportError(
+          `${where}: block ${slot} comes after block ${prev} (${prevWhere}): archives must ascend inside each file and must not overlap`,
+        )
+      }
+      prev = slot
+      prevWhere = where
+      if (slot <= resumeAfter) {
+        const have = await present.hashAt(slot)
+        if (have === null) missing.add(slot, where)
+        if (missing.count) return 'skip' // refused below, once the archive's blocks concerned are known
+        let hash: string
+        try {
+          hash = hashOf()
+        } catch (e) {
+          throw new ImportError(`${where}: ${errorMessage(e)}`)
+        }
+        if (hash !== have) {
+          throw new ImportError(
+            `${where}: block ${slot} has hash ${hash}, but the dataset holds block ${slot} with hash ${have}`,
+          )
+        }
+        res.skipped++
+        progress.update(normalized, res.skipped)
+        return 'skip'
+      }
+      return missing.count ? 'stop' : 'send'
+    }
+    // parent hashes across the Old Faithful CAR files of the import (the first from the dataset's last block)
+    const chain = new Chain(store.lastBlock())
+    if (source instanceof FilesInput) source.chain = chain
+    for await (const { pieces, where, car, carNext } of source.lines(resumeAfter, opts.signal)) {
+      if (opts.signal?.aborted) break
+      if (car) {
+        // a block of an Old Faithful CAR file: a bundle for the workers (src/ingest/car)
+        const a = await admit(car.slot, where, () => car.hash)
+        if (a === 'stop') break
+        if (a === 'skip') continue
+        await send(car.slot, [car.bundle], car.bundle.length, where, car.bundle.length * BUNDLE_TEXT_RATIO)
+        progress.update(normalized, res.skipped)
+        continue
+      }
       let length = 0
       for (const p of pieces) length += p.length
-      if (opts.signal?.aborted) break
       if (isBlankLine(pieces)) continue
       const head = lineHead(pieces)
       const m = SLOT_PREFIX.exec(head)
@@ -571,33 +676,11 @@ export async function runImport(
           throw new ImportError(`${where}: ${errorMessage(e)}`)
         }
       }
-      if (slot <= prev) {
-        throw new ImportError(
-          `${where}: block ${slot} comes after block ${prev} (${prevWhere}): archives must ascend inside each file and must not overlap`,
-        )
-      }
-      prev = slot
-      prevWhere = where
-      if (slot <= resumeAfter) {
-        const have = await present.hashAt(slot)
-        if (have === null) missing.add(slot, where)
-        if (missing.count) continue // refused below, once the archive's blocks concerned are known
-        let hash: string
-        try {
-          hash = archiveLineHash(head, pieces)
-        } catch (e) {
-          throw new ImportError(`${where}: ${errorMessage(e)}`)
-        }
-        if (hash !== have) {
-          throw new ImportError(
-            `${where}: block ${slot} has hash ${hash}, but the dataset holds block ${slot} with hash ${have}`,
-          )
-        }
-        res.skipped++
-        progress.update(normalized, res.skipped)
-        continue
-      }
-      if (missing.count) break
+      const a = await admit(slot, where, () => archiveLineHash(head, pieces))
+      // a CAR file follows: the chain of parent hashes goes through these lines' blocks
+      if (carNext) chain.seenText(slot, () => archiveLineHash(head, pieces))
+      if (a === 'stop') break
+      if (a === 'skip') continue
       await send(slot, pieces, length, where)
       progress.update(normalized, res.skipped)
     }
@@ -667,9 +750,11 @@ export function register(program: Command): void {
     )
     .argument(
       '[archive...]',
-      'archive files or directories, imported in the order of their first blocks (none with --rpc)',
+      'archive files or directories, Old Faithful CAR files or http(s):// URLs of them (none with --rpc); files are imported in the order of their first blocks',
     )
     .option('--include-votes', 'keep vote transactions')
+    .option('--verify', "Old Faithful CAR inputs: check each node's sha256 against its CID")
+    .option('--verify', "Old Faithful CAR inputs: check each node's sha256 against its CID")
     .option('--chunk-blocks <n>', `blocks per chunk at most (default 10000, at most ${MAX_TARGET_BLOCKS})`)
     .option('--chunk-mb <n>', `approximate chunk size in MB (default 32, at most ${MAX_TARGET_BYTES / (1024 * 1024)})`)
     .option('--compress', 'deflate column blobs where it saves >= 25%')
@@ -689,6 +774,7 @@ export function register(program: Command): void {
       archives: string[],
       o: {
         includeVotes?: boolean
+        verify?: boolean
         chunkBlocks?: string
         chunkMb?: string
         compress?: boolean
@@ -703,7 +789,7 @@ export function register(program: Command): void {
         if (dir.startsWith('s3://')) throw new UsageError('--rpc imports into a local dataset directory')
       } else if (!archives.length) throw new UsageError('give archive files or directories, or --rpc URL --from SLOT')
       else if (o.from !== undefined || o.to !== undefined) throw new UsageError('--from and --to apply only to --rpc')
-      for (const a of archives) if (!existsSync(a)) throw new UsageError(`${a}: no such file or directory`)
+      for (const a of archives) if (!isUrl(a) && !existsSync(a)) throw new UsageError(`${a}: no such file or directory`)
       // misused options: a UsageError, one line from main.ts, before anything is written
       const targetBlocks = o.chunkBlocks ? intOption('chunk-blocks', o.chunkBlocks, 1, MAX_TARGET_BLOCKS) : undefined
       const chunkMb = o.chunkMb ? intOption('chunk-mb', o.chunkMb, 1, MAX_TARGET_BYTES / (1024 * 1024)) : undefined
@@ -722,6 +808,7 @@ export function register(program: Command): void {
         const io: ImportOptions = {
           input,
           includeVotes: o.includeVotes,
+          verify: o.verify,
           targetBlocks,
           targetBytes: chunkMb !== undefined ? chunkMb * 1024 * 1024 : undefined,
           compress: o.compress,

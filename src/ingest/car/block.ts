@@ -1,0 +1,107 @@
+/**
+ * A bundled CAR block (bundle.ts) to the `getBlock` shapes the normalizer takes, without JSON
+ * text: the header as an `ArchiveLine`, the transactions one at a time (`TransactionSource`), each
+ * decoded from the wire format (tx-wire.ts) with its metadata decompressed and decoded when the
+ * normalizer first reads it (a dropped vote's metadata is never decoded).
+ *
+ * - blockhash: the hash of the block's last entry; previousBlockhash: the parent's (carried by the
+ *   reader across files), absent when unknown; slot 0 has its own hash as previousBlockhash and
+ *   height 0, as the RPC gives.
+ * - blockTime: absent when the file has 0; blockHeight: absent when the file has none (old epochs).
+ * - metadata: none (epochs 0-9, or an empty payload) gives `meta: null`; otherwise zstd of
+ *   protobuf `TransactionStatusMeta` or, in older epochs, of legacy bincode (meta.ts).
+ */
+import type { NormalizeOptions, NormalizeResult, RecordSink, TransactionSource } from '../../normalize/normalize.ts'
+import { normalizeBlockInto } from '../../normalize/normalize.ts'
+import type { ArchiveLine, RpcBlock, RpcReward, RpcTransaction, RpcTransactionMeta } from '../../rpc/types.ts'
+import { base58Encode } from '../../util/base58.ts'
+import { KeyText } from './b58.ts'
+import { decodeBundle, type BundledBlock } from './bundle.ts'
+import { decodeMetadata, decodeRewards } from './meta.ts'
+import { decodeWireTransaction } from './tx-wire.ts'
+
+/**
+ * the normalizer's warnings for a transaction without metadata, expected in epochs 0-9 (whose
+ * files hold none): not given for those transactions
+ */
+const NO_META_WARNINGS = ['transaction has no meta', 'missing invoke line']
+
+/** The block's header fields as an archive line (no transactions) and its rewards. */
+export function bundleLine(b: BundledBlock): ArchiveLine {
+  const hash = base58Encode(b.hash)
+  const block: RpcBlock = {
+    blockhash: hash,
+    previousBlockhash: b.previousHash ? base58Encode(b.previousHash) : (undefined as unknown as string),
+    parentSlot: b.parentSlot,
+  }
+  if (b.slot === 0) {
+    block.previousBlockhash = hash
+    block.blockHeight = 0
+  } else if (b.blockHeight !== null) block.blockHeight = b.blockHeight
+  if (b.previousHash === null && b.slot !== 0) delete (block as Partial<RpcBlock>).previousBlockhash
+  if (b.blockTime !== null) block.blockTime = b.blockTime
+  block.rewards = b.rewards ? (decodeRewards(b.rewards) as RpcReward[]) : []
+  return { slot: b.slot, hash, height: block.blockHeight ?? null, block }
+}
+
+/** The i-th transaction (its metadata decoded when `meta` is first read). */
+export function bundleTransaction(b: BundledBlock, i: number, keys?: KeyText): RpcTransaction {
+  const t = b.transactions[i]
+  let wire
+  try {
+    wire = decodeWireTransaction(t.data, keys)
+  } catch (e) {
+    throw new Error(`block ${b.slot} transaction ${i}: ${(e as Error).message}`)
+  }
+  let meta: RpcTransactionMeta | null | undefined
+  const slot = b.slot
+  return {
+    transaction: wire.transaction,
+    get meta(): RpcTransactionMeta | null {
+      if (meta === undefined) {
+        try {
+          meta = decodeMetadata(t.metadata)
+        } catch (e) {
+          throw new Error(
+            `block ${slot} transaction ${i} (${wire.transaction.signatures[0]}): metadata: ${(e as Error).message}`,
+          )
+        }
+      }
+      return meta
+    },
+    version: wire.version,
+  }
+}
+
+/** The whole `getBlock` result of a bundle (tests, tools: the JSON a CAR block stands for). */
+export function bundleToRpcBlock(b: BundledBlock): ArchiveLine {
+  const line = bundleLine(b)
+  const transactions: RpcTransaction[] = []
+  const keys = new KeyText()
+  for (let i = 0; i < b.transactions.length; i++) {
+    const t = bundleTransaction(b, i, keys)
+    transactions.push({ transaction: t.transaction, meta: t.meta, version: t.version })
+  }
+  line.block.transactions = transactions
+  return line
+}
+
+/** Normalizes a bundled CAR block (the bytes an import worker is given) into `sink`. */
+export function normalizeBundleInto(
+  bytes: Uint8Array,
+  opts: NormalizeOptions | undefined,
+  sink: RecordSink,
+): NormalizeResult {
+  const b = decodeBundle(bytes)
+  const line = bundleLine(b)
+  const keys = new KeyText()
+  const txs: TransactionSource = { count: b.transactions.length, at: (i) => bundleTransaction(b, i, keys) }
+  const r = normalizeBlockInto(line, opts, txs, sink)
+  r.warnings = r.warnings.filter(
+    (w) =>
+      w.transactionIndex === undefined ||
+      b.transactions[w.transactionIndex].metadata.length > 0 ||
+      !NO_META_WARNINGS.some((m) => w.message.startsWith(m)),
+  )
+  return r
+}
