@@ -754,7 +754,6 @@ export function register(program: Command): void {
     )
     .option('--include-votes', 'keep vote transactions')
     .option('--verify', "Old Faithful CAR inputs: check each node's sha256 against its CID")
-    .option('--verify', "Old Faithful CAR inputs: check each node's sha256 against its CID")
     .option('--chunk-blocks <n>', `blocks per chunk at most (default 10000, at most ${MAX_TARGET_BLOCKS})`)
     .option('--chunk-mb <n>', `approximate chunk size in MB (default 32, at most ${MAX_TARGET_BYTES / (1024 * 1024)})`)
     .option('--compress', 'deflate column blobs where it saves >= 25%')
