@@ -107,12 +107,17 @@ test(
   "a child's CPU from /proc: its main thread's busy time counted, the process's at least as much",
   { skip: process.platform !== 'linux' },
   async () => {
+    // spins until it has run 400 ms of CPU (not of wall time: on a loaded machine the thread gets a
+    // fraction of a core), then says so and idles
     const child = spawn(process.execPath, [
       '-e',
-      'const e = Date.now() + 400; let x = 0; while (Date.now() < e) x += Math.sqrt(x + 1); setTimeout(() => {}, 5000)',
+      'let x = 0; while (process.cpuUsage().user < 400_000) for (let i = 0; i < 1e5; i++) x += Math.sqrt(x + 1); process.stdout.write("spun\\n"); setTimeout(() => {}, 5000)',
     ])
     try {
-      await new Promise((r) => setTimeout(r, 700))
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => d.toString().includes('spun') && resolve())
+        child.on('error', reject)
+      })
       const c = processCpuMs(child.pid!)
       assert.ok(c.main >= 200, `main thread ${c.main} ms after a 400 ms spin`)
       assert.ok(c.all >= c.main, `process ${c.all} ms, main thread ${c.main}`)
