@@ -40,6 +40,7 @@ import { parseJsonExact } from '../src/rpc/json.ts'
 import type { RpcBlock } from '../src/rpc/types.ts'
 import type { HeadInfo } from '../src/store/chunk.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
+import { Metrics } from '../src/server/metrics.ts'
 import { mulberry32 } from '../src/util/prng.ts'
 
 const GEYSER = join(dirname(fileURLToPath(import.meta.url)), '..', 'data', 'geyser')
@@ -326,6 +327,7 @@ describe('the fake chain through the fake Geyser server', () => {
       geyser: { url: server.url, minBackoffMs: 5, maxBackoffMs: 50, gapTimeoutMs: 10_000, pingIntervalMs: 100 },
     })
     const rnd = mulberry32(99)
+    const atTip = (ds: RealtimeDataset) => ds.store.head()?.hash === node.tip.hash
     let oversized = 0
     try {
       viaRpc.start()
@@ -340,7 +342,12 @@ describe('the fake chain through the fake Geyser server', () => {
         }
         if (i % 25 === 10) {
           // a fork the stores already hold: replaced blocks, and slots no block takes again (dead)
-          await until('the RPC path at the tip', () => viaRpc.store.head()?.hash === node.tip.hash)
+          // both paths hold the blocks the fork replaces (the chain goes on while they catch up: a
+          // stream whose replay sent nothing learns of the chain from the next block)
+          for (let k = 0; !(atTip(viaRpc) && atTip(viaGeyser)); k++) {
+            if (k % 200 === 199) node.produce()
+            await sleep(5)
+          }
           node.fork(3, i % 50 === 10 ? 1 : 3)
         }
         node.produce()
@@ -398,4 +405,57 @@ describe('the fake chain through the fake Geyser server', () => {
       await node.stop()
     }
   })
+})
+
+test('a gap neither the stream nor the node can give: ingestion waits at it, the metrics show it, then it is filled', async () => {
+  // the same chain twice: the stream's node is 30 blocks ahead of the RPC node
+  const opts = { txPerBlock: 2, intervalMs: 0, initialBlocks: 10, skipRate: 0.2, finalityLag: 50, seed: 33 }
+  const ahead = await FakeSolanaNode.start(opts)
+  const behind = await FakeSolanaNode.start(opts)
+  for (let i = 0; i < 30; i++) ahead.produce()
+  const server = await FakeGeyserServer.start(ahead, { replayNothing: true })
+  const lines: string[] = []
+  const ds = await createGeyserDataset({
+    ...ingestOpts(behind, lines),
+    cold: new MemoryColdStore(),
+    geyser: { url: server.url, gapTimeoutMs: 200 },
+  })
+  const metrics = new Metrics({ processMetrics: false })
+  metrics.addIngester({
+    dataset: 'x',
+    store: ds.store,
+    nodeHead: ds.geyser.nodeHead,
+    stats: ds.ingester.stats,
+    gap: () => ds.geyser.gap,
+  })
+  const gapMetric = async () => Number(/solportal_ingest_gap_slots\{dataset="x"\} (\d+)/.exec(await metrics.text())![1])
+  try {
+    ds.start()
+    await until('a subscriber', () => server.subscribers > 0)
+    ahead.produce()
+    await until('the gap', () => ds.geyser.gap !== null)
+    await sleep(600)
+    // nothing stored above the gap: the first streamed block is not stored without the slots below it
+    assert.equal(ds.store.head(), null)
+    const gap = ds.geyser.gap!
+    assert.equal(gap.from, behind.firstSlot)
+    assert.equal(gap.to, ahead.tip.slot - 1)
+    assert.equal(await gapMetric(), gap.to - gap.from + 1)
+    assert.ok(ds.ingester.stats.failures >= 1)
+    assert.ok(lines.some((l) => l.includes('stopped at the gap')))
+    // the node catches up: the gap is filled from it, the stream goes on
+    for (let i = 0; i < 31; i++) behind.produce()
+    assert.equal(behind.tip.hash, ahead.tip.hash)
+    ahead.produce()
+    behind.produce()
+    await until('caught up', () => ds.store.head()?.hash === ahead.tip.hash)
+    assert.deepEqual(pairs(await chainOf(ds)), pairs(ahead.chain()))
+    assert.equal(ds.geyser.gap, null)
+    assert.equal(await gapMetric(), 0)
+  } finally {
+    await ds.stop()
+    await server.stop()
+    await ahead.stop()
+    await behind.stop()
+  }
 })
