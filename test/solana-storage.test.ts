@@ -14,22 +14,29 @@ import { BlockGenerator, loadTemplates } from '../src/ingest/generate.ts'
 import {
   decodeConfirmedBlock,
   decodeConfirmedBlockFull,
+  decodeConfirmedTransaction,
   decodeRewards,
   decodeTransaction,
   decodeTransactionStatusMeta,
   encodeConfirmedBlock,
+  encodeConfirmedTransaction,
   encodeRewards,
   encodeTransaction,
   encodeTransactionStatusMeta,
   INSTRUCTION_ERRORS,
   LEN,
+  ProtoError,
   ProtoReader,
   ProtoWriter,
+  STORAGE_FIELDS,
+  StorageDecoder,
   TRANSACTION_ERRORS,
+  TransactionErrorFormatError,
   transactionErrorFromJson,
   transactionErrorToJson,
   VARINT,
 } from '../src/ingest/solana-storage/index.ts'
+import { decodeBase58Scratch, encodeBase58 } from '../src/ingest/solana-storage/b58.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
 import type { ArchiveLine, RpcBlock, RpcTransactionMeta } from '../src/rpc/types.ts'
@@ -229,7 +236,6 @@ test('TransactionError: bincode bytes → RPC JSON, every variant, and back', ()
     [[...le(8), 0, ...le(25, 0xffffffff)], { InstructionError: [0, { Custom: 4294967295 }] }],
     [[...le(8), 2, ...le(49)], { InstructionError: [2, 'IllegalOwner'] }],
     [[...le(8), 1, ...le(44)], { InstructionError: [1, 'BorshIoError'] }],
-    [[...le(8), 1, ...le(44, 2, 0), 0x68, 0x69], { InstructionError: [1, { BorshIoError: 'hi' }] }],
     [[...le(30), 4], { DuplicateInstruction: 4 }],
     [[...le(31), 2], { InsufficientFundsForRent: { account_index: 2 } }],
     [[...le(35), 9], { ProgramExecutionTemporarilyRestricted: { account_index: 9 } }],
@@ -253,6 +259,12 @@ test('TransactionError: bincode bytes → RPC JSON, every variant, and back', ()
     assert.deepEqual(transactionErrorToJson(bytes), { InstructionError: [5, INSTRUCTION_ERRORS[tag]] })
     assert.deepEqual(transactionErrorFromJson({ InstructionError: [5, INSTRUCTION_ERRORS[tag]] }), bytes)
   }
+  // BorshIoError's old String payload: written from the old JSON form, read as the unit (as agave reads it)
+  const old = transactionErrorFromJson({ InstructionError: [1, { BorshIoError: 'hi' }] })
+  assert.deepEqual([...old], [...le(8), 1, ...le(44, 2, 0), 0x68, 0x69])
+  assert.deepStrictEqual(transactionErrorToJson(old), { InstructionError: [1, 'BorshIoError'] })
+  // trailing bytes are ignored, as bincode does
+  assert.equal(transactionErrorToJson(Uint8Array.from([...le(0), 0])), 'AccountInUse')
   assert.equal(INSTRUCTION_ERRORS[25], 'Custom')
   assert.equal(INSTRUCTION_ERRORS[53], 'BuiltinProgramsMustConsumeComputeUnits')
   assert.equal(TRANSACTION_ERRORS[38], 'CommitCancelled')
@@ -261,9 +273,8 @@ test('TransactionError: bincode bytes → RPC JSON, every variant, and back', ()
     [le(39), /unknown TransactionError tag 39/],
     [[...le(8), 0, ...le(54)], /unknown InstructionError tag 54/],
     [[...le(8), 0, ...le(25), 1], /truncated/],
-    [[...le(0), 0], /1 trailing bytes/],
     [[1, 0], /truncated/],
-    [[...le(8), 1, ...le(44, 5, 0), 0x68], /past the end/],
+    [[...le(8), 1], /truncated/],
   ] as [number[], RegExp][])
     assert.throws(() => transactionErrorToJson(Uint8Array.from(bytes)), re)
   for (const bad of ['Nope', { InstructionError: [300, 'GenericError'] }, { InstructionError: [0, 'Custom'] }, 5, null])
@@ -387,4 +398,217 @@ test('unknown fields of every wire type are skipped; damaged bytes give one clea
   const broken = Uint8Array.from(msg)
   broken[1] -= 20 // the message's length: its account key now runs past it
   assert.throws(() => decodeTransaction(broken), /Transaction: protobuf: /)
+})
+
+test('base58 of the codecs equals src/util/base58 (property, leading zeros included)', () => {
+  fc.assert(
+    fc.property(fc.uint8Array({ maxLength: 400 }), fc.nat(4), (body, zeros) => {
+      const bytes = Uint8Array.from([...new Array<number>(zeros).fill(0), ...body])
+      const text = base58Encode(bytes)
+      assert.equal(encodeBase58(bytes), text)
+      assert.deepEqual([...decodeBase58Scratch(text)], [...bytes])
+      // a sub-range of a larger buffer
+      const padded = Uint8Array.from([7, ...bytes, 9])
+      assert.equal(encodeBase58(padded, 1, padded.length - 1), text)
+    }),
+    { numRuns: 3000 },
+  )
+  assert.throws(() => decodeBase58Scratch('abc0'), /invalid base58 character '0'/)
+  assert.throws(() => decodeBase58Scratch('é'), /invalid base58 character/)
+})
+
+test('a version 1 transaction: config instead of lookups, version 1, back to the same bytes', () => {
+  const key = (i: number) => base58Encode(Uint8Array.from({ length: 32 }, (_, k) => (k * 7 + i) & 255))
+  const transaction = {
+    signatures: [base58Encode(new Uint8Array(64).fill(3))],
+    message: {
+      header: { numRequiredSignatures: 1, numReadonlySignedAccounts: 0, numReadonlyUnsignedAccounts: 1 },
+      accountKeys: [key(1), key(2), key(3)],
+      recentBlockhash: key(4),
+      instructions: [{ programIdIndex: 2, accounts: [0, 1], data: '3Bxs4Bc3VYuGVB19', stackHeight: null }],
+      transactionConfig: {
+        priorityFee: 5000,
+        computeUnitLimit: 200000,
+        loadedAccountsDataSizeLimit: null,
+        heapSize: 0,
+      },
+    },
+  }
+  const bytes = encodeTransaction(transaction, 1)
+  const back = decodeTransaction(bytes)
+  assert.equal(back.version, 1)
+  assert.deepStrictEqual(back.transaction, transaction)
+  assert.equal('addressTableLookups' in back.transaction.message, false)
+  assert.ok(Buffer.from(encodeTransaction(back.transaction, back.version)).equals(Buffer.from(bytes)))
+  // v1 with an empty config stays v1; v0 without lookups stays v0 with []
+  const empty = { ...transaction, message: { ...transaction.message, transactionConfig: undefined } }
+  delete empty.message.transactionConfig
+  const v1 = decodeTransaction(encodeTransaction(empty, 1))
+  assert.equal(v1.version, 1)
+  assert.deepStrictEqual(v1.transaction.message.transactionConfig, {
+    priorityFee: null,
+    computeUnitLimit: null,
+    loadedAccountsDataSizeLimit: null,
+    heapSize: null,
+  })
+  const v0 = decodeTransaction(encodeTransaction(empty, 0))
+  assert.equal(v0.version, 0)
+  assert.deepStrictEqual(v0.transaction.message.addressTableLookups, [])
+  // in a block, v1 normalizes like the others
+  const block: RpcBlock = {
+    blockhash: key(5),
+    previousBlockhash: key(6),
+    parentSlot: 9,
+    transactions: [
+      {
+        transaction: back.transaction,
+        version: back.version,
+        meta: decodeTransactionStatusMeta(
+          encodeTransactionStatusMeta({
+            err: null,
+            fee: 5000,
+            preBalances: [10, 0, 1],
+            postBalances: [5, 0, 1],
+            innerInstructions: [],
+            logMessages: [`Program ${key(3)} invoke [1]`, `Program ${key(3)} success`],
+            preTokenBalances: [],
+            postTokenBalances: [],
+            rewards: [],
+            loadedAddresses: { writable: [], readonly: [] },
+          }),
+        ),
+      },
+    ],
+  }
+  const { warnings, block: recs } = records(10, block)
+  assert.deepEqual(warnings, [])
+  assert.equal(recs.transactions[0].version, 1)
+})
+
+test('the recorded SubscribeUpdate stream reads with the wire reader, every nested field walked', () => {
+  const all = readFileSync(join(GEYSER, 'subscribe-updates-slots.bin'))
+  const bytes = new Uint8Array(all.buffer, all.byteOffset, all.length)
+  /** walks every field; a length-delimited field that parses as a message is walked too (two levels) */
+  const walk = (r: ProtoReader, depth = 0): number => {
+    let n = 0
+    while (r.pos < r.end) {
+      const t = r.tag()
+      n++
+      if ((t & 7) === LEN && depth < 2) {
+        const e = r.lenEnd()
+        try {
+          n += walk(new ProtoReader(r.buf, r.pos, e), depth + 1)
+        } catch {
+          // bytes or text, not a message
+        }
+        r.pos = e
+      } else r.skip(t & 7)
+    }
+    return n
+  }
+  let messages = 0
+  let fields = 0
+  const kinds = new Map<number, number>()
+  for (let p = 0; p < all.length;) {
+    const len = all.readUInt32BE(p)
+    const r = new ProtoReader(bytes, p + 4, p + 4 + len)
+    const first = new ProtoReader(bytes, p + 4, p + 4 + len)
+    while (first.pos < first.end) {
+      const t = first.tag()
+      if (t >>> 3 >= 2 && t >>> 3 <= 10) kinds.set(t >>> 3, (kinds.get(t >>> 3) ?? 0) + 1)
+      first.skip(t & 7)
+    }
+    fields += walk(r)
+    assert.equal(r.pos, p + 4 + len)
+    p += 4 + len
+    messages++
+  }
+  assert.equal(messages, 40186)
+  assert.ok(fields > messages * 3)
+  // slot updates (field 3), entries (8), block metas (7) and a ping (6) are all there
+  for (const k of [3, 6, 7, 8]) assert.ok((kinds.get(k) ?? 0) > 0, `field ${k}`)
+})
+
+test('a transaction without metadata: meta null, no version; u8 fields narrowed as agave narrows them', () => {
+  const line = realBlocks().find((b) => b.name === 'chainstorage/parser_solana_block.json')!.line
+  const tx = line.block.transactions![0]
+  const bare = decodeConfirmedTransaction(encodeConfirmedTransaction({ transaction: tx.transaction, meta: null }))
+  assert.deepStrictEqual(Object.keys(bare), ['transaction', 'meta'])
+  assert.equal(bare.meta, null)
+  assert.equal(bare.transaction.signatures[0], tx.transaction.signatures[0])
+  // header count 257 and program id index 300 as stored: rendered as their low 8 bits (1, 44)
+  const w = new ProtoWriter()
+  const m = w.begin()
+  const h = w.begin()
+  w.u32Field(STORAGE_FIELDS.header.numRequiredSignatures, 257)
+  w.end(STORAGE_FIELDS.message.header, h)
+  const ix = w.begin()
+  w.u32Field(STORAGE_FIELDS.instruction.programIdIndex, 300)
+  w.end(STORAGE_FIELDS.message.instructions, ix)
+  w.end(STORAGE_FIELDS.transaction.message, m)
+  const { transaction } = decodeTransaction(w.finish())
+  assert.equal(transaction.message.header.numRequiredSignatures, 1)
+  assert.equal(transaction.message.instructions[0].programIdIndex, 44)
+})
+
+test('StorageDecoder over embedded messages: one decoder, ranges of a wrapper message', () => {
+  const bytes = bin('subscribe-update-transaction-v0.bin')
+  const u = readTransactionUpdate(bytes)
+  const txStart = u.tx.byteOffset - bytes.byteOffset
+  const metaStart = u.meta.byteOffset - bytes.byteOffset
+  const d = new StorageDecoder(bytes)
+  const tx = d.transactionWithMeta(txStart, txStart + u.tx.length, metaStart, metaStart + u.meta.length)
+  assert.deepStrictEqual(tx, {
+    transaction: decodeTransaction(u.tx).transaction,
+    meta: decodeTransactionStatusMeta(u.meta),
+    version: 0,
+  })
+  assert.deepStrictEqual(d.transactionWithMeta(txStart, txStart + u.tx.length), {
+    transaction: tx.transaction,
+    meta: null,
+  })
+  assert.throws(() => d.range(5, bytes.length + 1), /bad range/)
+})
+
+test('damaged blocks (bytes changed, cut) decode or fail with a ProtoError / TransactionErrorFormatError only', () => {
+  const bytes = bin('43200000.bin')
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(fc.nat(bytes.length - 1), fc.nat(255)), { minLength: 1, maxLength: 4 }),
+      fc.nat(bytes.length),
+      (changes, cut) => {
+        const b = Uint8Array.from(bytes.subarray(0, Math.max(cut, bytes.length - 64)))
+        for (const [at, v] of changes) if (at < b.length) b[at] = v
+        try {
+          decodeConfirmedBlock(b)
+        } catch (e) {
+          assert.ok(e instanceof ProtoError || e instanceof TransactionErrorFormatError, String(e))
+        }
+      },
+    ),
+    { numRuns: 300 },
+  )
+})
+
+test('keys must be 32 bytes and signatures 64: longer or shorter ones are refused, naming the field', () => {
+  const header = { numRequiredSignatures: 0, numReadonlySignedAccounts: 0, numReadonlyUnsignedAccounts: 0 }
+  const ok = '11111111111111111111111111111111'
+  const long = base58Encode(new Uint8Array(200).fill(9))
+  const msg = (accountKeys: string[]) => ({ header, accountKeys, recentBlockhash: ok, instructions: [] })
+  assert.throws(
+    () => decodeTransaction(encodeTransaction({ signatures: [], message: msg([long]) })),
+    /account_keys: 200 bytes, expected 32/,
+  )
+  assert.throws(
+    () => decodeTransaction(encodeTransaction({ signatures: [], message: msg(['1111']) })),
+    /account_keys: 4 bytes, expected 32/,
+  )
+  assert.throws(
+    () => decodeTransaction(encodeTransaction({ signatures: [long], message: msg([ok]) })),
+    /signatures: 200 bytes, expected 64/,
+  )
+  assert.throws(
+    () => decodeTransaction(encodeTransaction({ signatures: [ok], message: msg([ok]) })),
+    /signatures: 32 bytes, expected 64/,
+  )
 })

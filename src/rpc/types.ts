@@ -30,6 +30,14 @@ export interface RpcAddressTableLookup {
   readonlyIndexes: number[]
 }
 
+/** The compute budget a version 1 message declares (`message.transactionConfig`); null: not set. */
+export interface RpcTransactionConfig {
+  priorityFee: U64 | null
+  computeUnitLimit: number | null
+  loadedAccountsDataSizeLimit: number | null
+  heapSize: number | null
+}
+
 export interface RpcMessage {
   accountKeys: string[]
   header: RpcMessageHeader
@@ -37,6 +45,8 @@ export interface RpcMessage {
   instructions: RpcInstruction[]
   /** v0 transactions only */
   addressTableLookups?: RpcAddressTableLookup[] | null
+  /** version 1 transactions only */
+  transactionConfig?: RpcTransactionConfig | null
 }
 
 export interface RpcInnerInstructions {

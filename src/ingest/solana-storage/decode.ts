@@ -12,10 +12,10 @@ import type {
   RpcReward,
   RpcTokenBalance,
   RpcTransaction,
+  RpcTransactionConfig,
   RpcTransactionMeta,
-  U64,
 } from '../../rpc/types.ts'
-import { base58Encode } from '../../util/base58.ts'
+import { encodeBase58 } from './b58.ts'
 import { F } from './fields.ts'
 import { transactionErrorToJson } from './tx-error.ts'
 import { FIXED64, LEN, ProtoError, ProtoReader, VARINT, type U64Value } from './wire.ts'
@@ -30,27 +30,45 @@ export interface DecodedBlock {
   numPartitions: U64Value | null
 }
 
-/** v1 transaction config as getBlock renders it (`message.transactionConfig`) */
-export interface RpcTransactionConfig {
-  priorityFee: U64 | null
-  computeUnitLimit: number | null
-  loadedAccountsDataSizeLimit: number | null
-  heapSize: number | null
-}
-
-/** Decoding state: a reader and a cache of base58 text of 32-byte keys (blocks repeat their keys a lot). */
+/** Decoding state: a reader and a cache of the base58 text of keys and instruction data (blocks repeat them a lot). */
 export class StorageDecoder {
   readonly r: ProtoReader
-  private readonly keys = new Map<string, string>()
-  private latin1: Buffer
+  /** open-addressing table of base58 text by bytes: slot → start + 1 of the bytes in the buffer (0: empty), length, text */
+  private cacheAt = new Int32Array(1024)
+  private cacheLen = new Int32Array(1024)
+  private cacheText: string[] = new Array<string>(1024)
+  private cacheCount = 0
 
   constructor(bytes: Uint8Array, start = 0, end = bytes.length) {
     this.r = new ProtoReader(bytes, start, end)
-    this.latin1 = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length)
   }
 
   private fail(what: string): never {
     throw new ProtoError(`protobuf: ${what} at byte ${this.r.pos}`)
+  }
+
+  /**
+   * Points the decoder at the message in bytes[start, end) of its buffer, for the next call of a
+   * message method: one decoder (one key cache) serves every message embedded in a larger one,
+   * e.g. `d.range(a, b).transaction()` then `d.range(c, e).meta()` per transaction of a Geyser block.
+   */
+  range(start: number, end: number): this {
+    if (start < 0 || end > this.r.buf.length || start > end)
+      throw new ProtoError(`protobuf: bad range [${start}, ${end})`)
+    this.r.pos = start
+    this.r.end = end
+    return this
+  }
+
+  /**
+   * One getBlock transaction from a `Transaction` at bytes[txStart, txEnd) and a
+   * `TransactionStatusMeta` at bytes[metaStart, metaEnd) (metaStart < 0: none) of the buffer, as
+   * `ConfirmedTransaction` gives it.
+   */
+  transactionWithMeta(txStart: number, txEnd: number, metaStart = -1, metaEnd = -1): RpcTransaction {
+    const { transaction, version } = this.range(txStart, txEnd).transaction()
+    if (metaStart < 0) return { transaction, meta: null }
+    return { transaction, meta: this.range(metaStart, metaEnd).meta(), version }
   }
 
   /** enters a length-delimited field: returns the enclosing end to pass to `leave` */
@@ -82,36 +100,91 @@ export class StorageDecoder {
     return this.instruction(true)
   }
 
-  /** base58 of a length-delimited bytes field */
-  private base58Field(tag: number, field: string): string {
+  /**
+   * base58 of a length-delimited bytes field; `size` > 0: the field must have that many bytes (keys
+   * 32, signatures 64)
+   */
+  private base58Field(tag: number, field: string, size = 0): string {
     this.r.expect(tag, LEN, field)
     const r = this.r
     const e = r.lenEnd()
     const a = r.pos
+    if (size > 0 && e - a !== size) this.fail(`${field}: ${e - a} bytes, expected ${size}`)
     r.pos = e
-    if (e - a === 32) {
-      const k = this.latin1.toString('latin1', a, e)
-      let s = this.keys.get(k)
-      if (s === undefined) {
-        s = base58Encode(r.buf.subarray(a, e))
-        this.keys.set(k, s)
-      }
-      return s
+    // keys and much instruction data repeat within a block; signatures (64 bytes) never do
+    if (e - a === 64 || e - a < 2) return encodeBase58(r.buf, a, e)
+    return this.cached(a, e)
+  }
+
+  /** the base58 text of buf[a..e), from the table when the same bytes were seen before */
+  private cached(a: number, e: number): string {
+    const i = this.slotOf(a, e)
+    if (i >= 0) return this.cacheText[i]
+    const text = encodeBase58(this.r.buf, a, e)
+    this.put(~i, a, e, text)
+    return text
+  }
+
+  /** the table slot holding buf[a..e), or ~(the free slot where it belongs) */
+  private slotOf(a: number, e: number): number {
+    const buf = this.r.buf
+    const len = e - a
+    // hash: the length, up to 16 leading and 8 trailing bytes (keys are random; data may share a prefix)
+    let h = 0x811c9dc5 ^ len
+    const head = Math.min(e, a + 16)
+    for (let p = a; p < head; p++) h = Math.imul(h ^ buf[p], 0x01000193)
+    for (let p = Math.max(head, e - 8); p < e; p++) h = Math.imul(h ^ buf[p], 0x01000193)
+    const mask = this.cacheAt.length - 1
+    for (let i = (h ^ (h >>> 15)) & mask; ; i = (i + 1) & mask) {
+      const at = this.cacheAt[i]
+      if (at === 0) return ~i
+      if (this.cacheLen[i] !== len) continue
+      const b = at - 1
+      let p = 0
+      while (p < len && buf[b + p] === buf[a + p]) p++
+      if (p === len) return i
     }
-    return base58Encode(r.buf.subarray(a, e))
+  }
+
+  private put(i: number, a: number, e: number, text: string): void {
+    this.cacheAt[i] = a + 1
+    this.cacheLen[i] = e - a
+    this.cacheText[i] = text
+    if (++this.cacheCount * 2 <= this.cacheAt.length) return
+    // grow: twice the slots, every entry placed again
+    const at = this.cacheAt
+    const lens = this.cacheLen
+    const texts = this.cacheText
+    this.cacheAt = new Int32Array(at.length * 2)
+    this.cacheLen = new Int32Array(at.length * 2)
+    this.cacheText = new Array<string>(at.length * 2)
+    this.cacheCount = 0
+    for (let j = 0; j < at.length; j++) {
+      if (at[j] === 0) continue
+      const start = at[j] - 1
+      this.put(~this.slotOf(start, start + lens[j]), start, start + lens[j], texts[j])
+    }
   }
 
   /** a 32-byte key field (account keys, loaded addresses, return data program) as base58 */
   private keyField(tag: number, field: string): string {
-    const at = this.r.pos
-    const s = this.base58Field(tag, field)
-    if (this.r.pos - at < 33) this.fail(`${field}: not 32 bytes`)
-    return s
+    return this.base58Field(tag, field, 32)
   }
 
   private bytesField(tag: number, field: string): Uint8Array {
     this.r.expect(tag, LEN, field)
     return this.r.bytes()
+  }
+
+  /** a bytes field as a list of numbers (instruction accounts, lookup indexes) */
+  private u8List(tag: number, field: string): number[] {
+    this.r.expect(tag, LEN, field)
+    const r = this.r
+    const e = r.lenEnd()
+    const out: number[] = []
+    for (let p = r.pos; p < e; p++) out.push(r.buf[p])
+    r.pos = e
+    return out
   }
 
   private stringField(tag: number, field: string): string {
@@ -122,6 +195,11 @@ export class StorageDecoder {
   private u32Field(tag: number, field: string): number {
     this.r.expect(tag, VARINT, field)
     return this.r.uint32()
+  }
+
+  /** a uint32 that agave narrows to a u8 (`as u8`: the low 8 bits) before rendering */
+  private u8Field(tag: number, field: string): number {
+    return this.u32Field(tag, field) & 0xff
   }
 
   private u64Field(tag: number, field: string): U64Value {
@@ -220,6 +298,8 @@ export class StorageDecoder {
       }
     }
     if (tx === null) this.fail('ConfirmedTransaction without a transaction')
+    // without metadata agave renders no version (it serves such a transaction as a legacy one)
+    if (meta === null) return { transaction: tx.transaction, meta }
     return { transaction: tx.transaction, meta, version: tx.version }
   }
 
@@ -232,12 +312,9 @@ export class StorageDecoder {
     while (r.pos < r.end) {
       const t = r.tag()
       switch (t >>> 3) {
-        case F.transaction.signatures: {
-          const at = r.pos
-          signatures.push(this.base58Field(t, 'signatures'))
-          if (r.pos - at < 65) this.fail('signature: not 64 bytes')
+        case F.transaction.signatures:
+          signatures.push(this.base58Field(t, 'signatures', 64))
           break
-        }
         case F.transaction.message: {
           const saved = this.enter(t, 'message')
           const m = this.message()
@@ -295,7 +372,7 @@ export class StorageDecoder {
     const message: RpcMessage = { header, accountKeys, recentBlockhash, instructions }
     if (!versioned) return { message, version: 'legacy' }
     if (config !== null) {
-      ;(message as RpcMessage & { transactionConfig?: RpcTransactionConfig }).transactionConfig = config
+      message.transactionConfig = config
       return { message, version: 1 }
     }
     message.addressTableLookups = lookups
@@ -309,13 +386,13 @@ export class StorageDecoder {
       const t = r.tag()
       switch (t >>> 3) {
         case F.header.numRequiredSignatures:
-          h.numRequiredSignatures = this.u32Field(t, 'num_required_signatures')
+          h.numRequiredSignatures = this.u8Field(t, 'num_required_signatures')
           break
         case F.header.numReadonlySignedAccounts:
-          h.numReadonlySignedAccounts = this.u32Field(t, 'num_readonly_signed_accounts')
+          h.numReadonlySignedAccounts = this.u8Field(t, 'num_readonly_signed_accounts')
           break
         case F.header.numReadonlyUnsignedAccounts:
-          h.numReadonlyUnsignedAccounts = this.u32Field(t, 'num_readonly_unsigned_accounts')
+          h.numReadonlyUnsignedAccounts = this.u8Field(t, 'num_readonly_unsigned_accounts')
           break
         default:
           r.skip(t & 7)
@@ -365,10 +442,10 @@ export class StorageDecoder {
       const t = r.tag()
       switch (t >>> 3) {
         case F.instruction.programIdIndex:
-          programIdIndex = this.u32Field(t, 'program_id_index')
+          programIdIndex = this.u8Field(t, 'program_id_index')
           break
         case F.instruction.accounts:
-          accounts = Array.from(this.bytesField(t, 'accounts'))
+          accounts = this.u8List(t, 'accounts')
           break
         case F.instruction.data:
           data = this.base58Field(t, 'data')
@@ -396,10 +473,10 @@ export class StorageDecoder {
           accountKey = this.keyField(t, 'account_key')
           break
         case F.lookup.writableIndexes:
-          writableIndexes = Array.from(this.bytesField(t, 'writable_indexes'))
+          writableIndexes = this.u8List(t, 'writable_indexes')
           break
         case F.lookup.readonlyIndexes:
-          readonlyIndexes = Array.from(this.bytesField(t, 'readonly_indexes'))
+          readonlyIndexes = this.u8List(t, 'readonly_indexes')
           break
         default:
           r.skip(t & 7)
@@ -522,7 +599,7 @@ export class StorageDecoder {
       const t = r.tag()
       switch (t >>> 3) {
         case F.innerInstructions.index:
-          index = this.u32Field(t, 'index')
+          index = this.u8Field(t, 'index')
           break
         case F.innerInstructions.instructions:
           instructions.push(this.sub(t, 'instructions', this.innerInstruction))
@@ -548,7 +625,7 @@ export class StorageDecoder {
       const t = r.tag()
       switch (t >>> 3) {
         case F.tokenBalance.accountIndex:
-          accountIndex = this.u32Field(t, 'account_index')
+          accountIndex = this.u8Field(t, 'account_index')
           break
         case F.tokenBalance.mint:
           mint = this.stringField(t, 'mint')
@@ -563,7 +640,7 @@ export class StorageDecoder {
                 uiAmount = r.double()
                 break
               case F.uiTokenAmount.decimals:
-                decimals = this.u32Field(t2, 'decimals')
+                decimals = this.u8Field(t2, 'decimals')
                 break
               case F.uiTokenAmount.amount:
                 amount = this.stringField(t2, 'amount')
@@ -660,7 +737,7 @@ export class StorageDecoder {
           r.skip(t & 7)
       }
     }
-    if (programId === '') programId = base58Encode(new Uint8Array(32))
+    if (programId === '') programId = encodeBase58(new Uint8Array(32))
     return { programId, data: [Buffer.from(data.buffer, data.byteOffset, data.length).toString('base64'), 'base64'] }
   }
 

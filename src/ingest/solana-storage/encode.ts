@@ -5,17 +5,17 @@
  * null lists, `err` as bincode.
  */
 import type * as Rpc from '../../rpc/types.ts'
-import { base58Decode } from '../../util/base58.ts'
-import type { RpcTransactionConfig } from './decode.ts'
+import { decodeBase58Scratch } from './b58.ts'
 import { F } from './fields.ts'
 import { transactionErrorFromJson } from './tx-error.ts'
 import { ProtoWriter } from './wire.ts'
 
 const REWARD_TYPE_VALUES: Record<string, number> = { Fee: 1, Rent: 2, Staking: 3, Voting: 4 }
 
+/** the bytes of base58 text, valid until the next call (the writer copies them at once) */
 function b58(s: string, what: string): Uint8Array {
   try {
-    return base58Decode(s)
+    return decodeBase58Scratch(s)
   } catch (e) {
     throw new Error(`${what}: ${(e as Error).message}`)
   }
@@ -64,7 +64,7 @@ function writeMessage(w: ProtoWriter, field: number, m: Rpc.RpcMessage, version:
     w.bytesField(F.lookup.readonlyIndexes, Uint8Array.from(l.readonlyIndexes))
     w.end(F.message.addressTableLookups, ls)
   }
-  const config = (m as Rpc.RpcMessage & { transactionConfig?: RpcTransactionConfig }).transactionConfig
+  const config = m.transactionConfig
   if (version === 1 || config != null) {
     const cs = w.begin()
     if (config?.priorityFee != null) w.u64Present(F.config.priorityFee, config.priorityFee)

@@ -14,7 +14,6 @@ export {
   REWARD_TYPES,
   StorageDecoder,
   type DecodedBlock,
-  type RpcTransactionConfig,
 } from './decode.ts'
 export {
   encodeConfirmedBlock,

@@ -337,8 +337,9 @@ export class ProtoWriter {
     this.varint32(1)
   }
 
+  /** field: double, omitted when 0 or -0 (prost compares with 0.0) */
   doubleField(field: number, v: number): void {
-    if (v === 0 && !Object.is(v, -0)) return
+    if (v === 0) return
     this.tag(field, FIXED64)
     this.ensure(8)
     this.view.setFloat64(this.pos, v, true)
