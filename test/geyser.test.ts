@@ -41,6 +41,8 @@ import type { RpcBlock } from '../src/rpc/types.ts'
 import type { HeadInfo } from '../src/store/chunk.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
 import { Metrics } from '../src/server/metrics.ts'
+import { checkServeOptions, type ServeOptions } from '../src/cli/commands/serve.ts'
+import { serveOptions } from './support/serve-options.ts'
 import { mulberry32 } from '../src/util/prng.ts'
 
 const GEYSER = join(dirname(fileURLToPath(import.meta.url)), '..', 'data', 'geyser')
@@ -458,4 +460,16 @@ test('a gap neither the stream nor the node can give: ingestion waits at it, the
     await ahead.stop()
     await behind.stop()
   }
+})
+
+test('serve: --geyser goes with --rpc (a URL) or --demo (none); processed commitment only with it', () => {
+  const check = (o: Partial<ServeOptions>) => checkServeOptions(serveOptions(o))
+  const rpc = { rpc: 'http://127.0.0.1:8899', dataDir: 'data-dir' }
+  assert.equal(check({ ...rpc, geyser: 'https://geyser.example:443', commitment: 'processed' }).commitment, 'processed')
+  assert.throws(() => check({ geyser: 'http://127.0.0.1:10000' }), /--geyser applies only to --rpc/)
+  assert.throws(() => check({ ...rpc, geyser: true }), /--geyser needs the URL/)
+  assert.throws(() => check({ ...rpc, geyser: 'localhost:10000' }), /--geyser must be an http/)
+  assert.throws(() => check({ demo: true, geyser: 'http://127.0.0.1:1' }), /takes no URL/)
+  assert.doesNotThrow(() => check({ demo: true, geyser: true }))
+  assert.throws(() => check({ ...rpc, commitment: 'processed' }), /--commitment must be one of confirmed, finalized/)
 })
