@@ -6,6 +6,7 @@
  * into a reused buffer and made a string once.
  */
 import { BASE58_ALPHABET, BASE58_DIGIT } from '../../util/base58.ts'
+import { slicing } from './wire.ts'
 
 const B5 = 58 ** 5 // 656356768
 const B4 = 58 ** 4 // 11316496
@@ -16,6 +17,7 @@ const ALPHABET = Uint8Array.from(BASE58_ALPHABET, (c) => c.charCodeAt(0))
 
 let limbs = new Float64Array(64)
 let chars = Buffer.allocUnsafe(512)
+let charsText = slicing(chars)
 let scratch = new Uint8Array(256)
 
 /** base58 text of bytes[a..e) */
@@ -55,7 +57,10 @@ export function encodeBase58(bytes: Uint8Array, a = 0, e = bytes.length): string
     }
   }
   const max = zeros + n * 5
-  if (chars.length < max) chars = Buffer.allocUnsafe(max * 2)
+  if (chars.length < max) {
+    chars = Buffer.allocUnsafe(max * 2)
+    charsText = slicing(chars)
+  }
   const c = chars
   let p = 0
   for (; p < zeros; p++) c[p] = 49 // '1'
@@ -80,7 +85,7 @@ export function encodeBase58(bytes: Uint8Array, a = 0, e = bytes.length): string
       p += 5
     }
   }
-  return c.toString('latin1', 0, p)
+  return charsText.latin1Slice(0, p)
 }
 
 /**

@@ -36,6 +36,20 @@ export function i64FromHalves(lo: number, hi: number): U64Value {
   return v > -BigInt(SMALL_LIMIT) ? Number(v) : v.toString()
 }
 
+/**
+ * Buffer's own text methods (`utf8Slice`, `latin1Slice`): what `toString(encoding, a, b)` calls
+ * after checking its arguments; called directly they save ~1/3 of the cost of short strings.
+ */
+export interface SlicingBuffer {
+  utf8Slice(a: number, b: number): string
+  latin1Slice(a: number, b: number): string
+}
+
+/** a Buffer view of bytes, typed with its text methods */
+export function slicing(bytes: Uint8Array): SlicingBuffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length) as unknown as SlicingBuffer
+}
+
 export class ProtoError extends Error {
   constructor(message: string) {
     super(message)
@@ -57,7 +71,7 @@ export class ProtoReader {
   /** the end of the buffer range this reader may read */
   end: number
   private view: DataView | undefined
-  private text: Buffer | undefined
+  private text: SlicingBuffer | undefined
   /** the halves of the last `u64Halves()` read */
   lo = 0
   hi = 0
@@ -178,8 +192,8 @@ export class ProtoReader {
 
   /** UTF-8 text of buf[a..b) */
   utf8(a: number, b: number): string {
-    if (this.text === undefined) this.text = Buffer.from(this.buf.buffer, this.buf.byteOffset, this.buf.length)
-    return this.text.toString('utf8', a, b)
+    if (this.text === undefined) this.text = slicing(this.buf)
+    return this.text.utf8Slice(a, b)
   }
 
   /** a little-endian double (wire type 1) */
