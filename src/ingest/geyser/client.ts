@@ -9,7 +9,8 @@
  * writes a ping every `pingIntervalMs` (default 10 s; the server answers with a pong, and load
  * balancers see traffic), answers the server's pings, takes a subscription that received nothing
  * for `idleTimeoutMs` (default 30 s) for dead, and reconnects with exponential backoff (full
- * jitter), asking the server to replay from `fromSlot()` (`from_slot`). Messages are read with
+ * jitter), asking the server to replay from `fromSlot()` (`from_slot`; not after a subscription that
+ * ended before its first message, as one whose replay the server refuses does). Messages are read with
  * backpressure: `pause()` stops reading (HTTP/2 flow control then stops the server) until
  * `resume()`.
  */
@@ -105,6 +106,8 @@ export class GeyserFeed {
   private retryTimer: NodeJS.Timeout | null = null
   private lastMessageAt = 0
   private nextPingId = 1
+  /** the last subscription ended before any message: the next one asks for no replay */
+  private skipReplay = false
   readonly commitment: CommitmentLevel
   readonly stats = { connects: 0, disconnects: 0, messages: 0, bytes: 0, pings: 0, pongs: 0, serverPings: 0 }
 
@@ -161,6 +164,9 @@ export class GeyserFeed {
       if (this.closed) return
       this.stats.disconnects++
       if (gotMessage) this.failures = 0
+      // a server that refuses the replay (from_slot older than it keeps) ends the subscription at
+      // once: the next one goes without (the caller fills what the replay would have sent)
+      this.skipReplay = !gotMessage && !this.skipReplay
       this.opts.onDisconnect?.(err)
       const cap = Math.min(this.opts.maxBackoffMs ?? 10_000, (this.opts.minBackoffMs ?? 100) * 2 ** this.failures)
       this.failures = Math.min(this.failures + 1, 16)
@@ -187,7 +193,7 @@ export class GeyserFeed {
     call.on('close', () => end(new Error('the subscription closed')))
     this.stats.connects++
     this.lastMessageAt = Date.now()
-    call.write(this.request(this.opts.fromSlot?.()))
+    call.write(this.request(this.skipReplay ? undefined : this.opts.fromSlot?.()))
     if (this.paused) call.pause()
     this.startPings(call, end)
     this.opts.onConnect?.(this.stats.connects)

@@ -8,7 +8,7 @@
  *
  * Blocks go to subscribers at their commitment (processed and confirmed: when produced;
  * finalized: when finalized). `from_slot` replays the blocks kept in a ring of the last
- * `ringSlots` slots (from the ring's first when older). Faults, as servers show them:
+ * `ringSlots` slots (from the ring's first when older, or refused with `refuseOldReplay`). Faults, as servers show them:
  * `disconnect()` ends every subscription; `replaySkip` drops that fraction of replayed blocks and
  * `replayNothing` replays none; `reorder` sends each block's transactions out of order (their
  * `index` tells the order); `incomplete(slot)` sends a block with some transactions left out (its
@@ -46,6 +46,8 @@ export interface FakeGeyserOptions {
   replaySkip?: number
   /** replay nothing at all (default false) */
   replayNothing?: boolean
+  /** refuse a `from_slot` older than the ring (INVALID_ARGUMENT), as Yellowstone does (default false) */
+  refuseOldReplay?: boolean
   /** send each block's transactions in a shuffled order (default false) */
   reorder?: boolean
   /** server pings, ms (default 15 000) */
@@ -92,6 +94,7 @@ export class FakeGeyserServer {
   private readonly incompleteSlots = new Map<number, number>()
   private readonly oversizeSlots = new Map<number, number>()
   readonly stats = {
+    refused: 0,
     subscribes: 0,
     blocks: 0,
     replayed: 0,
@@ -301,6 +304,18 @@ export class FakeGeyserServer {
       s.commitment = r.commitment ?? 'processed'
       s.blocks = Object.keys(r.blocks ?? {})
       s.slots = Object.keys(r.slots ?? {})
+      if (!s.subscribed && r.fromSlot !== undefined && this.opts.refuseOldReplay) {
+        const oldest = Math.min(...this.ring.keys())
+        if (r.fromSlot < oldest) {
+          this.stats.refused++
+          this.cut(
+            s,
+            status.INVALID_ARGUMENT,
+            `fake geyser: from_slot ${r.fromSlot} is not available, oldest ${oldest}`,
+          )
+          return
+        }
+      }
       if (!s.subscribed) {
         s.subscribed = true
         this.stats.subscribes++
