@@ -672,6 +672,16 @@ export class FakeSolanaNode {
     return { full, txCount: picked.length, firstAbove }
   }
 
+  /** the full getBlock answer (json encoding, full transactions, rewards) of a block, as served */
+  blockText(b: FakeBlockInfo): string {
+    return this.renderBlock(b, {
+      encoding: 'json',
+      transactionDetails: 'full',
+      rewards: true,
+      maxSupportedTransactionVersion: 0,
+    })
+  }
+
   private renderBlock(b: FakeBlockInfo, cfg: Record<string, unknown>): string {
     const details = (cfg.transactionDetails as string | undefined) ?? 'full'
     const rewards = cfg.rewards === undefined ? true : Boolean(cfg.rewards)

@@ -33,6 +33,8 @@ import { EventSummary, providerClientOptions, type ProviderSettings } from './rp
 import { MemoryColdStore } from '../store/cold-memory.ts'
 import { HotStore, type PushMarks } from '../store/hot.ts'
 import type { PackedBlock } from '../store/packed-block.ts'
+import type { RpcBlock } from '../rpc/types.ts'
+import type { NodeHeadTracker } from './lag.ts'
 import { RealtimeStore } from '../store/realtime-store.ts'
 import type { ColdStore } from '../store/types.ts'
 import { tuneIncrementalMarking } from '../util/gc-tuning.ts'
@@ -56,8 +58,35 @@ export const consoleLogger: RealtimeLogger = {
 
 export const silentLogger: RealtimeLogger = { info() {}, warn() {}, error() {} }
 
+/**
+ * Where the ingester's blocks come from: a node followed over JSON-RPC (`RpcSource`), or a Geyser
+ * stream with the node filling its gaps (src/ingest/geyser/source.ts).
+ */
+export interface BlockSource {
+  readonly commitment: Commitment
+  /** the node's head slots as this source reads them (ingest lag) */
+  readonly nodeHead: NodeHeadTracker
+  /** see `RpcSource.blocks` */
+  blocks(from: number, signal?: AbortSignal): AsyncGenerator<SourceEvent>
+  /** one slot fetched again (a damaged block) */
+  fetchSlot(slot: number, signal?: AbortSignal): Promise<SlotOutcome>
+  /** the node's header of a slot, or null when it is not a block there (fork resolution) */
+  fetchHeader(slot: number, commitment: Commitment, signal?: AbortSignal): Promise<RpcBlock | null>
+  /** the highest finalized slot */
+  finalizedSlot(signal?: AbortSignal): Promise<number>
+  /**
+   * whether the block ⟨number, hash⟩ is on the chain of the finalized slot, as far as the source
+   * knows without asking the node (null: it does not know; the node's finalized header decides)
+   */
+  finalizedChainHas?(number: number, hash: string): boolean | null
+  /** the source reports dead slots itself (`dead` events): the stored tip is not checked against the node */
+  readonly reportsDeadSlots?: boolean
+  /** release the source's connections */
+  close?(): void
+}
+
 export interface RealtimeIngesterOptions {
-  source: RpcSource
+  source: BlockSource
   hot: HotStore
   cold: ColdStore
   normalize: NormalizeFn
@@ -132,7 +161,7 @@ class Restart {
 }
 
 export class RealtimeIngester {
-  readonly source: RpcSource
+  readonly source: BlockSource
   readonly hot: HotStore
   readonly cold: ColdStore
   private readonly normalize: NormalizeFn
@@ -274,7 +303,7 @@ export class RealtimeIngester {
     const tip = this.hot.tip() ?? this.hot.anchor ?? this.cold.lastBlock()
     if (tip) return tip.number + 1
     if (this.startSlot !== undefined) return this.startSlot
-    return this.source.client.getSlot('finalized', signal)
+    return this.source.finalizedSlot(signal)
   }
 
   private async session(signal: AbortSignal): Promise<void> {
@@ -285,7 +314,11 @@ export class RealtimeIngester {
       if (ev.kind === 'tip') {
         this.failures = 0
         if (Date.now() - this.lastFinalize >= this.finalizeIntervalMs) await this.finalizeStep(signal)
-        await this.verifyTip(ev.head, signal)
+        if (!this.source.reportsDeadSlots) await this.verifyTip(ev.head, signal)
+        continue
+      }
+      if (ev.kind === 'dead') {
+        await this.deadSlot(ev.slot)
         continue
       }
       const { block, warnings, answeredAt, marks } = await this.intactBlock(ev, signal)
@@ -339,7 +372,7 @@ export class RealtimeIngester {
    * with fewer transactions than the node has, and a damaged header never reaches fork resolution.
    */
   private async intactBlock(
-    ev: Exclude<SourceEvent, { kind: 'tip' }>,
+    ev: Exclude<SourceEvent, { kind: 'tip' } | { kind: 'dead' }>,
     signal: AbortSignal,
   ): Promise<{
     block: Block | PackedBlock
@@ -415,7 +448,7 @@ export class RealtimeIngester {
     if (this.finalizeRun) return // one move at a time
     const win = this.hot.entries()
     if (win.length === 0) return
-    const f = await this.source.client.getSlot('finalized', signal)
+    const f = await this.source.finalizedSlot(signal)
     let k = win.length - 1
     while (k >= 0 && win[k].header.number > f) k--
     if (k < 0) return
@@ -425,7 +458,7 @@ export class RealtimeIngester {
     }
     this.finalWaitingSince = null
     const e = win[k].header
-    if (this.source.commitment !== 'finalized') {
+    if (this.source.commitment !== 'finalized' && this.source.finalizedChainHas?.(e.number, e.hash) !== true) {
       // the finality report is checked against the block we store, not taken on trust
       const hdr = await this.source.fetchHeader(e.number, 'finalized', signal)
       if (!hdr) return // not answered as a finalized block (yet): try again later
@@ -450,6 +483,16 @@ export class RealtimeIngester {
     this.finalizeRun = run.finally(() => {
       this.finalizeRun = null
     })
+  }
+
+  /** the source reports `slot` dead: a block stored there and the blocks above it are dropped */
+  private async deadSlot(slot: number): Promise<void> {
+    if (!this.hot.entries().some((e) => e.header.number === slot)) return
+    const removed = await this.hot.rollbackTo(slot - 1)
+    if (removed.length === 0) return
+    this.stats.forks++
+    this.stats.replaced += removed.length
+    throw new Restart(slot, `slot ${slot} is dead: dropped ${removed.length} block(s) from ${slot}`)
   }
 
   /** at the tip: make sure the stored tip is still on the node's chain */
@@ -538,6 +581,11 @@ export interface RealtimeDatasetOptions {
   /** skip fsync in the hot store (tests only) */
   noSync?: boolean
   logger?: RealtimeLogger
+  /**
+   * another block source in front of the node (a Geyser stream: src/ingest/geyser/dataset.ts),
+   * given the node's source and the hot and cold stores; closed on stop
+   */
+  source?: (rpc: RpcSource, stores: { hot: HotStore; cold: ColdStore }) => BlockSource
 }
 
 export interface RealtimeDataset {
@@ -598,8 +646,9 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
     log: (m) => log.info(m),
   })
   const store = new RealtimeStore({ hot, cold })
+  const outer = opts.source?.(source, { hot, cold })
   const ingester = new RealtimeIngester({
-    source,
+    source: outer ?? source,
     hot,
     cold,
     normalize,
@@ -625,6 +674,7 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
     start: () => ingester.start(),
     stop: async () => {
       await ingester.stop()
+      outer?.close?.()
       // the kept-alive connections to the node
       source.client.close()
       summary?.close()
@@ -653,9 +703,13 @@ export interface DemoDatasetOptions {
   normalizeThreads?: number
 }
 
-export async function createDemoDataset(
-  opts: DemoDatasetOptions = {},
-): Promise<RealtimeDataset & { node: import('./fake-node.ts').FakeSolanaNode }> {
+/** the demo's fake node, started, and the hot store's directory (a temp dir unless given) */
+export async function startDemoChain(opts: DemoDatasetOptions): Promise<{
+  node: import('./fake-node.ts').FakeSolanaNode
+  dataDir: string
+  /** stop the node and remove the temp dir */
+  stop(): Promise<void>
+}> {
   const { FakeSolanaNode, demoTemplates } = await import('./fake-node.ts')
   const { mkdtempSync, rmSync } = await import('node:fs')
   const { tmpdir } = await import('node:os')
@@ -670,9 +724,24 @@ export async function createDemoDataset(
     ...opts.node,
   })
   const tmp = opts.dataDir ? null : mkdtempSync(join(tmpdir(), 'solportal-demo-'))
+  return {
+    node,
+    dataDir: opts.dataDir ?? tmp!,
+    stop: async () => {
+      await node.stop()
+      if (tmp) rmSync(tmp, { recursive: true, force: true })
+    },
+  }
+}
+
+export async function createDemoDataset(
+  opts: DemoDatasetOptions = {},
+): Promise<RealtimeDataset & { node: import('./fake-node.ts').FakeSolanaNode }> {
+  const chain = await startDemoChain(opts)
+  const node = chain.node
   const ds = await createRealtimeDataset({
     rpcUrl: node.url,
-    dataDir: opts.dataDir ?? tmp!,
+    dataDir: chain.dataDir,
     cold: opts.cold,
     startSlot: node.firstSlot,
     concurrency: 4,
@@ -686,8 +755,7 @@ export async function createDemoDataset(
     node,
     stop: async () => {
       await ds.stop()
-      await node.stop()
-      if (tmp) rmSync(tmp, { recursive: true, force: true })
+      await chain.stop()
     },
   }
 }

@@ -595,6 +595,8 @@ export type SourceEvent =
   | { kind: 'malformed'; slot: number; problem: string }
   /** the source has delivered everything up to the node's head at its commitment */
   | { kind: 'tip'; head: number }
+  /** the slot is dead (Geyser): a block stored there is on no chain */
+  | { kind: 'dead'; slot: number }
 
 export interface RpcSourceOptions {
   /** a client, or the options to build one */
@@ -781,6 +783,11 @@ export class RpcSource {
       return { kind: 'malformed', problem }
     }
     return null
+  }
+
+  /** the node's finalized slot */
+  finalizedSlot(signal?: AbortSignal): Promise<number> {
+    return this.client.getSlot('finalized', signal)
   }
 
   /** the node's header (no transactions) of a slot, or null when it is not a block there */

@@ -29,6 +29,8 @@ export interface IngestView {
   nodeHead: NodeHeadTracker
   /** running totals since start */
   stats: { blocks: number; forks: number; finalized: number; failures: number }
+  /** slots a Geyser stream needs and neither it nor the node can give (ingestion stopped there) */
+  gap?: () => { from: number; to: number } | null
 }
 
 export interface MetricsOptions {
@@ -155,6 +157,14 @@ export class Metrics {
       `${METRICS_PREFIX}ingest_lag_seconds`,
       'how long ago the node first reported a slot above the stored head (0 when caught up)',
       (i) => i.nodeHead.lag(i.store.head()?.number ?? null)?.seconds ?? null,
+    )
+    lagGauge(
+      `${METRICS_PREFIX}ingest_gap_slots`,
+      'slots missing from the Geyser stream that the node could not give either: ingestion waits at them (0: none)',
+      (i) => {
+        const g = i.gap?.()
+        return i.gap ? (g ? g.to - g.from + 1 : 0) : null
+      },
     )
     const ingestTotal = (what: string, help: string, pick: (s: IngestView['stats']) => number) =>
       totalCounter(this.registry, `${METRICS_PREFIX}ingest_${what}_total`, help, () =>

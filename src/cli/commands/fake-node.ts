@@ -27,6 +27,8 @@ interface FakeNodeCliOptions {
   gzip?: boolean
   seed: string
   quiet?: boolean
+  geyser?: string
+  geyserToken?: string
 }
 
 function num(name: string, v: string, opts: { int?: boolean; max?: number } = {}): number {
@@ -59,6 +61,8 @@ export function register(program: Command): void {
     .option('--gzip', 'gzip-compressed answers when asked, gzip-compressed requests read')
     .option('--seed <n>', 'PRNG seed', '1')
     .option('--quiet', 'do not log produced blocks')
+    .option('--geyser <port>', 'also stream the chain from a fake Geyser (Yellowstone gRPC) server on this port')
+    .option('--geyser-token <token>', 'the x-token the fake Geyser server requires (default: none)')
     .action(async (o: FakeNodeCliOptions) => {
       for (const t of o.template ?? []) existingPath('template', t)
       const port = portOption('port', o.port)
@@ -94,7 +98,22 @@ export function register(program: Command): void {
         throw listenError(e, 'port', 'host', o.host, port)
       })
       console.error(`fake Solana node listening on ${node.url} (first slot ${node.firstSlot})`)
+      let geyser: import('../../ingest/geyser/fake-server.ts').FakeGeyserServer | null = null
+      if (o.geyser !== undefined) {
+        const geyserPort = portOption('geyser', o.geyser)
+        const { FakeGeyserServer } = await import('../../ingest/geyser/fake-server.ts')
+        geyser = await FakeGeyserServer.start(node, {
+          host: o.host,
+          port: geyserPort,
+          token: o.geyserToken,
+          reorder: true,
+        }).catch((e: unknown) => {
+          throw listenError(e, 'geyser', 'host', o.host, geyserPort)
+        })
+        console.error(`fake Geyser server listening on ${geyser.url}`)
+      }
       const stop = async () => {
+        await geyser?.stop()
         await node.stop()
         process.exit(0)
       }

@@ -40,6 +40,9 @@ export interface ServeOptions {
   archive?: string[]
   demo?: boolean
   rpc?: string
+  /** `--geyser URL` (with --rpc), or `--geyser` alone (with --demo) */
+  geyser?: string | boolean
+  geyserToken?: string
   dataDir?: string
   datasetDir?: string
   commitment: string
@@ -91,7 +94,7 @@ export interface ServeOptions {
 /** the checked numbers and choices of the options (every misuse is refused before anything starts) */
 interface ServeSettings {
   port: number
-  commitment: 'confirmed' | 'finalized'
+  commitment: 'processed' | 'confirmed' | 'finalized'
   rpcConcurrency: number
   rpcMaxBodyBytes: number
   rpcStallMs: number
@@ -156,6 +159,15 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
   } else if (opts.dataDir && !opts.demo) {
     throw new UsageError('--data-dir applies only to --rpc or --demo')
   }
+  if (opts.geyser !== undefined) {
+    if (opts.rpc) {
+      if (typeof opts.geyser !== 'string')
+        throw new UsageError('--geyser needs the URL of the Geyser (Yellowstone gRPC) endpoint')
+      httpUrlOption('geyser', opts.geyser)
+    } else if (!opts.demo) {
+      throw new UsageError('--geyser applies only to --rpc (which fills its gaps) or --demo')
+    } else if (opts.geyser !== true) throw new UsageError('--demo --geyser takes no URL (the demo runs its own)')
+  }
   for (const a of opts.archive ?? []) existingPath('archive', a)
   const s3 = !!opts.datasetDir?.startsWith('s3://')
   if (opts.datasetDir && !s3) existingPath('dataset-dir', opts.datasetDir, 'dir')
@@ -165,7 +177,11 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     )
   const cfg = {
     port: portOption('port', opts.port),
-    commitment: choiceOption('commitment', opts.commitment, ['confirmed', 'finalized'] as const),
+    commitment: choiceOption(
+      'commitment',
+      opts.commitment,
+      opts.geyser ? (['processed', 'confirmed', 'finalized'] as const) : (['confirmed', 'finalized'] as const),
+    ),
     rpcConcurrency: intOption('rpc-concurrency', opts.rpcConcurrency, 1, 256),
     rpcMaxBodyBytes:
       intOption('rpc-max-body-mb', opts.rpcMaxBodyMb ?? String(DEFAULT_MAX_RESPONSE_BYTES >> 20), 1, 1 << 16) *
@@ -219,7 +235,16 @@ export function register(program: Command): void {
     .option('--demo', 'run a live fake Solana chain in-process and serve it in real time')
     .option('--rpc <url>', 'follow a Solana node over JSON-RPC (needs --data-dir)')
     .option('--data-dir <dir>', 'storage of the followed chain (hot LMDB + cold chunks)')
-    .option('--commitment <level>', 'commitment of the followed chain: confirmed or finalized', 'confirmed')
+    .option(
+      '--commitment <level>',
+      'commitment of the followed chain: confirmed or finalized (with --geyser, processed too)',
+      'confirmed',
+    )
+    .option(
+      '--geyser [url]',
+      'with --rpc: take blocks and slot statuses from this Geyser (Yellowstone gRPC) endpoint, the RPC node filling every gap; with --demo: run the demo chain through a fake Geyser server',
+    )
+    .option('--geyser-token <token>', 'the x-token of the Geyser endpoint (env GEYSER_TOKEN)', process.env.GEYSER_TOKEN)
     .option('--rpc-concurrency <n>', 'getBlock requests in flight', '4')
     .option(
       '--rpc-poll-ms <ms>',
@@ -478,7 +503,17 @@ async function loadDatasets(
     const rt = await import('../../ingest/realtime.ts')
     const ingestLog = messageLogger(log.child({ component: 'ingest' }))
     let ds: Awaited<ReturnType<typeof rt.createRealtimeDataset>>
-    if (opts.demo) {
+    if (opts.demo && opts.geyser) {
+      const { createGeyserDemoDataset } = await import('../../ingest/geyser/dataset.ts')
+      const demo = await createGeyserDemoDataset({
+        logger: ingestLog,
+        dataDir: opts.dataDir,
+        onFatal,
+        normalizeThreads: cfg.ingestThreads,
+      })
+      ds = demo
+      log.info(`demo: fake Solana node at ${demo.node.url}, fake Geyser server at ${demo.server.url}`)
+    } else if (opts.demo) {
       ds = await rt.createDemoDataset({
         logger: ingestLog,
         dataDir: opts.dataDir,
@@ -496,11 +531,12 @@ async function loadDatasets(
       fromSlot = startSlotOf(dataDir, cfg.fromSlot, cold.reader.lastBlock() !== null)
       renderDir = cold.reader.dir
       metrics.addColdCache(label, () => cold.reader.cacheStats())
-      ds = await rt.createRealtimeDataset({
+      const rtOpts: Parameters<typeof rt.createRealtimeDataset>[0] = {
         rpcUrl: opts.rpc!,
         dataDir,
         cold,
-        commitment: cfg.commitment,
+        // getBlock knows no processed: the node fills the gaps of a processed stream at confirmed
+        commitment: cfg.commitment === 'processed' ? 'confirmed' : cfg.commitment,
         concurrency: cfg.rpcConcurrency,
         pollIntervalMs: cfg.rpcPollMs,
         normalizeOptions: { includeVotes: opts.includeVotes },
@@ -512,7 +548,15 @@ async function loadDatasets(
         ...FINALIZE_BATCHES,
         onFatal,
         logger: ingestLog,
-      })
+      }
+      if (typeof opts.geyser === 'string') {
+        const { createGeyserDataset } = await import('../../ingest/geyser/dataset.ts')
+        ds = await createGeyserDataset({
+          ...rtOpts,
+          geyser: { url: opts.geyser, token: opts.geyserToken, commitment: cfg.commitment },
+        })
+        log.info(`following the Geyser stream at ${opts.geyser} (${cfg.commitment}), gaps filled from ${opts.rpc}`)
+      } else ds = await rt.createRealtimeDataset(rtOpts)
       const stopDs = ds.stop
       ds.stop = async () => {
         await stopDs()
@@ -524,6 +568,8 @@ async function loadDatasets(
       store: ds.store,
       nodeHead: ds.ingester.source.nodeHead,
       stats: ds.ingester.stats,
+      gap:
+        'geyser' in ds ? () => (ds as { geyser: { gap: { from: number; to: number } | null } }).geyser.gap : undefined,
     })
     ds.start()
     const progress = progressLog(ds, log.child({ component: 'ingest' }))

@@ -1,0 +1,87 @@
+/**
+ * A Geyser `SubscribeUpdateBlock` as the node's `getBlock` answer (json encoding, full
+ * transactions, rewards, `maxSupportedTransactionVersion: 0`), so that streamed blocks go through
+ * the same normalizer and checks as fetched ones.
+ *
+ * Transactions are put in block order by their `index` (servers send them in execution order,
+ * which is not the block's); each transaction's `Transaction` and `TransactionStatusMeta` messages
+ * are decoded by src/ingest/solana-storage (keys, signatures and data as base58, the version read
+ * from the message: v0 and v1 messages both arrive as versioned, v1 with a config and no
+ * lookups; `err` from its bincode bytes; the `*_none` flags as null lists). A block whose indexes
+ * are not 0..n-1 exactly once is refused (the caller fetches it from the node).
+ *
+ * `blockUpdateOf` is the inverse, for the fake Geyser server and tests: a `getBlock` answer as a
+ * `SubscribeUpdateBlock` (with `executed_transaction_count` set to its number of transactions).
+ */
+import type { RpcBlock, RpcTransaction } from '../../rpc/types.ts'
+import { base58Decode } from '../../util/base58.ts'
+import {
+  decodeRewards,
+  decodeTransaction,
+  decodeTransactionStatusMeta,
+  encodeRewards,
+  encodeTransaction,
+  encodeTransactionStatusMeta,
+} from '../solana-storage/index.ts'
+import type { BlockUpdate, TransactionInfo } from './messages.ts'
+
+function safeNumber(v: bigint | null, what: string): number | null {
+  if (v === null) return null
+  if (v < BigInt(Number.MIN_SAFE_INTEGER) || v > BigInt(Number.MAX_SAFE_INTEGER))
+    throw new Error(`${what} ${v} is out of range`)
+  return Number(v)
+}
+
+export function blockToRpc(m: BlockUpdate): RpcBlock {
+  const n = m.transactions.length
+  const byIndex: (TransactionInfo | undefined)[] = new Array(n)
+  for (const t of m.transactions) {
+    if (t.index >= n) throw new Error(`transaction index ${t.index} in a block of ${n}`)
+    if (byIndex[t.index]) throw new Error(`transaction index ${t.index} twice`)
+    byIndex[t.index] = t
+  }
+  const transactions: RpcTransaction[] = byIndex.map((t, i) => {
+    if (!t!.transaction) throw new Error(`transaction ${i}: no Transaction message`)
+    const { transaction, version } = decodeTransaction(t!.transaction)
+    const meta = t!.meta ? decodeTransactionStatusMeta(t!.meta) : null
+    return { transaction, meta, version }
+  })
+  const block: RpcBlock = {
+    previousBlockhash: m.parentBlockhash,
+    blockhash: m.blockhash,
+    parentSlot: m.parentSlot,
+    transactions,
+    rewards: [],
+  }
+  if (m.rewards) {
+    const r = decodeRewards(m.rewards)
+    block.rewards = r.rewards
+    if (r.numPartitions !== null) block.numRewardPartitions = r.numPartitions
+  }
+  block.blockTime = safeNumber(m.blockTime, 'block_time')
+  block.blockHeight = safeNumber(m.blockHeight, 'block_height')
+  return block
+}
+
+/** a `getBlock` answer of `slot` as a SubscribeUpdateBlock (transactions in block order) */
+export function blockUpdateOf(slot: number, b: RpcBlock): BlockUpdate {
+  const txs = b.transactions ?? []
+  return {
+    slot,
+    blockhash: b.blockhash,
+    parentSlot: b.parentSlot,
+    parentBlockhash: b.previousBlockhash,
+    blockTime: b.blockTime == null ? null : BigInt(b.blockTime),
+    blockHeight: b.blockHeight == null ? null : BigInt(b.blockHeight),
+    rewards: encodeRewards(b.rewards ?? [], b.numRewardPartitions ?? null),
+    executedTransactionCount: txs.length,
+    entriesCount: 0,
+    transactions: txs.map((tx, index) => ({
+      signature: base58Decode(tx.transaction.signatures[0]),
+      isVote: false,
+      transaction: encodeTransaction(tx.transaction, tx.version),
+      meta: tx.meta ? encodeTransactionStatusMeta(tx.meta) : null,
+      index,
+    })),
+  }
+}
