@@ -14,7 +14,13 @@ import { runImport } from '../src/cli/commands/import.ts'
 import { BLOCK_MEMBERS, fieldsOf, SELECTOR_NAMES } from '../src/catalogue.ts'
 import { RpcInput, SKIPPED_FILE } from '../src/cli/commands/import-rpc.ts'
 import { serve } from '../src/cli/commands/serve.ts'
-import { FakeSolanaNode, type FakeNodeOptions } from '../src/ingest/fake-node.ts'
+import {
+  DEFAULT_TEMPLATE,
+  FakeSolanaNode,
+  readArchiveLines,
+  SAMPLE_TEMPLATE,
+  type FakeNodeOptions,
+} from '../src/ingest/fake-node.ts'
 import { createLogger } from '../src/log.ts'
 import { openDatasetDir } from '../src/store/dataset-dir.ts'
 import type { BlockStore } from '../src/store/types.ts'
@@ -147,7 +153,17 @@ async function answers(store: BlockStore, from: number, to: number): Promise<str
 }
 
 test('import --rpc, dump + import and serve --rpc --from-slot store the same chain: same answers, byte for byte', async () => {
-  const node = await FakeSolanaNode.start({ ...CHAIN, initialBlocks: 50, seed: 32, gzip: true })
+  // templates holding legacy, v0 and version 1 transactions: blocks of the bundled sample from its
+  // block 120 on (v1 appended to each) and the mainnet block (v0 with lookups), 8 a block
+  const sample = readArchiveLines(SAMPLE_TEMPLATE)
+  const node = await FakeSolanaNode.start({
+    ...CHAIN,
+    txPerBlock: 8,
+    templateLines: [...sample.slice(120, 140), ...readArchiveLines(DEFAULT_TEMPLATE)],
+    initialBlocks: 50,
+    seed: 32,
+    gzip: true,
+  })
   const work = tempDir()
   try {
     const from = node.chain()[3].slot
@@ -221,6 +237,8 @@ test('import --rpc, dump + import and serve --rpc --from-slot store the same cha
     try {
       const [x, y, z] = await Promise.all(stores.map((st) => answers(st, from, to)))
       assert.ok(x.length > 1000)
+      for (const version of ['"legacy"', '0', '1'])
+        assert.ok(x.includes(`"version":${version}`), `the chain holds transactions of version ${version}`)
       assert.equal(y, x, 'dump + import answers as import --rpc')
       assert.equal(z, x, 'serve --from-slot answers as import --rpc')
     } finally {
