@@ -60,3 +60,26 @@ export function youngCollector(): (() => void) | null {
 }
 
 type MinorGc = (o: { type: 'minor' }) => void
+
+/**
+ * How much V8 lets the old generation grow past what a full collection left live, percent, in a
+ * serving process (`boundHeapGrowth`).
+ *
+ * V8 sets the next full collection's limit at the live size times a factor between 1.1 and 4 that
+ * it derives from how fast its collections ran against how fast the program allocates. A server's
+ * main thread holds its cold cache (--cache-mb of decoded columns, live) and renders a wide
+ * range's rows into garbage fast; on a loaded machine the collector's measured speed drops (its
+ * concurrent marking threads wait for a core), the factor goes towards 4, and the heap of garbage
+ * allowed above the cache grows with it: the compare bench's server peaked at 812 MiB idle and
+ * 1,119 MiB on a loaded 2-core box. A fixed factor bounds the heap at (1 + percent/100) x live
+ * whatever the load (bench/memory.bench.ts: before/after figures in bench/results/memory.md).
+ */
+export const SERVE_HEAP_GROWING_PERCENT = 25
+
+/**
+ * Fix V8's heap growing factor at 1 + `percent`/100 for this process (every thread; read at each
+ * full collection, so it applies from the next one). 0 leaves V8's own dynamic factor.
+ */
+export function boundHeapGrowth(percent: number = SERVE_HEAP_GROWING_PERCENT): void {
+  setFlagsFromString(`--heap-growing-percent=${Math.max(0, Math.floor(percent))}`)
+}
