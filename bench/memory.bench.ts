@@ -23,7 +23,7 @@
  * the "everything" query, 100), MEMORY_QUERIES (the sequence, comma-separated among
  * instr_and_logs, hard, instr_and_balances, whirlpool_swap, everything, everything-gzip:
  * `instr_and_logs,hard,instr_and_logs,everything-gzip`), MEMORY_DATASET (an existing dataset
- * directory instead of the generated one), MEMORY_LOAD (2; 0: idle passes only), MEMORY_LOAD_S (300),
+ * directory instead of the generated one), MEMORY_LOAD (2; 0: idle passes only), MEMORY_LOAD_S (300), MEMORY_IDLE (0: loaded passes only),
  * MEMORY_TRACE (1: the server's heap sampled, see TRACE).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
@@ -41,6 +41,8 @@ const ROUNDS = Number(process.env.MEMORY_ROUNDS ?? 1)
 const FULL_BLOCKS = Number(process.env.MEMORY_FULL_BLOCKS ?? 100)
 const LOAD = Number(process.env.MEMORY_LOAD ?? 2)
 const LOAD_S = Number(process.env.MEMORY_LOAD_S ?? 300)
+/** MEMORY_IDLE=0: loaded passes only */
+const PHASES = LOAD > 0 ? (process.env.MEMORY_IDLE === '0' ? [true] : [false, true]) : [false]
 const QUERIES = (process.env.MEMORY_QUERIES ?? 'instr_and_logs,hard,instr_and_logs,everything-gzip').split(',')
 const CONFIGS = (process.env.MEMORY_CONFIGS ?? 'default=').split(';').map((c) => {
   const i = c.indexOf('=')
@@ -228,7 +230,7 @@ export async function run(): Promise<string> {
   const t0 = new Date().toISOString()
   const load0 = os.loadavg()[0]
   for (let round = 1; round <= ROUNDS; round++)
-    for (const loaded of LOAD > 0 ? [false, true] : [false])
+    for (const loaded of PHASES)
       for (const cfg of round % 2 ? CONFIGS : [...CONFIGS].reverse()) rows.push(...(await pass(ds, cfg, loaded, round)))
   const f = (x: number, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d })
   const out = [
@@ -261,7 +263,7 @@ export async function run(): Promise<string> {
     '| settings | machine | max peak RSS MiB | sum of wall ms |',
     '|---|---|---|---|',
     ...CONFIGS.flatMap((c) =>
-      (LOAD > 0 ? [false, true] : [false]).map((l) => {
+      PHASES.map((l) => {
         const rs = rows.filter((r) => r.config === c.name && r.loaded === l)
         return `| ${c.name} | ${l ? 'loaded' : 'idle'} | ${f(Math.max(...rs.map((r) => r.peakMiB)))} | ${f(rs.reduce((s, r) => s + r.ms, 0) / ROUNDS)} per round |`
       }),
