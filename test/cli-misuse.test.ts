@@ -120,6 +120,10 @@ test('every misuse: one line naming the option on stderr, non-zero exit', async 
       args: ['serve', '--max-body-bytes', '100000', '--max-filter-values', '10000'],
       want: /^solportal: error: --max-body-bytes 100000 cannot hold --max-filter-values 10000 addresses \(~\d+ bytes each\): raise it to \d+ or more$/,
     },
+    {
+      args: ['serve', '--heap-growing-percent', '1001'],
+      want: /^solportal: error: --heap-growing-percent must be an integer in 0\.\.1000, got '1001'$/,
+    },
     { args: ['serve', '--no-such-option'], want: /^error: unknown option '--no-such-option'$/ },
     // backup refuses what export refuses, the same way (status 2, nothing created)
     { args: ['backup', missing, join(work, 'bk')], want: /^solportal: error: \S+missing: no such directory$/, code: 2 },

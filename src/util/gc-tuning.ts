@@ -60,3 +60,27 @@ export function youngCollector(): (() => void) | null {
 }
 
 type MinorGc = (o: { type: 'minor' }) => void
+
+/**
+ * How much V8 lets the old generation grow past what a full collection left live, percent, in a
+ * serving process (`serve --heap-growing-percent`, `boundHeapGrowth`); 0: V8's own factor.
+ *
+ * V8 sets the next full collection's limit at the live size times a factor between 1.1 and 4 that
+ * it derives from how fast its collections ran against how fast the program allocates. A server's
+ * main thread holds its cold cache (--cache-mb of decoded columns, live) and renders a wide
+ * range's rows into garbage fast, so its heap runs well above its live size before a collection.
+ * A fixed factor bounds it, at the cost of more full collections (each marking the whole cache):
+ * bench/memory.bench.ts, 200 generated 1,500-transaction blocks (instr_and_logs, hard,
+ * instr_and_logs), same runs: 25 % peaked at 541-565 MiB against 596-625 MiB with V8's factor,
+ * idle or beside 2 busy loops, but took 1.3-1.5x the wall time; 50 % and 100 % saved nothing
+ * (bench/results/memory.md). Hence the default: V8's own factor; 25 for a tighter machine.
+ */
+export const SERVE_HEAP_GROWING_PERCENT = 0
+
+/**
+ * Fix V8's heap growing factor at 1 + `percent`/100 for this process (every thread; read at each
+ * full collection, so it applies from the next one). 0 leaves V8's own dynamic factor.
+ */
+export function boundHeapGrowth(percent: number = SERVE_HEAP_GROWING_PERCENT): void {
+  setFlagsFromString(`--heap-growing-percent=${Math.max(0, Math.floor(percent))}`)
+}

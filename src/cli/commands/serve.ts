@@ -32,6 +32,7 @@ import {
 } from '../options.ts'
 import { startSlotOf } from './serve-from-slot.ts'
 import { errorMessage } from '../../util/errors.ts'
+import { boundHeapGrowth, SERVE_HEAP_GROWING_PERCENT } from '../../util/gc-tuning.ts'
 import { DEFAULT_VIEWS, inSource, namedDatasets, serveAccess, servePlan, type NamedView } from './serve-config.ts'
 
 export interface ServeOptions {
@@ -74,6 +75,8 @@ export interface ServeOptions {
   s3TimeoutMs?: string
   renderThreads?: string
   renderSplit?: boolean
+  /** V8's heap growing factor, percent over the live heap (src/util/gc-tuning.ts); 0: V8's own */
+  heapGrowingPercent?: string
   quiet?: boolean
   /** a configuration file (src/server/config.ts): its datasets instead of the source flags */
   config?: string
@@ -330,6 +333,11 @@ export function register(program: Command): void {
       '--render-split',
       "with --render-threads: split a stream's range into segments rendered by every thread, the main one included (default: one render thread streams the whole range while the main thread sends)",
     )
+    .option(
+      '--heap-growing-percent <n>',
+      `how far the JavaScript heap may grow past its live size before a full collection, percent (0 = V8's own factor, 10-300 %, which grows on a loaded machine)`,
+      String(SERVE_HEAP_GROWING_PERCENT),
+    )
     .option('--quiet', 'log errors only')
     .option(
       '--config <file>',
@@ -399,6 +407,9 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
   // every source's options checked before anything starts
   const cfgs = plans.map((p) => inSource(p, () => checkServeOptions(p.opts)))
   const cfg = checkServeOptions(opts)
+  boundHeapGrowth(
+    intOption('heap-growing-percent', opts.heapGrowingPercent ?? String(SERVE_HEAP_GROWING_PERCENT), 0, 1000),
+  )
   const access = serveAccess(plans, config, opts, cfg)
   const log = hooks.logger ?? createLogger({ destination: 'stdout', level: opts.quiet ? 'error' : levelFromEnv() })
   // the address lines are printed even with --quiet: scripts wait for them
