@@ -284,6 +284,11 @@ export class DiskColdStore implements ColdStore {
     return this.cat.snapshot().all()
   }
 
+  /** a write of the catalogue that failed midway: the store publishes nothing more until reopened */
+  get failed(): Error | null {
+    return this.cat.failed
+  }
+
   /** the number of chunks listed */
   get chunkCount(): number {
     return this.cat.snapshot().count
