@@ -110,6 +110,8 @@ export class HotStore extends EventEmitter {
   private closed = false
   /** where blocks packed in parts are joined before their put (grown to the largest, kept) */
   private scratch = new Uint8Array(0)
+  /** the stored size of each window entry's block (see `bytes`) */
+  private readonly sizes = new WeakMap<HotEntry, number>()
   /** blocks dropped on open because they were already in the cold store (or failed to link) */
   readonly droppedOnOpen: number[] = []
   /**
@@ -168,7 +170,9 @@ export class HotStore extends EventEmitter {
         drop.push(key)
         continue
       }
-      entries.push({ header: h, block: value })
+      const entry = { header: h, block: value }
+      this.sizes.set(entry, raw.byteLength)
+      entries.push(entry)
     }
     // a window that failed to link is dropped from the first broken block on
     if (drop.length || (this.meta.get(ANCHOR_KEY)?.number ?? null) !== (anchor?.number ?? null)) {
@@ -191,6 +195,17 @@ export class HotStore extends EventEmitter {
 
   private checkOpen(): void {
     if (this.closed) throw new Error('hot store is closed')
+  }
+
+  /**
+   * Bytes of the blocks the hot store holds (their stored form, what LMDB keeps for them: the
+   * unfinalized window). LMDB's file does not shrink when blocks leave (freed pages are reused),
+   * so this, not the file's size, is what finalization frees.
+   */
+  get bytes(): number {
+    let n = 0
+    for (const e of this.window) n += this.sizes.get(e) ?? 0
+    return n
   }
 
   /** the highest finalized block (the cold store's last), or null */
@@ -265,15 +280,18 @@ export class HotStore extends EventEmitter {
       // a block being moved to the cold store is final: not replaced (see finalize)
       if (this.finalizing !== null && removed.length && removed[0].header.number <= this.finalizing)
         return { status: 'unlinked' } as const
+      let size = 0
       await this.root.transaction(() => {
         for (const e of removed) this.blocks.remove(e.header.number)
         // a block packed in parts is joined into the same memory block after block (LMDB copies
         // it during the put; pushes run one at a time, under the lock)
         const bytes = isPackedBlock(block) ? this.stored(block) : packBlock(block).packed
+        size = bytes.byteLength
         this.blocks.put(h.number, asBinary(bytes) as unknown as Block)
       })
       if (marks) marks.committed = wallNow()
       const entry = { header: h, block: isPackedBlock(block) ? lazyBlock(block) : block }
+      this.sizes.set(entry, size)
       this.window = [...win.slice(0, parentIdx + 1), entry]
       this.emit('change')
       if (marks) marks.emitted = wallNow()

@@ -44,6 +44,7 @@ export interface ServeOptions {
   rpcStallMs?: string
   rpcPollMs?: string
   rpcDamagedAttempts?: string
+  hotMaxMb?: string
   ingestThreads?: string
   bigintsAsNumbers?: boolean
   includeVotes?: boolean
@@ -77,6 +78,8 @@ interface ServeSettings {
   rpcStallMs: number
   rpcPollMs: number
   rpcDamagedAttempts: number
+  /** --hot-max-mb in bytes (null: no bound) */
+  hotMaxBytes: number | null
   ingestThreads: number
   responseTimeMs: number
   responseBytes: number
@@ -125,6 +128,12 @@ function bodyLimits(opts: ServeOptions): { maxBodyBytes: number; maxFilterValues
   return { maxBodyBytes, maxFilterValues }
 }
 
+/** --hot-max-mb (default 4096; 0 = no bound) in bytes */
+function hotMaxBytes(v: string | undefined): number | null {
+  const mb = intOption('hot-max-mb', v ?? '4096', 0, 1 << 24)
+  return mb === 0 ? null : mb * 1024 * 1024
+}
+
 export function checkServeOptions(opts: ServeOptions): ServeSettings {
   exclusive({ archive: !!opts.archive, 'dataset-dir': !!opts.datasetDir, rpc: !!opts.rpc, demo: !!opts.demo })
   if (opts.rpc) {
@@ -149,6 +158,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     rpcStallMs: intOption('rpc-stall-ms', opts.rpcStallMs ?? String(DEFAULT_STALL_TIMEOUT_MS), 1),
     rpcPollMs: intOption('rpc-poll-ms', opts.rpcPollMs ?? '250', 1, 60_000),
     rpcDamagedAttempts: intOption('rpc-damaged-attempts', opts.rpcDamagedAttempts ?? '5', 1, 1000),
+    hotMaxBytes: hotMaxBytes(opts.hotMaxMb),
     ingestThreads: intOption('ingest-threads', opts.ingestThreads ?? String(defaultDecodeThreads()), 0, 64),
     responseTimeMs: intOption('response-time-ms', opts.responseTimeMs, 1),
     responseBytes: intOption('response-bytes', opts.responseBytes, 1),
@@ -205,6 +215,10 @@ export function register(program: Command): void {
     .option(
       '--ingest-threads <n>',
       "--rpc, --demo: worker threads that parse and normalize the node's blocks (0: the main thread; default: the cores less one, 2 to 4; 1 on one core)",
+    )
+    .option(
+      '--hot-max-mb <n>',
+      '--rpc: bound on the unfinalized blocks the hot store (LMDB) holds; a warning at 80%, ingestion pauses at the bound until finalization frees space (default 4096; 0 = none)',
     )
     .option(
       '--rpc-damaged-attempts <n>',
@@ -427,6 +441,7 @@ async function loadDatasets(
         normalizeOptions: { includeVotes: opts.includeVotes },
         rpc: { maxResponseBytes: cfg.rpcMaxBodyBytes, stallTimeoutMs: cfg.rpcStallMs },
         malformedAttempts: cfg.rpcDamagedAttempts,
+        hotMaxBytes: cfg.hotMaxBytes ?? undefined,
         normalizeThreads: cfg.ingestThreads,
         ...FINALIZE_BATCHES,
         onFatal,
@@ -443,6 +458,7 @@ async function loadDatasets(
       store: ds.store,
       nodeHead: ds.ingester.source.nodeHead,
       stats: ds.ingester.stats,
+      hot: () => ({ bytes: ds.hot.bytes, maxBytes: ds.ingester.hotMaxBytes }),
     })
     ds.start()
     const progress = progressLog(ds, log.child({ component: 'ingest' }))
