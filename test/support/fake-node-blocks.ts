@@ -29,6 +29,8 @@ export async function* fakeNodeBlocks(opts: {
   txPerBlock: number
   seed: number
   batch: number
+  /** keep vote transactions (the follower drops them by default, `serve --include-votes` keeps them) */
+  includeVotes?: boolean
 }): AsyncGenerator<Block[]> {
   const node = await FakeSolanaNode.start({
     txPerBlock: opts.txPerBlock,
@@ -44,7 +46,9 @@ export async function* fakeNodeBlocks(opts: {
     for (let i = 0; i < slots.length; i += opts.batch) {
       const out: Block[] = []
       for (const slot of slots.slice(i, i + opts.batch)) {
-        const env = decodeBlockAnswer(await call(node.url, 'getBlock', fullBlockParams(slot, 'confirmed')), slot)
+        const env = decodeBlockAnswer(await call(node.url, 'getBlock', fullBlockParams(slot, 'confirmed')), slot, {
+          includeVotes: opts.includeVotes,
+        })
         if (env.result?.kind !== 'normalized') throw new Error(`fake node: block ${slot} did not decode`)
         out.push(env.result.block as Block)
       }
