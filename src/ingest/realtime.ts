@@ -14,6 +14,7 @@
  * verified by fetching the finalized header at the stored block's slot; finalized blocks live only
  * in the cold store, so `finalizedHead()` is the cold store's last block.
  */
+import { isStorageError } from '../store/write-all.ts'
 import { join } from 'node:path'
 import { defaultLogger } from '../log.ts'
 import type { Block, NormalizationWarning } from '../model.ts'
@@ -245,6 +246,10 @@ export class RealtimeIngester {
         this.failures = 0
       } catch (e) {
         if (signal.aborted) break
+        if (isStorageError(e)) {
+          this.stopForStorage(e as Error)
+          break
+        }
         if (e instanceof FatalIngestError) {
           this.fatalError = e
           this.lastError = e
@@ -429,6 +434,22 @@ export class RealtimeIngester {
   }
 
   /**
+   * A full or failing disk (a write of the hot or the cold store failed: ENOSPC, EIO): ingestion
+   * stops, once, with one error line, and `onFatal` is called (serve exits with status 1). What
+   * was stored is intact (each store's writes are all or nothing); started again once there is
+   * room, the follower goes on from there.
+   */
+  private stopForStorage(err: Error): void {
+    if (this.fatalError) return
+    const e = new FatalIngestError(`the disk is full or failing: ${err.message}`)
+    this.fatalError = e
+    this.lastError = e
+    this.log.error(`ingestion stopped: ${e.message}`)
+    this.ctl?.abort()
+    queueMicrotask(() => this.onFatal?.(e))
+  }
+
+  /**
    * The hot store's bound: a warning as it nears it; at it, wait (finalizing every finalized block
    * at once, not by batches) until finalization has freed space. Returns at once when aborted.
    */
@@ -504,7 +525,9 @@ export class RealtimeIngester {
       },
       (err: Error) => {
         this.lastError = err
-        if (!signal.aborted) this.log.warn(`finalizing up to slot ${e.number} failed: ${err.message}; retrying later`)
+        if (signal.aborted) return
+        if (isStorageError(err)) this.stopForStorage(err)
+        else this.log.warn(`finalizing up to slot ${e.number} failed: ${err.message}; retrying later`)
       },
     )
     this.finalizeRun = run.finally(() => {

@@ -25,6 +25,7 @@
  * came packed from a worker thread decodes on first read): readers get immutable snapshots
  * (`entries()`), never touched by later writes.
  */
+import { isStorageError, StorageError } from './write-all.ts'
 import { EventEmitter } from 'node:events'
 import { mkdirSync } from 'node:fs'
 import { asBinary, open, type Database, type DatabaseOptions, type RootDatabase } from 'lmdb'
@@ -120,7 +121,10 @@ export class HotStore extends EventEmitter {
    */
   coldBehind: { anchor: HeadInfo; coldLast: HeadInfo | null } | null = null
 
-  private constructor(root: RootDatabase) {
+  private constructor(
+    root: RootDatabase,
+    private readonly path: string,
+  ) {
     super()
     this.setMaxListeners(0)
     this.root = root
@@ -143,7 +147,7 @@ export class HotStore extends EventEmitter {
   static async open(opts: HotStoreOptions): Promise<HotStore> {
     mkdirSync(opts.path, { recursive: true })
     const root = open({ path: opts.path, noSync: opts.noSync ?? false, maxDbs: 4 })
-    const s = new HotStore(root)
+    const s = new HotStore(root, opts.path)
     await s.load(opts.coldLast ?? null)
     return s
   }
@@ -176,14 +180,37 @@ export class HotStore extends EventEmitter {
     }
     // a window that failed to link is dropped from the first broken block on
     if (drop.length || (this.meta.get(ANCHOR_KEY)?.number ?? null) !== (anchor?.number ?? null)) {
-      await this.root.transaction(() => {
-        for (const k of drop) this.blocks.remove(k)
-        this.meta.put(ANCHOR_KEY, anchor)
+      await this.txn(() => {
+        for (const k of drop) settled(this.blocks.remove(k))
+        settled(this.meta.put(ANCHOR_KEY, anchor))
       })
     }
     this.droppedOnOpen.push(...drop)
     this.window = entries
     this.anchorInfo = anchor
+  }
+
+  /**
+   * An LMDB write transaction. A commit that fails (a full or failing disk) rejects its
+   * transaction with a generic error whose `commitError` is a second promise holding the cause,
+   * which nobody else awaits: taken here, the cause is the error (a StorageError for a full or
+   * failing disk), and no rejection is left unhandled.
+   */
+  private async txn(fn: () => void): Promise<void> {
+    try {
+      await this.root.transaction(fn)
+    } catch (e) {
+      const pending = (e as { commitError?: Promise<unknown> }).commitError
+      if (!pending) throw e
+      const cause = await pending.then(
+        () => e,
+        (c: unknown) => c,
+      )
+      const code = (cause as { code?: unknown }).code
+      throw isStorageError(cause)
+        ? new StorageError(this.path, typeof code === 'string' ? code : code === 5 ? 'EIO' : 'ENOSPC', cause)
+        : cause
+    }
   }
 
   /** serialize writers */
@@ -281,13 +308,13 @@ export class HotStore extends EventEmitter {
       if (this.finalizing !== null && removed.length && removed[0].header.number <= this.finalizing)
         return { status: 'unlinked' } as const
       let size = 0
-      await this.root.transaction(() => {
-        for (const e of removed) this.blocks.remove(e.header.number)
+      await this.txn(() => {
+        for (const e of removed) settled(this.blocks.remove(e.header.number))
         // a block packed in parts is joined into the same memory block after block (LMDB copies
         // it during the put; pushes run one at a time, under the lock)
         const bytes = isPackedBlock(block) ? this.stored(block) : packBlock(block).packed
         size = bytes.byteLength
-        this.blocks.put(h.number, asBinary(bytes) as unknown as Block)
+        settled(this.blocks.put(h.number, asBinary(bytes) as unknown as Block))
       })
       if (marks) marks.committed = wallNow()
       const entry = { header: h, block: isPackedBlock(block) ? lazyBlock(block) : block }
@@ -315,8 +342,8 @@ export class HotStore extends EventEmitter {
       const keep = win.filter((e) => e.header.number <= n)
       const removed = win.slice(keep.length)
       if (removed.length === 0) return []
-      await this.root.transaction(() => {
-        for (const e of removed) this.blocks.remove(e.header.number)
+      await this.txn(() => {
+        for (const e of removed) settled(this.blocks.remove(e.header.number))
       })
       this.window = keep
       this.emit('change')
@@ -366,9 +393,9 @@ export class HotStore extends EventEmitter {
         this.checkOpen()
         const last = moving[moving.length - 1].header
         const anchor: HeadInfo = { number: last.number, hash: last.hash }
-        await this.root.transaction(() => {
-          for (const e of moving) this.blocks.remove(e.header.number)
-          this.meta.put(ANCHOR_KEY, anchor)
+        await this.txn(() => {
+          for (const e of moving) settled(this.blocks.remove(e.header.number))
+          settled(this.meta.put(ANCHOR_KEY, anchor))
         })
         this.anchorInfo = anchor
         // the moved blocks are still the window's first (nothing could replace them meanwhile)
@@ -385,7 +412,20 @@ export class HotStore extends EventEmitter {
     if (this.closed) return
     await this.locked(async () => {
       this.closed = true
-      await this.root.close()
+      // after a failed commit (a full disk), closing reports it again: the store closes anyway
+      await this.root.close().catch((e: { commitError?: Promise<unknown> }) => {
+        if (!e?.commitError) throw e
+        return e.commitError.catch(() => undefined)
+      })
     })
   }
+}
+
+/**
+ * A write inside a transaction answers a promise of its own, rejected too when the commit fails:
+ * the transaction's outcome is awaited (`txn`), these are settled here so that none is left
+ * unhandled.
+ */
+function settled(p: unknown): void {
+  if (p instanceof Promise) p.catch(() => undefined)
 }

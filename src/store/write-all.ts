@@ -18,7 +18,10 @@ export class StorageError extends Error {
     readonly code: string,
     cause: unknown,
   ) {
-    const what = code === 'ENOSPC' || code === 'EDQUOT' ? 'no space left on the device' : 'the disk failed a write'
+    const what =
+      code === 'ENOSPC' || code === 'EDQUOT'
+        ? 'no space left on the device'
+        : 'a write failed (the disk is full or failing)'
     super(`${path}: ${what} (${code}); free space and run again, nothing written so far is lost`, { cause })
     this.name = 'StorageError'
   }
@@ -30,8 +33,8 @@ export function isStorageError(e: unknown): boolean {
     if (x instanceof StorageError) return true
     const code = (x as NodeJS.ErrnoException).code
     if (typeof code === 'string' && STORAGE_CODES.has(code)) return true
-    // lmdb-js reports some failures by message only ("MDB_...: No space left on device")
-    if (/no space left on device|input\/output error|MDB_MAP_FULL/i.test(x.message)) return true
+    // by message only: lmdb-js's errors, a StorageError's message passed on by the cold writer process
+    if (/no space left on (the )?device|\((ENOSPC|EDQUOT|EIO)\)|input\/output error/i.test(x.message)) return true
   }
   return false
 }

@@ -29,6 +29,7 @@ import {
   UsageError,
 } from '../options.ts'
 import { errorMessage } from '../../util/errors.ts'
+import { isStorageError } from '../../store/write-all.ts'
 
 export interface ServeOptions {
   port: string
@@ -299,6 +300,12 @@ export function register(program: Command): void {
       // ingestion stopped for good (a block stayed damaged, logged): the process ends with status
       // 1 so that a supervisor sees it, instead of serving a head that no longer moves
       s = await serve(opts, { onFatal: () => void shutdown(1) })
+      // a full or failing disk seen by a write nobody awaits (LMDB's own): one line, a clean stop
+      process.on('unhandledRejection', (e) => {
+        if (!isStorageError(e)) throw e
+        process.stderr.write(`solportal: error: the disk is full or failing: ${errorMessage(e)}\n`)
+        void shutdown(1)
+      })
       process.once('SIGINT', () => void shutdown(0))
       process.once('SIGTERM', () => void shutdown(0))
       await s.ready
