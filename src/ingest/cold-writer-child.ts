@@ -188,7 +188,10 @@ export async function runColdWriter(setupJson: string): Promise<void> {
           await store.append(framed.map((bytes) => unpackBlock(bytes)))
           post({ t: 'done', id: m.id, last: store.lastBlock() })
         } catch (e) {
-          post({ t: 'failed', id: m.id, message: errorMessage(e) })
+          // a store whose catalogue write failed midway is repaired by opening it again: this
+          // process goes, the parent starts another writer for its next append
+          const exit = store.failed ? () => process.exit(1) : undefined
+          post({ t: 'failed', id: m.id, message: errorMessage(e) }, exit)
         }
       })
     })

@@ -226,8 +226,13 @@ export class ColdWriterProcess implements ColdStore {
     // a writer that died is replaced (its lock, of a process gone, is taken over); what it left
     // half written is repaired when the new one opens the store, as after a crash
     if (this.failure) this.attach(await startWriter(this.setup))
-    const last = await this.send({ t: 'append', id: this.nextId++, blocks: blocks.length }, blocks)
-    this.reader.refresh()
+    let last: HeadInfo | null
+    try {
+      last = await this.send({ t: 'append', id: this.nextId++, blocks: blocks.length }, blocks)
+    } finally {
+      // also after a failure: what the writer published is seen here (a retry is recognized there)
+      this.reader.refresh()
+    }
     const seen = this.reader.lastBlock()
     if (!last || !seen || seen.number !== last.number || seen.hash !== last.hash)
       throw new Error(

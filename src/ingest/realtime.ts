@@ -14,6 +14,7 @@
  * verified by fetching the finalized header at the stored block's slot; finalized blocks live only
  * in the cold store, so `finalizedHead()` is the cold store's last block.
  */
+import { isStorageError } from '../store/write-all.ts'
 import { join } from 'node:path'
 import { defaultLogger } from '../log.ts'
 import type { Block, NormalizationWarning } from '../model.ts'
@@ -85,6 +86,9 @@ export interface BlockSource {
   close?(): void
 }
 
+/** share of the hot store's bound (`hotMaxBytes`) at which a warning is logged */
+export const HOT_WARN_SHARE = 0.8
+
 export interface RealtimeIngesterOptions {
   source: BlockSource
   hot: HotStore
@@ -122,6 +126,15 @@ export interface RealtimeIngesterOptions {
    */
   malformedAttempts?: number
   malformedBackoffMs?: number
+  /**
+   * bound on the hot store (`HotStore.bytes`, the unfinalized blocks LMDB holds; default none): a
+   * warning is logged once it passes HOT_WARN_SHARE of it; at the bound, ingestion pauses (no new
+   * block is stored) and finalization runs without waiting for its batch until it frees space.
+   * Nothing is lost: the blocks not stored meanwhile are fetched when ingestion resumes.
+   */
+  hotMaxBytes?: number
+  /** how often a paused ingestion checks the hot store again, ms (default 500) */
+  hotPauseCheckMs?: number
   /** ingestion stopped for good (a block stayed damaged); the loop has ended when it is called */
   onFatal?: (err: Error) => void
   /**
@@ -200,7 +213,14 @@ export class RealtimeIngester {
     sessions: 0,
     failures: 0,
     refetches: 0,
+    /** times ingestion paused at the hot store's bound */
+    hotPauses: 0,
   }
+  /** the hot store's bound (RealtimeIngesterOptions.hotMaxBytes), null: none */
+  readonly hotMaxBytes: number | null
+  private readonly hotPauseCheckMs: number
+  /** the near-the-bound warning was logged (again once the hot store went well below it) */
+  private hotWarned = false
   /** the last session error (for status reporting) */
   lastError: Error | null = null
   /** set when ingestion stopped for good */
@@ -220,6 +240,8 @@ export class RealtimeIngester {
     this.finalizeMaxDelayMs = opts.finalizeMaxDelayMs ?? 10_000
     this.malformedAttempts = Math.max(1, opts.malformedAttempts ?? 5)
     this.malformedBackoffMs = opts.malformedBackoffMs ?? 1000
+    this.hotMaxBytes = opts.hotMaxBytes ?? null
+    this.hotPauseCheckMs = opts.hotPauseCheckMs ?? 500
     this.onFatal = opts.onFatal
     this.onStored = opts.onStored
     this.log = opts.logger ?? consoleLogger
@@ -257,6 +279,10 @@ export class RealtimeIngester {
         if (signal.aborted) break
         // a block the node will not serve whole to this client: asking again cannot help
         const e = err instanceof UnsupportedTransactionVersionError ? new FatalIngestError(err.message) : err
+        if (isStorageError(e)) {
+          this.stopForStorage(e as Error)
+          break
+        }
         if (e instanceof FatalIngestError) {
           this.fatalError = e
           this.lastError = e
@@ -328,6 +354,8 @@ export class RealtimeIngester {
           `slot ${w.slot}${w.transactionIndex !== undefined ? ` tx ${w.transactionIndex}` : ''}${w.signature ? ` ${w.signature}` : ''}: ${w.message}`,
         )
       }
+      await this.roomInHot(signal)
+      if (signal.aborted) return
       const pushMarks: PushMarks | undefined = this.onStored ? {} : undefined
       const r = await this.hot.push(block, pushMarks)
       if (r.status === 'extended' || r.status === 'replaced') {
@@ -442,8 +470,65 @@ export class RealtimeIngester {
     }
   }
 
-  /** move blocks the node reports finalized from the hot store to the cold store */
-  private async finalizeStep(signal: AbortSignal): Promise<void> {
+  /**
+   * A full or failing disk (a write of the hot or the cold store failed: ENOSPC, EIO): ingestion
+   * stops, once, with one error line, and `onFatal` is called (serve exits with status 1). What
+   * was stored is intact (each store's writes are all or nothing); started again once there is
+   * room, the follower goes on from there.
+   */
+  private stopForStorage(err: Error): void {
+    if (this.fatalError) return
+    const e = new FatalIngestError(`the disk is full or failing: ${err.message}`)
+    this.fatalError = e
+    this.lastError = e
+    this.log.error(`ingestion stopped: ${e.message}`)
+    this.ctl?.abort()
+    queueMicrotask(() => this.onFatal?.(e))
+  }
+
+  /**
+   * The hot store's bound: a warning as it nears it; at it, wait (finalizing every finalized block
+   * at once, not by batches) until finalization has freed space. Returns at once when aborted.
+   */
+  private async roomInHot(signal: AbortSignal): Promise<void> {
+    const max = this.hotMaxBytes
+    if (max === null) return
+    const mib = (x: number) => `${(x / 1048576).toFixed(0)} MiB`
+    const bytes = this.hot.bytes
+    if (bytes < HOT_WARN_SHARE * max * 0.9) this.hotWarned = false
+    else if (bytes >= HOT_WARN_SHARE * max && !this.hotWarned) {
+      this.hotWarned = true
+      this.log.warn(
+        `hot store holds ${mib(bytes)} of unfinalized blocks, ${Math.round((100 * bytes) / max)}% of its bound ${mib(max)} (--hot-max-mb): finalization is behind`,
+      )
+    }
+    if (bytes < max) return
+    this.stats.hotPauses++
+    const t0 = Date.now()
+    this.log.warn(
+      `hot store at its bound (${mib(bytes)} of ${mib(max)}): ingestion paused until finalization frees space`,
+    )
+    while (this.hot.bytes >= max && !signal.aborted) {
+      await this.finalizeStep(signal, true)
+      await this.finalizeRun
+      if (this.hot.bytes < max) break
+      try {
+        await sleep(this.hotPauseCheckMs, signal)
+      } catch {
+        return
+      }
+    }
+    if (!signal.aborted)
+      this.log.info(
+        `hot store below its bound (${mib(this.hot.bytes)}): ingestion resumed after ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+      )
+  }
+
+  /**
+   * move blocks the node reports finalized from the hot store to the cold store (`force`: now,
+   * however few are waiting)
+   */
+  private async finalizeStep(signal: AbortSignal, force = false): Promise<void> {
     this.lastFinalize = Date.now()
     if (this.finalizeRun) return // one move at a time
     const win = this.hot.entries()
@@ -452,7 +537,7 @@ export class RealtimeIngester {
     let k = win.length - 1
     while (k >= 0 && win[k].header.number > f) k--
     if (k < 0) return
-    if (k + 1 < this.finalizeMinBlocks) {
+    if (k + 1 < this.finalizeMinBlocks && !force) {
       this.finalWaitingSince ??= Date.now()
       if (Date.now() - this.finalWaitingSince < this.finalizeMaxDelayMs) return
     }
@@ -477,7 +562,9 @@ export class RealtimeIngester {
       },
       (err: Error) => {
         this.lastError = err
-        if (!signal.aborted) this.log.warn(`finalizing up to slot ${e.number} failed: ${err.message}; retrying later`)
+        if (signal.aborted) return
+        if (isStorageError(err)) this.stopForStorage(err)
+        else this.log.warn(`finalizing up to slot ${e.number} failed: ${err.message}; retrying later`)
       },
     )
     this.finalizeRun = run.finally(() => {
@@ -578,6 +665,9 @@ export interface RealtimeDatasetOptions {
    * the main thread.
    */
   normalizeThreads?: number
+  /** see RealtimeIngesterOptions */
+  hotMaxBytes?: number
+  hotPauseCheckMs?: number
   /** skip fsync in the hot store (tests only) */
   noSync?: boolean
   logger?: RealtimeLogger
@@ -661,6 +751,8 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
     retryDelayMs: opts.retryDelayMs,
     malformedAttempts: opts.malformedAttempts,
     malformedBackoffMs: opts.malformedBackoffMs,
+    hotMaxBytes: opts.hotMaxBytes,
+    hotPauseCheckMs: opts.hotPauseCheckMs,
     onFatal: opts.onFatal,
     onStored: opts.onStored,
     logger: opts.logger,

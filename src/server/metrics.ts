@@ -28,9 +28,11 @@ export interface IngestView {
   store: { head(): HeadInfo | null }
   nodeHead: NodeHeadTracker
   /** running totals since start */
-  stats: { blocks: number; forks: number; finalized: number; failures: number }
+  stats: { blocks: number; forks: number; finalized: number; failures: number; hotPauses?: number }
   /** slots a Geyser stream needs and neither it nor the node can give (ingestion stopped there) */
   gap?: () => { from: number; to: number } | null
+  /** the hot store's bytes of unfinalized blocks and its bound (null: none) */
+  hot?: () => { bytes: number; maxBytes: number | null }
 }
 
 export interface MetricsOptions {
@@ -166,6 +168,12 @@ export class Metrics {
         return i.gap ? (g ? g.to - g.from + 1 : 0) : null
       },
     )
+    lagGauge(`${METRICS_PREFIX}hot_store_bytes`, 'bytes of unfinalized blocks in the hot store (LMDB)', (i) =>
+      i.hot ? i.hot().bytes : null,
+    )
+    lagGauge(`${METRICS_PREFIX}hot_store_max_bytes`, "the hot store's bound (--hot-max-mb)", (i) =>
+      i.hot ? i.hot().maxBytes : null,
+    )
     const ingestTotal = (what: string, help: string, pick: (s: IngestView['stats']) => number) =>
       totalCounter(this.registry, `${METRICS_PREFIX}ingest_${what}_total`, help, () =>
         this.ingest.map((i) => ({ labels: { dataset: i.dataset }, total: pick(i.stats) })),
@@ -174,6 +182,7 @@ export class Metrics {
     ingestTotal('forks', 'forks applied (stored blocks replaced or dropped)', (s) => s.forks)
     ingestTotal('finalized_blocks', 'blocks moved to the finalized (cold) store', (s) => s.finalized)
     ingestTotal('failures', 'ingest sessions that failed and were retried', (s) => s.failures)
+    ingestTotal('hot_pauses', "times ingestion paused at the hot store's bound", (s) => s.hotPauses ?? 0)
 
     const cacheGauge = (what: string, help: string, pick: (s: CacheStats) => number) =>
       datasetGauge(this.registry, `${METRICS_PREFIX}cold_cache_${what}`, help, () =>

@@ -166,6 +166,8 @@ export class DiskColdStore implements ColdStore {
    * lookup); not the chunk objects, which only the byte-bounded cache holds
    */
   private readonly keysOf = new WeakMap<ChunkEntry, { path: string; key: string }>()
+  /** estimated bytes (`estimateBlockBytes`) of the blocks of each unsealed tail chunk, by file */
+  private readonly estOf = new Map<string, number>()
 
   private constructor(
     readonly dir: string,
@@ -280,6 +282,11 @@ export class DiskColdStore implements ColdStore {
   /** every entry, in order (reads the whole catalogue: for tools and tests) */
   get entries(): readonly ChunkEntry[] {
     return this.cat.snapshot().all()
+  }
+
+  /** a write of the catalogue that failed midway: the store publishes nothing more until reopened */
+  get failed(): Error | null {
+    return this.cat.failed
   }
 
   /** the number of chunks listed */
@@ -426,7 +433,7 @@ export class DiskColdStore implements ColdStore {
   compact(): Promise<void> {
     const run = this.queue.then(async () => {
       const tail = this.tail()
-      if (tail.length > 1 || (tail.length === 1 && !tail[0].sealed)) await this.merge(tail, true)
+      if (tail.length > 1 || (tail.length === 1 && !tail[0].sealed)) await this.sealTail(tail)
     })
     this.queue = run.catch(() => undefined)
     return run
@@ -436,43 +443,147 @@ export class DiskColdStore implements ColdStore {
     return [...this.cat.snapshot().tail]
   }
 
-  private async doAppend(blocks: Block[]): Promise<void> {
+  private async doAppend(input: Block[]): Promise<void> {
     if (this.closed) throw new ColdStoreError('cold store closed')
+    const blocks = await this.unstored(input)
     if (blocks.length === 0) return
-    const last = this.lastBlock()
-    let prev = last ? last.number : -1
-    for (const b of blocks) {
-      if (!(b.header.number > prev)) {
-        throw new ColdStoreError(
-          last && b.header.number <= last.number
-            ? `append: block ${b.header.number} is not above the store's last block ${last.number}`
-            : `append: blocks must ascend (${b.header.number} after ${prev})`,
-        )
+    // The whole new state (new chunks, the tail's merges) is planned and its files written first,
+    // then published in one catalogue batch: an append that throws published nothing (the files it
+    // wrote are deleted), one that resolves published all of it.
+    const snap = this.cat.snapshot()
+    const tail = [...snap.tail]
+    const plan = new Plan(this.cat.currentGeneration + 1)
+    await this.applyPlan(plan, snap.count - tail.length, async () => {
+      let tailBlocks = 0
+      let tailEst = 0
+      for (const e of tail) {
+        tailBlocks += e.blockCount
+        tailEst += await this.estimateOf(e)
       }
+      const newEst = estimateAll(blocks)
+      // An unsealed tail that the new blocks would fill is rewritten together with them, so unsealed
+      // (small) chunks only ever exist at the end of the store. "Full" is judged by the same
+      // estimate that splits blocks into chunks (`split`, `isFull`), never by file sizes: a tail
+      // judged by one measure and split by the other wrote sealed chunks after unsealed ones.
+      if (tail.length > 0 && (tailBlocks + blocks.length >= this.targetBlocks || tailEst + newEst >= this.targetBytes))
+        await this.planGroups(plan, [...(await this.readEntries(tail)), ...blocks], 0)
+      else {
+        for (const e of tail) plan.tail.push({ e, est: this.estOf.get(e.file)!, blocks: null })
+        if (tail.length === 0) await this.planGroups(plan, blocks, 0)
+        else plan.tail.push({ e: await this.planChunk(plan, blocks, false, 0), est: newEst, blocks })
+      }
+      await this.planMerges(plan)
+    })
+  }
+
+  /**
+   * The blocks of an append that are not stored yet. An append retried after an error whose blocks
+   * were stored after all (a writer process that died after publishing, a caller that did not see
+   * the answer) is recognized: blocks at or below the store's last block are skipped when the
+   * store holds them with the same hashes; anything else below it is an error.
+   */
+  private async unstored(blocks: Block[]): Promise<Block[]> {
+    const last = this.lastBlock()
+    let k = 0
+    if (last && blocks.length > 0 && blocks[0].header.number <= last.number) {
+      while (k < blocks.length && blocks[k].header.number <= last.number) k++
+      const first = blocks[0].header.number
+      const stored = new Map<number, string>()
+      for (const h of await this.chainBefore(last.number + 1, last.number - first + 1))
+        if (h.number >= first) stored.set(h.number, h.hash)
+      for (const b of blocks.slice(0, k))
+        if (stored.get(b.header.number) !== b.header.hash)
+          throw new ColdStoreError(
+            stored.has(b.header.number)
+              ? `append: block ${b.header.number} is stored with another hash (${stored.get(b.header.number)}, not ${b.header.hash})`
+              : `append: block ${b.header.number} is not above the store's last block ${last.number}`,
+          )
+    }
+    let prev = k > 0 ? blocks[k - 1].header.number : (last?.number ?? -1)
+    for (const b of blocks.slice(k)) {
+      if (!(b.header.number > prev))
+        throw new ColdStoreError(`append: blocks must ascend (${b.header.number} after ${prev})`)
       prev = b.header.number
     }
-    // An unsealed tail that the new blocks would fill is rewritten together with them, so unsealed
-    // (small) chunks only ever exist at the end of the store.
-    const tail = this.tail()
-    let tailBlocks = 0
-    let bytes = 0
-    for (const e of tail) {
-      tailBlocks += e.blockCount
-      bytes += e.bytes
+    return k > 0 ? blocks.slice(k) : blocks
+  }
+
+  /** estimated bytes (`estimateBlockBytes`) of the blocks of an unsealed tail entry */
+  private async estimateOf(e: ChunkEntry): Promise<number> {
+    let v = this.estOf.get(e.file)
+    if (v === undefined) {
+      // a tail this process did not write (it was opened with it): read once
+      v = estimateAll(await this.readEntries([e]))
+      this.estOf.set(e.file, v)
     }
-    for (const b of blocks) bytes += estimateBlockBytes(b)
-    const absorb = tail.length > 0 && (tailBlocks + blocks.length >= this.targetBlocks || bytes >= this.targetBytes)
-    const all = absorb ? [...(await this.readEntries(tail)), ...blocks] : blocks
-    const groups = this.split(all)
-    const written: ChunkEntry[] = []
-    const gen = this.cat.currentGeneration + 1
+    return v
+  }
+
+  /** estimates kept only for the current unsealed tail */
+  private pruneEstimates(): void {
+    const live = new Set(this.cat.snapshot().tail.map((e) => e.file))
+    for (const f of this.estOf.keys()) if (!live.has(f)) this.estOf.delete(f)
+  }
+
+  /** delete a chunk file the catalogue does not list (never published) */
+  private removeUnlisted(file: string): void {
+    this.forget(file)
+    const p = join(this.dir, 'chunks', file)
+    closeFds(p)
+    rmSync(p, { force: true })
+  }
+
+  /** write a chunk of the plan */
+  private async planChunk(plan: Plan, blocks: Block[], sealed: boolean, level: number): Promise<ChunkEntry> {
+    const e = await this.writeChunk(blocks, plan.gen, plan.next++, sealed, level)
+    plan.files.push(e.file)
+    return e
+  }
+
+  /**
+   * `blocks` (the whole unsealed tail's and new ones: nothing unsealed before them) split into
+   * chunks: every one sealed but the last, which is sealed when full, else joins the tail
+   */
+  private async planGroups(plan: Plan, blocks: Block[], level: number): Promise<void> {
+    const groups = this.split(blocks)
     for (let i = 0; i < groups.length; i++) {
       const full = i < groups.length - 1 || this.isFull(groups[i])
-      written.push(await this.writeChunk(groups[i], gen, i, full, 0))
+      const e = await this.planChunk(plan, groups[i], full, full ? 0 : level)
+      if (full) plan.sealed.push(e)
+      else plan.tail.push({ e, est: estimateAll(groups[i]), blocks: groups[i] })
     }
-    const count = this.cat.snapshot().count
-    await this.publish(absorb ? count - tail.length : count, written)
-    await this.maybeMerge()
+  }
+
+  /**
+   * LSM compaction of the planned tail: `fanout` unsealed chunks of one level merge into one of
+   * the next level. The tail is below a chunk's size by the estimate (else it was sealed), so a
+   * merge of part of it is one unsealed chunk; should it not be, the whole tail is rewritten
+   * (a sealed chunk may not follow unsealed ones).
+   */
+  private async planMerges(plan: Plan): Promise<void> {
+    for (;;) {
+      const t = plan.tail
+      if (t.length < this.fanout) return
+      const last = t.slice(-this.fanout)
+      if (!last.every((x) => x.e.level === last[0].e.level)) return
+      const level = last[0].e.level + 1
+      const whole = this.split(await this.planBlocks(last))
+      if (whole.length === 1 && !this.isFull(whole[0])) {
+        const e = await this.planChunk(plan, whole[0], false, level)
+        t.splice(t.length - this.fanout, this.fanout, { e, est: estimateAll(whole[0]), blocks: whole[0] })
+        continue
+      }
+      const all = await this.planBlocks(t)
+      t.length = 0
+      await this.planGroups(plan, all, level)
+    }
+  }
+
+  /** the blocks of planned tail entries, read from their files when not at hand */
+  private async planBlocks(items: readonly TailItem[]): Promise<Block[]> {
+    const out: Block[] = []
+    for (const x of items) for (const b of x.blocks ?? (x.blocks = await this.readEntries([x.e]))) out.push(b)
+    return out
   }
 
   private async readEntries(entries: readonly ChunkEntry[]): Promise<Block[]> {
@@ -483,10 +594,7 @@ export class DiskColdStore implements ColdStore {
   }
 
   private isFull(blocks: readonly Block[]): boolean {
-    if (blocks.length >= this.targetBlocks) return true
-    let bytes = 0
-    for (const b of blocks) bytes += estimateBlockBytes(b)
-    return bytes >= this.targetBytes
+    return blocks.length >= this.targetBlocks || estimateAll(blocks) >= this.targetBytes
   }
 
   /** split into groups of at most targetBlocks and about targetBytes */
@@ -621,45 +729,33 @@ export class DiskColdStore implements ColdStore {
     this.garbage = keep
   }
 
-  private async maybeMerge(): Promise<void> {
-    for (;;) {
-      const tail = this.tail()
-      if (tail.length === 0) return
-      let blocks = 0
-      let bytes = 0
-      for (const e of tail) {
-        blocks += e.blockCount
-        bytes += e.bytes
-      }
-      if (blocks >= this.targetBlocks || bytes >= this.targetBytes) {
-        if (tail.length === 1) {
-          await this.publish(this.cat.snapshot().count - 1, [{ ...tail[0], sealed: true, level: 0 }])
-        } else await this.merge(tail, true)
-        continue
-      }
-      if (tail.length >= this.fanout) {
-        const last = tail.slice(-this.fanout)
-        if (last.every((e) => e.level === last[0].level)) {
-          await this.merge(last, false)
-          continue
-        }
-      }
-      return
-    }
+  /** Rewrite the unsealed tail as sealed chunk(s) (all or nothing, as an append). */
+  private async sealTail(tail: ChunkEntry[]): Promise<void> {
+    const keep = this.cat.snapshot().count - tail.length
+    const plan = new Plan(this.cat.currentGeneration + 1)
+    await this.applyPlan(plan, keep, async () => {
+      for (const g of this.split(await this.readEntries(tail))) plan.sealed.push(await this.planChunk(plan, g, true, 0))
+    })
   }
 
-  /** Replace consecutive entries `group` (a suffix of the catalogue) with merged chunk(s). */
-  private async merge(group: ChunkEntry[], force: boolean): Promise<void> {
-    const blocks = await this.readEntries(group)
-    const gen = this.cat.currentGeneration + 1
-    const groups = this.split(blocks)
-    const level = Math.max(...group.map((e) => e.level)) + 1
-    const written: ChunkEntry[] = []
-    for (let i = 0; i < groups.length; i++) {
-      const full = force || i < groups.length - 1 || this.isFull(groups[i])
-      written.push(await this.writeChunk(groups[i], gen, i, full, full ? 0 : level))
+  /**
+   * Write the files of a plan (`build`), then publish its entries after the first `keep` ones in
+   * one catalogue batch. Throws only when nothing was published; then the plan's files are deleted.
+   */
+  private async applyPlan(plan: Plan, keep: number, build: () => Promise<void>): Promise<void> {
+    try {
+      await build()
+      await this.publish(keep, plan.entries())
+    } catch (e) {
+      // `publish` throws only before its batch is durable (the generation has not moved)
+      if (this.cat.currentGeneration < plan.gen) for (const f of plan.files) this.removeUnlisted(f)
+      throw e
     }
-    await this.publish(this.cat.snapshot().count - group.length, written)
+    for (const t of plan.tail) this.estOf.set(t.e.file, t.est)
+    // files written by the plan and merged again within it were never listed
+    const listed = new Set(plan.entries().map((e) => e.file))
+    for (const f of plan.files) if (!listed.has(f)) this.removeUnlisted(f)
+    this.pruneEstimates()
   }
 
   async close(): Promise<void> {
@@ -689,4 +785,31 @@ function listedIn(snap: Snapshot, name: string): boolean {
   if (!n) return false
   const i = snap.atOrAfter(n.first)
   return i < snap.count && snap.firstBlockOf(i) === n.first && snap.entry(i).file === name
+}
+
+/** an entry of a planned unsealed tail: its estimated bytes, its blocks when at hand */
+interface TailItem {
+  e: ChunkEntry
+  est: number
+  blocks: Block[] | null
+}
+
+/** A new catalogue state being prepared: entries that follow the kept ones, the files written. */
+class Plan {
+  readonly sealed: ChunkEntry[] = []
+  readonly tail: TailItem[] = []
+  readonly files: string[] = []
+  /** the index of the next chunk file of the plan's generation */
+  next = 0
+  constructor(readonly gen: number) {}
+
+  entries(): ChunkEntry[] {
+    return [...this.sealed, ...this.tail.map((t) => t.e)]
+  }
+}
+
+function estimateAll(blocks: readonly Block[]): number {
+  let n = 0
+  for (const b of blocks) n += estimateBlockBytes(b)
+  return n
 }

@@ -25,6 +25,7 @@
  * came packed from a worker thread decodes on first read): readers get immutable snapshots
  * (`entries()`), never touched by later writes.
  */
+import { isStorageError, StorageError } from './write-all.ts'
 import { EventEmitter } from 'node:events'
 import { mkdirSync } from 'node:fs'
 import { asBinary, open, type Database, type DatabaseOptions, type RootDatabase } from 'lmdb'
@@ -110,6 +111,8 @@ export class HotStore extends EventEmitter {
   private closed = false
   /** where blocks packed in parts are joined before their put (grown to the largest, kept) */
   private scratch = new Uint8Array(0)
+  /** the stored size of each window entry's block (see `bytes`) */
+  private readonly sizes = new WeakMap<HotEntry, number>()
   /** blocks dropped on open because they were already in the cold store (or failed to link) */
   readonly droppedOnOpen: number[] = []
   /**
@@ -118,7 +121,10 @@ export class HotStore extends EventEmitter {
    */
   coldBehind: { anchor: HeadInfo; coldLast: HeadInfo | null } | null = null
 
-  private constructor(root: RootDatabase) {
+  private constructor(
+    root: RootDatabase,
+    private readonly path: string,
+  ) {
     super()
     this.setMaxListeners(0)
     this.root = root
@@ -141,7 +147,7 @@ export class HotStore extends EventEmitter {
   static async open(opts: HotStoreOptions): Promise<HotStore> {
     mkdirSync(opts.path, { recursive: true })
     const root = open({ path: opts.path, noSync: opts.noSync ?? false, maxDbs: 4 })
-    const s = new HotStore(root)
+    const s = new HotStore(root, opts.path)
     await s.load(opts.coldLast ?? null)
     return s
   }
@@ -168,18 +174,43 @@ export class HotStore extends EventEmitter {
         drop.push(key)
         continue
       }
-      entries.push({ header: h, block: value })
+      const entry = { header: h, block: value }
+      this.sizes.set(entry, raw.byteLength)
+      entries.push(entry)
     }
     // a window that failed to link is dropped from the first broken block on
     if (drop.length || (this.meta.get(ANCHOR_KEY)?.number ?? null) !== (anchor?.number ?? null)) {
-      await this.root.transaction(() => {
-        for (const k of drop) this.blocks.remove(k)
-        this.meta.put(ANCHOR_KEY, anchor)
+      await this.txn(() => {
+        for (const k of drop) settled(this.blocks.remove(k))
+        settled(this.meta.put(ANCHOR_KEY, anchor))
       })
     }
     this.droppedOnOpen.push(...drop)
     this.window = entries
     this.anchorInfo = anchor
+  }
+
+  /**
+   * An LMDB write transaction. A commit that fails (a full or failing disk) rejects its
+   * transaction with a generic error whose `commitError` is a second promise holding the cause,
+   * which nobody else awaits: taken here, the cause is the error (a StorageError for a full or
+   * failing disk), and no rejection is left unhandled.
+   */
+  private async txn(fn: () => void): Promise<void> {
+    try {
+      await this.root.transaction(fn)
+    } catch (e) {
+      const pending = (e as { commitError?: Promise<unknown> }).commitError
+      if (!pending) throw e
+      const cause = await pending.then(
+        () => e,
+        (c: unknown) => c,
+      )
+      const code = (cause as { code?: unknown }).code
+      throw isStorageError(cause)
+        ? new StorageError(this.path, typeof code === 'string' ? code : code === 5 ? 'EIO' : 'ENOSPC', cause)
+        : cause
+    }
   }
 
   /** serialize writers */
@@ -191,6 +222,17 @@ export class HotStore extends EventEmitter {
 
   private checkOpen(): void {
     if (this.closed) throw new Error('hot store is closed')
+  }
+
+  /**
+   * Bytes of the blocks the hot store holds (their stored form, what LMDB keeps for them: the
+   * unfinalized window). LMDB's file does not shrink when blocks leave (freed pages are reused),
+   * so this, not the file's size, is what finalization frees.
+   */
+  get bytes(): number {
+    let n = 0
+    for (const e of this.window) n += this.sizes.get(e) ?? 0
+    return n
   }
 
   /** the highest finalized block (the cold store's last), or null */
@@ -265,15 +307,18 @@ export class HotStore extends EventEmitter {
       // a block being moved to the cold store is final: not replaced (see finalize)
       if (this.finalizing !== null && removed.length && removed[0].header.number <= this.finalizing)
         return { status: 'unlinked' } as const
-      await this.root.transaction(() => {
-        for (const e of removed) this.blocks.remove(e.header.number)
+      let size = 0
+      await this.txn(() => {
+        for (const e of removed) settled(this.blocks.remove(e.header.number))
         // a block packed in parts is joined into the same memory block after block (LMDB copies
         // it during the put; pushes run one at a time, under the lock)
         const bytes = isPackedBlock(block) ? this.stored(block) : packBlock(block).packed
-        this.blocks.put(h.number, asBinary(bytes) as unknown as Block)
+        size = bytes.byteLength
+        settled(this.blocks.put(h.number, asBinary(bytes) as unknown as Block))
       })
       if (marks) marks.committed = wallNow()
       const entry = { header: h, block: isPackedBlock(block) ? lazyBlock(block) : block }
+      this.sizes.set(entry, size)
       this.window = [...win.slice(0, parentIdx + 1), entry]
       this.emit('change')
       if (marks) marks.emitted = wallNow()
@@ -297,8 +342,8 @@ export class HotStore extends EventEmitter {
       const keep = win.filter((e) => e.header.number <= n)
       const removed = win.slice(keep.length)
       if (removed.length === 0) return []
-      await this.root.transaction(() => {
-        for (const e of removed) this.blocks.remove(e.header.number)
+      await this.txn(() => {
+        for (const e of removed) settled(this.blocks.remove(e.header.number))
       })
       this.window = keep
       this.emit('change')
@@ -348,9 +393,9 @@ export class HotStore extends EventEmitter {
         this.checkOpen()
         const last = moving[moving.length - 1].header
         const anchor: HeadInfo = { number: last.number, hash: last.hash }
-        await this.root.transaction(() => {
-          for (const e of moving) this.blocks.remove(e.header.number)
-          this.meta.put(ANCHOR_KEY, anchor)
+        await this.txn(() => {
+          for (const e of moving) settled(this.blocks.remove(e.header.number))
+          settled(this.meta.put(ANCHOR_KEY, anchor))
         })
         this.anchorInfo = anchor
         // the moved blocks are still the window's first (nothing could replace them meanwhile)
@@ -367,7 +412,20 @@ export class HotStore extends EventEmitter {
     if (this.closed) return
     await this.locked(async () => {
       this.closed = true
-      await this.root.close()
+      // after a failed commit (a full disk), closing reports it again: the store closes anyway
+      await this.root.close().catch((e: { commitError?: Promise<unknown> }) => {
+        if (!e?.commitError) throw e
+        return e.commitError.catch(() => undefined)
+      })
     })
   }
+}
+
+/**
+ * A write inside a transaction answers a promise of its own, rejected too when the commit fails:
+ * the transaction's outcome is awaited (`txn`), these are settled here so that none is left
+ * unhandled.
+ */
+function settled(p: unknown): void {
+  if (p instanceof Promise) p.catch(() => undefined)
 }

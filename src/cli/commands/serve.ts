@@ -34,6 +34,7 @@ import { startSlotOf } from './serve-from-slot.ts'
 import { errorMessage } from '../../util/errors.ts'
 import { boundHeapGrowth, SERVE_HEAP_GROWING_PERCENT } from '../../util/gc-tuning.ts'
 import { DEFAULT_VIEWS, inSource, namedDatasets, serveAccess, servePlan, type NamedView } from './serve-config.ts'
+import { isStorageError } from '../../store/write-all.ts'
 
 export interface ServeOptions {
   port: string
@@ -52,6 +53,7 @@ export interface ServeOptions {
   rpcStallMs?: string
   rpcPollMs?: string
   rpcDamagedAttempts?: string
+  hotMaxMb?: string
   ingestThreads?: string
   bigintsAsNumbers?: boolean
   includeVotes?: boolean
@@ -103,6 +105,8 @@ interface ServeSettings {
   rpcStallMs: number
   rpcPollMs: number
   rpcDamagedAttempts: number
+  /** --hot-max-mb in bytes (null: no bound) */
+  hotMaxBytes: number | null
   ingestThreads: number
   responseTimeMs: number
   responseBytes: number
@@ -154,6 +158,12 @@ function bodyLimits(opts: ServeOptions): { maxBodyBytes: number; maxFilterValues
   return { maxBodyBytes, maxFilterValues }
 }
 
+/** --hot-max-mb (default 4096; 0 = no bound) in bytes */
+function hotMaxBytes(v: string | undefined): number | null {
+  const mb = intOption('hot-max-mb', v ?? '4096', 0, 1 << 24)
+  return mb === 0 ? null : mb * 1024 * 1024
+}
+
 export function checkServeOptions(opts: ServeOptions): ServeSettings {
   exclusive({ archive: !!opts.archive, 'dataset-dir': !!opts.datasetDir, rpc: !!opts.rpc, demo: !!opts.demo })
   if (opts.rpc) {
@@ -193,6 +203,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
     rpcStallMs: intOption('rpc-stall-ms', opts.rpcStallMs ?? String(DEFAULT_STALL_TIMEOUT_MS), 1),
     rpcPollMs: intOption('rpc-poll-ms', opts.rpcPollMs ?? '250', 1, 60_000),
     rpcDamagedAttempts: intOption('rpc-damaged-attempts', opts.rpcDamagedAttempts ?? '5', 1, 1000),
+    hotMaxBytes: hotMaxBytes(opts.hotMaxMb),
     ingestThreads: intOption('ingest-threads', opts.ingestThreads ?? String(defaultDecodeThreads()), 0, 64),
     responseTimeMs: intOption('response-time-ms', opts.responseTimeMs, 1),
     responseBytes: intOption('response-bytes', opts.responseBytes, 1),
@@ -262,6 +273,10 @@ export function register(program: Command): void {
     .option(
       '--ingest-threads <n>',
       "--rpc, --demo: worker threads that parse and normalize the node's blocks (0: the main thread; default: the cores less one, 2 to 4; 1 on one core)",
+    )
+    .option(
+      '--hot-max-mb <n>',
+      '--rpc: bound on the unfinalized blocks the hot store (LMDB) holds; a warning at 80%, ingestion pauses at the bound until finalization frees space (default 4096; 0 = none)',
     )
     .option(
       '--rpc-damaged-attempts <n>',
@@ -372,6 +387,12 @@ export function register(program: Command): void {
     // ingestion stopped for good (a block stayed damaged, logged): the process ends with status
     // 1 so that a supervisor sees it, instead of serving a head that no longer moves
     s = await serve(opts, { onFatal: () => void shutdown(1) })
+    // a full or failing disk seen by a write nobody awaits (LMDB's own): one line, a clean stop
+    process.on('unhandledRejection', (e) => {
+      if (!isStorageError(e)) throw e
+      process.stderr.write(`solportal: error: the disk is full or failing: ${errorMessage(e)}\n`)
+      void shutdown(1)
+    })
     process.once('SIGINT', () => void shutdown(0))
     process.once('SIGTERM', () => void shutdown(0))
     await s.ready
@@ -555,6 +576,7 @@ async function loadDatasets(
         provider: cfg.provider,
         startSlot: fromSlot,
         malformedAttempts: cfg.rpcDamagedAttempts,
+        hotMaxBytes: cfg.hotMaxBytes ?? undefined,
         normalizeThreads: cfg.ingestThreads,
         ...FINALIZE_BATCHES,
         onFatal,
@@ -581,6 +603,7 @@ async function loadDatasets(
       stats: ds.ingester.stats,
       gap:
         'geyser' in ds ? () => (ds as { geyser: { gap: { from: number; to: number } | null } }).geyser.gap : undefined,
+      hot: () => ({ bytes: ds.hot.bytes, maxBytes: ds.ingester.hotMaxBytes }),
     })
     ds.start()
     const progress = progressLog(ds, log.child({ component: 'ingest' }))

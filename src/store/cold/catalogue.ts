@@ -50,6 +50,7 @@ import { join } from 'node:path'
 import { crc32 } from 'node:zlib'
 import { fsyncDir, writeFileAtomic } from '../durable.ts'
 import { readManifest, MANIFEST } from './manifest.ts'
+import { storageError, writeAll } from '../write-all.ts'
 
 export interface ChunkEntry {
   /** file name under chunks/ */
@@ -446,6 +447,11 @@ export class Catalogue {
   readonly segmentEntries: number
   /** files (logs, segments) no longer listed, for the store's garbage collection */
   readonly dropped: string[] = []
+  /**
+   * a write of the log, a segment or the pointer that failed after it began: the files may hold
+   * part of it, which a writer opening the catalogue repairs; this one publishes nothing more
+   */
+  private broken: Error | null = null
 
   /** (use `Catalogue.open` or `writeCatalogue`) */
   constructor(
@@ -455,6 +461,11 @@ export class Catalogue {
   ) {
     this.pointer = pointer
     this.segmentEntries = Math.max(1, opts.segmentEntries ?? 4096)
+  }
+
+  /** the failed write that stops this writer publishing (null while it can): reopen to go on */
+  get failed(): Error | null {
+    return this.broken
   }
 
   private get fsync(): boolean {
@@ -600,6 +611,8 @@ export class Catalogue {
    */
   async publish(keep: number, written: readonly ChunkEntry[]): Promise<ChunkEntry[]> {
     if (this.opts.readOnly || this.legacy) throw new CatalogueError('catalogue opened read-only')
+    if (this.broken)
+      throw new CatalogueError(`catalogue: a write failed (${this.broken.message}); reopen the store to go on`)
     const sealedCount = this.segmentTotal() + this.sealed.length
     if (keep < sealedCount || keep > sealedCount + this.tail.length)
       throw new CatalogueError(`catalogue: cannot keep ${keep} entries (${sealedCount} sealed)`)
@@ -616,18 +629,31 @@ export class Catalogue {
       tail: next.slice(s),
     }
     const bytes = encodeBatch(batch)
-    const fh = await open(this.logPath(), 'r+')
     try {
-      await fh.write(bytes, 0, bytes.length, this.logEnd)
-      if (this.fsync) await fh.sync()
-    } finally {
-      await fh.close()
+      const fh = await open(this.logPath(), 'r+')
+      try {
+        // checked for its length (write-all.ts): a short write is continued or fails
+        await writeAll(fh, [bytes], this.logEnd, this.logPath())
+        if (this.fsync) await fh.sync()
+      } finally {
+        await fh.close()
+      }
+    } catch (e) {
+      // the log may end with part of the batch (ignored by readers, cut by the next writer)
+      this.broken = storageError(e, this.logPath()) as Error
+      throw this.broken
     }
     this.logEnd += bytes.length
     for (const e of batch.sealed) this.sealed.push(e)
     this.tail = batch.tail
     this.generation = batch.generation
-    await this.maintain()
+    try {
+      await this.maintain()
+    } catch (e) {
+      // the batch is durable (published); a segment or log rewrite that failed midway is
+      // repaired by the next writer's open (files the pointer does not name are leftovers)
+      this.broken = e as Error
+    }
     return dropped
   }
 

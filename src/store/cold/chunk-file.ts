@@ -16,9 +16,10 @@
  */
 import { createHash } from 'node:crypto'
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
-import { open } from 'node:fs/promises'
+import { open, rm } from 'node:fs/promises'
 import { brotliCompressSync, brotliDecompressSync, constants, crc32, deflateRawSync, inflateRawSync } from 'node:zlib'
 import { gatedZlib } from '../../util/zlib-gate.ts'
+import { storageError, writeAll } from '../write-all.ts'
 import { HEADER_FIELDS, columnsOf, type FieldDef, type FieldType } from '../../catalogue.ts'
 import type { Block, BlockHeader, RecordKind } from '../../model.ts'
 import { RECORD_KINDS } from '../../model.ts'
@@ -243,12 +244,22 @@ export async function writeChunkFile(
 
 /** Write (create, fail if present) the encoded bytes of a chunk file at `path`, fsynced unless told not to. */
 export async function writeEncodedChunk(path: string, parts: readonly Uint8Array[], fsync: boolean): Promise<void> {
-  const fh = await open(path, 'wx')
+  let fh
   try {
-    await fh.writev(parts as Uint8Array[])
+    fh = await open(path, 'wx')
+  } catch (e) {
+    throw storageError(e, path)
+  }
+  try {
+    // checked for its length: a short write (a disk filling up) is continued or fails
+    await writeAll(fh, parts, 0, path)
     if (fsync) await fh.sync()
-  } finally {
     await fh.close()
+  } catch (e) {
+    // the part written goes (a retry writes the same name)
+    await fh.close().catch(() => undefined)
+    await rm(path, { force: true })
+    throw storageError(e, path)
   }
 }
 
