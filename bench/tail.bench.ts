@@ -20,6 +20,11 @@
  * decoding thread's own times per block: how long it ran, how long it waited for a core, its
  * garbage collection.
  *
+ * After the RPC rows of the largest client count (`TAIL_GEYSER`), a row following the node's Geyser
+ * stream instead (the node's child serves a fake Geyser server too; createGeyserDataset): node
+ * block → stream message read → hot store → client line with the same clients, and the JSON-RPC
+ * calls per hour each row made to the node (the node's own request counts).
+ *
  * `TAIL_BLOCKS` (default 30) measured blocks per row, after `TAIL_WARMUP` (default 40) start-up
  * blocks reported apart; `TAIL_TXS` (default 1500) transactions per block; `TAIL_COLD=disk`
  * finalizes into a disk cold store written by a process of its own (as `serve --rpc --data-dir`
@@ -36,6 +41,7 @@ import { join } from 'node:path'
 import { writeArchive } from '../src/ingest/generate.ts'
 import { defaultDecodeThreads } from '../src/ingest/block-workers.ts'
 import { createRealtimeDataset, silentLogger, type StoredBlock } from '../src/ingest/realtime.ts'
+import { createGeyserDataset } from '../src/ingest/geyser/dataset.ts'
 import { ColdWriterProcess, FINALIZE_BATCHES } from '../src/ingest/cold-writer.ts'
 import { DiskColdStore } from '../src/store/cold.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
@@ -60,6 +66,14 @@ const COLD_NICE = process.env.TAIL_COLD_NICE === undefined ? undefined : Number(
 /** slots the node's finalized head lags its confirmed head (32: blocks finalize from the 33rd block of a row on) */
 const FINALITY_LAG = Number(process.env.TAIL_FINALITY_LAG ?? 32)
 const POLL_MS = 20
+/**
+ * `TAIL_GEYSER`: a row following the node's Geyser stream (the fake node's child serves a fake
+ * Geyser server too; createGeyserDataset, the RPC node only filling gaps) after the RPC rows of a
+ * client count, the same clients reading it: for the largest client count (default), `all` of them,
+ * or none (`0`)
+ */
+const GEYSER = process.env.TAIL_GEYSER ?? 'max'
+const GEYSER_PATH = 'Geyser stream (blocks decoded on the main thread)'
 /**
  * `TAIL_WARMUP` (default 40) blocks produced, ingested and streamed before a row's measured blocks,
  * reported apart as the start-up: code not optimized yet, the hot store's file growing, no block
@@ -95,6 +109,10 @@ function message<T>(child: ChildProcess, t: string): Promise<T> {
 
 interface Row {
   path: string
+  geyser: boolean
+  /** the node's JSON-RPC requests (all, getBlock) per hour of the measured blocks */
+  rpcPerHour: number
+  getBlockPerHour: number
   threads: number
   cold: string
   clients: number
@@ -130,10 +148,24 @@ interface Row {
   statuses: string
 }
 
-async function measure(archive: string, threads: number, clients: number, coldKind: string): Promise<Row> {
+async function measure(
+  archive: string,
+  threads: number,
+  clients: number,
+  coldKind: string,
+  geyser = false,
+): Promise<Row> {
   const dir = mkdtempSync(join(tmpdir(), 'solportal-bench-tail-'))
-  const node = fork(join(import.meta.dirname, 'tail', 'node-child.ts'), [archive, '3', String(FINALITY_LAG)], CHILD)
-  const ready = await message<{ url: string; tip: number; firstSlot: number }>(node, 'ready')
+  const node = fork(
+    join(import.meta.dirname, 'tail', 'node-child.ts'),
+    [archive, '3', String(FINALITY_LAG), ...(geyser ? ['geyser'] : [])],
+    CHILD,
+  )
+  const ready = await message<{ url: string; geyserUrl?: string; tip: number; firstSlot: number }>(node, 'ready')
+  const rpcStats = async () => {
+    node.send({ t: 'stats' })
+    return message<{ requests: number; getBlock: number }>(node, 'stats')
+  }
   const stored = new Map<number, StoredBlock>()
   const cold =
     coldKind === 'disk'
@@ -141,7 +173,7 @@ async function measure(archive: string, threads: number, clients: number, coldKi
       : coldKind === 'disk-main'
         ? await DiskColdStore.open(join(dir, 'cold'))
         : undefined
-  const ds = await createRealtimeDataset({
+  const options = {
     rpcUrl: ready.url,
     dataDir: dir,
     cold,
@@ -151,8 +183,11 @@ async function measure(archive: string, threads: number, clients: number, coldKi
     normalizeThreads: threads,
     noSync: true,
     logger: silentLogger,
-    onStored: (e) => stored.set(e.number, e),
-  })
+    onStored: (e: StoredBlock) => stored.set(e.number, e),
+  }
+  const ds = geyser
+    ? await createGeyserDataset({ ...options, geyser: { url: ready.geyserUrl! } })
+    : await createRealtimeDataset(options)
   ds.start()
   await ds.store.waitFor(ready.tip, false, 120_000)
   const server = new PortalServer({
@@ -197,8 +232,12 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   const writerPid = cold instanceof ColdWriterProcess ? cold.pid : undefined
   const writerCpuMs = () => (writerPid === undefined ? 0 : processCpuMs(writerPid).all)
   let writer0 = writerCpuMs()
+  let rpc0 = { requests: 0, getBlock: 0 }
+  let measuredMs = 0
   for (let i = 0; i < WARMUP + BLOCKS; i++) {
     if (i === WARMUP) {
+      rpc0 = await rpcStats()
+      measuredMs = performance.now()
       gcs.observe({ entryTypes: ['gc'] })
       elu0 = performance.eventLoopUtilization()
       cpu0 = process.cpuUsage()
@@ -219,6 +258,8 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   const cpu = process.cpuUsage(cpu0)
   const writerCpu = writerCpuMs() - writer0
   const writerPeakMb = writerPid === undefined ? null : statusKb(writerPid, 'VmHWM') / 1024
+  const rpc1 = await rpcStats()
+  const perHour = 3_600_000 / (performance.now() - measuredMs)
   gcs.disconnect()
   await new Promise((r) => setTimeout(r, 1000))
   followers.send({ t: 'stop' })
@@ -238,9 +279,14 @@ async function measure(archive: string, threads: number, clients: number, coldKi
   const row: Row = {
     threads,
     cold: coldKind,
+    geyser,
+    rpcPerHour: (rpc1.requests - rpc0.requests) * perHour,
+    getBlockPerHour: (rpc1.getBlock - rpc0.getBlock) * perHour,
     path:
-      (threads > 0 ? `worker threads (${threads})` : 'main thread') +
-      (threads === defaultDecodeThreads() ? ' (default)' : '') +
+      (geyser
+        ? GEYSER_PATH
+        : (threads > 0 ? `worker threads (${threads})` : 'main thread') +
+          (threads === defaultDecodeThreads() ? ' (default)' : '')) +
       (coldKind === 'memory'
         ? ''
         : `, cold store: ${coldKind === 'disk' ? 'disk, writer process' : 'disk, main thread'}`),
@@ -353,8 +399,12 @@ export async function run(): Promise<string> {
   const rows: Row[] = []
   // the paths back to back for each client count
   for (const coldKind of COLDS)
-    for (const clients of CLIENTS)
+    for (const clients of CLIENTS) {
       for (const threads of THREADS) rows.push(await measure(archive, threads, clients, coldKind))
+      // after the RPC rows (bench/compare reads the first row of the most clients)
+      if (GEYSER === 'all' || (GEYSER !== '0' && clients === Math.max(...CLIENTS)))
+        rows.push(await measure(archive, defaultDecodeThreads(), clients, coldKind, true))
+    }
   rmSync(dir, { recursive: true, force: true })
   const load1 = loadavg()
   const f = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-')
@@ -367,11 +417,11 @@ export async function run(): Promise<string> {
     '',
     `Blocks of ~${TXS} transactions (${gen.txs} in the ${gen.blocks} generated templates, ${Math.round((gen.bytes / gen.blocks / 1e6) * 10) / 10} MB of JSON each), one every ${INTERVAL_MS} ms, ${BLOCKS} per row after ${WARMUP} start-up blocks (their figures apart, below); ingest poll ${POLL_MS} ms, 4 getBlock requests in flight; the node finalizes ${FINALITY_LAG} slots behind its head. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} at start, ${load1.map((x) => x.toFixed(1)).join(' ')} at end.`,
     '',
-    '| parse + normalize | clients | lines received / expected | node assembling p50 ms | block → answer p50 ms | answer → store p50 ms | answer → store p99 ms | block → store p50 ms | block → store p99 ms | client p50 ms | client p99 ms | main thread busy | CPU ms per block | main GC ms per block (full) | responses |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| parse + normalize | clients | lines received / expected | node assembling p50 ms | block → answer p50 ms | answer → store p50 ms | answer → store p99 ms | block → store p50 ms | block → store p99 ms | client p50 ms | client p99 ms | main thread busy | CPU ms per block | main GC ms per block (full) | responses | RPC calls per hour (getBlock) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| ${r.path} | ${r.clients} | ${r.lines}/${r.expected} | ${f(pct(r.assembled, 50))} | ${f(pct(r.blockToAnswer, 50))} | ${pp(r.answerToStore)} | ${pp(r.blockToStore)} | ${pp(r.blockToClient)} | ${(r.busy * 100).toFixed(0)} % | ${f(r.cpuPerBlock)} | ${r.gcPerBlock.toFixed(1)} (${r.majorGcPerBlock.toFixed(1)}) | ${r.statuses} |`,
+        `| ${r.path} | ${r.clients} | ${r.lines}/${r.expected} | ${f(pct(r.assembled, 50))} | ${f(pct(r.blockToAnswer, 50))} | ${pp(r.answerToStore)} | ${pp(r.blockToStore)} | ${pp(r.blockToClient)} | ${(r.busy * 100).toFixed(0)} % | ${f(r.cpuPerBlock)} | ${r.gcPerBlock.toFixed(1)} (${r.majorGcPerBlock.toFixed(1)}) | ${r.statuses} | ${f(r.rpcPerHour)} (${f(r.getBlockPerHour)}) |`,
     ),
     '',
     ...rows.flatMap((r, i) =>
@@ -409,14 +459,31 @@ export async function run(): Promise<string> {
         `| ${r.path} | ${r.clients} | ${THREAD_TIMES.map(([n]) => (r.thread.has(n) ? p50p99(r.thread.get(n)!) : '-')).join(' | ')} | ${r.slowest ? THREAD_TIMES.map(([n]) => f(r.slowest!.thread.get(n) ?? NaN)).join(', ') : '-'} |`,
     ),
     '',
-    'node assembling: the fake node producing a block, its getBlock answer text assembled then (signatures and JSON of ~1,500 transactions in the node’s JS), before the block counts as produced: latencies start after it, as for a node that has the block at hand. block → answer: from the node producing the block to the last byte of its getBlock answer read (the poll interval, the getSlot/getBlocks round trips, the node sending its answer, the transfer); answer → store: from the last byte of the node’s getBlock answer read to the block in the hot store; block → store and client: from the node producing the block (it includes the poll interval and the node sending its answer) to the hot store having it and to each client reading its line. Main thread busy: its event loop utilization while the blocks were produced (ingest applying blocks, the server, and on the main-thread path parse + normalize). CPU ms per block: this process’s CPU time (all its threads: main, decoding, LMDB’s writer; with a disk cold store, its writer process’s too; not the node’s nor the clients’ processes) while the blocks were produced, per block; main GC: the main thread’s garbage collection pauses per block, in parentheses the full (mark-compact) ones. Responses: the clients’ requests by HTTP status (a 204 is asked again at once).',
+    'node assembling: the fake node producing a block, its getBlock answer text assembled then (signatures and JSON of ~1,500 transactions in the node’s JS), before the block counts as produced: latencies start after it, as for a node that has the block at hand. block → answer: from the node producing the block to the last byte of its getBlock answer read (the poll interval, the getSlot/getBlocks round trips, the node sending its answer, the transfer); answer → store: from the last byte of the node’s getBlock answer read to the block in the hot store; block → store and client: from the node producing the block (it includes the poll interval and the node sending its answer) to the hot store having it and to each client reading its line. Main thread busy: its event loop utilization while the blocks were produced (ingest applying blocks, the server, and on the main-thread path parse + normalize). CPU ms per block: this process’s CPU time (all its threads: main, decoding, LMDB’s writer; with a disk cold store, its writer process’s too; not the node’s nor the clients’ processes) while the blocks were produced, per block; main GC: the main thread’s garbage collection pauses per block, in parentheses the full (mark-compact) ones. Responses: the clients’ requests by HTTP status (a 204 is asked again at once). RPC calls per hour: the HTTP JSON-RPC requests the node received while the row’s blocks were produced, per hour (in parentheses its getBlock calls).',
+    ...(rows.some((r) => r.geyser)
+      ? [
+          '',
+          `${GEYSER_PATH}: the node’s child also runs a fake Geyser server (gRPC on loopback) that encodes each block’s SubscribeUpdate message as the block is produced (counted in node assembling, before the block counts as produced) and sends it to the subscriber; this process follows it with createGeyserDataset (the RPC node only filling gaps). There block → answer is from the node producing the block to this process reading its stream message, and answer → store from reading the message (decoding it on the main thread included) to the hot store having the block; the clients are the same.`,
+        ]
+      : []),
     '',
     ...CLIENTS.map((c) => {
-      const main = rows.find((r) => r.clients === c && r.threads === 0 && r.cold === COLDS[0])
-      const workers = rows.find((r) => r.clients === c && r.threads > 0 && r.cold === COLDS[0])
-      return main && workers
-        ? `Client p99 with ${c} client(s), main thread ÷ worker threads: ${ratio(main, workers)}×.`
-        : ''
-    }),
+      const main = rows.find((r) => r.clients === c && r.threads === 0 && r.cold === COLDS[0] && !r.geyser)
+      const workers = rows.find((r) => r.clients === c && r.threads > 0 && r.cold === COLDS[0] && !r.geyser)
+      const geyser = rows.find((r) => r.clients === c && r.cold === COLDS[0] && r.geyser)
+      /** how much sooner the Geyser row (ys) is than the RPC row (xs) at percentile p */
+      const saved = (xs: number[], ys: number[], p: number) => {
+        const d = pct(xs, p) - pct(ys, p)
+        return d >= 0 ? `${f(d)} ms sooner` : `${f(-d)} ms later`
+      }
+      return [
+        main && workers
+          ? `Client p99 with ${c} client(s), main thread ÷ worker threads: ${ratio(main, workers)}×.`
+          : '',
+        workers && geyser
+          ? `Geyser against RPC (${workers.path}) with ${c} client(s): block → store p50 ${f(pct(geyser.blockToStore, 50))} against ${f(pct(workers.blockToStore, 50))} ms, ${saved(workers.blockToStore, geyser.blockToStore, 50)}; client p50 ${f(pct(geyser.blockToClient, 50))} against ${f(pct(workers.blockToClient, 50))} ms, ${saved(workers.blockToClient, geyser.blockToClient, 50)}; client p99 ${f(pct(geyser.blockToClient, 99))} against ${f(pct(workers.blockToClient, 99))} ms, ${saved(workers.blockToClient, geyser.blockToClient, 99)}; RPC calls per hour ${f(geyser.rpcPerHour)} against ${f(workers.rpcPerHour)}.`
+          : '',
+      ].filter((l) => l !== '')
+    }).flatMap((l) => [...l, '']),
   ].join('\n')
 }

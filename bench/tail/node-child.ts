@@ -5,10 +5,15 @@
  * how long producing it took. The node assembles each block's answer text when it produces it
  * (`prerender`), so that the latency measured from `at` does not count the fake node's own JS
  * building a 1,500-transaction answer (reported apart as `assembleMs`).
+ * With argv[5] = `geyser`, the chain is also streamed by a fake Geyser server
+ * (src/ingest/geyser/fake-server.ts), which encodes each block's message as it is produced (also
+ * counted in `assembleMs`, before `at`). IPC `stats` answers with the JSON-RPC requests and
+ * getBlock calls the node has served so far.
  * Running the node in its own process keeps the cost of assembling its ~5 MB answers out of the
  * measured process.
  */
 import { FakeSolanaNode } from '../../src/ingest/fake-node.ts'
+import { FakeGeyserServer } from '../../src/ingest/geyser/fake-server.ts'
 
 const now = () => performance.timeOrigin + performance.now()
 const node = await FakeSolanaNode.start({
@@ -20,14 +25,17 @@ const node = await FakeSolanaNode.start({
   seed: 3,
   prerender: true,
 })
-process.send!({ t: 'ready', url: node.url, tip: node.tip.slot, firstSlot: node.firstSlot })
+const geyser = process.argv[5] === 'geyser' ? await FakeGeyserServer.start(node) : null
+process.send!({ t: 'ready', url: node.url, geyserUrl: geyser?.url, tip: node.tip.slot, firstSlot: node.firstSlot })
 process.on('message', (m: { t: string }) => {
   if (m.t === 'produce') {
     const t = now()
     const b = node.produce()
     const at = now()
     process.send!({ t: 'produced', slot: b.slot, at, assembleMs: at - t })
+  } else if (m.t === 'stats') {
+    process.send!({ t: 'stats', requests: node.stats.requests, getBlock: node.stats.getBlock })
   } else if (m.t === 'stop') {
-    void node.stop().then(() => process.exit(0))
+    void (geyser?.stop() ?? Promise.resolve()).then(() => node.stop()).then(() => process.exit(0))
   }
 })

@@ -672,13 +672,13 @@ export class FakeSolanaNode {
     return { full, txCount: picked.length, firstAbove }
   }
 
-  /** the full getBlock answer (json encoding, full transactions, rewards) of a block, as served */
+  /** the full getBlock answer (json encoding, full transactions, rewards, versions up to 1) of a block, as served */
   blockText(b: FakeBlockInfo): string {
     return this.renderBlock(b, {
       encoding: 'json',
       transactionDetails: 'full',
       rewards: true,
-      maxSupportedTransactionVersion: 0,
+      maxSupportedTransactionVersion: 1,
     })
   }
 
