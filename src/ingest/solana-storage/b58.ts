@@ -1,9 +1,7 @@
 /**
- * Base58 for the protobuf codecs: the same results as src/util/base58.ts, with big limbs. Encoding
- * keeps the number in limbs of 58^5 (exact in doubles: limb·2^16 + carry < 2^46) and takes the bytes
- * two at a time; decoding keeps limbs of 2^24 and takes the characters four at a time (limb·58^4 +
- * carry < 2^48). About 10 times fewer steps than one digit and one byte at a time; the text is written
- * into a reused buffer and made a string once.
+ * Base58 decoding for the protobuf encoders: the same results as src/util/base58.ts's
+ * `base58Decode`, with big limbs: limbs of 2^24, the characters taken four at a time (limb·58^4 +
+ * carry < 2^48), into a reused buffer. Encoding is src/util/base58.ts's `base58Encode`.
  */
 import { BASE58_ALPHABET, BASE58_DIGIT } from '../../util/base58.ts'
 import { slicing } from './wire.ts'
@@ -16,77 +14,7 @@ const INV_TWO24 = 1 / TWO24
 const ALPHABET = Uint8Array.from(BASE58_ALPHABET, (c) => c.charCodeAt(0))
 
 let limbs = new Float64Array(64)
-let chars = Buffer.allocUnsafe(512)
-let charsText = slicing(chars)
 let scratch = new Uint8Array(256)
-
-/** base58 text of bytes[a..e) */
-export function encodeBase58(bytes: Uint8Array, a = 0, e = bytes.length): string {
-  let zeros = 0
-  while (a + zeros < e && bytes[a + zeros] === 0) zeros++
-  let i = a + zeros
-  const need = Math.ceil(((e - i) * 1.3658) / 5) + 2
-  if (limbs.length < need) limbs = new Float64Array(need * 2)
-  const l = limbs
-  let n = 0
-  if ((e - i) & 1) {
-    l[0] = bytes[i++]
-    n = 1
-  }
-  for (; i < e; i += 2) {
-    let carry = bytes[i] * 256 + bytes[i + 1]
-    for (let j = 0; j < n; j++) {
-      const x = l[j] * 65536 + carry
-      // x / B5 by a multiplication (exact to within one), then corrected
-      let q = Math.floor(x * INV_B5)
-      let r = x - q * B5
-      if (r < 0) {
-        q--
-        r += B5
-      } else if (r >= B5) {
-        q++
-        r -= B5
-      }
-      l[j] = r
-      carry = q
-    }
-    while (carry > 0) {
-      const q = Math.floor(carry / B5)
-      l[n++] = carry - q * B5
-      carry = q
-    }
-  }
-  const max = zeros + n * 5
-  if (chars.length < max) {
-    chars = Buffer.allocUnsafe(max * 2)
-    charsText = slicing(chars)
-  }
-  const c = chars
-  let p = 0
-  for (; p < zeros; p++) c[p] = 49 // '1'
-  if (n > 0) {
-    // the top limb without leading zero digits, then 5 digits per limb
-    let top = l[n - 1]
-    let digits = 0
-    for (let t = top; t > 0; t = Math.floor(t / 58)) digits++
-    for (let k = digits - 1; k >= 0; k--) {
-      const q = Math.floor(top / 58)
-      c[p + k] = ALPHABET[top - q * 58]
-      top = q
-    }
-    p += digits
-    for (let j = n - 2; j >= 0; j--) {
-      let d = l[j] | 0
-      for (let k = 4; k >= 0; k--) {
-        const q = (d / 58) | 0
-        c[p + k] = ALPHABET[d - q * 58]
-        d = q
-      }
-      p += 5
-    }
-  }
-  return charsText.latin1Slice(0, p)
-}
 
 /**
  * The bytes of base58 text, in a buffer reused by the next call (copy them before calling again).

@@ -15,7 +15,7 @@ import type {
   RpcTransactionConfig,
   RpcTransactionMeta,
 } from '../../rpc/types.ts'
-import { encodeBase58 } from './b58.ts'
+import { base58Encode } from '../../util/base58.ts'
 import { F } from './fields.ts'
 import { transactionErrorToJson } from './tx-error.ts'
 import { FIXED64, LEN, ProtoError, ProtoReader, VARINT, type U64Value } from './wire.ts'
@@ -112,7 +112,7 @@ export class StorageDecoder {
     if (size > 0 && e - a !== size) this.fail(`${field}: ${e - a} bytes, expected ${size}`)
     r.pos = e
     // keys and much instruction data repeat within a block; signatures (64 bytes) never do
-    if (e - a === 64 || e - a < 2) return encodeBase58(r.buf, a, e)
+    if (e - a === 64 || e - a < 2) return base58Encode(r.buf, a, e)
     return this.cached(a, e)
   }
 
@@ -120,7 +120,7 @@ export class StorageDecoder {
   private cached(a: number, e: number): string {
     const i = this.slotOf(a, e)
     if (i >= 0) return this.cacheText[i]
-    const text = encodeBase58(this.r.buf, a, e)
+    const text = base58Encode(this.r.buf, a, e)
     this.put(~i, a, e, text)
     return text
   }
@@ -737,7 +737,7 @@ export class StorageDecoder {
           r.skip(t & 7)
       }
     }
-    if (programId === '') programId = encodeBase58(new Uint8Array(32))
+    if (programId === '') programId = base58Encode(new Uint8Array(32))
     return { programId, data: [Buffer.from(data.buffer, data.byteOffset, data.length).toString('base64'), 'base64'] }
   }
 
