@@ -177,7 +177,7 @@ function readTokenBalance(d: FieldReader): RpcTokenBalance {
         accountIndex = d.u8Field(t, 'account_index')
         break
       case F.tokenBalance.mint:
-        mint = d.addressTextField(t, 'mint')
+        mint = d.stringField(t, 'mint')
         break
       case F.tokenBalance.uiTokenAmount: {
         const saved = d.enter(t, 'ui_token_amount')
@@ -186,10 +186,10 @@ function readTokenBalance(d: FieldReader): RpcTokenBalance {
         break
       }
       case F.tokenBalance.owner:
-        owner = d.addressTextField(t, 'owner')
+        owner = d.stringField(t, 'owner')
         break
       case F.tokenBalance.programId:
-        programId = d.addressTextField(t, 'program_id')
+        programId = d.stringField(t, 'program_id')
         break
       default:
         r.skip(t & 7)

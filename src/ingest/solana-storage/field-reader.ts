@@ -1,11 +1,11 @@
 /**
  * The field level of the solana-storage decoders: a `ProtoReader` with the typed reads the message
  * decoders (decode-transaction.ts, decode-meta.ts, decode.ts) are written with, each checking the
- * wire type and naming the field in its error; base58 and address text through the thread's text
- * caches (text-cache.ts).
+ * wire type and naming the field in its error; the base58 text of keys and instruction data
+ * through the thread's text cache (text-cache.ts).
  */
 import { base58Encode } from '../../util/base58.ts'
-import { BASE58_TEXTS, UTF8_TEXTS } from './text-cache.ts'
+import { BASE58_TEXTS } from './text-cache.ts'
 import { LEN, ProtoError, ProtoReader, VARINT, type U64Value } from './wire.ts'
 
 export class FieldReader {
@@ -93,16 +93,6 @@ export class FieldReader {
   stringField(tag: number, field: string): string {
     this.r.expect(tag, LEN, field)
     return this.r.string()
-  }
-
-  /** a string field that repeats (an address stored as text: mints, owners, program ids) */
-  addressTextField(tag: number, field: string): string {
-    this.r.expect(tag, LEN, field)
-    const r = this.r
-    const e = r.lenEnd()
-    const a = r.pos
-    r.pos = e
-    return UTF8_TEXTS.of(r.buf, a, e)
   }
 
   u32Field(tag: number, field: string): number {

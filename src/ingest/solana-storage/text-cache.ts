@@ -1,19 +1,16 @@
 /**
- * The text of byte strings that repeat, remembered by their bytes: base58 of account keys,
- * blockhashes and instruction data (wire-format transactions of CAR files, protobuf messages of
- * Geyser and of CAR metadata), UTF-8 of the addresses protobuf stores as text (token balance mints
- * and owners). A block names the same programs, accounts and mints again and again, and so do the
- * blocks after it: one cache per thread (`BASE58_TEXTS`, `UTF8_TEXTS`) serves every block, so a
- * repeated value costs a hash and a compare instead of its encoding, and is the same string object
- * each time (whose hash the chunk's interner then computes once).
+ * The text of byte strings that repeat, remembered by their bytes: the base58 of account keys,
+ * blockhashes and instruction data, for the wire-format transactions of CAR files (src/ingest/car)
+ * and the protobuf messages of Geyser and of CAR metadata (this folder). A block names the same
+ * programs and accounts again and again, and so do the blocks after it: one cache per thread
+ * (`BASE58_TEXTS`) serves every block, so a repeated value costs a hash and a compare instead of
+ * its encoding, and is the same string object each time (whose hash the chunk's interner then
+ * computes once). Signatures never repeat and are not put in it.
  *
  * An open-addressing table keyed by a copy of the bytes (the cache does not keep the caller's
  * buffers alive); when it holds `MAX_ENTRIES` values or `MAX_BYTES` of keys it starts empty again.
  */
 import { base58Encode } from '../../util/base58.ts'
-
-/** a Buffer's UTF-8 slicer, applied to any Uint8Array */
-const utf8Slice = Buffer.prototype.utf8Slice as unknown as (this: Uint8Array, a: number, e: number) => string
 
 /** Entries before the table starts again (a slot count of twice this keeps probes short). */
 const MAX_ENTRIES = 1 << 16
@@ -22,17 +19,22 @@ const MAX_BYTES = 1 << 22
 /** Values longer than this are not remembered (they seldom repeat; their copy would crowd the keys). */
 const MAX_LENGTH = 1024
 
-type Make = (buf: Uint8Array, a: number, e: number) => string
-
-/** FNV-1a of the length and up to 16 leading and 8 trailing bytes (keys are random; data may share a prefix) */
+/**
+ * A hash of buf[a, e): its length and, from 24 bytes on, its first 16 and last 8 bytes taken as six
+ * 32-bit words (keys are random; instruction data may share a prefix); shorter values byte by byte.
+ */
 function hash(buf: Uint8Array, a: number, e: number): number {
   let h = 0x811c9dc5 ^ (e - a)
-  const head = a + 16 < e ? a + 16 : e
-  for (let p = a; p < head; p++) h = Math.imul(h ^ buf[p], 0x01000193)
-  for (let p = head > e - 8 ? head : e - 8; p < e; p++) h = Math.imul(h ^ buf[p], 0x01000193)
-  return h ^ (h >>> 15)
+  if (e - a >= 24) {
+    for (let p = a; p < a + 16; p += 4)
+      h = Math.imul(h ^ (buf[p] | (buf[p + 1] << 8) | (buf[p + 2] << 16) | (buf[p + 3] << 24)), 0x01000193)
+    for (let p = e - 8; p < e; p += 4)
+      h = Math.imul(h ^ (buf[p] | (buf[p + 1] << 8) | (buf[p + 2] << 16) | (buf[p + 3] << 24)), 0x01000193)
+  } else for (let p = a; p < e; p++) h = Math.imul(h ^ buf[p], 0x01000193)
+  return h ^ (h >>> 15) ^ (h >>> 7)
 }
 
+/** base58 text by bytes (see above) */
 export class TextCache {
   /** slot → offset + 1 of the key in `keys` (0: empty) */
   private at = new Int32Array(1024)
@@ -43,12 +45,10 @@ export class TextCache {
   private keys = new Uint8Array(1 << 16)
   private used = 0
 
-  constructor(private readonly make: Make) {}
-
-  /** the text of buf[a, e), from the table when the same bytes were seen before */
+  /** the base58 text of buf[a, e), from the table when the same bytes were seen before */
   of(buf: Uint8Array, a: number, e: number): string {
     const len = e - a
-    if (len > MAX_LENGTH) return this.make(buf, a, e)
+    if (len > MAX_LENGTH) return base58Encode(buf, a, e)
     const at = this.at
     const keys = this.keys
     const mask = at.length - 1
@@ -62,7 +62,7 @@ export class TextCache {
       while (p < len && keys[b + p] === buf[a + p]) p++
       if (p === len) return this.text[i]
     }
-    const s = this.make(buf, a, e)
+    const s = base58Encode(buf, a, e)
     this.put(i, buf, a, e, s)
     return s
   }
@@ -122,7 +122,4 @@ export class TextCache {
 }
 
 /** base58 text of keys, hashes and instruction data, shared by this thread's decoders */
-export const BASE58_TEXTS = new TextCache(base58Encode)
-
-/** UTF-8 text of addresses stored as protobuf strings, shared by this thread's decoders */
-export const UTF8_TEXTS = new TextCache((buf, a, e) => utf8Slice.call(buf, a, e))
+export const BASE58_TEXTS = new TextCache()
