@@ -159,7 +159,9 @@ export class PortalServer {
       this.limits.shortResponseBlocks,
     )
     const { maxItemRequests, maxFilterValues, maxBodyBytes } = this.limits
-    this.pages = new Pages({ limits: { maxItemRequests, maxFilterValues }, maxBodyBytes })
+    // the OpenAPI document tells of API keys and CORS when the server has them
+    const access = { apiKeyHeader: opts.apiKeys?.header, cors: opts.cors != null }
+    this.pages = new Pages({ limits: { maxItemRequests, maxFilterValues }, maxBodyBytes, ...access })
     this.jsonShape = jsonShapeLimits({ maxItemRequests, maxFilterValues })
     this.log = opts.log ?? ((level, msg) => defaultLogger()[level](msg))
     this.registry = opts.datasets ?? null
