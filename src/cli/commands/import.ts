@@ -110,7 +110,7 @@ export function register(program: Command): void {
     )
     .argument(
       '[archive...]',
-      'archive files or directories, Old Faithful CAR files or http(s):// URLs of them (none with --rpc); files are imported in the order of their first blocks',
+      'archive files, Old Faithful CAR files (or http(s):// URLs of them), or directories of both (none with --rpc); files are imported in the order of their first blocks (with a CAR file among them: in command-line order)',
     )
     .option('--include-votes', 'keep vote transactions')
     .option('--verify', "Old Faithful CAR inputs: check each node's sha256 against its CID")

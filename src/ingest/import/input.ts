@@ -77,27 +77,28 @@ async function inputSize(path: string): Promise<number> {
 }
 
 /**
- * The input of the files and directories `archives`: with an Old Faithful CAR file or URL among
- * them, in command-line order (its first block is not on a first line); else the archive files in
- * the order of their first blocks (read from each file's first line), as serve --archive does:
- * files given newest first are not read whole before the order is refused.
+ * The input of the files and directories `archives` (a directory: its archive files and Old
+ * Faithful CAR files, recursively, sorted by path). With a CAR file or URL among them, in
+ * command-line order (its first block is not on a first line); else the archive files in the order
+ * of their first blocks (read from each file's first line), as serve --archive does: files given
+ * newest first are not read whole before the order is refused.
  */
 export async function openFilesInput(
   archives: readonly string[],
   car: { verify?: boolean; onResume?: (offset: number, reason: string) => void },
 ): Promise<FilesInput> {
   let files: string[]
-  let carOrUrl = false
-  for (const a of archives) if (isUrl(a) || ((await stat(a)).isFile() && (await isCarInput(a)))) carOrUrl = true
   try {
-    if (carOrUrl) {
-      files = []
-      for (const a of archives) files.push(...(isUrl(a) ? [a] : await listArchiveFiles(a)))
-    } else files = (await orderArchiveFiles(archives)).map((f) => f.file)
+    const listed: string[] = []
+    for (const a of archives) listed.push(...(isUrl(a) ? [a] : await listArchiveFiles(a, isCarInput)))
+    let carOrUrl = false
+    for (const f of listed) if (isUrl(f) || (await isCarInput(f))) carOrUrl = true
+    files = carOrUrl ? listed : (await orderArchiveFiles(listed)).map((f) => f.file)
   } catch (e) {
     throw new ImportError(errorMessage(e))
   }
-  if (files.length === 0) throw new ImportError('no archive blocks found (.jsonl / .jsonl.gz files)')
+  if (files.length === 0)
+    throw new ImportError('no archive blocks found (.jsonl / .jsonl.gz files, Old Faithful CAR files)')
   let totalBytes = 0
   for (const f of files) totalBytes += isUrl(f) ? ((await sourceSize(f)) ?? 0) : await inputSize(f)
   return new FilesInput(files, totalBytes, car)

@@ -36,7 +36,7 @@
  *   pass and sends each block to the batches as a binary bundle (no JSON text) that the workers
  *   normalize (batch.ts); `--verify` checks every node against its CID. A damaged file is an
  *   ImportError naming its byte offset. With a CAR file or URL among the inputs, the files are
- *   taken in command-line order (input.ts).
+ *   taken in command-line order (input.ts). Directories contribute their archive files and CAR files.
  * - Progress on stderr (progress.ts): blocks, blocks/s, percentage and ETA from the input size
  *   (gzip files by their ISIZE trailer). Lines are read by the archive module's line reader
  *   (`readTextLines`, the one `readArchive` uses).
