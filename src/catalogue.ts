@@ -6,7 +6,7 @@
  */
 import { SOLANA } from './dataset/solana.ts'
 import type { Dataset, FieldDef } from './dataset/types.ts'
-import type { RecordKind } from './model.ts'
+import type { Block, RecordKind } from './model.ts'
 
 export type { FieldDef, FieldType, FilterDecl, RelationDecl, RequestDecl, JoinKind } from './dataset/types.ts'
 export { filterValueKind } from './dataset/types.ts'
@@ -49,6 +49,9 @@ export const BLOCK_MEMBERS = SOLANA.tables.map(({ kind, member }) => ({ kind, me
   kind: RecordKind
   member: string
 }[]
+
+/** The members of a block holding its record lists, in output order. */
+export const RECORD_LISTS = BLOCK_MEMBERS.map((m) => m.member) as readonly Exclude<keyof Block, 'header'>[]
 
 /** item requests and relations of the Solana dataset */
 export const REQUESTS = SOLANA.requests

@@ -335,4 +335,13 @@ export const SOLANA = defineDataset({
     byAddress('log', 'instruction', 'instruction', 'path'),
     sameTx('log', 'transaction', 'transaction'),
   ],
+  example: {
+    fields: {
+      block: { number: true, hash: true, timestamp: true },
+      transaction: { transactionIndex: true, signatures: true, fee: true, feePayer: true },
+      instruction: { transactionIndex: true, instructionAddress: true, programId: true, data: true },
+    },
+    transactions: [{}],
+    instructions: [{ programId: ['ComputeBudget111111111111111111111111111111'], isCommitted: true }],
+  },
 })

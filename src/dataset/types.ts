@@ -9,6 +9,7 @@
  * named key columns) and the fields a chunk indexes for pruning. None of those layers names a
  * column or a kind of its own; a second declaration runs side by side with the first.
  */
+import type { BlockHeader } from '../model.ts'
 
 /**
  * Value types:
@@ -136,6 +137,11 @@ export interface DatasetDecl {
   tables: readonly TableDecl[]
   requests: readonly RequestDecl[]
   relations: readonly RelationDecl[]
+  /**
+   * an example query's `fields` and item request lists (without its range), published with the
+   * query schema for the query page to start from
+   */
+  example?: { readonly [member: string]: unknown }
 }
 
 /** A declaration with the lookups the engine, the stores and the schema use, built once. */
@@ -184,6 +190,13 @@ export function defineDataset(decl: DatasetDecl): Dataset {
     for (const fd of fieldsOf(sel)) for (const s of fd.selectors) m.set(s, fd)
     index.set(sel, m)
   }
+  for (const t of decl.tables) {
+    for (const name of t.prune ?? []) {
+      const d = columns.get(t.kind)!.find((x) => x.name === name)
+      if (d === undefined || (d.type === 'json' && d.strings === undefined))
+        throw new Error(`${t.kind}.${name}: a pruned field must exist, and a json one declare its strings`)
+    }
+  }
   for (const r of decl.requests) table(r.kind)
   for (const r of decl.relations) {
     table(r.from)
@@ -203,4 +216,12 @@ export function defineDataset(decl: DatasetDecl): Dataset {
     },
     pruneFields: (kind) => table(kind).prune ?? [],
   }
+}
+
+/**
+ * A block as stored: its header and, under each table's `member`, the list of its rows of that
+ * kind (objects with the kind's columns as properties).
+ */
+export interface StoredBlock {
+  readonly header: BlockHeader
 }

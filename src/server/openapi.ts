@@ -173,6 +173,8 @@ export function queryJsonSchema(limits: Partial<QueryLimits> = {}, ds: Dataset =
     properties,
     required: ['fromBlock'],
     additionalProperties: false,
+    // the dataset's example query, without its range (the query page starts from it)
+    ...(ds.example ? { examples: [{ type: ds.type, fromBlock: 0, ...ds.example }] } : {}),
   }
 }
 
