@@ -297,7 +297,7 @@ interface TableColumns {
 export class ChunkColumns {
   private readonly version: FormatVersion
   /**
-   * format 4: the account columns of every kind (the address-like PRUNE_FIELDS of string and
+   * format 4: the account columns of every kind (the address-like pruned fields of string and
    * string list type), interned into one table as blocks come (intern.ts)
    */
   private readonly interner: AccountInterner | null
