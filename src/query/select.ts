@@ -67,8 +67,8 @@ export class Selected {
 }
 
 /**
- * a zeroed mask of `size` bytes in `mem` (a kind's, grown as needed: `grown` is the memory to keep
- * instead when it was), clearing the marks of the chunk that used it last
+ * a kind's mask memory with at least `size` zeroed bytes: `mem` with the marks of the chunk that
+ * used it last cleared, or new memory (twice as large) when it is too small
  */
 export function maskMemory(mem: MaskMemory | undefined, size: number): MaskMemory {
   if (!mem || mem.buf.length < size) {
