@@ -144,15 +144,12 @@ export async function* executeQuery(
         }
         const number = numbers[b]
         const empty = line.end() && !q.includeAllBlocks
-        let emitted = false
-        if (!empty || first || number === to) {
-          emitted = true
+        // output, or else kept while possibly the last produced block of the range (until a later one shows up)
+        const emitted = !empty || first || number === to
+        if (emitted) {
           yield line.take(number, hashes[b], empty)
           slicer.reset()
-        } else if (b === bHi - 1) {
-          // possibly the last produced block of the range: keep it until a later block shows up
-          pending = line.take(number, hashes[b], empty)
-        }
+        } else if (b === bHi - 1) pending = line.take(number, hashes[b], empty)
         first = false
         if (shouldStop !== undefined && shouldStop()) {
           if (!emitted) {
