@@ -5,7 +5,7 @@
  *
  *     "SPCOLD01"                          8-byte magic
  *     column blobs, each 8-byte aligned   (parts of src/store/cold/encode.ts, each padded to 8)
- *     prune section                       Bloom filters per (kind, field), see PRUNE_FIELDS
+ *     prune section                       Bloom filters per (kind, field): the dataset's pruned fields
  *     footer                              UTF-8 JSON (`Footer`)
  *     u32 footer length, u32 crc32(footer), "SPCOLDZZ"   16-byte trailer
  *                                         (format 4: "SPCOLDZB", the footer brotli-compressed)
@@ -20,9 +20,9 @@ import { open, rm } from 'node:fs/promises'
 import { brotliCompressSync, brotliDecompressSync, constants, crc32, deflateRawSync, inflateRawSync } from 'node:zlib'
 import { gatedZlib } from '../../util/zlib-gate.ts'
 import { storageError, writeAll } from '../write-all.ts'
-import { HEADER_FIELDS, columnsOf, type FieldDef, type FieldType } from '../../catalogue.ts'
-import type { Block, BlockHeader, RecordKind } from '../../model.ts'
-import { RECORD_KINDS } from '../../model.ts'
+import { DEFAULT_DATASET } from '../../catalogue.ts'
+import type { Dataset, FieldDef, FieldType, StoredBlock } from '../../dataset/types.ts'
+import type { Block, BlockHeader } from '../../model.ts'
 import { BLOOM_SCHEMES, bloomHas, buildBloom } from './bloom.ts'
 import { align8 } from './offsets.ts'
 import {
@@ -44,24 +44,15 @@ export const END_MAGIC = Buffer.from('SPCOLDZZ', 'latin1')
 export const END_MAGIC_BROTLI = Buffer.from('SPCOLDZB', 'latin1')
 const TRAILER = 16
 
-export const LISTS: { readonly [K in RecordKind]: keyof Block } = {
-  transaction: 'transactions',
-  instruction: 'instructions',
-  log: 'logs',
-  balance: 'balances',
-  tokenBalance: 'tokenBalances',
-  reward: 'rewards',
-}
+/** The block member holding each kind's rows, of the default dataset. */
+export const LISTS: { readonly [kind: string]: keyof Block } = Object.fromEntries(
+  DEFAULT_DATASET.tables.map((t) => [t.kind, t.member as keyof Block]),
+)
 
-/** Fields with a Bloom filter per chunk: the address-like fields the query engine prunes on. */
-export const PRUNE_FIELDS: { readonly [K in RecordKind]: readonly string[] } = {
-  transaction: ['feePayer', 'accountKeys', 'loadedAddresses'],
-  instruction: ['programId', 'accounts'],
-  log: ['programId'],
-  balance: ['account'],
-  tokenBalance: ['account', 'preMint', 'postMint', 'preOwner', 'postOwner', 'preProgramId', 'postProgramId'],
-  reward: ['pubkey'],
-}
+/** Fields with a Bloom filter per chunk (the address-like fields the query engine prunes on), of the default dataset. */
+export const PRUNE_FIELDS: { readonly [kind: string]: readonly string[] } = Object.fromEntries(
+  DEFAULT_DATASET.kinds.map((k) => [k, DEFAULT_DATASET.pruneFields(k)]),
+)
 
 export interface ColMeta {
   e: Enc
@@ -133,7 +124,7 @@ export interface Footer {
   lastBlock: number
   blockCount: number
   header: TableMeta
-  kinds: Record<RecordKind, TableMeta>
+  kinds: Record<string, TableMeta>
   /**
    * prune section: offset, length, crc, hash scheme (BLOOM_SCHEMES; filters of another scheme are
    * ignored, never trusted); per "kind.field": [offset in section, byte length]
@@ -154,6 +145,8 @@ export interface WriteOptions {
    * where this thread may compress zstd without holding a serving event loop (frames.ts `zstdHere`)
    */
   zstd?: boolean
+  /** the dataset whose blocks are written (default: the default dataset) */
+  dataset?: Dataset
 }
 
 export interface WrittenChunk {
@@ -217,14 +210,6 @@ function appendColumns(names: readonly string[], rows: readonly Record<string, u
   f(rows, out)
 }
 
-/** All values of a loadedAddresses JSON value that are addresses. */
-function loadedAddressValues(x: unknown, out: Set<string>): void {
-  if (!x || typeof x !== 'object') return
-  const la = x as { writable?: unknown; readonly?: unknown }
-  for (const l of [la.writable, la.readonly])
-    if (Array.isArray(l)) for (const a of l) if (typeof a === 'string') out.add(a)
-}
-
 /** A chunk file's bytes, encoded but not written (`writeEncodedChunk` writes them). */
 export interface EncodedChunk extends WrittenChunk {
   /** the file's bytes, in order (`bytes` in all) */
@@ -234,7 +219,7 @@ export interface EncodedChunk extends WrittenChunk {
 /** Encode `blocks` (ascending, non-empty) and write them as one chunk file at `path`. */
 export async function writeChunkFile(
   path: string,
-  blocks: readonly Block[],
+  blocks: readonly StoredBlock[],
   opts: WriteOptions = {},
 ): Promise<WrittenChunk> {
   const enc = await encodeChunk(blocks, opts)
@@ -267,7 +252,7 @@ export async function writeEncodedChunk(path: string, parts: readonly Uint8Array
  * The bytes of the chunk file of `blocks` (ascending, non-empty): what `writeChunkFile` writes. Pure
  * computation, so it runs in import workers (src/cli/commands/import-worker.ts).
  */
-export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions = {}): Promise<EncodedChunk> {
+export async function encodeChunk(blocks: readonly StoredBlock[], opts: WriteOptions = {}): Promise<EncodedChunk> {
   if (blocks.length === 0) throw new Error('cold store: empty chunk')
   const c = new ChunkColumns(opts)
   for (const b of blocks) c.add(b)
@@ -282,7 +267,11 @@ interface InternedIds {
 
 /** the columns of one table (the headers, or a kind's records) gathered so far */
 interface TableColumns {
-  kind?: RecordKind
+  kind?: string
+  /** the block member holding the kind's rows */
+  member?: string
+  /** the fields indexed for pruning */
+  prune: readonly string[]
   defs: readonly FieldDef[]
   rows: number
   /** row offset of each block added so far (a kind's tables) */
@@ -308,7 +297,7 @@ interface TableColumns {
 export class ChunkColumns {
   private readonly version: FormatVersion
   /**
-   * format 4: the account columns of every kind (the address-like PRUNE_FIELDS of string and
+   * format 4: the account columns of every kind (the address-like pruned fields of string and
    * string list type), interned into one table as blocks come (intern.ts)
    */
   private readonly interner: AccountInterner | null
@@ -322,8 +311,8 @@ export class ChunkColumns {
       throw new Error(`cold store: cannot write chunk format version ${version}`)
     this.version = version
     this.interner = version >= 4 ? new AccountInterner() : null
-    const table = (defs: readonly FieldDef[], kind?: RecordKind): TableColumns => {
-      const interned = (d: FieldDef) => kind !== undefined && this.interner !== null && isAccountColumn(kind, d)
+    const table = (defs: readonly FieldDef[], kind?: string, member?: string, prune: readonly string[] = []) => {
+      const interned = (d: FieldDef) => kind !== undefined && this.interner !== null && isAccountColumn(prune, d)
       const ids = defs.map((d) =>
         interned(d)
           ? d.type === 'safeAsciiList'
@@ -333,10 +322,11 @@ export class ChunkColumns {
       )
       const built = defs.map((d) => (this.interner && !interned(d) ? columnBuilder(d.type, true, true) : null))
       const values = defs.map((_, j) => (ids[j] || built[j] ? null : []))
-      return { kind, defs, rows: 0, offsets: [], values, ids, built }
+      return { kind, member, prune, defs, rows: 0, offsets: [], values, ids, built } as TableColumns
     }
-    this.headerTable = table(HEADER_FIELDS)
-    this.tables = RECORD_KINDS.map((kind) => table(columnsOf(kind), kind))
+    const ds = opts.dataset ?? DEFAULT_DATASET
+    this.headerTable = table(ds.header)
+    this.tables = ds.tables.map((t) => table(ds.columnsOf(t.kind), t.kind, t.member, ds.pruneFields(t.kind)))
   }
 
   get blockCount(): number {
@@ -349,7 +339,7 @@ export class ChunkColumns {
   }
 
   /** Take a block (above the previous one) into the columns; nothing of it is kept but its values. */
-  add(block: Block): void {
+  add(block: StoredBlock): void {
     this.addPart(block, true)
   }
 
@@ -359,7 +349,7 @@ export class ChunkColumns {
    * holds the next records of that block. The parts' lists concatenated are the block's lists.
    * After an exception here, or a block left unfinished, the columns are not to be encoded.
    */
-  addPart(part: Block, first: boolean): void {
+  addPart(part: StoredBlock, first: boolean): void {
     if (first) {
       const prev = this.headers[this.headers.length - 1]
       if (prev && !(part.header.number > prev.number)) {
@@ -370,7 +360,7 @@ export class ChunkColumns {
       for (const t of this.tables) t.offsets.push(t.rows)
     } else if (this.headers.length === 0) throw new Error('cold store: a part of a block before its first')
     for (const t of this.tables) {
-      const rows = part[LISTS[t.kind!]] as unknown as Record<string, unknown>[]
+      const rows = (part as unknown as Record<string, Record<string, unknown>[]>)[t.member!]
       if (rows.length > 0) this.append(t, rows)
     }
   }
@@ -502,7 +492,7 @@ export class ChunkColumns {
     const encodeTable = async (t: TableColumns) => {
       const { defs, kind } = t
       const cols: Record<string, ColMeta> = {}
-      const prune = kind ? PRUNE_FIELDS[kind] : []
+      const prune = t.prune
       for (let k = 0; k < defs.length; k++) {
         const d = defs[k]
         const pre = t.ids[k]
@@ -527,7 +517,8 @@ export class ChunkColumns {
           if (d.type === 'json') {
             const s = new Set<string>()
             // each distinct value once (loaded addresses repeat: a lookup table's accounts)
-            for (const x of enc.objects ?? values) loadedAddressValues(x, s)
+            const strings = d.strings!
+            for (const x of enc.objects ?? values) strings(x, s)
             distinct = s
             n = s.size
           } else if (enc.distinct && (enc.e === 'dict' || enc.e === 'list')) {
@@ -546,7 +537,7 @@ export class ChunkColumns {
     }
 
     const header: TableMeta = { rows: headers.length, cols: await encodeTable(this.headerTable) }
-    const kinds = {} as Record<RecordKind, TableMeta>
+    const kinds: Record<string, TableMeta> = {}
     for (const t of this.tables) {
       const offsets = new Uint32Array(headers.length + 1)
       offsets.set(t.offsets)
@@ -607,9 +598,9 @@ export class ChunkColumns {
   }
 }
 
-/** a kind's account column, interned (the address-like PRUNE_FIELDS of string and string list type) */
-function isAccountColumn(kind: RecordKind, d: FieldDef): boolean {
-  return PRUNE_FIELDS[kind].includes(d.name) && (d.type === 'safeAscii' || d.type === 'safeAsciiList')
+/** a kind's account column, interned (the address-like pruned fields of string and string list type) */
+function isAccountColumn(prune: readonly string[], d: FieldDef): boolean {
+  return prune.includes(d.name) && (d.type === 'safeAscii' || d.type === 'safeAsciiList')
 }
 
 /** the row offsets of a list column with no row yet */
@@ -763,13 +754,13 @@ export function bloomMayContain(
 }
 
 /** Every blob of a chunk with its row count (header columns, block offsets, record columns). */
-function blobsOf(ft: Footer): { m: ColMeta; n: number }[] {
+function blobsOf(ft: Footer, ds: Dataset): { m: ColMeta; n: number }[] {
   const out: { m: ColMeta; n: number }[] = []
-  for (const d of HEADER_FIELDS) if (ft.header.cols[d.name]) out.push({ m: ft.header.cols[d.name], n: ft.blockCount })
-  for (const kind of RECORD_KINDS) {
+  for (const d of ds.header) if (ft.header.cols[d.name]) out.push({ m: ft.header.cols[d.name], n: ft.blockCount })
+  for (const kind of ds.kinds) {
     const t = ft.kinds[kind]
     out.push({ m: t.off!, n: ft.blockCount + 1 })
-    for (const d of columnsOf(kind)) if (t.cols[d.name]) out.push({ m: t.cols[d.name], n: t.rows })
+    for (const d of ds.columnsOf(kind)) if (t.cols[d.name]) out.push({ m: t.cols[d.name], n: t.rows })
   }
   return out
 }
@@ -816,34 +807,28 @@ export function nullColumn(n: number): null[] {
 }
 
 /** Rebuild blocks from decoded columns (`get` returns the values of a blob). */
-function assemble(path: string, ft: Footer, get: (m: ColMeta, n: number) => ArrayLike<unknown>): Block[] {
+function assemble(path: string, ft: Footer, get: (m: ColMeta, n: number) => ArrayLike<unknown>, ds: Dataset): Block[] {
   const n = ft.blockCount
   const col = (table: string, t: TableMeta, d: FieldDef, rows: number) => {
     const m = columnEntry(path, table, t, d)
     return m ? get(m, rows) : nullColumn(rows)
   }
-  const hcols = HEADER_FIELDS.map((d) => col('header', ft.header, d, n))
-  const blocks: Block[] = []
+  const hcols = ds.header.map((d) => col('header', ft.header, d, n))
+  const blocks: Record<string, unknown>[] = []
   for (let b = 0; b < n; b++) {
     const header = {} as Record<string, unknown>
-    HEADER_FIELDS.forEach((d, i) => (header[d.name] = hcols[i][b]))
-    blocks.push({
-      header: header as unknown as BlockHeader,
-      transactions: [],
-      instructions: [],
-      logs: [],
-      balances: [],
-      tokenBalances: [],
-      rewards: [],
-    })
+    ds.header.forEach((d, i) => (header[d.name] = hcols[i][b]))
+    const block: Record<string, unknown> = { header }
+    for (const t of ds.tables) block[t.member] = []
+    blocks.push(block)
   }
-  for (const kind of RECORD_KINDS) {
+  for (const { kind, member } of ds.tables) {
     const t = ft.kinds[kind]
     const offsets = get(t.off!, n + 1) as Uint32Array
-    const defs = columnsOf(kind)
+    const defs = ds.columnsOf(kind)
     const cols = defs.map((d) => col(kind, t, d, t.rows))
     for (let b = 0; b < n; b++) {
-      const list = blocks[b][LISTS[kind]] as unknown as Record<string, unknown>[]
+      const list = blocks[b][member] as Record<string, unknown>[]
       for (let r = offsets[b]; r < offsets[b + 1]; r++) {
         const row: Record<string, unknown> = {}
         defs.forEach((d, i) => (row[d.name] = cols[i][r]))
@@ -851,32 +836,36 @@ function assemble(path: string, ft: Footer, get: (m: ColMeta, n: number) => Arra
       }
     }
   }
-  return blocks
+  return blocks as unknown as Block[]
 }
 
 /** Rebuild the normalized blocks of a chunk file (used by merges and tests). */
-export function readChunkBlocks(path: string, footer?: Footer): Block[] {
+export function readChunkBlocks(path: string, footer?: Footer, ds: Dataset = DEFAULT_DATASET): Block[] {
   const ft = footer ?? readFooter(path).footer
   const fd = openSync(path, 'r')
   try {
-    return assemble(path, ft, (m, n) => decodeBlob(path, fd, m, n).values)
+    return assemble(path, ft, (m, n) => decodeBlob(path, fd, m, n).values, ds)
   } finally {
     closeSync(fd)
   }
 }
 
 /** `readChunkBlocks` yielding to the event loop between big columns (merges in a serving process). */
-export async function readChunkBlocksAsync(path: string, footer?: Footer): Promise<Block[]> {
+export async function readChunkBlocksAsync(
+  path: string,
+  footer?: Footer,
+  ds: Dataset = DEFAULT_DATASET,
+): Promise<Block[]> {
   const ft = footer ?? readFooter(path).footer
   const fd = openSync(path, 'r')
   const decoded = new Map<number, ArrayLike<unknown>>()
   try {
-    for (const { m, n } of blobsOf(ft)) {
+    for (const { m, n } of blobsOf(ft, ds)) {
       if (n > 10_000) await tick()
       decoded.set(m.o, decodeBlob(path, fd, m, n).values)
     }
   } finally {
     closeSync(fd)
   }
-  return assemble(path, ft, (m) => decoded.get(m.o)!)
+  return assemble(path, ft, (m) => decoded.get(m.o)!, ds)
 }
