@@ -299,11 +299,10 @@ export class WorkerPool<S = undefined, In extends { id?: number } = { id?: numbe
     this.deaths = this.deaths.filter((t) => now - t < this.policy.windowMs)
     this.deaths.push(now)
     if (this.deaths.length > this.policy.maxRestarts) {
-      this.fail(
-        new WorkerDiedError(
-          `${this.opts.name}s keep dying (${this.deaths.length} within ${Math.round(this.policy.windowMs / 1000)} s; last: ${err.message})`,
-        ),
-      )
+      const { maxRestarts, windowMs } = this.policy
+      const why = `${this.opts.name}s keep dying (${this.deaths.length} within ${Math.round(windowMs / 1000)} s; last: ${err.message})`
+      // (no restart allowed: the death itself is the failure)
+      this.fail(maxRestarts === 0 ? err : new WorkerDiedError(why))
       return
     }
     const p = this.policy
@@ -391,6 +390,8 @@ export class WorkerPool<S = undefined, In extends { id?: number } = { id?: numbe
       const w = this.pick(opts.not)
       if (w !== null) return this.sendTo(w as Running<S, Out>, m, opts.transfer, p)
       this.waiting.push({ msg: m, transfer: opts.transfer, not: opts.not, p })
+      // a request waiting for a respawn keeps the process alive, as one sent does
+      for (const s of this.slots) s.timer?.ref()
     })
   }
 
