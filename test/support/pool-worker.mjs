@@ -4,7 +4,7 @@
 // a loop that never yields.
 import { parentPort, threadId, workerData } from 'node:worker_threads'
 
-parentPort.on('message', (m) => {
+parentPort?.on('message', (m) => {
   if (m.op === 'echo')
     parentPort.postMessage({ id: m.id, value: m.value, thread: threadId, bytes: m.bytes?.byteLength, data: workerData })
   else if (m.op === 'note') {
