@@ -12,7 +12,7 @@ import type { OutputBlock, ParsedQuery } from '../query/index.ts'
 import { recycleLine, spareBuffer, spareLines } from '../util/json-bytes.ts'
 import { DiskColdStore } from '../store/cold.ts'
 import { DatasetDirStore } from '../store/dataset-dir.ts'
-import type { RenderRequest, RenderResult, StreamRequest, WorkerMessage, WorkerSetup } from './render-pool.ts'
+import type { RenderRequest, RenderResult, StreamRequest, WorkerMessage, WorkerSetup } from './render-protocol.ts'
 import { errorDetail } from '../util/errors.ts'
 import { installZlibGate } from '../util/zlib-gate.ts'
 

@@ -3,9 +3,9 @@
  * gives each batch whole to one worker, which parses, normalizes and encodes it and transfers the
  * chunk file's bytes back.
  */
-import { Worker, type ResourceLimits } from 'node:worker_threads'
-import { parseWorkerLimits, workerExecArgv } from '../../util/worker-argv.ts'
-import { newZlibGate, stopZlibGates } from '../../util/zlib-gate.ts'
+import type { ResourceLimits } from 'node:worker_threads'
+import { parseWorkerLimits } from '../../util/worker-argv.ts'
+import { WorkerPool, type PoolWorker } from '../../util/worker-pool.ts'
 import { LineError, type BatchOptions, type BatchStart, type LineResult } from './batch.ts'
 import type { LineRing } from './line-ring.ts'
 import { ImportError, type EncodedBatch, type ImportBackend } from './types.ts'
@@ -27,16 +27,16 @@ class Deferred<T> {
  * Batches in worker threads (worker.ts): each batch goes whole to one worker (the one with
  * the fewest batches in hand), which parses, normalizes and encodes it, and transfers the chunk
  * file's bytes back. A worker that fails (an exception, out of memory, exit) fails every pending
- * and later call.
+ * and later call: its batches die with it, so the worker pool (src/util/worker-pool.ts) is told to
+ * allow no restart.
  */
 export class WorkerBackend implements ImportBackend {
-  private readonly workers: { w: Worker; batches: number; gate: Int32Array }[] = []
-  private readonly owner = new Map<number, number>()
+  private readonly pool: WorkerPool<{ batches: number }, { id?: number }, FromWorker>
+  private readonly owner = new Map<number, PoolWorker<{ batches: number }>>()
   private readonly starts = new Map<number, Deferred<BatchStart>>()
   private readonly acks = new Map<number, Deferred<LineResult>>()
   private readonly chunks = new Map<number, Deferred<EncodedBatch>>()
   private failure: Error | null = null
-  private closing = false
 
   constructor(
     n: number,
@@ -45,20 +45,24 @@ export class WorkerBackend implements ImportBackend {
     private readonly ring: LineRing | null,
     resourceLimits?: ResourceLimits,
   ) {
-    for (let i = 0; i < n; i++) {
-      const gate = newZlibGate()
-      const w = new Worker(new URL('./worker.mjs', import.meta.url), {
+    this.pool = new WorkerPool<{ batches: number }, { id?: number }, FromWorker>({
+      name: 'import worker',
+      size: n,
+      url: new URL('./worker.mjs', import.meta.url),
+      zlibGate: true,
+      setup: (_slot, gate) => ({
         workerData: { ...opts, zlibGate: gate, lineRing: ring?.buffer ?? null },
-        resourceLimits: parseWorkerLimits(resourceLimits),
-        execArgv: workerExecArgv(),
-      })
-      w.on('message', (m: FromWorker) => this.onMessage(i, m))
-      w.on('error', (e) => this.fail(new ImportError(`import worker ${i + 1} failed: ${e.message}`)))
-      w.on('exit', (code) => {
-        if (!this.closing) this.fail(new ImportError(`import worker ${i + 1} exited (code ${code})`))
-      })
-      this.workers.push({ w, batches: 0, gate })
-    }
+        state: { batches: 0 },
+      }),
+      resourceLimits: parseWorkerLimits(resourceLimits),
+      eager: true,
+      restarts: { maxRestarts: 0 },
+      load: (w) => w.state.batches,
+      // (no request of the pool's: every message is the backend's)
+      idOf: () => undefined,
+      onMessage: (w, m) => this.onMessage(w, m),
+      onFailure: (e) => this.fail(new ImportError(e.message)),
+    })
   }
 
   private fail(e: Error): void {
@@ -69,7 +73,7 @@ export class WorkerBackend implements ImportBackend {
     for (const d of this.chunks.values()) d.reject(e)
   }
 
-  private onMessage(i: number, m: FromWorker): void {
+  private onMessage(w: PoolWorker<{ batches: number }>, m: FromWorker): void {
     if (m.t === 'ack') {
       this.acks.get(m.seq)?.resolve({ warnings: m.warnings })
       this.acks.delete(m.seq)
@@ -77,26 +81,26 @@ export class WorkerBackend implements ImportBackend {
       this.starts.get(m.id)?.resolve(m.start)
       this.starts.delete(m.id)
     } else if (m.t === 'chunk' || m.t === 'dropped') {
-      this.workers[i].batches--
+      w.state.batches--
       const d = this.chunks.get(m.id)
       if (m.t === 'dropped') d?.reject(new LineError(m.message, m.seq))
       else d?.resolve({ ...m.chunk, bytes: m.data.byteLength, parts: [m.data], sealed: m.sealed })
     } else if (m.seq !== null && m.line) {
       this.acks.get(m.seq)?.reject(new LineError(m.message, m.seq))
       this.acks.delete(m.seq)
-    } else this.fail(new ImportError(`import worker ${i + 1} failed: ${m.message}`))
+    } else this.fail(new ImportError(`${w.name} failed: ${m.message}`))
   }
 
   private post(id: number, m: ToWorker, transfer?: ArrayBuffer[]): void {
-    this.workers[this.owner.get(id)!].w.postMessage(m, transfer)
+    this.pool.post(this.owner.get(id)!, m, transfer)
   }
 
   async start(id: number, tail: readonly string[]): Promise<BatchStart> {
     if (this.failure) throw this.failure
-    let best = 0
-    for (let i = 1; i < this.workers.length; i++) if (this.workers[i].batches < this.workers[best].batches) best = i
-    this.workers[best].batches++
-    this.owner.set(id, best)
+    const w = this.pool.pick()
+    if (w === null) throw this.pool.failure ?? new ImportError('import workers are closed')
+    w.state.batches++
+    this.owner.set(id, w)
     this.chunks.set(id, new Deferred())
     this.post(id, { t: 'start', id, tail: [...tail] })
     if (tail.length === 0) return { blocks: 0, bytes: 0 }
@@ -134,9 +138,7 @@ export class WorkerBackend implements ImportBackend {
   }
 
   async close(): Promise<void> {
-    this.closing = true
-    // a worker ended inside zlib's setup aborts the process: let the calls under way finish first
-    stopZlibGates(this.workers.map((x) => x.gate))
-    await Promise.all(this.workers.map((x) => x.w.terminate()))
+    // (a worker ended inside zlib's setup aborts the process: the pool lets the calls under way finish first)
+    await this.pool.close()
   }
 }
