@@ -34,8 +34,7 @@ import {
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3'
-import type { ChunkEntry } from './cold/catalogue.ts'
-import { closeFds } from './cold/raw.ts'
+import type { ChunkEntry } from './cold/chunk-index/chunk-index.ts'
 import { coldDir, openDatasetDir, readDatasetMeta, type DatasetDirStore, type DatasetMeta } from './dataset-dir.ts'
 import { writeFileAtomic } from './durable.ts'
 import { errorMessage } from '../util/errors.ts'
@@ -505,6 +504,8 @@ class ChunkCache {
   private files = new Map<string, { bytes: number; pins: number }>()
   private loading = new Map<string, Promise<void>>()
   private total = 0
+  /** closes the store's descriptor of a chunk file (set once the store reading these files is open) */
+  closeFile: (path: string) => void = () => {}
 
   constructor(
     private readonly dir: string,
@@ -565,7 +566,7 @@ class ChunkCache {
       if (this.total <= this.maxBytes) break
       if (f.pins) continue
       const path = join(this.dir, file)
-      closeFds(path)
+      this.closeFile(path)
       rmSync(path, { force: true })
       this.files.delete(file)
       this.total -= f.bytes
@@ -621,6 +622,7 @@ export async function openS3Replica(url: string, o: S3ReplicaOptions = {}): Prom
     verify: 'none',
     acquireChunk: (e) => cache.acquire(e),
   })
+  cache.closeFile = (path) => store.cold.io.close(path)
   let closed = false
   let running: Promise<boolean> | null = null
   const poll = (): Promise<boolean> => {

@@ -10,7 +10,7 @@
  */
 import { joinPieces, lineStart, toArchiveLine } from '../../ingest/archive.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
-import type { DiskColdStore } from '../../store/cold.ts'
+import type { DiskColdStore } from '../../store/cold/disk-store.ts'
 import { lowerBound } from '../../util/search.ts'
 
 /** `"hash"` right after `"slot"` (what `formatArchiveLine` and the recorders write) */

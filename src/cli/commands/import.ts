@@ -55,7 +55,7 @@ import {
   toArchiveLine,
 } from '../../ingest/archive.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
-import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold.ts'
+import { DiskColdStore, MAX_TARGET_BLOCKS, MAX_TARGET_BYTES, type PreparedChunk } from '../../store/cold/disk-store.ts'
 import type { FormatVersion } from '../../store/cold/chunk-file.ts'
 import {
   BatchBuilder,
