@@ -24,118 +24,42 @@
  * (fanout - 1) * levels small files. Bulk imports append target-sized batches, written sealed at
  * once.
  */
-import { mkdirSync, opendirSync, rmSync, statSync } from 'node:fs'
+import { mkdirSync, rmSync } from 'node:fs'
 import { rename } from 'node:fs/promises'
 import { join, sep } from 'node:path'
 import type { Block } from '../../model.ts'
 import type { Chunk, HeadInfo } from '../chunk.ts'
-import {
-  readChunkBlocksAsync,
-  writeChunkFile,
-  writeEncodedChunk,
-  type FormatVersion,
-  type WriteOptions,
-} from './chunk-file.ts'
+import { readChunkBlocksAsync, writeChunkFile, writeEncodedChunk, type WriteOptions } from './chunk-file.ts'
 import { CHUNK_OBJECT_BYTES, chunkKey, DiskChunk, type ColumnCache } from './disk-chunk.ts'
 import { ByteLru, type CacheStats } from './lru.ts'
 import { PageIo } from './raw/page-io.ts'
 import { collect, prefetch, unwatch, watch } from './prefetch.ts'
-import {
-  ChunkIndex,
-  ChunkIndexError,
-  chunkFileName,
-  parseChunkFileName,
-  type ChunkEntry,
-  type Snapshot,
-} from './chunk-index/chunk-index.ts'
-import { fsyncDir, sha256File } from './manifest.ts'
+import { ChunkIndex, chunkFileName, type ChunkEntry } from './chunk-index/chunk-index.ts'
+import { fsyncDir } from './manifest.ts'
 import { LockError, releaseLock, takeLock } from '../lock.ts'
 import type { ColdStore } from '../types.ts'
 import { estimateAll, Plan, splitBlocks, type PlanStore } from './tail-plan.ts'
+import { checkFiles, removeLeftovers, wrap } from './disk-store-files.ts'
+import {
+  ColdStoreError,
+  MAX_TARGET_BLOCKS,
+  MAX_TARGET_BYTES,
+  type DiskColdStoreOptions,
+  type PreparedChunk,
+  type PreparedChunkInfo,
+} from './disk-store-options.ts'
 
 export { estimateBlockBytes } from './tail-plan.ts'
 
 export type { ChunkEntry } from './chunk-index/chunk-index.ts'
-
-export interface DiskColdStoreOptions {
-  /** a chunk holds at most this many blocks (default 10,000) */
-  targetBlocks?: number
-  /** ... and about this many encoded bytes (estimated while splitting; default 32 MiB) */
-  targetBytes?: number
-  /** unsealed tail chunks of one level merged at a time (default 8) */
-  fanout?: number
-  /** budget of the columns, pages, rows and filters kept in memory (default 192 MiB) */
-  cacheBytes?: number
-  /** deflate column blobs when it saves >= 25% (default false: see the bench) */
-  compress?: boolean
-  /** chunk file format version to write (default the current one, 5; older ones for compatibility tests) */
-  formatVersion?: FormatVersion
-  /** format 4 frame size (log2) of every part: tests only (small frames cover reads across frames) */
-  frameLog?: number
-  /** format 5: text and JSON parts in zstd or brotli (default: by the writing thread, chunk-file.ts `WriteOptions.zstd`) */
-  zstd?: boolean
-  /**
-   * compress chunk frames in the calling thread, also from a main thread (default: on the thread
-   * pool from a main thread): for a writer process whose main thread serves nobody
-   * (src/ingest/cold-writer-child.ts), which then uses one core at most and less CPU than through
-   * the pool; text and JSON parts then take zstd unless `zstd` says otherwise
-   */
-  compressHere?: boolean
-  /** open without writing anything (a server over a directory another process imports into) */
-  readOnly?: boolean
-  /**
-   * on open: 'size' (default) checks every listed file exists with its size; 'full' checks sha256;
-   * 'none' checks nothing (chunk files fetched on demand, `acquireChunk`)
-   */
-  verify?: 'size' | 'full' | 'none'
-  /**
-   * Called before a chunk's file is read (replicas over object storage: fetch it into the local
-   * cache); the returned function is called when the reading is over (the file may be evicted then).
-   */
-  acquireChunk?: (e: ChunkEntry) => Promise<() => void>
-  /** sizes of the catalogue's files (catalogue.ts; tests make them small) */
-  catalogue?: { segmentEntries?: number; logBytes?: number }
-  /** fsync files and directories (default true; only tests and benches turn it off) */
-  fsync?: boolean
-  /**
-   * Files dropped by a merge are deleted this long after (default 30 s), so readers in other
-   * processes (a server over a directory being imported) can finish reading the chunks of the
-   * catalogue state they loaded, and only when no `chunks()` iteration of this process that
-   * started on an older state is still running.
-   */
-  graceMs?: number
-  /**
-   * decompress on the thread pool, while a range scan renders a chunk, the frames the scan read
-   * whole in the chunk before it, for the chunk after it (`prefetch.ts`; default true; never
-   * with `acquireChunk`: a chunk file is only read once acquired)
-   */
-  readAhead?: boolean
-}
-
-export class ColdStoreError extends Error {}
-
-/**
- * Bounds of a chunk's size targets. A chunk is encoded in memory and its parts hold u32 offsets,
- * so a chunk must stay well below 4 GiB; the byte target is an estimate that real chunks may
- * exceed by some margin.
- */
-export const MAX_TARGET_BYTES = 1024 * 1024 * 1024
-export const MAX_TARGET_BLOCKS = 1_000_000
-
-/** What the catalogue records of a chunk besides its file. */
-export interface PreparedChunkInfo {
-  firstBlock: number
-  lastBlock: number
-  blockCount: number
-  lastHash: string
-}
-
-/** An encoded chunk file (`encodeChunk`) with its block range, for `appendEncoded`. */
-export interface PreparedChunk extends PreparedChunkInfo {
-  parts: Uint8Array[]
-  bytes: number
-  sha256: string
-}
+export {
+  ColdStoreError,
+  MAX_TARGET_BLOCKS,
+  MAX_TARGET_BYTES,
+  type DiskColdStoreOptions,
+  type PreparedChunk,
+  type PreparedChunkInfo,
+} from './disk-store-options.ts'
 
 export class DiskColdStore implements ColdStore, PlanStore {
   /** the chunk files that make up the store (on disk: the chunk catalogue, CATALOGUE.json) */
@@ -190,7 +114,7 @@ export class DiskColdStore implements ColdStore, PlanStore {
       const index = await wrap(() => ChunkIndex.open(dir, indexOpts))
       if (!index) throw new ColdStoreError(`${dir}: no cold store here (no catalogue)`)
       const s = new DiskColdStore(dir, opts, index)
-      await s.check(opts.verify ?? 'size')
+      await checkFiles(dir, index, opts.verify ?? 'size')
       return s
     }
     mkdirSync(chunksDir, { recursive: true })
@@ -201,21 +125,10 @@ export class DiskColdStore implements ColdStore, PlanStore {
     }
     try {
       const index = (await wrap(() => ChunkIndex.open(dir, indexOpts)))!
-      // crash leftovers: anything in tmp/, catalogue files the pointer does not name, chunk files
-      // the catalogue does not list (written but not published, or dropped but not deleted yet)
-      rmSync(join(dir, 'tmp'), { recursive: true, force: true })
-      index.cleanLeftovers()
-      const snap = index.snapshot()
-      const dirents = opendirSync(chunksDir)
-      try {
-        for (let d = dirents.readSync(); d !== null; d = dirents.readSync())
-          if (!listedIn(snap, d.name)) rmSync(join(chunksDir, d.name), { force: true })
-      } finally {
-        dirents.closeSync()
-      }
+      removeLeftovers(dir, index)
       mkdirSync(join(dir, 'tmp'), { recursive: true })
       const s = new DiskColdStore(dir, opts, index)
-      await s.check(opts.verify ?? 'size')
+      await checkFiles(dir, index, opts.verify ?? 'size')
       return s
     } catch (e) {
       await releaseLock(join(dir, 'LOCK'))
@@ -223,43 +136,9 @@ export class DiskColdStore implements ColdStore, PlanStore {
     }
   }
 
-  /**
-   * 'size': the chunks a crash could have touched (the tail and the last sealed ones) exist with
-   * their sizes (the others are checked when used: footer and blob checksums); 'full': the sha256
-   * of every chunk file and catalogue segment.
-   */
-  private async check(level: 'size' | 'full' | 'none'): Promise<void> {
-    if (level === 'none') return
-    const snap = this.chunkIndex.snapshot()
-    const from = level === 'full' ? 0 : Math.max(0, snap.count - snap.tail.length - 8)
-    let prev: ChunkEntry | null = null
-    for (let i = from; i < snap.count; i++) {
-      const c = snap.entry(i)
-      if (prev && c.firstBlock <= prev.lastBlock)
-        throw new ColdStoreError(`${this.dir}: catalogue chunks overlap at ${c.file}`)
-      prev = c
-      const p = join(this.dir, 'chunks', c.file)
-      let size: number
-      try {
-        size = statSync(p).size
-      } catch {
-        throw new ColdStoreError(`${this.dir}: chunk file ${c.file} listed in the catalogue is missing`)
-      }
-      if (size !== c.bytes)
-        throw new ColdStoreError(`${this.dir}: chunk file ${c.file} has ${size} bytes, the catalogue says ${c.bytes}`)
-      if (level === 'full' && (await sha256File(p)) !== c.sha256) {
-        throw new ColdStoreError(`${this.dir}: chunk file ${c.file} fails its sha256 check`)
-      }
-    }
-    if (level === 'full')
-      for (const seg of this.chunkIndex.segmentInfos())
-        if ((await sha256File(this.chunkIndex.segmentPath(seg))) !== seg.sha256)
-          throw new ColdStoreError(`${this.dir}: catalogue segment ${seg.file} fails its sha256 check`)
-  }
-
   /** Check the sha256 of every chunk file against the catalogue (throws on the first mismatch). */
   verify(): Promise<void> {
-    return this.check('full')
+    return checkFiles(this.dir, this.chunkIndex, 'full')
   }
 
   /**
@@ -689,21 +568,4 @@ export class DiskColdStore implements ColdStore, PlanStore {
     this.io.close(join(this.dir, 'chunks') + '/')
     if (!this.opts.readOnly) await releaseLock(join(this.dir, 'LOCK'))
   }
-}
-
-/** chunk index errors surface as ColdStoreError */
-async function wrap<T>(f: () => Promise<T>): Promise<T> {
-  try {
-    return await f()
-  } catch (e) {
-    throw e instanceof ChunkIndexError ? new ColdStoreError(e.message) : e
-  }
-}
-
-/** whether chunk file `name` is listed in `snap` (a binary search by its first block) */
-function listedIn(snap: Snapshot, name: string): boolean {
-  const n = parseChunkFileName(name)
-  if (!n) return false
-  const i = snap.atOrAfter(n.first)
-  return i < snap.count && snap.firstBlockOf(i) === n.first && snap.entry(i).file === name
 }
