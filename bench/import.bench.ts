@@ -43,8 +43,8 @@ import { GEN_VERSION, writeArchive, type GenStats } from '../src/ingest/generate
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
-import { estimateBlockBytes } from '../src/store/cold.ts'
-import { readCatalogue } from '../src/store/cold/catalogue.ts'
+import { estimateBlockBytes } from '../src/store/cold/disk-store.ts'
+import { readChunkIndex } from '../src/store/cold/chunk-index/chunk-index.ts'
 import { encodeChunk } from '../src/store/cold/chunk-file.ts'
 import { coldDir } from '../src/store/dataset-dir.ts'
 import { carSection } from './import-car.ts'
@@ -56,7 +56,7 @@ const ROUNDS = Number(process.env.IMPORT_ROUNDS ?? 2)
 const WORKERS = Number(process.env.IMPORT_WORKERS ?? availableParallelism())
 const ENCODE_ROUNDS = Number(process.env.IMPORT_ENCODE_ROUNDS ?? 6)
 
-/** the store's default chunk size (src/store/cold.ts) */
+/** the store's default chunk size (src/store/cold/disk-store.ts) */
 const TARGET_BYTES = 32 * 1024 * 1024
 
 const log = (s: string) => process.stderr.write(`import bench: ${s}\n`)
@@ -275,11 +275,11 @@ export async function run(): Promise<string> {
         const c = cpuNow()
         const r = await b.runImport(dir, [archive], { progress: 'none', workers })
         const cpu = cpuNow() - c
-        const files = JSON.stringify((await readCatalogue(coldDir(dir)))!.map((e) => [e.file, e.sha256]))
+        const files = JSON.stringify((await readChunkIndex(coldDir(dir)))!.map((e) => [e.file, e.sha256]))
         const ref = reference.get(b.name)
         if (ref === undefined) reference.set(b.name, files)
         else if (files !== ref) throw new Error(`import bench: --workers ${workers} wrote other chunk files`)
-        const size = (await readCatalogue(coldDir(dir)))!.reduce((t, e) => t + e.bytes, 0)
+        const size = (await readChunkIndex(coldDir(dir)))!.reduce((t, e) => t + e.bytes, 0)
         log(
           `round ${round + 1}${b.name && `, ${b.name}`}, ${workers} worker(s): ${r.seconds.toFixed(1)} s, CPU ${cpu.toFixed(1)} s (load ${load()})`,
         )

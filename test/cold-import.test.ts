@@ -16,8 +16,8 @@ import { runImport, type ImportBackend, type ImportOptions } from '../src/ingest
 import { readArchive } from '../src/ingest/archive.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
-import { DiskColdStore } from '../src/store/cold.ts'
-import { readCatalogue } from '../src/store/cold/catalogue.ts'
+import { DiskColdStore } from '../src/store/cold/disk-store.ts'
+import { readChunkIndex } from '../src/store/cold/chunk-index/chunk-index.ts'
 import { readChunkBlocks } from '../src/store/cold/chunk-file.ts'
 import { coldDir, openDatasetDir } from '../src/store/dataset-dir.ts'
 import { writeArchive } from './support/cold/archive-gen.ts'
@@ -175,7 +175,7 @@ async function files(dir: string): Promise<Record<string, string>> {
     out[f] = createHash('sha256')
       .update(readFileSync(join(cold, 'chunks', f)))
       .digest('hex')
-  out.catalogue = JSON.stringify(await readCatalogue(cold))
+  out.catalogue = JSON.stringify(await readChunkIndex(cold))
   return out
 }
 

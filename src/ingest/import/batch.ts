@@ -12,7 +12,7 @@
 import type { Block } from '../../model.ts'
 import type { NormalizationWarning } from '../../normalize/normalize.ts'
 import { normalizeArchiveBytesInto } from '../../normalize/text.ts'
-import { estimateBlockBytes, type PreparedChunk } from '../../store/cold.ts'
+import { estimateBlockBytes, type PreparedChunk } from '../../store/cold/disk-store.ts'
 import { ChunkColumns, readChunkBlocks, type WriteOptions } from '../../store/cold/chunk-file.ts'
 import { errorMessage } from '../../util/errors.ts'
 import { isBundle } from '../car/bundle.ts'

@@ -7,7 +7,7 @@
  * ahead.
  */
 import type { NormalizationWarning } from '../../normalize/normalize.ts'
-import type { DiskColdStore } from '../../store/cold.ts'
+import type { DiskColdStore } from '../../store/cold/disk-store.ts'
 import { joinPieces } from '../archive.ts'
 import { BatchCut, LineError, type LineResult } from './batch.ts'
 import type { LineRing } from './line-ring.ts'

@@ -43,7 +43,7 @@
  */
 import { isBlankLine, joinPieces, toArchiveLine } from '../archive.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
-import { DiskColdStore } from '../../store/cold.ts'
+import { DiskColdStore } from '../../store/cold/disk-store.ts'
 import { coldDir, readDatasetMeta, writeDatasetMeta } from '../../store/dataset-dir.ts'
 import { errorMessage } from '../../util/errors.ts'
 import { Chain } from '../car/blocks.ts'

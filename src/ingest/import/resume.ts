@@ -12,7 +12,7 @@
  */
 import { joinPieces, lineStart, toArchiveLine } from '../archive.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
-import type { DiskColdStore } from '../../store/cold.ts'
+import type { DiskColdStore } from '../../store/cold/disk-store.ts'
 import { errorMessage } from '../../util/errors.ts'
 import { lowerBound } from '../../util/search.ts'
 import { ImportError } from './types.ts'

@@ -4,7 +4,7 @@
  * normalizes and encodes its batches (backend.ts in this thread, worker-backend.ts in threads).
  */
 import type { ResourceLimits } from 'node:worker_threads'
-import type { PreparedChunk } from '../../store/cold.ts'
+import type { PreparedChunk } from '../../store/cold/disk-store.ts'
 import type { FormatVersion } from '../../store/cold/chunk-file.ts'
 import type { BatchStart, LineResult } from './batch.ts'
 

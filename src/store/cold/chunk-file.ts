@@ -4,7 +4,7 @@
  * Layout (little-endian):
  *
  *     "SPCOLD01"                          8-byte magic
- *     column blobs, each 8-byte aligned   (parts of src/store/cold/encode.ts, each padded to 8)
+ *     column blobs, each 8-byte aligned   (parts of src/store/cold/encode/column.ts, each padded to 8)
  *     prune section                       Bloom filters per (kind, field): the dataset's pruned fields
  *     footer                              UTF-8 JSON (`Footer`)
  *     u32 footer length, u32 crc32(footer), "SPCOLDZZ"   16-byte trailer
@@ -14,35 +14,31 @@
  * a query asks for it (one positioned read), so a query touching 3 columns reads 3 blobs.
  * Optional per-blob compression (deflate-raw) when it saves at least 25%.
  */
-import { createHash } from 'node:crypto'
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
+import { closeSync, openSync } from 'node:fs'
 import { open, rm } from 'node:fs/promises'
-import { brotliCompressSync, brotliDecompressSync, constants, crc32, deflateRawSync, inflateRawSync } from 'node:zlib'
-import { gatedZlib } from '../../util/zlib-gate.ts'
 import { storageError, writeAll } from '../write-all.ts'
 import { DEFAULT_DATASET } from '../../catalogue.ts'
 import type { Dataset, FieldDef, FieldType, StoredBlock } from '../../dataset/types.ts'
 import type { Block, BlockHeader } from '../../model.ts'
-import { BLOOM_SCHEMES, bloomHas, buildBloom } from './bloom.ts'
-import { align8 } from './offsets.ts'
-import {
-  columnBuilder,
-  decodeColumn,
-  encodeColumn,
-  type ColumnBuilder,
-  type Decoded,
-  type Enc,
-  type Encoded,
-} from './encode.ts'
-import { compressFrames, framing, unframe, type Framed } from './frames.ts'
+import { columnBuilder, type ColumnBuilder } from './encode/builders.ts'
+import { encodeColumn } from './encode/column.ts'
+import type { Enc, Encoded } from './encode/encoded.ts'
 import { IdList } from './id-list.ts'
 import { AccountInterner, type InternedColumn } from './intern.ts'
+import { ChunkFileWriter } from './chunk-writer.ts'
+import { READABLE_VERSIONS } from './chunk-format.ts'
+import { decodeBlob, readFooter } from './chunk-read.ts'
 
-export const MAGIC = Buffer.from('SPCOLD01', 'latin1')
-export const END_MAGIC = Buffer.from('SPCOLDZZ', 'latin1')
-/** format 4: the footer is brotli-compressed JSON (its crc32 is that of the stored bytes) */
-export const END_MAGIC_BROTLI = Buffer.from('SPCOLDZB', 'latin1')
-const TRAILER = 16
+export { CRC_PAGE, END_MAGIC, END_MAGIC_BROTLI, MAGIC, READABLE_VERSIONS } from './chunk-format.ts'
+export {
+  bloomMayContain,
+  CorruptChunkError,
+  decodeBlob,
+  readBlob,
+  readBloom,
+  readFooter,
+  readPrune,
+} from './chunk-read.ts'
 
 /** The block member holding each kind's rows, of the default dataset. */
 export const LISTS: { readonly [kind: string]: keyof Block } = Object.fromEntries(
@@ -65,7 +61,7 @@ export interface ColMeta {
   z?: 1
   w?: 1 | 2 | 4
   v?: 1
-  /** index parts present (format 2; see encode.ts `Encoded.x`) */
+  /** index parts present (format 2; see encode/encoded.ts `Encoded.x`) */
   x?: 1
   /** format 4: dictionary in value order (`Encoded.s`) */
   s?: 1
@@ -89,15 +85,6 @@ export interface ColMeta {
   zc?: number[]
 }
 
-/** the page of `ColMeta.pc` checksums (format 3) */
-export const CRC_PAGE = 16384
-
-function pageCrcs(b: Uint8Array): number[] {
-  const out: number[] = []
-  for (let a = 0; a < b.byteLength; a += CRC_PAGE) out.push(crc32(b.subarray(a, Math.min(b.byteLength, a + CRC_PAGE))))
-  return out
-}
-
 export interface TableMeta {
   rows: number
   /** block offsets (u32, blockCount + 1); absent for the header table */
@@ -115,7 +102,6 @@ export interface TableMeta {
  * Written: FORMAT_VERSION. A file of any other version is refused.
  */
 export const FORMAT_VERSION = 5
-export const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4, 5]
 export type FormatVersion = 1 | 2 | 3 | 4 | 5
 
 export interface Footer {
@@ -147,6 +133,11 @@ export interface WriteOptions {
   zstd?: boolean
   /** the dataset whose blocks are written (default: the default dataset) */
   dataset?: Dataset
+  /**
+   * format 4: compress frames in the calling thread (true) or on the thread pool (false); default:
+   * in worker threads, on the pool from a main thread (frames.ts `brotli`)
+   */
+  compressHere?: boolean
 }
 
 export interface WrittenChunk {
@@ -155,34 +146,7 @@ export interface WrittenChunk {
   footer: Footer
 }
 
-/**
- * Fences of a value-ordered dictionary (format 4): for each frame of its text part, the first
- * code whose token starts in that frame and its value, so a lookup searches one frame's codes.
- */
-function fences(enc: Encoded, textLog: number): [number, string][] {
-  const toff = enc.parts[enc.e === 'list' ? 4 : 3]
-  const off = new Uint32Array(toff.buffer, toff.byteOffset, toff.byteLength / 4)
-  const size = 2 ** textLog
-  const out: [number, string][] = []
-  let last = -1
-  for (let c = 0; c + 1 < off.length; c++) {
-    const frame = Math.floor(off[c] / size)
-    if (frame !== last) {
-      out.push([c, enc.distinct![c]])
-      last = frame
-    }
-  }
-  return out
-}
-
-/** crc32 of byte arrays back to back */
-function crc32Of(bufs: readonly Uint8Array[]): number {
-  let c = 0
-  for (const b of bufs) c = crc32(b, c)
-  return c
-}
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve))
-const ZERO = new Uint8Array(8)
 
 type AppendColumns = (rows: readonly Record<string, unknown>[], out: unknown[][]) => void
 const APPENDERS = new Map<string, AppendColumns>()
@@ -411,191 +375,72 @@ export class ChunkColumns {
   async encode(): Promise<EncodedChunk> {
     const headers = this.headers
     if (headers.length === 0) throw new Error('cold store: empty chunk')
-    const { version, opts, interner } = this
-    const bufs: Uint8Array[] = [MAGIC]
-    let pos = MAGIC.length
-
-    /** append a blob's stored bytes, then pad the file to 8 bytes */
-    const store = (blob: readonly Uint8Array[]) => {
-      for (const b of blob) {
-        bufs.push(b)
-        pos += b.byteLength
-      }
-      const padding = align8(pos) - pos
-      if (padding) {
-        bufs.push(ZERO.subarray(0, padding))
-        pos += padding
-      }
-    }
-
-    /**
-     * format 4: blobs whose frames are being compressed (frames.ts, on the thread pool), in file
-     * order; their places (o) and frame tables are filled in once all columns are encoded
-     */
-    const framed: { meta: ColMeta; f: Promise<Framed> }[] = []
-
-    const emit = (enc: Encoded, t: FieldType): ColMeta => {
-      const p = enc.parts.map((x) => x.byteLength)
-      if (version >= 4) {
-        // format 4 readers know brotli frames only
-        const f = compressFrames(enc.e, enc.parts, opts.frameLog, version >= 5 ? opts.zstd : false)
-        f.catch(() => undefined) // awaited (and reported) below
-        const meta: ColMeta = { e: enc.e, t, o: 0, l: 0, p, c: 0, fr: [], fc: [] }
-        if (enc.w) meta.w = enc.w
-        if (enc.v) meta.v = enc.v
-        if (enc.x) meta.x = enc.x
-        if (enc.s) {
-          meta.s = enc.s
-          meta.fx = fences(enc, opts.frameLog ?? framing(enc.e, enc.e === 'list' ? 1 : 0).log)
-        }
-        framed.push({ meta, f })
-        return meta
-      }
-      let raw: Uint8Array
-      if (enc.parts.length === 1 && enc.parts[0].byteLength % 8 === 0) raw = enc.parts[0]
-      else {
-        const total = enc.parts.reduce((s, x) => s + align8(x.byteLength), 0)
-        const b = new Uint8Array(total)
-        let k = 0
-        for (const x of enc.parts) {
-          b.set(x, k)
-          k += align8(x.byteLength)
-        }
-        raw = b
-      }
-      let stored = raw
-      let z: 1 | undefined
-      if (opts.compress && raw.byteLength >= 4096) {
-        const d = gatedZlib(() => deflateRawSync(raw, { level: 1 }))
-        if (d.byteLength < raw.byteLength * 0.75) {
-          stored = d
-          z = 1
-        }
-      }
-      const meta: ColMeta = { e: enc.e, o: pos, l: stored.byteLength, p, c: crc32(stored) }
-      if (z) meta.z = z
-      if (enc.w) meta.w = enc.w
-      if (enc.v) meta.v = enc.v
-      if (enc.x) meta.x = enc.x
-      if (version >= 3 && !z) meta.pc = pageCrcs(stored)
-      store([stored])
-      return meta
-    }
-
-    const blooms: { key: string; bits: Uint8Array }[] = []
-    // format 4: filters of exactly 10 bits per value (scheme 2); older formats as they were written
-    const bloomScheme = version >= 4 ? 2 : 1
-
+    const out = new ChunkFileWriter(this.version, this.opts)
     // every account column interned: the strings sorted once
-    interner?.seal()
-
-    const encodeTable = async (t: TableColumns) => {
-      const { defs, kind } = t
-      const cols: Record<string, ColMeta> = {}
-      const prune = t.prune
-      for (let k = 0; k < defs.length; k++) {
-        const d = defs[k]
-        const pre = t.ids[k]
-        const built = t.built[k]
-        let values = t.values[k]
-        t.values[k] = null // garbage once encoded
-        t.ids[k] = null
-        t.built[k] = null
-        if (t.rows > 10_000) await tick() // let the event loop breathe between big columns
-        const enc = pre
-          ? interner!.encode(d.name, d.type === 'safeAsciiList', internedColumn(pre))
-          : built
-            ? built.encode()
-            : encodeColumn(d.name, d.type, values!, version >= 2, version >= 3, version >= 4)
-        cols[d.name] = emit(enc, d.type)
-        // format 4: a value-ordered dictionary answers `mayContain` exactly (RawColumn.lookup,
-        // bounded by the column's fences to one frame of its text): no Bloom filter
-        if (prune.includes(d.name) && enc.s !== 1) {
-          values ??= built ? built.values() : interner!.strings(internedColumn(pre!))
-          let distinct: Iterable<string>
-          let n: number
-          if (d.type === 'json') {
-            const s = new Set<string>()
-            // each distinct value once (loaded addresses repeat: a lookup table's accounts)
-            const strings = d.strings!
-            for (const x of enc.objects ?? values) strings(x, s)
-            distinct = s
-            n = s.size
-          } else if (enc.distinct && (enc.e === 'dict' || enc.e === 'list')) {
-            distinct = enc.distinct
-            n = enc.distinct.length
-          } else {
-            const s = new Set<string>()
-            for (const x of values) if (typeof x === 'string') s.add(x)
-            distinct = s
-            n = s.size
-          }
-          blooms.push({ key: `${kind}.${d.name}`, bits: buildBloom(distinct, n, bloomScheme) })
-        }
-      }
-      return cols
-    }
-
-    const header: TableMeta = { rows: headers.length, cols: await encodeTable(this.headerTable) }
+    this.interner?.seal()
+    const header: TableMeta = { rows: headers.length, cols: await this.encodeTable(out, this.headerTable) }
     const kinds: Record<string, TableMeta> = {}
     for (const t of this.tables) {
       const offsets = new Uint32Array(headers.length + 1)
       offsets.set(t.offsets)
       offsets[headers.length] = t.rows
-      const off = emit({ e: 'u32', parts: [new Uint8Array(offsets.buffer)] }, 'u32')
-      kinds[t.kind!] = { rows: t.rows, off, cols: await encodeTable(t) }
+      const off = out.column({ e: 'u32', parts: [new Uint8Array(offsets.buffer)] }, 'u32')
+      kinds[t.kind!] = { rows: t.rows, off, cols: await this.encodeTable(out, t) }
     }
-    for (const { meta, f: pending } of framed) {
-      const f = await pending
-      meta.o = pos
-      meta.l = f.bytes
-      meta.c = crc32Of(f.stored)
-      meta.fr = f.fr
-      meta.fc = f.fc
-      if (f.zc) meta.zc = f.zc
-      store(f.stored)
-    }
-
-    // prune section
-    const f: Record<string, [number, number] | [number, number, number]> = {}
-    let k = 0
-    for (const b of blooms) {
-      // format 3: each filter's own crc32, so one filter is read and checked without the others
-      f[b.key] = version >= 3 ? [k, b.bits.byteLength, crc32(b.bits)] : [k, b.bits.byteLength]
-      k += align8(b.bits.byteLength)
-    }
-    const section = new Uint8Array(k)
-    for (const b of blooms) section.set(b.bits, f[b.key][0])
-    const pruneOff = pos
-    bufs.push(section)
-    pos += section.byteLength
-
-    const footer: Footer = {
-      v: version,
+    const range = {
       firstBlock: headers[0].number,
       lastBlock: headers[headers.length - 1].number,
       blockCount: headers.length,
-      header,
-      kinds,
-      prune: { o: pruneOff, l: section.byteLength, c: crc32(section), h: bloomScheme, f },
     }
-    const json = Buffer.from(JSON.stringify(footer), 'utf8')
-    // format 4: compressed (frame lengths and checksums make it a few kilobytes per chunk)
-    const fj =
-      version >= 4
-        ? gatedZlib(() => brotliCompressSync(json, { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } }))
-        : json
-    const trailer = Buffer.alloc(TRAILER)
-    trailer.writeUInt32LE(fj.byteLength, 0)
-    trailer.writeUInt32LE(crc32(fj), 4)
-    ;(version >= 4 ? END_MAGIC_BROTLI : END_MAGIC).copy(trailer, 8)
-    bufs.push(fj, trailer)
-    pos += fj.byteLength + TRAILER
-
-    const h = createHash('sha256')
-    for (const b of bufs) h.update(b)
-    return { parts: bufs, bytes: pos, sha256: h.digest('hex'), footer }
+    return out.finish(range, header, kinds)
   }
+
+  /** the columns of a table written (in order), with the Bloom filters of its pruned fields */
+  private async encodeTable(out: ChunkFileWriter, t: TableColumns): Promise<Record<string, ColMeta>> {
+    const { version, interner } = this
+    const { defs, kind } = t
+    const cols: Record<string, ColMeta> = {}
+    const prune = t.prune
+    for (let k = 0; k < defs.length; k++) {
+      const d = defs[k]
+      const pre = t.ids[k]
+      const built = t.built[k]
+      let values = t.values[k]
+      t.values[k] = null // garbage once encoded
+      t.ids[k] = null
+      t.built[k] = null
+      if (t.rows > 10_000) await tick() // let the event loop breathe between big columns
+      const enc = pre
+        ? interner!.encode(d.name, d.type === 'safeAsciiList', internedColumn(pre))
+        : built
+          ? built.encode()
+          : encodeColumn(d.name, d.type, values!, version >= 2, version >= 3, version >= 4)
+      cols[d.name] = out.column(enc, d.type)
+      // format 4: a value-ordered dictionary answers `mayContain` exactly (RawColumn.lookup,
+      // bounded by the column's fences to one frame of its text): no Bloom filter
+      if (prune.includes(d.name) && enc.s !== 1) {
+        values ??= built ? built.values() : interner!.strings(internedColumn(pre!))
+        const [distinct, n] = distinctValues(d, enc, values)
+        out.bloom(`${kind}.${d.name}`, distinct, n)
+      }
+    }
+    return cols
+  }
+}
+
+/** the distinct values of a pruned column (json: the strings its declaration names), and their count */
+function distinctValues(d: FieldDef, enc: Encoded, values: readonly unknown[]): [Iterable<string>, number] {
+  if (d.type === 'json') {
+    const s = new Set<string>()
+    // each distinct value once (loaded addresses repeat: a lookup table's accounts)
+    const strings = d.strings!
+    for (const x of enc.objects ?? values) strings(x, s)
+    return [s, s.size]
+  }
+  if (enc.distinct && (enc.e === 'dict' || enc.e === 'list')) return [enc.distinct, enc.distinct.length]
+  const s = new Set<string>()
+  for (const x of values) if (typeof x === 'string') s.add(x)
+  return [s, s.size]
 }
 
 /** a kind's account column, interned (the address-like pruned fields of string and string list type) */
@@ -612,145 +457,6 @@ function listStart(): IdList {
 
 function internedColumn(c: InternedIds): InternedColumn {
   return c.offsets ? { ids: c.ids.view(), offsets: new Uint32Array(c.offsets.view()) } : { ids: c.ids.view() }
-}
-
-export class CorruptChunkError extends Error {}
-
-/** Read and check the footer of a chunk file. */
-/** a chunk file's footer, the file's size and the footer's size as JSON text (bytes) */
-export function readFooter(path: string): { footer: Footer; size: number; jsonBytes: number } {
-  const fd = openSync(path, 'r')
-  try {
-    const size = fstatSync(fd).size
-    if (size < MAGIC.length + TRAILER) throw new CorruptChunkError(`${path}: too short`)
-    const tailLen = Math.min(size, 64 * 1024)
-    const tail = Buffer.allocUnsafe(tailLen)
-    readExact(fd, tail, 0, tailLen, size - tailLen, path)
-    const tr = tail.subarray(tailLen - TRAILER)
-    const brotli = tr.subarray(8).equals(END_MAGIC_BROTLI)
-    if (!brotli && !tr.subarray(8).equals(END_MAGIC)) throw new CorruptChunkError(`${path}: bad trailer`)
-    const flen = tr.readUInt32LE(0)
-    const fcrc = tr.readUInt32LE(4)
-    if (flen + TRAILER + MAGIC.length > size) throw new CorruptChunkError(`${path}: bad footer length`)
-    let fj: Buffer
-    if (flen + TRAILER <= tailLen) fj = tail.subarray(tailLen - TRAILER - flen, tailLen - TRAILER)
-    else {
-      fj = Buffer.allocUnsafe(flen)
-      readExact(fd, fj, 0, flen, size - TRAILER - flen, path)
-    }
-    if (crc32(fj) !== fcrc) throw new CorruptChunkError(`${path}: footer checksum mismatch`)
-    if (brotli) {
-      const z = fj
-      fj = gatedZlib(() => brotliDecompressSync(z))
-    }
-    const footer = JSON.parse(fj.toString('utf8')) as Footer
-    if (!READABLE_VERSIONS.includes(footer.v)) {
-      throw new CorruptChunkError(
-        `${path}: chunk format version ${JSON.stringify(footer.v)} is not supported (reads ${READABLE_VERSIONS.join(', ')})`,
-      )
-    }
-    return { footer, size, jsonBytes: fj.byteLength }
-  } finally {
-    closeSync(fd)
-  }
-}
-
-function readExact(fd: number, buf: Uint8Array, off: number, len: number, pos: number, path: string): void {
-  let done = 0
-  while (done < len) {
-    const n = readSync(fd, buf, off + done, len - done, pos + done)
-    if (n === 0) throw new CorruptChunkError(`${path}: unexpected end of file`)
-    done += n
-  }
-}
-
-/**
- * Read one blob and split it into its raw parts, verifying its crc unless `verified` (the caller
- * already checked this blob of this immutable file once).
- */
-export function readBlob(path: string, fd: number | null, m: ColMeta, verified = false): Uint8Array[] {
-  const own = fd === null
-  const h = own ? openSync(path, 'r') : fd
-  let buf: Uint8Array
-  try {
-    // a fresh ArrayBuffer: offset 0, so 8-aligned parts give aligned typed-array views
-    // (not zero-filled: every byte is read)
-    const b = Buffer.allocUnsafeSlow(m.l)
-    buf = new Uint8Array(b.buffer, b.byteOffset, m.l)
-    readExact(h, buf, 0, m.l, m.o, path)
-  } finally {
-    if (own) closeSync(h)
-  }
-  if (!verified && crc32(buf) !== m.c) throw new CorruptChunkError(`${path}: column checksum mismatch at offset ${m.o}`)
-  if (m.fr)
-    return unframe(buf, m, (why) => new CorruptChunkError(`${path}: column at offset ${m.o}: ${why}`), {
-      path,
-      blob: m.o,
-    })
-  if (m.z) {
-    const raw = gatedZlib(() => inflateRawSync(buf))
-    buf = raw.byteOffset % 8 === 0 ? raw : new Uint8Array(raw)
-  }
-  const parts: Uint8Array[] = []
-  let k = 0
-  for (const len of m.p) {
-    parts.push(new Uint8Array(buf.buffer, buf.byteOffset + k, len))
-    k += align8(len)
-  }
-  return parts
-}
-
-export function decodeBlob(path: string, fd: number | null, m: ColMeta, n: number, verified = false): Decoded {
-  return decodeColumn(m.e, n, readBlob(path, fd, m, verified), m.w, m.v)
-}
-
-export function readPrune(path: string, footer: Footer): Map<string, Uint8Array> {
-  const { o, l, c, f } = footer.prune
-  const buf = new Uint8Array(new ArrayBuffer(l))
-  const fd = openSync(path, 'r')
-  try {
-    readExact(fd, buf, 0, l, o, path)
-  } finally {
-    closeSync(fd)
-  }
-  if (crc32(buf) !== c) throw new CorruptChunkError(`${path}: prune section checksum mismatch`)
-  const out = new Map<string, Uint8Array>()
-  if (!BLOOM_SCHEMES.includes(footer.prune.h ?? 0)) return out // unknown hashing: no filter, every answer "maybe"
-  for (const [key, [off, len]] of Object.entries(f)) out.set(key, buf.subarray(off, off + len))
-  return out
-}
-
-/**
- * One Bloom filter (`kind.field`) of a format 3 file, read alone and checked with its own crc32;
- * undefined when the file has no per-filter checksums (read the whole section with `readPrune`),
- * null when there is no usable filter for that key (every answer "maybe").
- */
-export function readBloom(path: string, fd: number | null, footer: Footer, key: string): Uint8Array | null | undefined {
-  const { o, f, h } = footer.prune
-  const e = f[key]
-  if (e !== undefined && e.length !== 3) return undefined
-  if (e === undefined || !BLOOM_SCHEMES.includes(h ?? 0)) return null
-  const [off, len, c] = e
-  const buf = new Uint8Array(new ArrayBuffer(len))
-  const own = fd === null
-  const h2 = own ? openSync(path, 'r') : fd
-  try {
-    readExact(h2, buf, 0, len, o + off, path)
-  } finally {
-    if (own) closeSync(h2)
-  }
-  if (crc32(buf) !== c) throw new CorruptChunkError(`${path}: Bloom filter ${key} checksum mismatch`)
-  return buf
-}
-
-export function bloomMayContain(
-  bits: Uint8Array | null | undefined,
-  values: ReadonlySet<string>,
-  scheme: number | undefined,
-): boolean {
-  if (!bits) return true
-  for (const v of values) if (bloomHas(bits, v, scheme ?? 1)) return true
-  return false
 }
 
 /** Every blob of a chunk with its row count (header columns, block offsets, record columns). */

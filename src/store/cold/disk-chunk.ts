@@ -22,7 +22,9 @@ import {
 } from './chunk-file.ts'
 import { framesOf } from './frames.ts'
 import type { ByteLru } from './lru.ts'
-import { Parts, RawColumn } from './raw.ts'
+import { postingsOf, RawColumn } from './raw/column.ts'
+import { standaloneIo, type PageIo } from './raw/page-io.ts'
+import { Parts } from './raw/parts.ts'
 import type { JsonTokens } from '../../util/json-bytes.ts'
 
 /** the columns a reader expects of each kind (default: its dataset's; typed by the default dataset's kinds) */
@@ -96,6 +98,8 @@ export class DiskChunk implements Chunk {
     columns?: ColumnsOf,
     /** the dataset of the chunk: its header, kinds, columns and pruned fields */
     readonly dataset: Dataset = DEFAULT_DATASET,
+    /** the store's descriptors and scratch pages for reads on demand */
+    readonly io: PageIo = standaloneIo(),
   ) {
     this.firstBlock = meta.firstBlock
     this.lastBlock = meta.lastBlock
@@ -176,14 +180,19 @@ export class DiskChunk implements Chunk {
       let parts: Parts
       if (m.fr) {
         // format 4: frames read and decompressed on demand, each checked with its own crc32
-        parts = new Parts(m.p, null, {
-          path: this.path,
-          start: m.o,
-          length: m.l,
-          crcs: null,
-          checked: null,
-          frames: framesOf(m),
-        })
+        parts = new Parts(
+          m.p,
+          null,
+          {
+            path: this.path,
+            start: m.o,
+            length: m.l,
+            crcs: null,
+            checked: null,
+            frames: framesOf(m),
+          },
+          this.io,
+        )
       } else if (m.z) {
         // compressed: read (and inflate) whole
         const read = readBlob(this.path, null, m, this.verified.has(m.o))
@@ -191,6 +200,8 @@ export class DiskChunk implements Chunk {
         parts = new Parts(
           read.map((p) => p.byteLength),
           read,
+          null,
+          this.io,
         )
       } else {
         // pages read on demand, each checked with its own crc (format 3); older formats check the
@@ -204,9 +215,20 @@ export class DiskChunk implements Chunk {
           checked = this.checkedPages.get(m.o) ?? null
           if (checked === null) this.checkedPages.set(m.o, (checked = new Uint8Array(m.pc.length)))
         }
-        parts = new Parts(m.p, null, { path: this.path, start: m.o, length: m.l, crcs: m.pc ?? null, checked })
+        const src = { path: this.path, start: m.o, length: m.l, crcs: m.pc ?? null, checked }
+        parts = new Parts(m.p, null, src, this.io)
       }
-      v = new RawColumn(m.e, n, parts, m.w, m.x === 1, m.v === 1, m.s === 1, m.fx ?? null)
+      const x = m.x === 1
+      const layout = {
+        e: m.e,
+        w: m.w,
+        x,
+        v: m.v === 1,
+        sortedDict: m.s === 1,
+        fences: m.fx ?? null,
+        postings: postingsOf(m.e, x, m.p),
+      }
+      v = new RawColumn(layout, n, parts)
       // accounted for the bytes it holds (whole parts, pages read on demand, parsed values), which
       // grow as queries read it
       this.cache.set(k, v as unknown as ArrayLike<unknown>, 256 + parts.bytes)
