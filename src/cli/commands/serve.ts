@@ -35,6 +35,7 @@ import { errorMessage } from '../../util/errors.ts'
 import { boundHeapGrowth, SERVE_HEAP_GROWING_PERCENT } from '../../util/gc-tuning.ts'
 import { DEFAULT_VIEWS, inSource, namedDatasets, serveAccess, servePlan, type NamedView } from './serve-config.ts'
 import { isStorageError } from '../../store/write-all.ts'
+import { isLmdbCommitFailure } from '../../store/hot.ts'
 
 export interface ServeOptions {
   port: string
@@ -381,17 +382,28 @@ export function register(program: Command): void {
     const shutdown = async (code: number) => {
       if (stopping) return
       stopping = true
-      await s?.stop()
-      process.exit(code)
+      // closing the stores after a full disk may fail again: the status is the one decided
+      const failed = await s?.stop().then(
+        () => null,
+        (e: unknown) => e,
+      )
+      if (failed && code === 0) process.stderr.write(`solportal: error: ${errorMessage(failed)}\n`)
+      process.exit(failed ? 1 : code)
     }
     // ingestion stopped for good (a block stayed damaged, logged): the process ends with status
     // 1 so that a supervisor sees it, instead of serving a head that no longer moves
-    s = await serve(opts, { onFatal: () => void shutdown(1) })
-    // a full or failing disk seen by a write nobody awaits (LMDB's own): one line, a clean stop
-    process.on('unhandledRejection', (e) => {
-      if (!isStorageError(e)) throw e
-      process.stderr.write(`solportal: error: the disk is full or failing: ${errorMessage(e)}\n`)
+    // a full or failing disk: one line on stderr, once, and a clean stop with status 1
+    const storageStop = (e: unknown) => {
+      if (!stopping) process.stderr.write(`solportal: error: ${diskFullLine(e)}\n`)
       void shutdown(1)
+    }
+    s = await serve(opts, { onFatal: (e) => (isStorageError(e) ? storageStop(e) : void shutdown(1)) })
+    // a full or failing disk seen by a write nobody awaits (LMDB's own; a failed LMDB commit's
+    // batch promise duplicates what its transactions report to the ingester)
+    process.on('unhandledRejection', (e) => {
+      if (isLmdbCommitFailure(e)) return
+      if (!isStorageError(e)) throw e
+      storageStop(e)
     })
     process.once('SIGINT', () => void shutdown(0))
     process.once('SIGTERM', () => void shutdown(0))
@@ -714,4 +726,10 @@ function progressLog(
   }, everyMs)
   t.unref()
   return t
+}
+
+/** a full or failing disk's error, once, without repeating what the ingester's message says */
+function diskFullLine(e: unknown): string {
+  const m = errorMessage(e)
+  return m.startsWith('the disk is full or failing') ? m : `the disk is full or failing: ${m}`
 }
