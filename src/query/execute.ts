@@ -39,6 +39,12 @@ export interface ExecuteOptions {
   pause?: () => Promise<boolean>
   /** ms of work between pauses (default 8) */
   sliceMs?: number
+  /**
+   * Asked before the work of each chunk begins (the server's memory limit, src/server/memory-gate.ts):
+   * resolves to the release called once the chunk's blocks are out (or the iteration ended), or
+   * to null to end the iteration there (the consumer is gone)
+   */
+  enterChunk?: () => Promise<(() => void) | null>
 }
 
 const HEADER_OPEN = Buffer.from('{"header":')
@@ -826,6 +832,9 @@ export async function* executeQuery(
   const pausing = opts.pause !== undefined
   let first = true
   let pending: OutputBlock | null = null
+  const enterChunk = opts.enterChunk
+  /** the release of the chunk being worked on (see `enterChunk`) */
+  let leave: (() => void) | null = null
   try {
     for await (const chunk of store.chunks(from, to, opts.finalizedOnly)) {
       if (chunk.blockCount === 0 || chunk.lastBlock < from || chunk.firstBlock > to) continue
@@ -835,6 +844,9 @@ export async function* executeQuery(
       if (bLo >= bHi) continue
       const hashes = chunk.header('hash')
 
+      leave?.()
+      leave = null
+      if (enterChunk !== undefined && (leave = await enterChunk()) === null) return
       const run = new ChunkRun(chunk, plan, bLo, bHi)
       if (!(await run.run(slicer))) return
       const bound: BoundKind[] = []
@@ -999,6 +1011,7 @@ export async function* executeQuery(
       yield p
     }
   } finally {
+    ;(leave as (() => void) | null)?.()
     // a line taken and never handed out (the iteration ended early) is back too
     if (pending !== null) drop(pending)
     // the lines' memory comes back once they are written (src/server/line-writer.ts)

@@ -40,6 +40,7 @@ import type { Observer } from './observe.ts'
 import { Pages } from './pages.ts'
 import type { PoolStream, PooledBlock, RenderPool } from './render-pool.ts'
 import { firstBlockAtOrAfter } from './timestamps.ts'
+import { MemoryGate } from './memory-gate.ts'
 import { errorDetail } from '../util/errors.ts'
 
 export type { RateLimit } from './guards.ts'
@@ -79,6 +80,11 @@ export interface ServerLimits {
   responseBytes: number
   /** gzip level of responses (1 = fastest) */
   gzipLevel: number
+  /**
+   * resident memory to stay under (bytes; 0 = no limit): above 3/4 of it streams wait before
+   * starting their next chunk (src/server/memory-gate.ts)
+   */
+  memoryLimitBytes: number
 }
 
 export const DEFAULT_LIMITS: ServerLimits = {
@@ -98,6 +104,7 @@ export const DEFAULT_LIMITS: ServerLimits = {
   headWaitMs: 5_000,
   responseTimeMs: 10_000,
   responseBytes: 20 * 1024 * 1024,
+  memoryLimitBytes: 0,
   gzipLevel: 1,
 }
 
@@ -130,6 +137,7 @@ export class PortalServer {
   private readonly perClient: PerClientCap
   private readonly budget: ByteBudget
   private readonly scheduler: RenderScheduler
+  private readonly memoryGate: MemoryGate
   private readonly log: NonNullable<ServerOptions['log']>
   /** failures that are not the client's fault, at most a few lines per window */
   private readonly errorLog: LogLimiter
@@ -157,6 +165,7 @@ export class PortalServer {
       undefined,
       this.limits.shortResponseBlocks,
     )
+    this.memoryGate = new MemoryGate(this.limits.memoryLimitBytes)
     const { maxItemRequests, maxFilterValues, maxBodyBytes } = this.limits
     this.pages = new Pages({ limits: { maxItemRequests, maxFilterValues }, maxBodyBytes })
     this.jsonShape = jsonShapeLimits({ maxItemRequests, maxFilterValues })
@@ -606,7 +615,8 @@ export class PortalServer {
           return release !== null
         }
         const holding = pooled ? () => pooled.holding : false
-        const opts = { to, finalizedOnly, bigintsAsNumbers, shouldStop, pause }
+        const enterChunk = this.memoryGate.limitBytes > 0 ? () => this.enterChunk(wait, gone) : undefined
+        const opts = { to, finalizedOnly, bigintsAsNumbers, shouldStop, pause, enterChunk }
         const blocks = this.rangeBlocks(ds, query, opts, pooled, wait)
         let done = false
         try {
@@ -689,6 +699,23 @@ export class PortalServer {
       )
       out.destroy()
     }
+  }
+
+  /**
+   * The memory limit's right to start a chunk (MemoryGate): at once, or waited for without the
+   * render turn (`wait`), so that the streams holding chunks take their turns and free them.
+   */
+  private async enterChunk(
+    wait: (p: Promise<unknown>) => Promise<boolean>,
+    gone: AbortSignal,
+  ): Promise<(() => void) | null> {
+    const now = this.memoryGate.tryEnter()
+    if (now) return now
+    let leave: (() => void) | null = null
+    const entered = this.memoryGate.enter(gone).then((l) => (leave = l))
+    if (await wait(entered)) return leave
+    ;(leave as (() => void) | null)?.()
+    return null
   }
 
   /**

@@ -35,6 +35,7 @@ import { errorMessage } from '../../util/errors.ts'
 import { boundHeapGrowth, SERVE_HEAP_GROWING_PERCENT } from '../../util/gc-tuning.ts'
 import { DEFAULT_VIEWS, inSource, namedDatasets, serveAccess, servePlan, type NamedView } from './serve-config.ts'
 import { isStorageError } from '../../store/write-all.ts'
+import { DEFAULT_MEMORY_LIMIT_MB } from '../../server/memory-gate.ts'
 import { isLmdbCommitFailure } from '../../store/hot.ts'
 
 export interface ServeOptions {
@@ -68,6 +69,7 @@ export interface ServeOptions {
   bodyTimeoutMs?: string
   writeTimeoutMs?: string
   streamBufferMb?: string
+  memoryLimitMb?: string
   rateLimit: string
   cacheMb?: string
   /** --dataset-dir s3://...: local cache directory, its disk budget, the pointer's poll interval */
@@ -119,6 +121,8 @@ interface ServeSettings {
   bodyTimeoutMs: number
   writeTimeoutMs: number
   streamBufferBytes: number
+  /** resident memory the stream responses keep the process under (0 = no limit) */
+  memoryLimitBytes: number
   rateLimit: number
   cacheBytes: number
   /**
@@ -224,6 +228,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
       1024,
     rateLimit: intOption('rate-limit', opts.rateLimit),
     cacheBytes: intOption('cache-mb', opts.cacheMb ?? '192', 1, 1 << 20) * 1024 * 1024,
+    memoryLimitBytes: memoryLimitBytes(opts),
     cacheDiskBytes: intOption('cache-disk-mb', opts.cacheDiskMb ?? '10240', 1, 1 << 30) * 1024 * 1024,
     s3PollMs: intOption('s3-poll-ms', opts.s3PollMs ?? '5000', 100),
     s3TimeoutMs: intOption('s3-timeout-ms', opts.s3TimeoutMs ?? '10000', 100),
@@ -327,6 +332,10 @@ export function register(program: Command): void {
       '--stream-buffer-mb <n>',
       'response bytes buffered across all streams before writers wait',
       String(DEFAULT_LIMITS.streamBufferBytes / (1024 * 1024)),
+    )
+    .option(
+      '--memory-limit-mb <n>',
+      'resident memory to stay under: above 3/4 of it, stream responses wait before decoding their next chunk and the heap is collected (0 = no limit; default 1024 plus what --cache-mb adds over 192)',
     )
     .option('--rate-limit <n>', 'requests per second per client address (0 = off)', '200')
     .option(
@@ -467,6 +476,7 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
       bodyTimeoutMs: cfg.bodyTimeoutMs,
       writeTimeoutMs: cfg.writeTimeoutMs,
       streamBufferBytes: cfg.streamBufferBytes,
+      memoryLimitBytes: cfg.memoryLimitBytes,
     },
     rateLimit: cfg.rateLimit > 0 ? { perSecond: cfg.rateLimit, burst: 2 * cfg.rateLimit } : null,
     ...access,
@@ -732,4 +742,11 @@ function progressLog(
 function diskFullLine(e: unknown): string {
   const m = errorMessage(e)
   return m.startsWith('the disk is full or failing') ? m : `the disk is full or failing: ${m}`
+}
+
+/** `--memory-limit-mb`, bytes: by default 1 GiB with the default cache, more with a larger one */
+function memoryLimitBytes(opts: ServeOptions): number {
+  const cacheMb = intOption('cache-mb', opts.cacheMb ?? '192', 1, 1 << 20)
+  const fallback = String(DEFAULT_MEMORY_LIMIT_MB + Math.max(0, cacheMb - 192))
+  return intOption('memory-limit-mb', opts.memoryLimitMb ?? fallback, 0, 1 << 24) * 1024 * 1024
 }
