@@ -57,7 +57,7 @@ export class MemoryGate {
   ) {
     this.soft = limitBytes * SOFT_LIMIT_SHARE
     this.rss = opts.rss ?? (() => process.memoryUsage.rss())
-    this.gc = opts.gc === undefined ? fullCollector() : opts.gc
+    this.gc = opts.gc !== undefined ? opts.gc : limitBytes > 0 ? fullCollector() : null
     this.gcIntervalMs = opts.gcIntervalMs ?? 1_000
     this.pollMs = opts.pollMs ?? 20
   }
