@@ -135,8 +135,12 @@ async function finalizedBlocks(base: string, from: number, to: number): Promise<
 async function followedBlocks(node: FakeSolanaNode, dataDir: string, from: number, running: Set<Server>) {
   const server = spawnServe(node.url, dataDir, from)
   running.add(server)
-  const base = await caughtUp(server, node)
-  const lines = await finalizedBlocks(base, from, node.finalizedSlot)
+  const base = await caughtUp(server, node).catch((e: Error) => {
+    throw new Error(`${e.message} (exit ${server.proc.exitCode})\n${logged(server).slice(-6000)}`)
+  })
+  const lines = await finalizedBlocks(base, from, node.finalizedSlot).catch((e: Error) => {
+    throw new Error(`${e.message}\n${logged(server).slice(-6000)}`)
+  })
   server.proc.kill('SIGTERM')
   assert.equal(await server.exited, 0, server.stderr())
   running.delete(server)
