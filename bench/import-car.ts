@@ -12,7 +12,7 @@
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { runImport } from '../src/cli/commands/import.ts'
+import { runImport } from '../src/ingest/import/index.ts'
 import { readTextLines } from '../src/ingest/archive.ts'
 import { Chain, carBlocks } from '../src/ingest/car/blocks.ts'
 import { writeArchive } from '../src/ingest/generate.ts'

@@ -36,7 +36,7 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { fork } from 'node:child_process'
 import { gzipSync } from 'node:zlib'
-import { runImport } from '../src/cli/commands/import.ts'
+import { runImport } from '../src/ingest/import/index.ts'
 import { RpcInput } from '../src/cli/commands/import-rpc.ts'
 import { readTextLines, toArchiveLine } from '../src/ingest/archive.ts'
 import { GEN_VERSION, writeArchive, type GenStats } from '../src/ingest/generate.ts'
@@ -253,7 +253,12 @@ export async function run(): Promise<string> {
     const url = (p: string) => pathToFileURL(join(base, p)).href
     builds.push({
       name: 'old',
-      runImport: ((await import(url('src/cli/commands/import.ts'))) as { runImport: RunImport }).runImport,
+      // (the import moved from the command's module to src/ingest/import: a base before that has the old one)
+      runImport: (
+        (await import(
+          url(existsSync(join(base, 'src/ingest/import')) ? 'src/ingest/import/index.ts' : 'src/cli/commands/import.ts')
+        )) as { runImport: RunImport }
+      ).runImport,
       encode: ((await import(url('src/store/cold/chunk-file.ts'))) as { encodeChunk: EncodeChunk }).encodeChunk,
     })
   }

@@ -9,16 +9,17 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { runImport } from '../src/cli/commands/import.ts'
+import { runImport } from '../src/ingest/import/index.ts'
 import { formatArchiveLine } from '../src/ingest/archive.ts'
 import { BlockAssembler } from '../src/ingest/car/assemble.ts'
-import { bundleLine, bundleTransaction } from '../src/ingest/car/block.ts'
+import { bundleLine, bundleTransaction, normalizeBundleInto } from '../src/ingest/car/block.ts'
 import { Chain } from '../src/ingest/car/blocks.ts'
 import { decodeBundle, encodeBundle } from '../src/ingest/car/bundle.ts'
 import { readCar, type CarSection } from '../src/ingest/car/reader.ts'
+import { decodeWireTransaction, isWireVote } from '../src/ingest/car/tx-wire.ts'
 import { decodeConfirmedBlock, encodeRewards, encodeTransactionStatusMeta } from '../src/ingest/solana-storage/index.ts'
 import type { Block } from '../src/model.ts'
-import { normalizeBlock, normalizeBlockFrom } from '../src/normalize/normalize.ts'
+import { isVoteTransaction, normalizeBlock, normalizeBlockFrom } from '../src/normalize/normalize.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
 import type { ArchiveLine, RpcTransaction } from '../src/rpc/types.ts'
 import { DiskColdStore } from '../src/store/cold.ts'
@@ -37,11 +38,11 @@ const proto: CarWriterOptions = {
   frameSize: 300,
 }
 
-/** the records of the blocks of CAR bytes, read as the import reads them */
-async function carRecords(bytes: Buffer): Promise<Block[]> {
+/** the block bundles of CAR bytes, as the import's reading thread hands them to the workers */
+async function carBundles(bytes: Buffer): Promise<Buffer[]> {
   const asm = new BlockAssembler({ verify: true })
   const chain = new Chain()
-  const out: Block[] = []
+  const out: Buffer[] = []
   async function* one() {
     yield bytes
   }
@@ -49,12 +50,29 @@ async function carRecords(bytes: Buffer): Promise<Block[]> {
     if (!('data' in s)) continue
     const b = asm.add(s as CarSection)
     if (!b) continue
-    const bundle = decodeBundle(encodeBundle(b, chain.parentOf(b.parentSlot)))
+    out.push(encodeBundle(b, chain.parentOf(b.parentSlot)))
     chain.seen(b.slot, b.hash)
-    const txs = { count: bundle.transactions.length, at: (i: number) => bundleTransaction(bundle, i) }
-    out.push(normalizeBlockFrom(bundleLine(bundle), { includeVotes: true }, txs).block)
   }
   return out
+}
+
+/** the records of the blocks of CAR bytes, read as the import reads them */
+async function carRecords(bytes: Buffer): Promise<Block[]> {
+  return (await carBundles(bytes)).map((b) => {
+    const bundle = decodeBundle(b)
+    const txs = { count: bundle.transactions.length, at: (i: number) => bundleTransaction(bundle, i) }
+    return normalizeBlockFrom(bundleLine(bundle), { includeVotes: true }, txs).block
+  })
+}
+
+/** the records of a block bundle as an import worker makes them (its slices joined) */
+function workerRecords(bundle: Uint8Array, includeVotes: boolean) {
+  const parts: Block[] = []
+  const r = normalizeBundleInto(bundle, { includeVotes }, { every: 64, take: (p) => parts.push(p) })
+  const block = { ...r.block }
+  for (const k of ['transactions', 'instructions', 'logs', 'balances', 'tokenBalances', 'rewards'] as const)
+    (block[k] as unknown[]) = parts.flatMap((p) => p[k] as unknown[])
+  return block
 }
 
 function expected(line: ArchiveLine, parentKnown: boolean): Block {
@@ -82,6 +100,28 @@ test('every real block of data/mainnet and data/geyser: CAR → records equals J
     txs += got[0].transactions.length
   }
   assert.ok(txs > 900, `${txs} transactions`)
+})
+
+test('real blocks through the import worker: the votes it drops are recognized from their bytes, same records', async () => {
+  let votes = 0
+  for (const { name, line } of realBlocks()) {
+    const [bundle] = await carBundles(writeCar([structuredClone(line)], proto))
+    for (const t of decodeBundle(bundle).transactions) {
+      const vote = isVoteTransaction(decodeWireTransaction(t.data) as RpcTransaction)
+      assert.equal(isWireVote(t.data), vote, name)
+      if (!vote) continue
+      votes++
+      // damaged vote bytes are not taken for a vote: their decoding reports them
+      assert.equal(isWireVote(t.data.subarray(0, t.data.length - 1)), false)
+      assert.equal(isWireVote(Buffer.concat([t.data, Buffer.from([0])])), false)
+    }
+    for (const includeVotes of [false, true]) {
+      const want = normalizeBlock(line, { includeVotes })
+      want.block.header.parentHash = ''
+      assert.deepEqual(workerRecords(bundle, includeVotes), want.block, `${name} includeVotes ${includeVotes}`)
+    }
+  }
+  assert.ok(votes > 100, `${votes} votes`)
 })
 
 /** generated chained blocks from the real mainnet block, some transactions turned into v1 ones */

@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { runImport } from '../src/cli/commands/import.ts'
+import { runImport } from '../src/ingest/import/index.ts'
 import { decodeLegacyMeta, decodeMetadata, decodeRewards } from '../src/ingest/car/meta.ts'
 import {
   decodeNode,

@@ -37,6 +37,7 @@ import {
   VARINT,
 } from '../src/ingest/solana-storage/index.ts'
 import { decodeBase58Scratch } from '../src/ingest/solana-storage/b58.ts'
+import { TextCache } from '../src/ingest/solana-storage/text-cache.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
 import type { ArchiveLine, RpcBlock, RpcTransactionMeta } from '../src/rpc/types.ts'
@@ -418,6 +419,25 @@ test('base58 of the codecs equals @solana/kit and src/util/base58 (property, lea
   )
   assert.throws(() => decodeBase58Scratch('abc0'), /invalid base58 character '0'/)
   assert.throws(() => decodeBase58Scratch('é'), /invalid base58 character/)
+})
+
+test('the base58 text cache gives base58Encode of the bytes, through repeats, a full table and long values', () => {
+  const cache = new TextCache()
+  let seed = 7
+  const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0)
+  // 100,000 values (the table starts again after 65,536), one in three repeating an earlier one
+  const pool = Buffer.alloc(64 * 2048)
+  for (let i = 0; i < pool.length; i++) pool[i] = rnd() & 0xff
+  for (let k = 0; k < 100_000; k++) {
+    const len =
+      k % 500 === 0 ? [1024, 1025, 1400][rnd() % 3] : [0, 1, 2, 5, 16, 23, 24, 31, 32, 33, 64, 100][rnd() % 12]
+    const at = k % 3 === 0 ? (rnd() % 64) * 17 : rnd() % (pool.length - len)
+    if (k % 1000 === 0) pool[at] ^= 0xff // the same place later holds other bytes
+    const want = base58Encode(pool, at, at + len)
+    assert.equal(cache.of(pool, at, at + len), want, `length ${len} at ${at}`)
+    // the cache keeps a copy of the bytes: another buffer with the same bytes gives the same text
+    assert.equal(cache.of(Buffer.from(pool.subarray(at, at + len)), 0, len), want)
+  }
 })
 
 test('a version 1 transaction: config instead of lookups, version 1, back to the same bytes', () => {

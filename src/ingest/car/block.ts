@@ -2,7 +2,9 @@
  * A bundled CAR block (bundle.ts) to the `getBlock` shapes the normalizer takes, without JSON
  * text: the header as an `ArchiveLine`, the transactions one at a time (`TransactionSource`), each
  * decoded from the wire format (tx-wire.ts) with its metadata decompressed and decoded when the
- * normalizer first reads it (a dropped vote's metadata is never decoded).
+ * normalizer first reads it. A vote transaction the import drops is recognized from its bytes
+ * (`isWireVote`) and neither decoded nor decompressed: the normalizer is given a stand-in that it
+ * drops the same way.
  *
  * - blockhash: the hash of the block's last entry; previousBlockhash: the parent's (carried by the
  *   reader across files), absent when unknown; slot 0 has its own hash as previousBlockhash and
@@ -12,13 +14,12 @@
  *   protobuf `TransactionStatusMeta` or, in older epochs, of legacy bincode (meta.ts).
  */
 import type { NormalizeOptions, NormalizeResult, RecordSink, TransactionSource } from '../../normalize/normalize.ts'
-import { normalizeBlockInto } from '../../normalize/normalize.ts'
+import { normalizeBlockInto, VOTE_PROGRAM } from '../../normalize/normalize.ts'
 import type { ArchiveLine, RpcBlock, RpcReward, RpcTransaction, RpcTransactionMeta } from '../../rpc/types.ts'
 import { base58Encode } from '../../util/base58.ts'
-import { KeyText } from './b58.ts'
 import { decodeBundle, type BundledBlock } from './bundle.ts'
 import { decodeMetadata, decodeRewards } from './meta.ts'
-import { decodeWireTransaction } from './tx-wire.ts'
+import { decodeWireTransaction, isWireVote } from './tx-wire.ts'
 
 /**
  * the normalizer's warnings for a transaction without metadata, expected in epochs 0-9 (whose
@@ -45,11 +46,11 @@ export function bundleLine(b: BundledBlock): ArchiveLine {
 }
 
 /** The i-th transaction (its metadata decoded when `meta` is first read). */
-export function bundleTransaction(b: BundledBlock, i: number, keys?: KeyText): RpcTransaction {
+export function bundleTransaction(b: BundledBlock, i: number): RpcTransaction {
   const t = b.transactions[i]
   let wire
   try {
-    wire = decodeWireTransaction(t.data, keys)
+    wire = decodeWireTransaction(t.data)
   } catch (e) {
     throw new Error(`block ${b.slot} transaction ${i}: ${(e as Error).message}`)
   }
@@ -73,13 +74,29 @@ export function bundleTransaction(b: BundledBlock, i: number, keys?: KeyText): R
   }
 }
 
+/**
+ * What the normalizer is given for a vote transaction it drops (`isVoteTransaction` holds for it:
+ * one instruction, of the Vote program); nothing else of it is read.
+ */
+const DROPPED_VOTE: RpcTransaction = {
+  transaction: {
+    signatures: [],
+    message: {
+      header: { numRequiredSignatures: 0, numReadonlySignedAccounts: 0, numReadonlyUnsignedAccounts: 0 },
+      accountKeys: [VOTE_PROGRAM],
+      recentBlockhash: '',
+      instructions: [{ programIdIndex: 0, accounts: [], data: '', stackHeight: null }],
+    },
+  },
+  meta: null,
+}
+
 /** The whole `getBlock` result of a bundle (tests, tools: the JSON a CAR block stands for). */
 export function bundleToRpcBlock(b: BundledBlock): ArchiveLine {
   const line = bundleLine(b)
   const transactions: RpcTransaction[] = []
-  const keys = new KeyText()
   for (let i = 0; i < b.transactions.length; i++) {
-    const t = bundleTransaction(b, i, keys)
+    const t = bundleTransaction(b, i)
     transactions.push({ transaction: t.transaction, meta: t.meta, version: t.version })
   }
   line.block.transactions = transactions
@@ -94,8 +111,11 @@ export function normalizeBundleInto(
 ): NormalizeResult {
   const b = decodeBundle(bytes)
   const line = bundleLine(b)
-  const keys = new KeyText()
-  const txs: TransactionSource = { count: b.transactions.length, at: (i) => bundleTransaction(b, i, keys) }
+  const dropVotes = opts?.includeVotes !== true
+  const txs: TransactionSource = {
+    count: b.transactions.length,
+    at: (i) => (dropVotes && isWireVote(b.transactions[i].data) ? DROPPED_VOTE : bundleTransaction(b, i)),
+  }
   const r = normalizeBlockInto(line, opts, txs, sink)
   r.warnings = r.warnings.filter(
     (w) =>

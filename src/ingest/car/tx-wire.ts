@@ -16,8 +16,8 @@
  *   (program index u8, account count u8, data length u16 LE), then each instruction's account
  *   indexes and data.
  */
-import { base58Encode } from '../../util/base58.ts'
-import { KeyText } from './b58.ts'
+import { base58Decode, base58Encode } from '../../util/base58.ts'
+import { BASE58_TEXTS } from '../solana-storage/text-cache.ts'
 import type {
   RpcInstruction,
   RpcMessage,
@@ -30,10 +30,7 @@ export type WireTransaction = Pick<RpcTransaction, 'transaction' | 'version'>
 
 class Cursor {
   pos = 0
-  constructor(
-    readonly b: Uint8Array,
-    private readonly keys: KeyText,
-  ) {}
+  constructor(readonly b: Uint8Array) {}
   need(n: number): void {
     if (this.pos + n > this.b.length)
       throw new Error(`transaction bytes end early (at ${this.pos} of ${this.b.length})`)
@@ -65,10 +62,9 @@ class Cursor {
     }
     throw new Error('bad short-vec length')
   }
-  bytes(n: number): Uint8Array {
+  skip(n: number): void {
     this.need(n)
     this.pos += n
-    return this.b.subarray(this.pos - n, this.pos)
   }
   list(n: number): number[] {
     this.need(n)
@@ -84,27 +80,32 @@ class Cursor {
       numReadonlyUnsignedAccounts: this.u8(),
     }
   }
+  /** a 64-byte signature (never repeated: not cached) */
+  signature(): string {
+    this.need(64)
+    this.pos += 64
+    return base58Encode(this.b, this.pos - 64, this.pos)
+  }
+  /** n bytes that may repeat (keys, blockhashes, instruction data), through the thread's text cache */
   b58(n: number): string {
     this.need(n)
     this.pos += n
-    return base58Encode(this.b, this.pos - n, this.pos)
+    return n < 2 ? base58Encode(this.b, this.pos - n, this.pos) : BASE58_TEXTS.of(this.b, this.pos - n, this.pos)
   }
-  /** a 32-byte key */
+  /** a 32-byte key or hash */
   key(): string {
-    this.need(32)
-    this.pos += 32
-    return this.keys.of(this.b, this.pos - 32)
+    return this.b58(32)
   }
 }
 
 /** Decodes wire-format transaction bytes (throws an Error naming the problem). */
-export function decodeWireTransaction(bytes: Uint8Array, keys: KeyText = new KeyText()): WireTransaction {
+export function decodeWireTransaction(bytes: Uint8Array): WireTransaction {
   if (bytes.length === 0) throw new Error('empty transaction bytes')
-  const c = new Cursor(bytes, keys)
+  const c = new Cursor(bytes)
   if (bytes[0] & 0x80) return decodeV1(c)
   const nsig = c.shortU16()
   const signatures = new Array<string>(nsig)
-  for (let i = 0; i < nsig; i++) signatures[i] = c.b58(64)
+  for (let i = 0; i < nsig; i++) signatures[i] = c.signature()
   let version: 'legacy' | number = 'legacy'
   if (c.b[c.pos] & 0x80) {
     version = c.u8() & 0x7f
@@ -114,7 +115,7 @@ export function decodeWireTransaction(bytes: Uint8Array, keys: KeyText = new Key
   const nkeys = c.shortU16()
   const accountKeys = new Array<string>(nkeys)
   for (let i = 0; i < nkeys; i++) accountKeys[i] = c.key()
-  const recentBlockhash = c.b58(32)
+  const recentBlockhash = c.key()
   const nix = c.shortU16()
   const instructions = new Array<RpcInstruction>(nix)
   for (let i = 0; i < nix; i++) {
@@ -144,7 +145,7 @@ function decodeV1(c: Cursor): WireTransaction {
   if (version !== 1) throw new Error(`transaction version ${version} is not supported`)
   const header = c.header()
   const mask = c.u32()
-  const recentBlockhash = c.b58(32)
+  const recentBlockhash = c.key()
   const nix = c.u8()
   const nkeys = c.u8()
   const accountKeys = new Array<string>(nkeys)
@@ -174,10 +175,84 @@ function decodeV1(c: Cursor): WireTransaction {
   }))
   const nsig = header.numRequiredSignatures
   const signatures = new Array<string>(nsig)
-  for (let i = 0; i < nsig; i++) signatures[i] = c.b58(64)
+  for (let i = 0; i < nsig; i++) signatures[i] = c.signature()
   if (c.pos !== c.b.length) throw new Error(`${c.b.length - c.pos} bytes after the transaction`)
   return {
     transaction: { signatures, message: { accountKeys, header, recentBlockhash, instructions, transactionConfig } },
     version: 1,
   }
+}
+
+/** the Vote program's key */
+const VOTE_PROGRAM_KEY = base58Decode('Vote111111111111111111111111111111111111111')
+
+/**
+ * Does `decodeWireTransaction(bytes)` give a vote transaction (exactly one instruction, whose
+ * program is the Vote program; normalize.ts `isVoteTransaction`)? Read from the bytes without
+ * making any text, the whole transaction walked: bytes that would not decode are not a vote (their
+ * decoding then reports them).
+ */
+export function isWireVote(bytes: Uint8Array): boolean {
+  if (bytes.length === 0) return false
+  const c = new Cursor(bytes)
+  try {
+    return bytes[0] & 0x80 ? isV1Vote(c) : isV0Vote(c)
+  } catch {
+    return false
+  }
+}
+
+/** is the key at index `k` of the keys starting at `keysAt` the Vote program's? */
+function isVoteKey(b: Uint8Array, keysAt: number, nkeys: number, k: number): boolean {
+  if (k >= nkeys) return false
+  const at = keysAt + 32 * k
+  for (let j = 0; j < 32; j++) if (b[at + j] !== VOTE_PROGRAM_KEY[j]) return false
+  return true
+}
+
+/** a legacy or v0 transaction: one instruction of the Vote program, the rest well formed */
+function isV0Vote(c: Cursor): boolean {
+  c.skip(64 * c.shortU16())
+  let v0 = false
+  if (c.b[c.pos] & 0x80) {
+    if ((c.u8() & 0x7f) !== 0) return false
+    v0 = true
+  }
+  c.skip(3)
+  const nkeys = c.shortU16()
+  const keysAt = c.pos
+  c.skip(32 * nkeys + 32)
+  if (c.shortU16() !== 1) return false
+  const program = c.u8()
+  c.skip(c.shortU16())
+  c.skip(c.shortU16())
+  if (v0) {
+    for (let i = c.shortU16(); i > 0; i--) {
+      c.skip(32)
+      c.skip(c.shortU16())
+      c.skip(c.shortU16())
+    }
+  }
+  return c.pos === c.b.length && isVoteKey(c.b, keysAt, nkeys, program)
+}
+
+/** a v1 transaction, laid out as `decodeV1` reads it */
+function isV1Vote(c: Cursor): boolean {
+  if ((c.u8() & 0x7f) !== 1) return false
+  const nsig = c.u8()
+  c.skip(2)
+  const mask = c.u32()
+  if ((mask & 3) === 1 || (mask & 3) === 2) return false
+  c.skip(32)
+  const nix = c.u8()
+  const nkeys = c.u8()
+  const keysAt = c.pos
+  c.skip(32 * nkeys)
+  if (nix !== 1) return false
+  c.skip(((mask & 3) === 3 ? 8 : 0) + (mask & 4 ? 4 : 0) + (mask & 8 ? 4 : 0) + (mask & 16 ? 4 : 0))
+  const program = c.u8()
+  const na = c.u8()
+  const nd = c.u16()
+  c.skip(na + nd + 64 * nsig)
+  return c.pos === c.b.length && isVoteKey(c.b, keysAt, nkeys, program)
 }

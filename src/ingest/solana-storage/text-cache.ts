@@ -1,0 +1,125 @@
+/**
+ * The text of byte strings that repeat, remembered by their bytes: the base58 of account keys,
+ * blockhashes and instruction data, for the wire-format transactions of CAR files (src/ingest/car)
+ * and the protobuf messages of Geyser and of CAR metadata (this folder). A block names the same
+ * programs and accounts again and again, and so do the blocks after it: one cache per thread
+ * (`BASE58_TEXTS`) serves every block, so a repeated value costs a hash and a compare instead of
+ * its encoding, and is the same string object each time (whose hash the chunk's interner then
+ * computes once). Signatures never repeat and are not put in it.
+ *
+ * An open-addressing table keyed by a copy of the bytes (the cache does not keep the caller's
+ * buffers alive); when it holds `MAX_ENTRIES` values or `MAX_BYTES` of keys it starts empty again.
+ */
+import { base58Encode } from '../../util/base58.ts'
+
+/** Entries before the table starts again (a slot count of twice this keeps probes short). */
+const MAX_ENTRIES = 1 << 16
+/** Bytes of keys before the table starts again. */
+const MAX_BYTES = 1 << 22
+/** Values longer than this are not remembered (they seldom repeat; their copy would crowd the keys). */
+const MAX_LENGTH = 1024
+
+/**
+ * A hash of buf[a, e): its length and, from 24 bytes on, its first 16 and last 8 bytes taken as six
+ * 32-bit words (keys are random; instruction data may share a prefix); shorter values byte by byte.
+ */
+function hash(buf: Uint8Array, a: number, e: number): number {
+  let h = 0x811c9dc5 ^ (e - a)
+  if (e - a >= 24) {
+    for (let p = a; p < a + 16; p += 4)
+      h = Math.imul(h ^ (buf[p] | (buf[p + 1] << 8) | (buf[p + 2] << 16) | (buf[p + 3] << 24)), 0x01000193)
+    for (let p = e - 8; p < e; p += 4)
+      h = Math.imul(h ^ (buf[p] | (buf[p + 1] << 8) | (buf[p + 2] << 16) | (buf[p + 3] << 24)), 0x01000193)
+  } else for (let p = a; p < e; p++) h = Math.imul(h ^ buf[p], 0x01000193)
+  return h ^ (h >>> 15) ^ (h >>> 7)
+}
+
+/** base58 text by bytes (see above) */
+export class TextCache {
+  /** slot → offset + 1 of the key in `keys` (0: empty) */
+  private at = new Int32Array(1024)
+  /** slot → key length */
+  private len = new Int32Array(1024)
+  private text: string[] = new Array<string>(1024)
+  private count = 0
+  private keys = new Uint8Array(1 << 16)
+  private used = 0
+
+  /** the base58 text of buf[a, e), from the table when the same bytes were seen before */
+  of(buf: Uint8Array, a: number, e: number): string {
+    const len = e - a
+    if (len > MAX_LENGTH) return base58Encode(buf, a, e)
+    const at = this.at
+    const keys = this.keys
+    const mask = at.length - 1
+    let i = hash(buf, a, e) & mask
+    for (; ; i = (i + 1) & mask) {
+      const k = at[i]
+      if (k === 0) break
+      if (this.len[i] !== len) continue
+      const b = k - 1
+      let p = 0
+      while (p < len && keys[b + p] === buf[a + p]) p++
+      if (p === len) return this.text[i]
+    }
+    const s = base58Encode(buf, a, e)
+    this.put(i, buf, a, e, s)
+    return s
+  }
+
+  /** remembers `s` for buf[a, e) in the free slot `i` */
+  private put(i: number, buf: Uint8Array, a: number, e: number, s: string): void {
+    const len = e - a
+    if (this.count >= MAX_ENTRIES || this.used + len > MAX_BYTES) {
+      this.clear()
+      i = this.freeSlot(buf, a, e)
+    } else if (this.used + len > this.keys.length) {
+      const keys = new Uint8Array(Math.min(MAX_BYTES, this.keys.length * 2))
+      keys.set(this.keys.subarray(0, this.used))
+      this.keys = keys
+    }
+    this.keys.set(buf.subarray(a, e), this.used)
+    this.at[i] = this.used + 1
+    this.len[i] = len
+    this.text[i] = s
+    this.used += len
+    if (++this.count * 2 > this.at.length) this.grow()
+  }
+
+  /** twice the slots, every entry placed again */
+  private grow(): void {
+    const at = this.at
+    const lens = this.len
+    const texts = this.text
+    this.at = new Int32Array(at.length * 2)
+    this.len = new Int32Array(at.length * 2)
+    this.text = new Array<string>(at.length * 2)
+    for (let j = 0; j < at.length; j++) {
+      if (at[j] === 0) continue
+      const start = at[j] - 1
+      const i = this.freeSlot(this.keys, start, start + lens[j])
+      this.at[i] = at[j]
+      this.len[i] = lens[j]
+      this.text[i] = texts[j]
+    }
+  }
+
+  /** the free slot where buf[a, e) belongs (the table does not hold it) */
+  private freeSlot(buf: Uint8Array, a: number, e: number): number {
+    const mask = this.at.length - 1
+    let i = hash(buf, a, e) & mask
+    while (this.at[i] !== 0) i = (i + 1) & mask
+    return i
+  }
+
+  /** empty again (the slots keep their number) */
+  private clear(): void {
+    this.at.fill(0)
+    this.text.fill(undefined as unknown as string)
+    this.count = 0
+    this.used = 0
+  }
+}
+
+/** base58 text of keys, hashes and instruction data, shared by this thread's decoders */
+export const BASE58_TEXTS = new TextCache()
