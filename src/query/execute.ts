@@ -31,6 +31,12 @@ export interface ExecuteOptions {
   pause?: () => Promise<boolean>
   /** ms of work between pauses (default 8) */
   sliceMs?: number
+  /**
+   * Asked before the work of each chunk begins (the server's memory limit, src/server/memory-gate.ts):
+   * resolves to the release called once the chunk's blocks are out (or the iteration ended), or
+   * to null to end the iteration there (the consumer is gone)
+   */
+  enterChunk?: () => Promise<(() => void) | null>
 }
 
 export interface OutputBlock {
@@ -71,6 +77,8 @@ async function selectChunk(
   lines: { bytes: ByteLine; text: StringLine },
   slicer: Slicer,
   bigints: boolean,
+  /** asked once the chunk has blocks in range, before its work begins (the memory limit); false = stop */
+  enter: (() => Promise<boolean>) | undefined,
 ): Promise<ChunkBlocks | null | undefined> {
   if (chunk.blockCount === 0 || chunk.lastBlock < from || chunk.firstBlock > to) return undefined
   const numbers = chunk.header('number')
@@ -78,6 +86,7 @@ async function selectChunk(
   const bHi = lowerBound(numbers, to + 1, bLo, chunk.blockCount)
   if (bLo >= bHi) return undefined
   const hashes = chunk.header('hash')
+  if (enter !== undefined && !(await enter())) return null
   const run = new ChunkRun(chunk, plan, bLo, bHi)
   if (!(await run.run(slicer))) return null
   const out = await bindChunk(run, plan, lines, slicer, bigints)
@@ -106,9 +115,20 @@ export async function* executeQuery(
   const pausing = opts.pause !== undefined
   let first = true
   let pending: OutputBlock | null = null
+  const enterChunk = opts.enterChunk
+  /** the release of the chunk being worked on (see `enterChunk`) */
+  let leave: (() => void) | null = null
+  const enter =
+    enterChunk === undefined
+      ? undefined
+      : async (): Promise<boolean> => {
+          leave?.()
+          leave = null
+          return (leave = await enterChunk()) !== null
+        }
   try {
     for await (const chunk of store.chunks(from, to, opts.finalizedOnly)) {
-      const out = await selectChunk(chunk, from, to, plan, lines, slicer, bigints)
+      const out = await selectChunk(chunk, from, to, plan, lines, slicer, bigints, enter)
       if (out === undefined) continue
       if (out === null) return
       const { bound, line, bLo, bHi, numbers, hashes } = out
@@ -168,6 +188,7 @@ export async function* executeQuery(
       yield p
     }
   } finally {
+    ;(leave as (() => void) | null)?.()
     // a line taken and never handed out (the iteration ended early) is back too
     if (pending !== null) drop(pending)
     lines.bytes.release()

@@ -41,6 +41,7 @@ import type { PoolStream, RenderPool } from './render-pool.ts'
 import { ResponseBlocks } from './stream-blocks.ts'
 import { followHead, headHeaders, startingHead } from './stream-protocol.ts'
 import { firstBlockAtOrAfter } from './timestamps.ts'
+import { MemoryGate } from './memory-gate.ts'
 import { errorDetail } from '../util/errors.ts'
 
 export type { RateLimit } from './guards.ts'
@@ -80,6 +81,11 @@ export interface ServerLimits {
   responseBytes: number
   /** gzip level of responses (1 = fastest) */
   gzipLevel: number
+  /**
+   * resident memory to stay under (bytes; 0 = no limit): above 3/4 of it streams wait before
+   * starting their next chunk (src/server/memory-gate.ts)
+   */
+  memoryLimitBytes: number
 }
 
 export const DEFAULT_LIMITS: ServerLimits = {
@@ -99,6 +105,7 @@ export const DEFAULT_LIMITS: ServerLimits = {
   headWaitMs: 5_000,
   responseTimeMs: 10_000,
   responseBytes: 20 * 1024 * 1024,
+  memoryLimitBytes: 0,
   gzipLevel: 1,
 }
 
@@ -131,6 +138,7 @@ export class PortalServer {
   private readonly perClient: PerClientCap
   private readonly budget: ByteBudget
   private readonly scheduler: RenderScheduler
+  private readonly memoryGate: MemoryGate
   private readonly log: NonNullable<ServerOptions['log']>
   /** failures that are not the client's fault, at most a few lines per window */
   private readonly errorLog: LogLimiter
@@ -158,6 +166,7 @@ export class PortalServer {
       undefined,
       this.limits.shortResponseBlocks,
     )
+    this.memoryGate = new MemoryGate(this.limits.memoryLimitBytes)
     const { maxItemRequests, maxFilterValues, maxBodyBytes } = this.limits
     // the OpenAPI document tells of API keys and CORS when the server has them
     const access = { apiKeyHeader: opts.apiKeys?.header, cors: opts.cors != null }
@@ -515,7 +524,11 @@ export class PortalServer {
     const shouldStop = () => stop.aborted || out.bytes >= this.limits.responseBytes || Date.now() >= deadline
     const { scheduler } = this
     const pool = this.opts.renderPool ?? null
-    const blocks = new ResponseBlocks({ ds, out, scheduler, span, finalizedOnly, gone, shouldStop, pool, pooled })
+    const memoryGate = this.memoryGate.limitBytes > 0 ? this.memoryGate : null
+    const blocks = new ResponseBlocks({
+      ...{ ds, out, scheduler, span, finalizedOnly, gone, shouldStop, pool, pooled },
+      memoryGate,
+    })
     try {
       let from = q.fromBlock
       for (;;) {
