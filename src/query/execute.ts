@@ -8,7 +8,7 @@ import type { Chunk } from '../store/chunk.ts'
 import type { BlockStore } from '../store/types.ts'
 import { lowerBound } from '../util/search.ts'
 import { ChunkRun } from './chunk-run.ts'
-import { bindChunk, ByteLine, drop, isTokens, StringLine, type ChunkOutput } from './emit.ts'
+import { bindChunk, ByteLine, drop, isTokens, StringLine, type BoundKind, type ChunkOutput, type Line } from './emit.ts'
 import type { ParsedQuery } from './parse.ts'
 import { makePlan, type Plan } from './plan.ts'
 import { PAUSE_ROWS, Slicer } from './slicer.ts'
@@ -56,6 +56,26 @@ export interface OutputBlock {
   empty: boolean
 }
 
+/** The memory limit's admission of one chunk's work at a time (`ExecuteOptions.enterChunk`). */
+class ChunkGate {
+  /** the release of the chunk being worked on */
+  private leave: (() => void) | null = null
+
+  constructor(private readonly enterChunk: () => Promise<(() => void) | null>) {}
+
+  /** the previous chunk released, the next one admitted; false = stop (the consumer is gone) */
+  async enter(): Promise<boolean> {
+    this.release()
+    return (this.leave = await this.enterChunk()) !== null
+  }
+
+  release(): void {
+    const leave = this.leave
+    this.leave = null
+    leave?.()
+  }
+}
+
 /** A chunk's blocks in range and their selected rows, bound for output. */
 interface ChunkBlocks extends ChunkOutput {
   /** block positions [bLo, bHi) */
@@ -77,8 +97,8 @@ async function selectChunk(
   lines: { bytes: ByteLine; text: StringLine },
   slicer: Slicer,
   bigints: boolean,
-  /** asked once the chunk has blocks in range, before its work begins (the memory limit); false = stop */
-  enter: (() => Promise<boolean>) | undefined,
+  /** asked once the chunk has blocks in range, before its work begins (the memory limit) */
+  gate: ChunkGate | undefined,
 ): Promise<ChunkBlocks | null | undefined> {
   if (chunk.blockCount === 0 || chunk.lastBlock < from || chunk.firstBlock > to) return undefined
   const numbers = chunk.header('number')
@@ -86,11 +106,47 @@ async function selectChunk(
   const bHi = lowerBound(numbers, to + 1, bLo, chunk.blockCount)
   if (bLo >= bHi) return undefined
   const hashes = chunk.header('hash')
-  if (enter !== undefined && !(await enter())) return null
+  if (gate !== undefined && !(await gate.enter())) return null
   const run = new ChunkRun(chunk, plan, bLo, bHi)
   if (!(await run.run(slicer))) return null
   const out = await bindChunk(run, plan, lines, slicer, bigints)
   return out === null ? null : { ...out, bLo, bHi, numbers, hashes }
+}
+
+/**
+ * The selected rows of block position `b` of every bound kind, written into `line` (a kind's list
+ * opened at its first row, closed after its last); with a `slicer`, a pause is taken when one is
+ * due (every PAUSE_ROWS rows). false = stop (a pause said so).
+ */
+async function writeRows(line: Line, bound: readonly BoundKind[], b: number, slicer: Slicer | null): Promise<boolean> {
+  for (let k = 0; k < bound.length; k++) {
+    const bk = bound[k]
+    let open = false
+    const rows = bk.rows
+    if (rows !== null) {
+      const endRow = bk.offsets[b + 1]
+      let p = bk.p
+      for (; p < rows.length && rows[p] < endRow; p++) {
+        line.row(bk, rows[p], open)
+        open = true
+        if (slicer !== null && p % PAUSE_ROWS === 0 && slicer.due && !(await slicer.take())) return false
+      }
+      bk.p = p
+    } else {
+      const m = bk.mask
+      const base = bk.base
+      const end = bk.offsets[b + 1] - base
+      for (let x = bk.offsets[b] - base; x < end; x++) {
+        if (m[x] === 1) {
+          line.row(bk, x + base, open)
+          open = true
+        }
+        if (slicer !== null && x % PAUSE_ROWS === 0 && slicer.due && !(await slicer.take())) return false
+      }
+    }
+    if (open) line.endList()
+  }
+  return true
 }
 
 /**
@@ -115,53 +171,17 @@ export async function* executeQuery(
   const pausing = opts.pause !== undefined
   let first = true
   let pending: OutputBlock | null = null
-  const enterChunk = opts.enterChunk
-  /** the release of the chunk being worked on (see `enterChunk`) */
-  let leave: (() => void) | null = null
-  const enter =
-    enterChunk === undefined
-      ? undefined
-      : async (): Promise<boolean> => {
-          leave?.()
-          leave = null
-          return (leave = await enterChunk()) !== null
-        }
+  const gate = opts.enterChunk === undefined ? undefined : new ChunkGate(opts.enterChunk)
   try {
     for await (const chunk of store.chunks(from, to, opts.finalizedOnly)) {
-      const out = await selectChunk(chunk, from, to, plan, lines, slicer, bigints, enter)
+      const out = await selectChunk(chunk, from, to, plan, lines, slicer, bigints, gate)
       if (out === undefined) continue
       if (out === null) return
       const { bound, line, bLo, bHi, numbers, hashes } = out
       for (let b = bLo; b < bHi; b++) {
         if (pending !== null) pending = drop(pending) // a later block exists: the pending one was not the last
         line.begin(b)
-        for (let k = 0; k < bound.length; k++) {
-          const bk = bound[k]
-          let open = false
-          const rows = bk.rows
-          if (rows !== null) {
-            const endRow = bk.offsets[b + 1]
-            let p = bk.p
-            for (; p < rows.length && rows[p] < endRow; p++) {
-              line.row(bk, rows[p], open)
-              open = true
-              if (pausing && p % PAUSE_ROWS === 0 && slicer.due && !(await slicer.take())) return
-            }
-            bk.p = p
-          } else {
-            const m = bk.mask
-            const base = bk.base
-            const end = bk.offsets[b + 1] - base
-            for (let x = bk.offsets[b] - base; x < end; x++) {
-              if (m[x] === 1) {
-                line.row(bk, x + base, open)
-                open = true
-              }
-              if (pausing && x % PAUSE_ROWS === 0 && slicer.due && !(await slicer.take())) return
-            }
-          }
-          if (open) line.endList()
-        }
+        if (!(await writeRows(line, bound, b, pausing ? slicer : null))) return
         const number = numbers[b]
         const empty = line.end() && !q.includeAllBlocks
         // output, or else kept while possibly the last produced block of the range (until a later one shows up)
@@ -188,7 +208,7 @@ export async function* executeQuery(
       yield p
     }
   } finally {
-    ;(leave as (() => void) | null)?.()
+    gate?.release()
     // a line taken and never handed out (the iteration ended early) is back too
     if (pending !== null) drop(pending)
     lines.bytes.release()
