@@ -17,10 +17,21 @@
  * (block-worker.ts), so that the main thread receives one answer with the parts' two buffers. A worker that dies fails its pending
  * answers (the RPC client takes them for damaged transport and asks again) and is replaced on the
  * next answer.
+ *
+ * `decodeStreamed` does the same for the blocks of a Geyser stream (src/ingest/geyser/source.ts):
+ * the SubscribeUpdateBlock message's memory is transferred to the thread with the fewest pending,
+ * which reads the protobuf and normalizes (src/ingest/geyser/block-decode.ts); the main thread only
+ * reads the update's header.
  */
 import { availableParallelism } from 'node:os'
 import { MessageChannel, Worker, type Transferable } from 'node:worker_threads'
-import { decodeBlockAnswer, type DecodedEnvelope, type DecodePart, type NormalizeOptions } from './block-decode.ts'
+import {
+  decodeBlockAnswer,
+  type DecodedBlock,
+  type DecodedEnvelope,
+  type DecodePart,
+  type NormalizeOptions,
+} from './block-decode.ts'
 import type { FromBlockWorker, PairOfParts, ToBlockWorker } from './block-worker.ts'
 import type { BlockDecoder } from './rpc.ts'
 import { wallNow } from '../util/wall-clock.ts'
@@ -63,8 +74,11 @@ export class BlockWorkerPool implements BlockDecoder {
   private readonly workers: Slot[] = []
   private nextId = 1
   private closed = false
-  /** `inline`: answers decoded in the calling thread (smaller than `inlineMaxBytes`) */
-  readonly stats = { decoded: 0, failed: 0, spawned: 0, inline: 0 }
+  /**
+   * `inline`: answers decoded in the calling thread (smaller than `inlineMaxBytes`); `streamed`:
+   * streamed blocks (`decodeStreamed`) a thread answered for
+   */
+  readonly stats = { decoded: 0, failed: 0, spawned: 0, inline: 0, streamed: 0 }
 
   /**
    * `splitMinBytes` (default 1 MiB): with two threads or more, an answer at least this large is
@@ -193,6 +207,22 @@ export class BlockWorkerPool implements BlockDecoder {
     })
   }
 
+  /**
+   * a streamed block's SubscribeUpdateBlock message (Geyser: src/ingest/geyser/block-decode.ts)
+   * read and normalized by a thread, whatever its size (every one is a block); `own`: the memory
+   * under `message` is the caller's to give (transferred), else the message is copied. Rejects
+   * when the message cannot be read.
+   */
+  decodeStreamed(message: Uint8Array, slot: number, own: boolean): Promise<DecodedBlock> {
+    if (this.closed) return Promise.reject(new Error('block decoding workers are closed'))
+    const bytes = own ? message : new Uint8Array(message)
+    return this.send(this.pick(), slot, bytes, undefined, undefined, true).then((r) => {
+      if (typeof r === 'symbol' || !r.result) throw new Error('a block decoding worker answered no block')
+      this.stats.streamed++
+      return r.result
+    })
+  }
+
   /** the answer decoded whole by one thread */
   private whole(s: Slot, slot: number, bytes: Uint8Array): Promise<DecodedEnvelope> {
     return this.send(s, slot, bytes).then((r) => {
@@ -201,12 +231,26 @@ export class BlockWorkerPool implements BlockDecoder {
     })
   }
 
-  private send(s: Slot, slot: number, bytes: Uint8Array, part?: DecodePart, pair?: PairOfParts): Promise<Outcome> {
+  private send(
+    s: Slot,
+    slot: number,
+    bytes: Uint8Array,
+    part?: DecodePart,
+    pair?: PairOfParts,
+    streamed?: true,
+  ): Promise<Outcome> {
     const id = this.nextId++
     return new Promise<Outcome>((resolve, reject) => {
       s.pending.set(id, { resolve, reject })
       s.w.ref()
-      const msg: ToBlockWorker = { id, slot, bytes, ...(part ? { part } : {}), ...(pair ? { pair } : {}) }
+      const msg: ToBlockWorker = {
+        id,
+        slot,
+        bytes,
+        ...(part ? { part } : {}),
+        ...(pair ? { pair } : {}),
+        ...(streamed ? { streamed } : {}),
+      }
       const transfer: Transferable[] = bytes.buffer instanceof SharedArrayBuffer ? [] : [bytes.buffer]
       if (pair) transfer.push(pair.port)
       s.w.postMessage(msg, transfer)

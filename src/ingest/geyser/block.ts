@@ -23,7 +23,7 @@ import {
   encodeTransaction,
   encodeTransactionStatusMeta,
 } from '../solana-storage/index.ts'
-import type { BlockUpdate, TransactionInfo } from './messages.ts'
+import type { BlockHeader, BlockUpdate, TransactionInfo } from './messages.ts'
 
 function safeNumber(v: bigint | null, what: string): number | null {
   if (v === null) return null
@@ -33,6 +33,16 @@ function safeNumber(v: bigint | null, what: string): number | null {
 }
 
 export function blockToRpc(m: BlockUpdate): RpcBlock {
+  const block = headerToRpc(m)
+  block.transactions = transactionsInOrder(m).map(transactionToRpc)
+  return block
+}
+
+/**
+ * the block's transactions in block order (by `index`); throws unless the indexes are 0..n-1
+ * exactly once and each has its `Transaction` message
+ */
+export function transactionsInOrder(m: BlockUpdate): TransactionInfo[] {
   const n = m.transactions.length
   const byIndex: (TransactionInfo | undefined)[] = new Array(n)
   for (const t of m.transactions) {
@@ -40,17 +50,24 @@ export function blockToRpc(m: BlockUpdate): RpcBlock {
     if (byIndex[t.index]) throw new Error(`transaction index ${t.index} twice`)
     byIndex[t.index] = t
   }
-  const transactions: RpcTransaction[] = byIndex.map((t, i) => {
-    if (!t!.transaction) throw new Error(`transaction ${i}: no Transaction message`)
-    const { transaction, version } = decodeTransaction(t!.transaction)
-    const meta = t!.meta ? decodeTransactionStatusMeta(t!.meta) : null
-    return { transaction, meta, version }
-  })
+  for (let i = 0; i < n; i++) if (!byIndex[i]!.transaction) throw new Error(`transaction ${i}: no Transaction message`)
+  return byIndex as TransactionInfo[]
+}
+
+/** one transaction of the block (from `transactionsInOrder`) as the node's `getBlock` answer has it */
+export function transactionToRpc(t: TransactionInfo): RpcTransaction {
+  const { transaction, version } = decodeTransaction(t.transaction!)
+  const meta = t.meta ? decodeTransactionStatusMeta(t.meta) : null
+  return { transaction, meta, version }
+}
+
+/** the block's `getBlock` answer without its transactions (`transactions` empty) */
+export function headerToRpc(m: BlockHeader): RpcBlock {
   const block: RpcBlock = {
     previousBlockhash: m.parentBlockhash,
     blockhash: m.blockhash,
     parentSlot: m.parentSlot,
-    transactions,
+    transactions: [],
     rewards: [],
   }
   if (m.rewards) {
