@@ -19,7 +19,7 @@ import { isVoteTransaction, normalizeBlockFrom, type TransactionSource } from '.
 import { packBlock } from '../../store/packed-block.ts'
 import { wallNow } from '../../util/wall-clock.ts'
 import { missingOf, type DecodedBlock, type DecodeMarks, type NormalizeOptions } from '../block-decode.ts'
-import { headerToRpc, transactionsInOrder, transactionToRpc } from './block.ts'
+import { headerToRpc, transactionReader, transactionsInOrder } from './block.ts'
 import { decodeBlockUpdate } from './messages.ts'
 
 /** a transaction's message could not be read (not a normalization failure) */
@@ -42,12 +42,13 @@ export function decodeStreamedBlock(
   const header = headerToRpc(m)
   if (marks) marks.parsed = wallNow()
   const votes = new Uint8Array(txs.length)
+  const read = transactionReader()
   const source: TransactionSource = {
     count: txs.length,
     at(i: number): RpcTransaction {
       let tx: RpcTransaction
       try {
-        tx = transactionToRpc(txs[i])
+        tx = read(txs[i])
       } catch (e) {
         throw new Unreadable(`transaction ${i}: ${(e as Error).message}`)
       }

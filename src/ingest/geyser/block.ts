@@ -17,11 +17,10 @@ import type { RpcBlock, RpcTransaction } from '../../rpc/types.ts'
 import { base58Decode } from '../../util/base58.ts'
 import {
   decodeRewards,
-  decodeTransaction,
-  decodeTransactionStatusMeta,
   encodeRewards,
   encodeTransaction,
   encodeTransactionStatusMeta,
+  StorageDecoder,
 } from '../solana-storage/index.ts'
 import type { BlockHeader, BlockUpdate, TransactionInfo } from './messages.ts'
 
@@ -34,7 +33,8 @@ function safeNumber(v: bigint | null, what: string): number | null {
 
 export function blockToRpc(m: BlockUpdate): RpcBlock {
   const block = headerToRpc(m)
-  block.transactions = transactionsInOrder(m).map(transactionToRpc)
+  const read = transactionReader()
+  block.transactions = transactionsInOrder(m).map((t) => read(t))
   return block
 }
 
@@ -54,11 +54,39 @@ export function transactionsInOrder(m: BlockUpdate): TransactionInfo[] {
   return byIndex as TransactionInfo[]
 }
 
-/** one transaction of the block (from `transactionsInOrder`) as the node's `getBlock` answer has it */
-export function transactionToRpc(t: TransactionInfo): RpcTransaction {
-  const { transaction, version } = decodeTransaction(t.transaction!)
-  const meta = t.meta ? decodeTransactionStatusMeta(t.meta) : null
-  return { transaction, meta, version }
+/**
+ * Reads the transactions of one block (from `transactionsInOrder`) as the node's `getBlock` answer
+ * has them. The storage messages of a streamed block are views of its one message: they are read
+ * by one decoder over that memory, whose cache of base58 text then serves the whole block (the
+ * same keys recur from transaction to transaction); messages in memories of their own each get
+ * a decoder.
+ */
+export function transactionReader(): (t: TransactionInfo) => RpcTransaction {
+  let d: StorageDecoder | null = null
+  const over = (v: Uint8Array): StorageDecoder => {
+    if (d === null || d.r.buf.buffer !== v.buffer) d = new StorageDecoder(new Uint8Array(v.buffer))
+    d.range(v.byteOffset, v.byteOffset + v.byteLength)
+    return d
+  }
+  const named = (e: unknown, what: string): unknown => {
+    if (e instanceof Error && !e.message.includes(what)) e.message = `${what}: ${e.message}`
+    return e
+  }
+  return (t) => {
+    let read: ReturnType<StorageDecoder['transaction']>
+    let meta: RpcTransaction['meta'] = null
+    try {
+      read = over(t.transaction!).transaction()
+    } catch (e) {
+      throw named(e, 'Transaction')
+    }
+    try {
+      if (t.meta) meta = over(t.meta).meta()
+    } catch (e) {
+      throw named(e, 'TransactionStatusMeta')
+    }
+    return { transaction: read.transaction, meta, version: read.version }
+  }
 }
 
 /** the block's `getBlock` answer without its transactions (`transactions` empty) */
