@@ -11,6 +11,10 @@ import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
 import { blockToRpc, blockUpdateOf } from '../src/ingest/geyser/block.ts'
 import { createGeyserDataset, type GeyserDataset } from '../src/ingest/geyser/dataset.ts'
 import { FakeGeyserServer } from '../src/ingest/geyser/fake-server.ts'
+import { FakeBlockEncoder } from '../src/ingest/geyser/fake-block.ts'
+import { writeArchive } from '../src/ingest/generate.ts'
+import { parseJsonExact } from '../src/rpc/json.ts'
+import type { RpcBlock } from '../src/rpc/types.ts'
 import { decodeBlockUpdate, encodeBlockUpdate } from '../src/ingest/geyser/messages.ts'
 import { RpcClient } from '../src/ingest/rpc.ts'
 import { silentLogger, type StoredBlock } from '../src/ingest/realtime.ts'
@@ -129,4 +133,25 @@ test('following the fake Geyser server with a decoding thread: every streamed bl
     await node.stop()
     rmSync(dir, { recursive: true, force: true })
   }
+})
+
+test('the fake Geyser server’s block messages, template transactions encoded once: the bytes of the getBlock answer encoded whole', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'solportal-geyser-fake-block-'))
+  const archive = join(dir, 'blocks.jsonl.gz')
+  await writeArchive(archive, { blocks: 2, txsPerBlock: 200, seed: 5 })
+  for (const templates of [[archive], undefined]) {
+    const node = await FakeSolanaNode.start({ templates, intervalMs: 0, initialBlocks: 6, skipRate: 0, seed: 8 })
+    try {
+      const encoder = new FakeBlockEncoder()
+      for (const round of [0, 1])
+        for (const b of node.chain()) {
+          const text = node.blockText(b)
+          const expected = encodeBlockUpdate(blockUpdateOf(b.slot, parseJsonExact(text) as RpcBlock))
+          assert.deepEqual(encodeBlockUpdate(encoder.update(b.slot, text)), expected, `slot ${b.slot}, round ${round}`)
+        }
+    } finally {
+      await node.stop()
+    }
+  }
+  rmSync(dir, { recursive: true, force: true })
 })

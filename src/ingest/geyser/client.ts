@@ -67,6 +67,7 @@ export interface Received {
 }
 
 export const DEFAULT_GEYSER_MAX_MESSAGE_BYTES = 512 * 1024 * 1024
+const FLOW_CONTROL_WINDOW = 32 * 1024 * 1024
 
 export interface GeyserFeedOptions {
   /** `https://host:port` (TLS) or `http://host:port` (plaintext) */
@@ -149,6 +150,11 @@ export class GeyserFeed {
       u.protocol === 'https:' ? credentials.createSsl() : credentials.createInsecure(),
       {
         'grpc.max_receive_message_length': max,
+        // HTTP/2 flow control windows (stream and connection) of 32 MiB instead of 64 KiB: a block
+        // of several MB then arrives without waiting for a window update per 64 KiB, each of which
+        // waits for this (busy) thread to read the data before it; a paused feed holds at most
+        // this much more
+        'grpc-node.flow_control_window': FLOW_CONTROL_WINDOW,
         'grpc.max_send_message_length': 64 * 1024 * 1024,
         // HTTP/2 pings keep idle connections through proxies and detect dead peers
         'grpc.keepalive_time_ms': 30_000,

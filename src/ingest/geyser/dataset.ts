@@ -46,6 +46,8 @@ export async function createGeyserDataset(
         decode: decoders
           ? (f) => decoders.decodeStreamed(f.message, f.slot, f.own === true)
           : async (f) => ({ kind: 'block', block: blockToRpc(decodeBlockUpdate(f.message)) }),
+        // blocks arriving close together (a replay, a stalled apply) decode on the threads at once
+        decodeAhead: decoders ? Math.max(2, decoders.size) : 0,
         // finalized slots (in the cold store) take no block any more
         stored: (n, h) => hot.contains(n, h) || (hot.anchor?.number ?? cold.lastBlock()?.number ?? -1) >= n,
       })

@@ -67,6 +67,11 @@ export interface GeyserSourceOptions extends Omit<
   decode: (frame: BlockFrame) => Promise<StreamedBlock>
   /** whether the stores hold this block (or its slot is finalized): such blocks are not delivered */
   stored: (slot: number, hash: string) => boolean
+  /**
+   * streamed blocks decoded ahead of their delivery, the oldest waiting first (default 0: each
+   * when delivered); with decoding threads, blocks that arrive close together decode at once
+   */
+  decodeAhead?: number
   /** streamed blocks waiting to be delivered before the stream is paused (default 32) */
   maxQueued?: number
   /** streamed blocks kept after delivery for re-delivery after a fork or restart (default 64) */
@@ -196,9 +201,36 @@ export class GeyserSource implements BlockSource {
   private push(a: Arrival): void {
     this.queue.push(a)
     if (this.queue.length >= (this.opts.maxQueued ?? 32)) this.feed.pause()
+    this.decodeAhead()
     const w = this.wake
     this.wake = null
     w?.()
+  }
+
+  /** a streamed block's decoding, started once (its message is the decoder's then) */
+  private decoded(b: StreamBlock): Promise<StreamedBlock> {
+    if (!b.decoded) {
+      b.decoded = this.opts.decode(b.frame)
+      b.decoded.catch(() => {})
+    }
+    return b.decoded
+  }
+
+  /**
+   * the first `decodeAhead` waiting blocks decoding (those to be delivered from the stream: not
+   * dead, stored or short of transactions)
+   */
+  private decodeAhead(): void {
+    let n = this.opts.decodeAhead ?? 0
+    for (let i = 0; i < this.queue.length && n > 0; i++) {
+      const a = this.queue[i]
+      if (a.kind !== 'block') continue
+      const b = a.b
+      n--
+      if (b.decoded || this.deadSlots.has(b.slot) || this.opts.stored(b.slot, b.hash)) continue
+      if (b.frame.transactionCount < b.frame.executedTransactionCount) continue
+      void this.decoded(b)
+    }
   }
 
   private remember(b: StreamBlock): void {
@@ -220,6 +252,7 @@ export class GeyserSource implements BlockSource {
   private take(): Arrival | undefined {
     const a = this.queue.shift()
     if (this.queue.length <= (this.opts.maxQueued ?? 32) >> 1) this.feed.resume()
+    this.decodeAhead()
     return a
   }
 
@@ -348,8 +381,7 @@ export class GeyserSource implements BlockSource {
       why = `${m.transactionCount} of ${m.executedTransactionCount} transactions`
     } else {
       try {
-        b.decoded ??= this.opts.decode(m)
-        block = await b.decoded
+        block = await this.decoded(b)
       } catch (e) {
         if (signal?.aborted) return
         this.stats.unreadable++
