@@ -26,6 +26,7 @@ import { until } from './support/realtime/served.ts'
 test('a block message given to the decoding threads: its memory transferred, the block normalized as in the main thread; an unreadable one rejected', async () => {
   const node = await FakeSolanaNode.start({ txPerBlock: 30, intervalMs: 0, initialBlocks: 3, seed: 12 })
   const pool = new BlockWorkerPool({ threads: 1 })
+  const two = new BlockWorkerPool({ threads: 2, splitMinBytes: 1 })
   try {
     const client = new RpcClient({ url: node.url })
     const b = node.chain().at(-1)!
@@ -51,7 +52,15 @@ test('a block message given to the decoding threads: its memory transferred, the
     await assert.rejects(pool.decodeStreamed(encodeBlockUpdate(bad), b.slot, false), /transaction index 0 twice/)
     assert.equal(pool.stats.streamed, 2)
     assert.equal(pool.stats.failed, 1)
+    // two threads and a large message: half of the transactions in each, one answer with both parts
+    const got2 = await two.decodeStreamed(message.slice(), b.slot, true)
+    assert.ok(got2.kind === 'normalized' && isPackedBlock(got2.block) && Array.isArray(got2.block.packed))
+    assert.equal((got2.block.packed as Uint8Array[]).length, 2)
+    assert.deepStrictEqual(unpackBlock(got2.block.packed), expected.kind === 'normalized' ? expected.block : null)
+    await assert.rejects(two.decodeStreamed(encodeBlockUpdate(bad), b.slot, false), /transaction index 0 twice/)
+    assert.equal(two.stats.streamed, 1)
   } finally {
+    await two.close()
     await pool.close()
     await node.stop()
   }

@@ -133,7 +133,7 @@ if (port) {
     let transfer: ArrayBuffer[] = []
     try {
       const env = m.streamed
-        ? { result: decodeStreamedBlock(m.bytes, m.slot, opts, true, marks) }
+        ? { result: decodeStreamedBlock(m.bytes, m.slot, opts, true, marks, m.part) }
         : decodeBlockAnswer(m.bytes, m.slot, opts, true, marks, m.part)
       const r = env.result?.kind === 'normalized' ? env.result : null
       if (r && isPackedBlock(r.block)) transfer.push(...packedBuffers(r.block))

@@ -187,14 +187,23 @@ export class BlockWorkerPool implements BlockDecoder {
     // that the main thread receives one answer for the block
     const both = shared ? data : new Uint8Array(new SharedArrayBuffer(data.byteLength))
     if (!shared) both.set(data)
+    return this.inTwo(slot, both)
+  }
+
+  /**
+   * `both` (shared memory) decoded in two parts by two threads, the one done last answering for
+   * the block; decoded whole by one thread when the parts do not join. `streamed`: a streamed
+   * block's message (`decodeStreamed`)
+   */
+  private inTwo(slot: number, both: Uint8Array, streamed?: true): Promise<DecodedEnvelope> {
     const a = this.pick()
     const b = this.pick(a)
     const flag = new Int32Array(new SharedArrayBuffer(8))
     const { port1, port2 } = new MessageChannel()
     // both parts settled before the answer does (its memory is used again then: rpc.ts)
     return Promise.allSettled([
-      this.send(a, slot, both, { index: 0, of: 2 }, { port: port1, flag }),
-      this.send(b, slot, both, { index: 1, of: 2 }, { port: port2, flag }),
+      this.send(a, slot, both, { index: 0, of: 2 }, { port: port1, flag }, streamed),
+      this.send(b, slot, both, { index: 1, of: 2 }, { port: port2, flag }, streamed),
     ]).then((parts) => {
       const answers: DecodedEnvelope[] = []
       let rejoin = false
@@ -203,29 +212,36 @@ export class BlockWorkerPool implements BlockDecoder {
         if (p.value === REJOIN) rejoin = true
         else if (p.value !== HANDED_OFF) answers.push(p.value)
       }
-      return !rejoin && answers.length === 1 ? answers[0] : this.whole(this.pick(), slot, both)
+      return !rejoin && answers.length === 1 ? answers[0] : this.whole(this.pick(), slot, both, streamed)
     })
   }
 
   /**
    * a streamed block's SubscribeUpdateBlock message (Geyser: src/ingest/geyser/block-decode.ts)
    * read and normalized by a thread, whatever its size (every one is a block); `own`: the memory
-   * under `message` is the caller's to give (transferred), else the message is copied. Rejects
-   * when the message cannot be read.
+   * under `message` is the caller's to give (transferred), else the message is copied. With two
+   * threads or more, a message of `splitMinBytes` or more (a mainnet block) is copied into shared
+   * memory and decoded in two parts at once, half of the transactions in each thread, as a large
+   * `getBlock` answer is. Rejects when the message cannot be read.
    */
   decodeStreamed(message: Uint8Array, slot: number, own: boolean): Promise<DecodedBlock> {
     if (this.closed) return Promise.reject(new Error('block decoding workers are closed'))
-    const bytes = own ? message : new Uint8Array(message)
-    return this.send(this.pick(), slot, bytes, undefined, undefined, true).then((r) => {
-      if (typeof r === 'symbol' || !r.result) throw new Error('a block decoding worker answered no block')
+    let answer: Promise<DecodedEnvelope>
+    if (this.threads >= 2 && message.byteLength >= this.splitMinBytes) {
+      const both = new Uint8Array(new SharedArrayBuffer(message.byteLength))
+      both.set(message)
+      answer = this.inTwo(slot, both, true)
+    } else answer = this.whole(this.pick(), slot, own ? message : new Uint8Array(message), true)
+    return answer.then((env) => {
+      if (!env.result) throw new Error('a block decoding worker answered no block')
       this.stats.streamed++
-      return r.result
+      return env.result
     })
   }
 
-  /** the answer decoded whole by one thread */
-  private whole(s: Slot, slot: number, bytes: Uint8Array): Promise<DecodedEnvelope> {
-    return this.send(s, slot, bytes).then((r) => {
+  /** the answer (`streamed`: a streamed block's message) decoded whole by one thread */
+  private whole(s: Slot, slot: number, bytes: Uint8Array, streamed?: true): Promise<DecodedEnvelope> {
+    return this.send(s, slot, bytes, undefined, undefined, streamed).then((r) => {
       if (typeof r === 'symbol') throw new Error('a block decoding worker answered for a part it was not given')
       return r
     })

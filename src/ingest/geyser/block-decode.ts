@@ -9,6 +9,11 @@
  * left out: src/ingest/block-decode.ts), with the transactions decoded one at a time as the
  * normalizer asks for them, so that no block-sized list of `getBlock` records lives.
  *
+ * `part` (of 2, the two threads of a large message, src/ingest/block-workers.ts): only the
+ * transactions of that part are decoded and normalized (the rewards in the last part), each thread
+ * reading the whole message's header and transaction list; the parts join as those of a large
+ * `getBlock` answer do (src/ingest/block-join.ts).
+ *
  * A message that cannot be read (protobuf, the transactions' indexes, a solana-storage message)
  * throws: the source then fetches the block from the node, as it did when the main thread read
  * it. A block that does not normalize intact is `malformed` (the ingester fetches it again from
@@ -18,7 +23,13 @@ import type { RpcTransaction } from '../../rpc/types.ts'
 import { isVoteTransaction, normalizeBlockFrom, type TransactionSource } from '../../normalize/normalize.ts'
 import { packBlock } from '../../store/packed-block.ts'
 import { wallNow } from '../../util/wall-clock.ts'
-import { missingOf, type DecodedBlock, type DecodeMarks, type NormalizeOptions } from '../block-decode.ts'
+import {
+  missingOf,
+  type DecodedBlock,
+  type DecodeMarks,
+  type DecodePart,
+  type NormalizeOptions,
+} from '../block-decode.ts'
 import { headerToRpc, transactionReader, transactionsInOrder } from './block.ts'
 import { decodeBlockUpdate } from './messages.ts'
 
@@ -36,6 +47,7 @@ export function decodeStreamedBlock(
   opts: NormalizeOptions = {},
   pack = false,
   marks?: DecodeMarks,
+  part?: DecodePart,
 ): DecodedBlock {
   const m = decodeBlockUpdate(message)
   const txs = transactionsInOrder(m)
@@ -56,18 +68,23 @@ export function decodeStreamedBlock(
       return tx
     },
   }
+  const n = txs.length
+  const from = part ? Math.floor((n * part.index) / part.of) : 0
+  const to = part ? Math.floor((n * (part.index + 1)) / part.of) : n
+  const range = part ? { from, to, rewards: part.index === part.of - 1 } : undefined
   let r: ReturnType<typeof normalizeBlockFrom>
   try {
-    r = normalizeBlockFrom({ slot, block: header }, opts, source)
+    r = normalizeBlockFrom({ slot, block: header }, opts, source, range)
   } catch (e) {
     if (e instanceof Unreadable) throw e
     return { kind: 'malformed', problem: `normalization failed: ${(e as Error).message}` }
   }
   if (marks) marks.normalized = wallNow()
-  const missing = missingOf(txs.length, (i) => votes[i] === 1, r.block)
+  const missing = missingOf(n, (i) => votes[i] === 1 || i < from || i >= to, r.block)
   if (missing !== null) return { kind: 'malformed', problem: missing }
-  if (!pack) return { kind: 'normalized', block: r.block, warnings: r.warnings }
+  const ofPart = part ? { part: { ...part, from, to } } : {}
+  if (!pack) return { kind: 'normalized', block: r.block, warnings: r.warnings, ...ofPart }
   const block = packBlock(r.block)
   if (marks) marks.packed = wallNow()
-  return { kind: 'normalized', block, warnings: r.warnings, marks }
+  return { kind: 'normalized', block, warnings: r.warnings, marks, ...ofPart }
 }
