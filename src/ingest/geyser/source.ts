@@ -27,6 +27,7 @@ import { sleep, type Commitment, type RpcSource, type SlotOutcome, type SourceEv
 import type { BlockSource } from '../realtime.ts'
 import { GeyserFeed, type GeyserFeedOptions } from './client.ts'
 import type { DecodedBlock } from '../block-decode.ts'
+import { isPackedBlock, storedSize } from '../../store/packed-block.ts'
 import type { BlockFrame, SubscribeUpdate } from './messages.ts'
 
 /** a streamed block as kept by the source */
@@ -50,6 +51,8 @@ interface StreamBlock {
  * ingester's normalizer (`block`)
  */
 export type StreamedBlock = { kind: 'block'; block: RpcBlock } | DecodedBlock
+
+const NO_BYTES = new Uint8Array(0)
 
 type Arrival = { kind: 'block'; b: StreamBlock; afterConnect: boolean } | { kind: 'dead'; slot: number }
 
@@ -207,11 +210,24 @@ export class GeyserSource implements BlockSource {
     w?.()
   }
 
-  /** a streamed block's decoding, started once (its message is the decoder's then) */
+  /**
+   * a streamed block's decoding, started once: its message is the decoder's then (its memory may
+   * have gone to another thread), and the block is kept decoded, its size counted as such
+   */
   private decoded(b: StreamBlock): Promise<StreamedBlock> {
     if (!b.decoded) {
       b.decoded = this.opts.decode(b.frame)
-      b.decoded.catch(() => {})
+      b.frame.message = NO_BYTES
+      b.frame.rewards = null
+      b.decoded.then(
+        (r) => {
+          if (r.kind !== 'normalized' || !isPackedBlock(r.block)) return
+          const size = storedSize(r.block)
+          if (this.recent.get(b.slot) === b) this.recentSize += size - b.bytes
+          b.bytes = size
+        },
+        () => {},
+      )
     }
     return b.decoded
   }
