@@ -15,6 +15,8 @@ import { sampleLines } from '../src/ingest/sample.ts'
 import { parseQuery, QueryError } from '../src/query/index.ts'
 import type { QueryLimits } from '../src/query/parse.ts'
 import { filterValueKind, RELATIONS, REQUESTS, type FilterDecl, type RequestDecl } from '../src/query/spec.ts'
+import { ApiKeys, sha256Hex } from '../src/server/access.ts'
+import { Cors } from '../src/server/cors.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { DEFAULT_LIMITS, PortalServer } from '../src/server/http.ts'
 import { loadStaticStore } from '../src/server/load.ts'
@@ -319,13 +321,15 @@ describe('the query schema and the validator agree', () => {
 
 // --- the served document and the server's answers ------------------------------------------------
 
+type Operation = {
+  security?: Record<string, string[]>[]
+  responses: Record<string, { content?: Record<string, { schema: JsonSchema }> }>
+}
+
 type Doc = {
   openapi: string
-  paths: Record<
-    string,
-    Record<string, { responses: Record<string, { content?: Record<string, { schema: JsonSchema }> }> }>
-  >
-  components: { schemas: Record<string, JsonSchema> }
+  paths: Record<string, Record<string, Operation>>
+  components: { schemas: Record<string, JsonSchema>; securitySchemes?: Record<string, JsonSchema> }
 }
 
 /** replaces `#/components/schemas/X` references by the schemas (the components have no cycles) */
@@ -465,5 +469,119 @@ describe('GET /openapi.json on the real server', () => {
     const post = await request(`${url}/openapi.json`, { method: 'POST' })
     assert.equal(post.status, 405)
     assert.equal(post.headers.allow, 'GET, HEAD')
+  })
+})
+
+describe('API keys and CORS in the served document', () => {
+  let url: string
+  let server: PortalServer
+  let doc: Doc
+  const KEY = 'numbers-only-key'
+  const ORIGIN = 'https://app.example'
+
+  before(async () => {
+    const { store } = await loadStaticStore(sampleLines())
+    server = new PortalServer({
+      datasets: new DatasetRegistry([
+        { name: 'solana-mainnet-complete', aliases: ['solana-complete'], store, realTime: false },
+        { name: 'numbers', aliases: [], store, realTime: false },
+      ]),
+      log: () => {},
+      apiKeys: new ApiKeys({
+        keys: [{ id: 'numbers', sha256: sha256Hex(KEY), datasets: ['numbers'] }],
+        header: 'X-Api-Key',
+        rateLimit: null,
+        maxStreamsPerClient: 4,
+      }),
+      cors: new Cors([ORIGIN]),
+    })
+    url = await server.listen(0, '127.0.0.1')
+    const r = await request(`${url}/openapi.json`)
+    assert.equal(r.status, 200, 'the document needs no key')
+    doc = JSON.parse(r.text)
+  })
+  after(() => server.close())
+
+  test('without keys and CORS the document has neither', () => {
+    const plain = openApiDocument() as unknown as Doc
+    assert.equal(plain.components.securitySchemes, undefined)
+    for (const [path, ops] of Object.entries(plain.paths)) {
+      assert.equal(ops.options, undefined, path)
+      for (const op of Object.values(ops)) assert.equal(op.security, undefined, path)
+    }
+  })
+
+  test('the key header is the security scheme; a Bearer token by default', () => {
+    assert.deepEqual(
+      doc,
+      JSON.parse(
+        JSON.stringify(
+          openApiDocument({ maxBodyBytes: DEFAULT_LIMITS.maxBodyBytes, apiKeyHeader: 'x-api-key', cors: true }),
+        ),
+      ),
+    )
+    const scheme = doc.components.securitySchemes?.apiKey as JsonSchema
+    assert.deepEqual([scheme.type, scheme.in, scheme.name], ['apiKey', 'header', 'x-api-key'])
+    const bearer = (openApiDocument({ apiKeyHeader: 'authorization' }) as unknown as Doc).components.securitySchemes
+    assert.deepEqual([bearer?.apiKey.type, bearer?.apiKey.scheme], ['http', 'bearer'])
+  })
+
+  test('every dataset operation needs the key and documents 401 (403 for one dataset); the others need none', () => {
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const guarded = path.startsWith('/datasets') && method !== 'options'
+        assert.equal(op.security !== undefined, guarded, `${method} ${path}`)
+        if (!guarded) continue
+        assert.deepEqual(op.security, [{ apiKey: [] }], `${method} ${path}`)
+        assert.ok(op.responses['401']?.content?.['text/plain'], `${method} ${path} 401`)
+        assert.equal('403' in op.responses, path !== '/datasets', `${method} ${path} 403`)
+      }
+    }
+  })
+
+  test('the server answers the documented 401 and 403, and 200 with the key', async () => {
+    const documented = (path: string, method: string, status: number) =>
+      assert.ok(String(status) in doc.paths[path][method].responses, `${method} ${path} ${status}`)
+    const none = await request(`${url}/datasets/numbers/head`)
+    assert.equal(none.status, 401)
+    documented('/datasets/{dataset}/head', 'get', 401)
+    const headers = { 'X-Api-Key': KEY }
+    const other = await postJson(`${url}/datasets/solana-complete/stream`, { fromBlock: 0 }, headers)
+    assert.equal(other.status, 403)
+    documented('/datasets/{dataset}/stream', 'post', 403)
+    const ok = await request(`${url}/datasets/numbers/head`, { headers })
+    assert.equal(ok.status, 200)
+    const list = await request(`${url}/datasets`, { headers })
+    assert.deepEqual(
+      (JSON.parse(list.text) as { dataset: string }[]).map((d) => d.dataset),
+      ['numbers'],
+    )
+  })
+
+  test('the documented preflight: 204 for the allowed origin, 403 for another, no key needed', async () => {
+    for (const path of Object.keys(doc.paths)) assert.ok(doc.paths[path].options, `OPTIONS ${path}`)
+    const ids = Object.values(doc.paths).map((ops) => (ops.options as unknown as { operationId: string }).operationId)
+    assert.equal(new Set(ids).size, ids.length, 'preflight operation ids are unique')
+    const preflight = (origin: string) =>
+      request(`${url}/datasets/numbers/stream`, {
+        method: 'OPTIONS',
+        headers: {
+          Origin: origin,
+          'Access-Control-Request-Method': 'POST',
+          'Access-Control-Request-Headers': 'x-api-key',
+        },
+      })
+    const allowed = await preflight(ORIGIN)
+    assert.equal(allowed.status, 204)
+    assert.equal(allowed.headers['access-control-allow-origin'], ORIGIN)
+    assert.equal(allowed.headers['access-control-allow-methods'], 'GET, HEAD, POST')
+    const op = doc.paths['/datasets/{dataset}/stream'].options as unknown as {
+      responses: Record<string, { headers?: Record<string, unknown> }>
+    }
+    for (const h of ['Access-Control-Allow-Origin', 'Access-Control-Allow-Methods', 'Access-Control-Max-Age'])
+      assert.ok(op.responses['204'].headers?.[h], h)
+    const refused = await preflight('https://elsewhere.example')
+    assert.equal(refused.status, 403)
+    assert.ok('403' in op.responses)
   })
 })

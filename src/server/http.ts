@@ -20,10 +20,9 @@
 import { setMaxListeners } from 'node:events'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { executeQuery, parseQuery, QueryError } from '../query/index.ts'
-import type { ExecuteOptions, OutputBlock, ParsedQuery } from '../query/index.ts'
+import { parseQuery, QueryError } from '../query/index.ts'
+import type { ParsedQuery } from '../query/index.ts'
 import { defaultLogger } from '../log.ts'
-import type { HeadInfo } from '../store/chunk.ts'
 import { ByteBudget, RenderScheduler } from './budget.ts'
 import type { Dataset, DatasetRegistry } from './datasets.ts'
 import { metadataOf } from './datasets.ts'
@@ -38,7 +37,9 @@ import { badRequest, HttpError, parseTarget } from './http-error.ts'
 import { LineWriter } from './line-writer.ts'
 import type { Observer } from './observe.ts'
 import { Pages } from './pages.ts'
-import type { PoolStream, PooledBlock, RenderPool } from './render-pool.ts'
+import type { PoolStream, RenderPool } from './render-pool.ts'
+import { ResponseBlocks } from './stream-blocks.ts'
+import { followHead, headHeaders, startingHead } from './stream-protocol.ts'
 import { firstBlockAtOrAfter } from './timestamps.ts'
 import { errorDetail } from '../util/errors.ts'
 
@@ -158,7 +159,9 @@ export class PortalServer {
       this.limits.shortResponseBlocks,
     )
     const { maxItemRequests, maxFilterValues, maxBodyBytes } = this.limits
-    this.pages = new Pages({ limits: { maxItemRequests, maxFilterValues }, maxBodyBytes })
+    // the OpenAPI document tells of API keys and CORS when the server has them
+    const access = { apiKeyHeader: opts.apiKeys?.header, cors: opts.cors != null }
+    this.pages = new Pages({ limits: { maxItemRequests, maxFilterValues }, maxBodyBytes, ...access })
     this.jsonShape = jsonShapeLimits({ maxItemRequests, maxFilterValues })
     this.log = opts.log ?? ((level, msg) => defaultLogger()[level](msg))
     this.registry = opts.datasets ?? null
@@ -488,28 +491,10 @@ export class PortalServer {
     }
   }
 
-  private headOf(ds: Dataset, finalizedOnly: boolean): HeadInfo | null {
-    return finalizedOnly ? ds.store.finalizedHead() : ds.store.head()
-  }
-
-  private headHeaders(ds: Dataset, finalizedOnly: boolean): Record<string, string> {
-    const h: Record<string, string> = {}
-    const head = this.headOf(ds, finalizedOnly)
-    if (head) h['X-Sqd-Head-Number'] = String(head.number)
-    const fin = ds.store.finalizedHead()
-    if (fin) {
-      h['X-Sqd-Finalized-Head-Number'] = String(fin.number)
-      h['X-Sqd-Finalized-Head-Hash'] = fin.hash
-    }
-    return h
-  }
-
-  private async conflict(res: http.ServerResponse, ds: Dataset, fromBlock: number): Promise<void> {
-    const previousBlocks = await ds.store.chainBefore(fromBlock, 100)
-    res.writeHead(409, { 'Content-Type': 'application/json' })
-    res.end(JSON.stringify({ previousBlocks }))
-  }
-
+  /**
+   * A stream's answer: 204 or 409 before it starts (src/server/stream-protocol.ts), else the
+   * blocks of its first range and of each head it follows while it may (src/server/stream-blocks.ts).
+   */
   private async respond(
     req: http.IncomingMessage,
     res: http.ServerResponse,
@@ -520,39 +505,59 @@ export class PortalServer {
     stop: AbortSignal,
     pooled: PoolStream | null,
   ): Promise<void> {
-    const store = ds.store
-    let head = this.headOf(ds, finalizedOnly)
-    if (!head || q.fromBlock > head.number) {
-      // fromBlock = head + 1 on another chain: the client must roll back now, not in 5 s
-      if (head && q.fromBlock === head.number + 1 && q.parentBlockHash != null && q.parentBlockHash !== head.hash) {
-        return this.conflict(res, ds, q.fromBlock)
+    let head = await startingHead(res, ds, q, finalizedOnly, this.limits.headWaitMs, gone, stop)
+    if (!head) return
+    // blocks the request asks for, up to the current head: a client following the head asks for
+    // few (its later blocks arrive while it waits), one reading from far back for many
+    const span = Math.min(q.toBlock ?? Number.MAX_SAFE_INTEGER, head.number) - q.fromBlock
+    const out = this.lineWriter(req, res, ds, finalizedOnly, span, gone)
+    const deadline = Date.now() + this.limits.responseTimeMs
+    const shouldStop = () => stop.aborted || out.bytes >= this.limits.responseBytes || Date.now() >= deadline
+    const { scheduler } = this
+    const pool = this.opts.renderPool ?? null
+    const blocks = new ResponseBlocks({ ds, out, scheduler, span, finalizedOnly, gone, shouldStop, pool, pooled })
+    try {
+      let from = q.fromBlock
+      for (;;) {
+        const to = Math.min(q.toBlock ?? Number.MAX_SAFE_INTEGER, head.number)
+        await blocks.writeRange(from === q.fromBlock ? q : { ...q, fromBlock: from }, to)
+        const last = blocks.last
+        if (gone.aborted || shouldStop() || last == null) break
+        const next = await followHead(ds, q, last, to, finalizedOnly, out, deadline, stop)
+        if (!next) break
+        head = next
+        from = last.number + 1
       }
-      const arrived = await store.waitFor(q.fromBlock, finalizedOnly, this.limits.headWaitMs, stop)
-      if (gone.aborted) return void res.destroy()
-      head = this.headOf(ds, finalizedOnly)
-      if (!arrived || !head || q.fromBlock > head.number) {
-        res.writeHead(204, { 'Content-Type': 'text/plain; charset=utf-8', ...this.headHeaders(ds, finalizedOnly) })
-        return void res.end()
-      }
+      await blocks.end()
+      await out.end()
+    } catch (err) {
+      // Nothing sent yet: the caller answers 5xx. Lines sent: cut the connection (no clean end of
+      // the body), so the client sees a failure and never takes a short answer for a complete one.
+      if (!out.started) throw err
+      this.errorLog.log(
+        `stream of ${ds.name} failed after block ${blocks.last?.number ?? '-'}: ${(err as Error).stack ?? err}`,
+      )
+      out.destroy()
     }
-    if (q.parentBlockHash != null) {
-      const chain = await store.chainBefore(q.fromBlock, 1)
-      const parent = chain[chain.length - 1]
-      if (parent && parent.hash !== q.parentBlockHash) return this.conflict(res, ds, q.fromBlock)
-    }
+  }
 
+  /** the writer of a 200 stream answer (sent with its first line: a failure before it is still a 5xx) */
+  private lineWriter(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    ds: Dataset,
+    finalizedOnly: boolean,
+    span: number,
+    gone: AbortSignal,
+  ): LineWriter {
     const gzip = acceptsGzip(req.headers['accept-encoding'])
     const headers: Record<string, string> = {
       'Content-Type': 'application/jsonl',
       Vary: varyWith(res, 'Accept-Encoding'),
-      ...this.headHeaders(ds, finalizedOnly),
+      ...headHeaders(ds, finalizedOnly),
     }
     if (gzip) headers['Content-Encoding'] = 'gzip'
-    // blocks the request asks for, up to the current head: a client following the head asks for
-    // few (its later blocks arrive while it waits), one reading from far back for many
-    const span = Math.min(q.toBlock ?? Number.MAX_SAFE_INTEGER, head!.number) - q.fromBlock
-    // the 200 goes out with the first line: a failure before it is still a 5xx
-    const out = new LineWriter(
+    return new LineWriter(
       res,
       {
         headers,
@@ -563,185 +568,7 @@ export class PortalServer {
       },
       gone,
     )
-    const deadline = Date.now() + this.limits.responseTimeMs
-    const shouldStop = () => stop.aborted || out.bytes >= this.limits.responseBytes || Date.now() >= deadline
-    const bigintsAsNumbers = ds.bigintsAsNumbers ?? false
-
-    // Lines of blocks with nothing selected are held back: such a block is written only if it is
-    // the first of the response or turns out to be the last (docs/query.md §4). The engine always
-    // yields the first and last block of each range it runs; a response that follows the head runs
-    // several ranges, and only the very last range end may appear as an empty block.
-    let pending: OutputBlock | PooledBlock | null = null
-    let written = 0
-    let last: HeadInfo | null = null
-    try {
-      let from = q.fromBlock
-      for (;;) {
-        const to = Math.min(q.toBlock ?? Number.MAX_SAFE_INTEGER, head!.number)
-        const query: ParsedQuery = from === q.fromBlock ? q : { ...q, fromBlock: from }
-        // the turn this stream holds (see RenderScheduler); null between turns
-        let release: (() => void) | null = null
-        // a long block (a big chunk's filters, a block of thousands of rows) pauses every slice:
-        // the event loop runs (new requests are read), and the turn goes to a smaller response
-        // waiting for one (see RenderScheduler.shouldYield)
-        const pause = async (): Promise<boolean> => {
-          await new Promise<void>((resolve) => setImmediate(resolve))
-          if (gone.aborted) return false
-          if (!this.scheduler.shouldYield(out.bytes)) return true
-          release?.()
-          release = null
-          release = await this.scheduler.acquire(out.bytes, span, gone, true)
-          return release !== null
-        }
-        // waiting for a render worker's segment: the turn goes to another stream meanwhile
-        const wait = async (rendered: Promise<unknown>): Promise<boolean> => {
-          release?.()
-          release = null
-          await rendered.then(
-            () => {},
-            () => {},
-          )
-          if (gone.aborted) return false
-          release = await this.scheduler.acquire(out.bytes, span, gone, true)
-          return release !== null
-        }
-        const holding = pooled ? () => pooled.holding : false
-        const opts = { to, finalizedOnly, bigintsAsNumbers, shouldStop, pause }
-        const blocks = this.rangeBlocks(ds, query, opts, pooled, wait)
-        let done = false
-        try {
-          for (;;) {
-            // one block rendered and handed to the socket per turn (see RenderScheduler)
-            // (a stream holding blocks a render worker rendered takes its turns even when the
-            // budget is full, which their bytes help fill: see PoolStream.holding)
-            // (at once when no other stream waits: no promise and abort listener per block)
-            release =
-              (gone.aborted ? null : this.scheduler.tryAcquire(out.bytes, span, holding)) ??
-              (await this.scheduler.acquire(out.bytes, span, gone, holding))
-            if (!release) break
-            let next: IteratorResult<OutputBlock | PooledBlock>
-            let room = true
-            try {
-              next = await blocks.next()
-              if (!next.done && !gone.aborted) {
-                const b = next.value
-                last = { number: b.number, hash: b.hash }
-                if (b.empty && written > 0) {
-                  pending = b
-                } else {
-                  pending = null
-                  written++
-                  room = addBlock(out, b)
-                  // the writer has the bytes now: drop the string, so the engine's and this
-                  // function's suspended frames (which keep `b` while the stream waits for its next
-                  // turn) do not hold a block's JSON (MBs) per waiting stream
-                  if ('data' in b) b.data = NO_BYTES
-                  else {
-                    b.line = ''
-                    b.bytes = undefined
-                  }
-                }
-              }
-            } finally {
-              release?.()
-              release = null
-            }
-            if (next.done) {
-              done = true
-              break
-            }
-            if (!room) await out.drained()
-            // the range's last block is out: end the engine's iteration now, without waiting for
-            // another turn only to learn that nothing follows (a one-block query waits for one turn)
-            if (last !== null && last.number >= to) break
-          }
-        } finally {
-          // an early exit ends the engine's iteration (its stores' readers finish)
-          if (!done) await blocks.return?.(undefined)
-        }
-        if (gone.aborted || shouldStop() || last == null) break
-        // the range is finished once a segment reached toBlock (blocks up to it may be skipped slots)
-        if (q.toBlock != null && (last.number >= q.toBlock || to >= q.toBlock)) break
-        // a dataset without a live source never grows: end at the head
-        if (!ds.realTime) break
-        // Follow the head: wait for the next block (flushing what we have first).
-        await out.flush()
-        const remaining = deadline - Date.now()
-        if (remaining <= 0) break
-        const arrived = await store.waitFor(last.number + 1, finalizedOnly, remaining, stop)
-        if (!arrived || stop.aborted) break
-        // A fork replaced the block we ended on: end here; the client resumes with
-        // parentBlockHash and learns about the fork through a 409.
-        const parent = (await store.chainBefore(last.number + 1, 1))[0]
-        if (!parent || parent.number !== last.number || parent.hash !== last.hash) break
-        head = this.headOf(ds, finalizedOnly)
-        if (!head || head.number <= last.number) break
-        from = last.number + 1
-      }
-      if (pending && !gone.aborted && !addBlock(out, pending)) await out.drained()
-      await out.end()
-    } catch (err) {
-      // Nothing sent yet: the caller answers 5xx. Lines sent: cut the connection (no clean end of
-      // the body), so the client sees a failure and never takes a short answer for a complete one.
-      if (!out.started) throw err
-      this.errorLog.log(
-        `stream of ${ds.name} failed after block ${last?.number ?? '-'}: ${(err as Error).stack ?? err}`,
-      )
-      out.destroy()
-    }
   }
-
-  /**
-   * The engine's blocks of [query.fromBlock, opts.to]: the finalized part through the render pool
-   * when it is long enough (segments rendered by the workers, and by this thread for its share),
-   * the rest (or all of it) in this thread. The server's loop drops the extra header-only boundary
-   * blocks either way.
-   */
-  private rangeBlocks(
-    ds: Dataset,
-    query: ParsedQuery,
-    opts: ExecuteOptions,
-    pooled: PoolStream | null,
-    wait: (rendered: Promise<unknown>) => Promise<boolean>,
-  ): AsyncGenerator<OutputBlock | PooledBlock> {
-    const to = query.toBlock !== undefined && query.toBlock < opts.to ? query.toBlock : opts.to
-    if (pooled && this.opts.renderPool) {
-      const fin = ds.store.finalizedHead()
-      const coldTo = fin ? Math.min(to, fin.number) : -1
-      if (coldTo >= query.fromBlock && this.opts.renderPool.wants(query.fromBlock, coldTo))
-        return this.pooledBlocks(ds, query, opts, pooled, wait, coldTo, to)
-    }
-    // the engine's own iteration (no generator in between: a block costs one resumption less)
-    return executeQuery(ds.store, query, opts)
-  }
-
-  /** `rangeBlocks` through the render pool: blocks up to `coldTo` (finalized), then the rest up to `to` here */
-  private async *pooledBlocks(
-    ds: Dataset,
-    query: ParsedQuery,
-    opts: ExecuteOptions,
-    pooled: PoolStream,
-    wait: (rendered: Promise<unknown>) => Promise<boolean>,
-    coldTo: number,
-    to: number,
-  ): AsyncGenerator<OutputBlock | PooledBlock> {
-    const from = query.fromBlock
-    let stopped = false
-    const stop = opts.shouldStop
-    const shouldStop = stop && (() => (stopped = stop()))
-    const local = (a: number, b: number) =>
-      executeQuery(ds.store, { ...query, fromBlock: a }, { ...opts, to: b, shouldStop })
-    yield* pooled.blocks(from, coldTo, { shouldStop, local, wait })
-    if (stopped || coldTo >= to) return
-    yield* executeQuery(ds.store, { ...query, fromBlock: coldTo + 1 }, opts)
-  }
-}
-
-const NO_BYTES = Buffer.alloc(0)
-
-/** a block's line to the writer, as the engine or a render worker made it; false: wait for `drained()` */
-function addBlock(out: LineWriter, b: OutputBlock | PooledBlock): boolean {
-  return 'data' in b ? out.addBytes(b.data) : out.addLine(b.bytes ?? b.line)
 }
 
 function sendJson(res: http.ServerResponse, value: unknown): void {

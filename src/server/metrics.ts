@@ -85,60 +85,74 @@ function datasetGauge(
   })
 }
 
+/** the per-request families, recorded by the observer (src/server/observe.ts) when a response ends */
+function requestMetrics(registers: Registry[]) {
+  return {
+    requests: new Counter({
+      name: `${METRICS_PREFIX}http_requests_total`,
+      help: 'HTTP requests answered, by endpoint (route, not path), dataset (canonical name) and status',
+      labelNames: ['endpoint', 'dataset', 'status'],
+      registers,
+    }),
+    responseBytes: new Counter({
+      name: `${METRICS_PREFIX}http_response_bytes_total`,
+      help: 'response body bytes sent (after compression), by endpoint and dataset',
+      labelNames: ['endpoint', 'dataset'],
+      registers,
+    }),
+    streamDuration: new Histogram({
+      name: `${METRICS_PREFIX}stream_duration_seconds`,
+      help: 'duration of stream and finalized-stream responses, request to last byte',
+      labelNames: ['endpoint', 'dataset', 'status'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
+      registers,
+    }),
+    keyRequests: new Counter({
+      name: `${METRICS_PREFIX}key_requests_total`,
+      help: 'requests authenticated with an API key, by key id, endpoint and status',
+      labelNames: ['key', 'endpoint', 'status'],
+      registers,
+    }),
+    keyBytes: new Counter({
+      name: `${METRICS_PREFIX}key_response_bytes_total`,
+      help: 'response body bytes sent (after compression) to requests of an API key, by key id',
+      labelNames: ['key'],
+      registers,
+    }),
+  }
+}
+
 export class Metrics {
   readonly registry = new Registry()
   private datasets: () => readonly DatasetView[] = () => []
   private openStreams: () => number = () => 0
   private readonly ingest: IngestView[] = []
   private readonly caches: { dataset: string; stats: () => CacheStats }[] = []
+  private readonly perRequest: ReturnType<typeof requestMetrics>
 
-  private readonly requests: Counter<'endpoint' | 'dataset' | 'status'>
-  private readonly responseBytes: Counter<'endpoint' | 'dataset'>
-  private readonly streamDuration: Histogram<'endpoint' | 'dataset' | 'status'>
-  private readonly keyRequests: Counter<'key' | 'endpoint' | 'status'>
-  private readonly keyBytes: Counter<'key'>
-
+  /** the families are registered (and so exposed) in this order */
   constructor(opts: MetricsOptions = {}) {
-    const registers = [this.registry]
     if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: METRICS_PREFIX })
+    this.perRequest = requestMetrics([this.registry])
+    this.streamMetrics()
+    this.headMetrics()
+    this.ingestMetrics()
+    this.coldCacheMetrics()
+  }
 
-    this.requests = new Counter({
-      name: `${METRICS_PREFIX}http_requests_total`,
-      help: 'HTTP requests answered, by endpoint (route, not path), dataset (canonical name) and status',
-      labelNames: ['endpoint', 'dataset', 'status'],
-      registers,
-    })
-    this.responseBytes = new Counter({
-      name: `${METRICS_PREFIX}http_response_bytes_total`,
-      help: 'response body bytes sent (after compression), by endpoint and dataset',
-      labelNames: ['endpoint', 'dataset'],
-      registers,
-    })
-    this.streamDuration = new Histogram({
-      name: `${METRICS_PREFIX}stream_duration_seconds`,
-      help: 'duration of stream and finalized-stream responses, request to last byte',
-      labelNames: ['endpoint', 'dataset', 'status'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
-      registers,
-    })
-    this.keyRequests = new Counter({
-      name: `${METRICS_PREFIX}key_requests_total`,
-      help: 'requests authenticated with an API key, by key id, endpoint and status',
-      labelNames: ['key', 'endpoint', 'status'],
-      registers,
-    })
-    this.keyBytes = new Counter({
-      name: `${METRICS_PREFIX}key_response_bytes_total`,
-      help: 'response body bytes sent (after compression) to requests of an API key, by key id',
-      labelNames: ['key'],
-      registers,
-    })
+  /** open stream responses */
+  private streamMetrics(): void {
+    const registers = [this.registry]
     const active: Gauge = new Gauge({
       name: `${METRICS_PREFIX}active_streams`,
       help: 'stream responses open now',
       registers,
       collect: () => active.set(this.openStreams()),
     })
+  }
+
+  /** the heads of the served datasets */
+  private headMetrics(): void {
     const heads = (name: string, help: string, pick: (d: DatasetView) => HeadInfo | null) =>
       datasetGauge(this.registry, name, help, () =>
         this.datasets().map((d) => ({ dataset: d.name, value: pick(d)?.number ?? null })),
@@ -147,6 +161,10 @@ export class Metrics {
     heads(`${METRICS_PREFIX}finalized_head_block`, 'number (slot) of the finalized head', (d) =>
       d.store.finalizedHead(),
     )
+  }
+
+  /** the ingesters following nodes: their lag, gaps, hot store and running totals */
+  private ingestMetrics(): void {
     const lagGauge = (name: string, help: string, pick: (i: IngestView) => number | null) =>
       datasetGauge(this.registry, name, help, () => this.ingest.map((i) => ({ dataset: i.dataset, value: pick(i) })))
     lagGauge(`${METRICS_PREFIX}node_head_slot`, "the followed node's head slot, as last read", (i) => i.nodeHead.slot)
@@ -183,7 +201,10 @@ export class Metrics {
     ingestTotal('finalized_blocks', 'blocks moved to the finalized (cold) store', (s) => s.finalized)
     ingestTotal('failures', 'ingest sessions that failed and were retried', (s) => s.failures)
     ingestTotal('hot_pauses', "times ingestion paused at the hot store's bound", (s) => s.hotPauses ?? 0)
+  }
 
+  /** the cold stores' caches */
+  private coldCacheMetrics(): void {
     const cacheGauge = (what: string, help: string, pick: (s: CacheStats) => number) =>
       datasetGauge(this.registry, `${METRICS_PREFIX}cold_cache_${what}`, help, () =>
         this.caches.map((c) => ({ dataset: c.dataset, value: pick(c.stats()) })),
@@ -227,14 +248,15 @@ export class Metrics {
     seconds: number
     key?: string
   }): void {
-    this.requests.inc({ endpoint: r.endpoint, dataset: r.dataset, status: r.status })
+    const m = this.perRequest
+    m.requests.inc({ endpoint: r.endpoint, dataset: r.dataset, status: r.status })
     if (r.key !== undefined) {
-      this.keyRequests.inc({ key: r.key, endpoint: r.endpoint, status: r.status })
-      if (r.bytes > 0) this.keyBytes.inc({ key: r.key }, r.bytes)
+      m.keyRequests.inc({ key: r.key, endpoint: r.endpoint, status: r.status })
+      if (r.bytes > 0) m.keyBytes.inc({ key: r.key }, r.bytes)
     }
-    if (r.bytes > 0) this.responseBytes.inc({ endpoint: r.endpoint, dataset: r.dataset }, r.bytes)
+    if (r.bytes > 0) m.responseBytes.inc({ endpoint: r.endpoint, dataset: r.dataset }, r.bytes)
     if (r.endpoint === 'stream' || r.endpoint === 'finalized-stream') {
-      this.streamDuration.observe({ endpoint: r.endpoint, dataset: r.dataset, status: r.status }, r.seconds)
+      m.streamDuration.observe({ endpoint: r.endpoint, dataset: r.dataset, status: r.status }, r.seconds)
     }
   }
 

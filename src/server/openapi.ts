@@ -21,6 +21,8 @@ import {
   type JoinKind,
   type RequestDecl,
 } from '../query/spec.ts'
+import { securitySchemes, withAccess, type AccessOptions } from './openapi-access.ts'
+import { answerSchemas, datasetPaths, servicePaths, type PathsOptions } from './openapi-paths.ts'
 
 export type JsonSchema = { [key: string]: unknown }
 
@@ -270,108 +272,27 @@ export function blockJsonSchema(): JsonSchema {
 
 // --- the document --------------------------------------------------------------------------------
 
-export interface OpenApiOptions {
+export interface OpenApiOptions extends PathsOptions, AccessOptions {
   limits?: Partial<QueryLimits>
-  /** largest accepted request body (bytes), for the description */
-  maxBodyBytes?: number
   version?: string
 }
-
-const text = (description: string, headers?: JsonSchema): JsonSchema => ({
-  description,
-  content: { 'text/plain': { schema: { type: 'string' } } },
-  ...(headers ? { headers } : {}),
-})
-
-const json = (description: string, schema: JsonSchema): JsonSchema => ({
-  description,
-  content: { 'application/json': { schema } },
-})
 
 function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
   return pkg.version
 }
 
-const status = (value: string): JsonSchema => ({
-  type: 'object',
-  properties: { status: { const: value } },
-  required: ['status'],
-})
-
-const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` })
-
-/** The OpenAPI 3.1 document of the whole interface. */
+/**
+ * The OpenAPI 3.1 document of the whole interface: the paths (src/server/openapi-paths.ts) with
+ * what API keys and CORS add when the server has them (src/server/openapi-access.ts), and the
+ * schemas of the query and the block lines (above).
+ */
 export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
   const query = queryJsonSchema(opts.limits)
   delete query.$schema // the document declares the dialect once
-  const headHeaders: JsonSchema = {
-    'X-Sqd-Head-Number': {
-      description: 'the head of the endpoint (the finalized head for /finalized-stream)',
-      schema: { type: 'integer' },
-    },
-    'X-Sqd-Finalized-Head-Number': { description: 'the latest finalized slot', schema: { type: 'integer' } },
-    'X-Sqd-Finalized-Head-Hash': { description: 'hash of that block', schema: { type: 'string' } },
-  }
-  const retryAfter: JsonSchema = { 'Retry-After': { description: 'seconds', schema: { type: 'integer' } } }
-  const datasetParam = {
-    name: 'dataset',
-    in: 'path',
-    required: true,
-    description: 'dataset name or alias (GET /datasets lists them)',
-    schema: { type: 'string' },
-  }
-  const notFound = text('unknown dataset')
-  const loading = text('the datasets are still loading', retryAfter)
-
-  const stream = (finalized: boolean): JsonSchema => ({
-    operationId: finalized ? 'finalizedStream' : 'stream',
-    summary: finalized ? 'stream finalized blocks (never above the finalized head)' : 'stream blocks',
-    description:
-      'Blocks of [fromBlock, toBlock] as JSON lines, ascending. The response may end early (time or byte budget) on a complete line: resume with fromBlock = last + 1 and parentBlockHash = its hash. Without toBlock, the response follows the head. Request bodies may be gzip (Content-Encoding: gzip)' +
-      (opts.maxBodyBytes ? `, at most ${opts.maxBodyBytes} bytes decoded.` : '.'),
-    parameters: [datasetParam],
-    requestBody: { required: true, content: { 'application/json': { schema: ref('Query') } } },
-    responses: {
-      '200': {
-        description: 'JSON lines, one Block per line (gzip when Accept-Encoding allows it)',
-        headers: headHeaders,
-        content: { 'application/jsonl': { schema: ref('Block') } },
-      },
-      '204': text('fromBlock is above the head (after waiting up to 5 s)', headHeaders),
-      '400': text('Bad request: <reason naming the member or the body limit>'),
-      '404': notFound,
-      '409': json('parentBlockHash is not the parent of fromBlock on the current chain', ref('Conflict')),
-      '429': text('above the per-client rate limit or the per-client concurrent streams', retryAfter),
-      '501': text('a Transfer-Encoding other than "chunked" (compress with Content-Encoding: gzip)'),
-      '503': text('above the concurrent stream limit, or the datasets are still loading', retryAfter),
-    },
-  })
-
-  const get = (operationId: string, summary: string, ok: JsonSchema, extra: JsonSchema = {}): JsonSchema => ({
-    get: {
-      operationId,
-      summary,
-      parameters: [datasetParam],
-      responses: { '200': ok, '404': notFound, '503': loading },
-      ...extra,
-    },
-  })
-
-  const metadata = (operationId: string): JsonSchema =>
-    get(operationId, 'dataset metadata', json('metadata', ref('DatasetMetadata')), {
-      parameters: [
-        datasetParam,
-        {
-          name: 'expand[]',
-          in: 'query',
-          required: false,
-          description: '`metadata` adds the metadata member',
-          schema: { type: 'string', enum: ['metadata'] },
-        },
-      ],
-    })
-
+  const paths = { ...datasetPaths(opts), ...servicePaths() }
+  const components: JsonSchema = { schemas: { Query: query, Block: blockJsonSchema(), ...answerSchemas() } }
+  if (opts.apiKeyHeader) components.securitySchemes = securitySchemes(opts.apiKeyHeader)
   return {
     openapi: '3.1.0',
     jsonSchemaDialect: JSON_SCHEMA_DIALECT,
@@ -381,153 +302,7 @@ export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
       description:
         'Solana block data query and streaming service (the Portal interface). The Query schema is generated from the same declarations as the server-side validator; only toBlock >= fromBlock, the total number of item requests, the exact 32-byte length of an address (the schema bounds its text to 32-44 base58 characters) and the dataset start block are checked by the server alone. Every response carries an X-Request-Id.',
     },
-    paths: {
-      '/datasets': {
-        get: {
-          operationId: 'datasets',
-          summary: 'the served datasets',
-          responses: {
-            '200': json('metadata of every dataset', { type: 'array', items: ref('DatasetMetadata') }),
-            '503': loading,
-          },
-        },
-      },
-      '/datasets/{dataset}/stream': { post: stream(false) },
-      '/datasets/{dataset}/finalized-stream': { post: stream(true) },
-      '/datasets/{dataset}/metadata': metadata('metadata'),
-      '/datasets/{dataset}': metadata('dataset'),
-      '/datasets/{dataset}/head': get('head', 'the highest available block', json('head', ref('Head'))),
-      '/datasets/{dataset}/finalized-head': get(
-        'finalizedHead',
-        'the highest finalized block',
-        json('finalized head', ref('Head')),
-      ),
-      '/datasets/{dataset}/timestamps/{seconds}/block': {
-        get: {
-          operationId: 'timestampToBlock',
-          summary: 'the first block whose timestamp is at or after a time',
-          parameters: [
-            datasetParam,
-            {
-              name: 'seconds',
-              in: 'path',
-              required: true,
-              description: 'unix seconds',
-              schema: { type: 'integer', minimum: 0 },
-            },
-          ],
-          responses: {
-            '200': json('the block', {
-              type: 'object',
-              properties: { block_number: { type: 'integer' } },
-              required: ['block_number'],
-            }),
-            '400': text('the timestamp is not a non-negative integer'),
-            '429': text('above the per-client rate limit', retryAfter),
-            '503': loading,
-            '404': {
-              description: 'unknown dataset (text), or no block at or after that time (JSON)',
-              content: {
-                'application/json': {
-                  schema: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] },
-                },
-                'text/plain': { schema: { type: 'string' } },
-              },
-            },
-          },
-        },
-      },
-      '/health': {
-        get: {
-          operationId: 'health',
-          summary: 'liveness',
-          responses: { '200': json('the process runs', status('ok')) },
-        },
-      },
-      '/ready': {
-        get: {
-          operationId: 'ready',
-          summary: 'readiness: the datasets are loaded, each has a head and its object store (if any) answers',
-          responses: {
-            '200': json('ready', status('ready')),
-            '503': {
-              ...json('starting, or a dataset\'s object store is unreachable (status "unavailable")', {
-                ...status('starting'),
-                properties: { status: { enum: ['starting', 'unavailable'] }, reason: { type: 'string' } },
-                required: ['status', 'reason'],
-              }),
-              headers: retryAfter,
-            },
-          },
-        },
-      },
-      '/metrics': {
-        get: {
-          operationId: 'metrics',
-          summary: 'Prometheus metrics (when the server records them)',
-          responses: {
-            '200': {
-              description: 'Prometheus text exposition format',
-              content: { 'text/plain': { schema: { type: 'string' } } },
-            },
-            '404': text('metrics are off'),
-          },
-        },
-      },
-      '/openapi.json': {
-        get: {
-          operationId: 'openapi',
-          summary: 'this document',
-          responses: { '200': json('OpenAPI 3.1', { type: 'object' }) },
-        },
-      },
-      '/': {
-        get: {
-          operationId: 'queryPage',
-          summary: 'the query page (HTML)',
-          responses: { '200': { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } },
-        },
-      },
-    },
-    components: {
-      schemas: {
-        Query: query,
-        Block: blockJsonSchema(),
-        Head: {
-          type: ['object', 'null'],
-          properties: { number: { type: 'integer' }, hash: { type: 'string' } },
-          required: ['number', 'hash'],
-        },
-        Conflict: {
-          type: 'object',
-          description: 'blocks of the current chain, ascending, ending with the expected parent (up to 100)',
-          properties: {
-            previousBlocks: {
-              type: 'array',
-              items: {
-                type: 'object',
-                properties: { number: { type: 'integer' }, hash: { type: 'string' } },
-                required: ['number', 'hash'],
-              },
-            },
-          },
-          required: ['previousBlocks'],
-        },
-        DatasetMetadata: {
-          type: 'object',
-          properties: {
-            dataset: { type: 'string' },
-            aliases: { type: 'array', items: { type: 'string' } },
-            real_time: { type: 'boolean' },
-            start_block: { type: 'integer' },
-            metadata: {
-              type: 'object',
-              properties: { kind: { type: 'string' }, display_name: { type: 'string' }, type: { type: 'string' } },
-            },
-          },
-          required: ['dataset', 'aliases', 'real_time', 'start_block'],
-        },
-      },
-    },
+    paths: opts.apiKeyHeader || opts.cors ? withAccess(paths, opts) : paths,
+    components,
   }
 }

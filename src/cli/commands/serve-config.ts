@@ -11,33 +11,10 @@
 import { ApiKeys, loadApiKeys } from '../../server/access.ts'
 import { Cors } from '../../server/cors.ts'
 import { TrustedProxies } from '../../server/proxy.ts'
-import type { DatasetConfig } from '../../server/datasets.ts'
-import {
-  ConfigError,
-  loadConfig,
-  sourceOf,
-  type PortalConfig,
-  type SourceSpec,
-  type View,
-} from '../../server/config.ts'
-import type { BlockStore } from '../../store/types.ts'
+import { ConfigError, loadConfig, sourceOf, type PortalConfig, type SourceSpec } from '../../server/config.ts'
+import { DEFAULT_VIEWS, type NamedView } from '../../server/sources.ts'
 import { UsageError } from '../options.ts'
 import type { ServeOptions } from './serve.ts'
-
-/** a name a source is served under */
-export interface NamedView {
-  name: string
-  aliases: string[]
-  view: View
-  startBlock?: number
-  displayName?: string
-  bigintsAsNumbers?: boolean
-}
-
-export const DEFAULT_VIEWS: readonly NamedView[] = [
-  { name: 'solana-mainnet', aliases: ['solana-beta'], view: 'stable' },
-  { name: 'solana-mainnet-complete', aliases: ['solana-complete'], view: 'complete' },
-]
 
 /** one source to load: the options that name it and the datasets it serves */
 export interface SourcePlan {
@@ -183,33 +160,4 @@ export function inSource<T>(plan: SourcePlan, f: () => T): T {
     if (e instanceof UsageError && plan.where) throw new UsageError(`${plan.where}: ${e.message}`)
     throw e
   }
-}
-
-/**
- * The datasets of a loaded source: the stable view starts at `stableStart` (the bundled sample's
- * whole mainnet block; else like the complete view), the complete one at `completeStart` (unset:
- * the store's first block, as it grows or is pruned); a dataset's own `startBlock` wins.
- */
-export function namedDatasets(
-  views: readonly NamedView[],
-  src: {
-    store: BlockStore
-    realTime: boolean
-    stableStart?: number
-    completeStart?: number
-    /** why the store cannot answer now (an unreachable object store), or null */
-    unavailable?: () => string | null
-  },
-  bigintsAsNumbers: boolean,
-): DatasetConfig[] {
-  return views.map((v) => {
-    const startBlock =
-      v.startBlock ?? (v.view === 'stable' ? (src.stableStart ?? src.completeStart) : src.completeStart)
-    const d: DatasetConfig = { name: v.name, aliases: v.aliases, store: src.store, realTime: src.realTime }
-    if (src.unavailable) d.unavailable = src.unavailable
-    if (startBlock !== undefined) d.startBlock = startBlock
-    if (v.displayName !== undefined) d.displayName = v.displayName
-    d.bigintsAsNumbers = v.bigintsAsNumbers ?? bigintsAsNumbers
-    return d
-  })
 }
