@@ -65,7 +65,8 @@ export interface GeyserSourceOptions extends Omit<
   /**
    * a streamed block's SubscribeUpdateBlock message decoded (dataset.ts: by the block decoding
    * threads when there are some); rejects when the message cannot be read. Called once per block,
-   * when it is first delivered; `frame.message` is not read after the call.
+   * when it is first delivered or decoded ahead (`decodeAhead`); `frame.message` is not read after
+   * the call.
    */
   decode: (frame: BlockFrame) => Promise<StreamedBlock>
   /** whether the stores hold this block (or its slot is finalized): such blocks are not delivered */
