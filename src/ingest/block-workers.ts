@@ -18,10 +18,21 @@
  * threads are a `WorkerPool` (src/util/worker-pool.ts): a thread that dies fails its pending answers
  * (the RPC client takes them for damaged transport and asks again) and is spawned again after a
  * backoff; one that keeps dying fails the pool, and every answer after it.
+ *
+ * `decodeStreamed` does the same for the blocks of a Geyser stream (src/ingest/geyser/source.ts):
+ * the SubscribeUpdateBlock message's memory is transferred to the thread with the fewest pending,
+ * which reads the protobuf and normalizes (src/ingest/geyser/block-decode.ts); the main thread only
+ * reads the update's header.
  */
 import { availableParallelism } from 'node:os'
 import { MessageChannel, type Transferable } from 'node:worker_threads'
-import { decodeBlockAnswer, type DecodedEnvelope, type DecodePart, type NormalizeOptions } from './block-decode.ts'
+import {
+  decodeBlockAnswer,
+  type DecodedBlock,
+  type DecodedEnvelope,
+  type DecodePart,
+  type NormalizeOptions,
+} from './block-decode.ts'
 import type { FromBlockWorker, PairOfParts, ToBlockWorker } from './block-worker.ts'
 import type { BlockDecoder } from './rpc.ts'
 import { wallNow } from '../util/wall-clock.ts'
@@ -56,8 +67,12 @@ export class BlockWorkerPool implements BlockDecoder {
   /** the threads (src/util/worker-pool.ts: a dead one fails its answers and is spawned again) */
   private readonly pool: WorkerPool<undefined, ToBlockWorker, FromBlockWorker>
   private closed = false
-  /** `inline`: answers decoded in the calling thread (smaller than `inlineMaxBytes`); `spawned`: threads started, respawns included */
-  readonly stats = { decoded: 0, failed: 0, spawned: 0, inline: 0 }
+  /**
+   * `inline`: answers decoded in the calling thread (smaller than `inlineMaxBytes`); `spawned`:
+   * threads started, respawns included; `streamed`: streamed blocks (`decodeStreamed`) a thread
+   * answered for
+   */
+  readonly stats = { decoded: 0, failed: 0, spawned: 0, inline: 0, streamed: 0 }
 
   /**
    * `splitMinBytes` (default 1 MiB): with two threads or more, an answer at least this large is
@@ -124,16 +139,25 @@ export class BlockWorkerPool implements BlockDecoder {
     // that the main thread receives one answer for the block
     const both = shared ? data : new Uint8Array(new SharedArrayBuffer(data.byteLength))
     if (!shared) both.set(data)
+    return this.inTwo(slot, both)
+  }
+
+  /**
+   * `both` (shared memory) decoded in two parts by two threads, the one done last answering for
+   * the block; decoded whole by one thread when the parts do not join (or fewer than two threads
+   * run: one is respawning after a death, see worker-pool.ts). `streamed`: a streamed block's
+   * message (`decodeStreamed`)
+   */
+  private inTwo(slot: number, both: Uint8Array, streamed?: true): Promise<DecodedEnvelope> {
     const a = this.pool.pick()
     const b = a && this.pool.pick(a)
-    // (fewer than two threads running: one is respawning after a death, see worker-pool.ts)
-    if (!a || !b) return this.whole(slot, both)
+    if (!a || !b) return this.whole(slot, both, streamed)
     const flag = new Int32Array(new SharedArrayBuffer(8))
     const { port1, port2 } = new MessageChannel()
     // both parts settled before the answer does (its memory is used again then: rpc.ts)
     return Promise.allSettled([
-      this.send(a, slot, both, { index: 0, of: 2 }, { port: port1, flag }),
-      this.send(b, slot, both, { index: 1, of: 2 }, { port: port2, flag }),
+      this.send(a, slot, both, { index: 0, of: 2 }, { port: port1, flag }, streamed),
+      this.send(b, slot, both, { index: 1, of: 2 }, { port: port2, flag }, streamed),
     ]).then((parts) => {
       const answers: DecodedEnvelope[] = []
       let rejoin = false
@@ -142,13 +166,36 @@ export class BlockWorkerPool implements BlockDecoder {
         if (p.value === REJOIN) rejoin = true
         else if (p.value !== HANDED_OFF) answers.push(p.value)
       }
-      return !rejoin && answers.length === 1 ? answers[0] : this.whole(slot, both)
+      return !rejoin && answers.length === 1 ? answers[0] : this.whole(slot, both, streamed)
     })
   }
 
-  /** the answer decoded whole by one thread (the least busy) */
-  private whole(slot: number, bytes: Uint8Array): Promise<DecodedEnvelope> {
-    return this.send(undefined, slot, bytes).then((r) => {
+  /**
+   * a streamed block's SubscribeUpdateBlock message (Geyser: src/ingest/geyser/block-decode.ts)
+   * read and normalized by a thread, whatever its size (every one is a block); `own`: the memory
+   * under `message` is the caller's to give (transferred), else the message is copied. With two
+   * threads or more, a message of `splitMinBytes` or more (a mainnet block) is copied into shared
+   * memory and decoded in two parts at once, half of the transactions in each thread, as a large
+   * `getBlock` answer is. Rejects when the message cannot be read.
+   */
+  decodeStreamed(message: Uint8Array, slot: number, own: boolean): Promise<DecodedBlock> {
+    if (this.closed) return Promise.reject(new Error('block decoding workers are closed'))
+    let answer: Promise<DecodedEnvelope>
+    if (this.threads >= 2 && message.byteLength >= this.splitMinBytes) {
+      const both = new Uint8Array(new SharedArrayBuffer(message.byteLength))
+      both.set(message)
+      answer = this.inTwo(slot, both, true)
+    } else answer = this.whole(slot, own ? message : new Uint8Array(message), true)
+    return answer.then((env) => {
+      if (!env.result) throw new Error('a block decoding worker answered no block')
+      this.stats.streamed++
+      return env.result
+    })
+  }
+
+  /** the answer (`streamed`: a streamed block's message) decoded whole by one thread (the least busy) */
+  private whole(slot: number, bytes: Uint8Array, streamed?: true): Promise<DecodedEnvelope> {
+    return this.send(undefined, slot, bytes, undefined, undefined, streamed).then((r) => {
       if (typeof r === 'symbol') throw new Error('a block decoding worker answered for a part it was not given')
       return r
     })
@@ -161,8 +208,15 @@ export class BlockWorkerPool implements BlockDecoder {
     bytes: Uint8Array,
     part?: DecodePart,
     pair?: PairOfParts,
+    streamed?: true,
   ): Promise<Outcome> {
-    const msg: Omit<ToBlockWorker, 'id'> = { slot, bytes, ...(part ? { part } : {}), ...(pair ? { pair } : {}) }
+    const msg: Omit<ToBlockWorker, 'id'> = {
+      slot,
+      bytes,
+      ...(part ? { part } : {}),
+      ...(pair ? { pair } : {}),
+      ...(streamed ? { streamed } : {}),
+    }
     const transfer: Transferable[] = bytes.buffer instanceof SharedArrayBuffer ? [] : [bytes.buffer]
     if (pair) transfer.push(pair.port)
     return this.pool.request(msg, { transfer, to }).then((m) => this.outcome(m))

@@ -68,9 +68,10 @@ export interface RealtimeDatasetOptions {
   logger?: RealtimeLogger
   /**
    * another block source in front of the node (a Geyser stream: src/ingest/geyser/dataset.ts),
-   * given the node's source and the hot and cold stores; closed on stop
+   * given the node's source, the hot and cold stores and the block decoding threads (null: none);
+   * closed on stop
    */
-  source?: (rpc: RpcSource, stores: { hot: HotStore; cold: ColdStore }) => BlockSource
+  source?: (rpc: RpcSource, stores: { hot: HotStore; cold: ColdStore; decoders: BlockWorkerPool | null }) => BlockSource
 }
 
 export interface RealtimeDataset {
@@ -147,7 +148,7 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
   const pool = threads > 0 ? new BlockWorkerPool({ threads, normalize: opts.normalizeOptions }) : null
   const { source, summary } = nodeSource(opts, pool, log)
   const store = new RealtimeStore({ hot, cold })
-  const outer = opts.source?.(source, { hot, cold })
+  const outer = opts.source?.(source, { hot, cold, decoders: pool })
   const ingester = new RealtimeIngester({
     source: outer ?? source,
     hot,
