@@ -381,8 +381,8 @@ export async function run(): Promise<string> {
       const { footer } = readFooter(join(plainDir, 'chunks', e.file))
       for (const kind of RECORD_KINDS) {
         const t = footer.kinds[kind]
-        let s = t.off!.l
-        for (const c of Object.values(t.cols)) s += c.l
+        let s = t.off!.storedLength
+        for (const c of Object.values(t.cols)) s += c.storedLength
         perKind.set(kind, (perKind.get(kind) ?? 0) + s)
       }
       perKind.set('blooms', (perKind.get('blooms') ?? 0) + footer.prune.l)

@@ -73,12 +73,12 @@ test('a format 4 chunk written with the earlier frame filters reads as the same 
   const blocks = await fixtureBlocks()
   const old = readFooter(OLD).footer
   // the fixture holds the filters this writer no longer uses where it now uses zigzag + shuffle
-  assert.equal(old.kinds.instruction.cols.transactionIndex.fr![0][1], FILTER_ZIGZAG32)
-  assert.equal(old.kinds.instruction.cols.accounts.fr![0][1], FILTER_DELTA32)
+  assert.equal(old.kinds.instruction.cols.transactionIndex.frames![0][1], FILTER_ZIGZAG32)
+  assert.equal(old.kinds.instruction.cols.accounts.frames![0][1], FILTER_DELTA32)
   const path = join(tempDir(), 'now.spc')
   const now = (await writeChunkFile(path, blocks, { fsync: false })).footer
-  assert.equal(now.kinds.instruction.cols.transactionIndex.fr![0][1], FILTER_ZIGZAG32_SHUFFLE)
-  assert.equal(now.kinds.instruction.cols.accounts.fr![0][1], FILTER_ZIGZAG32_SHUFFLE)
+  assert.equal(now.kinds.instruction.cols.transactionIndex.frames![0][1], FILTER_ZIGZAG32_SHUFFLE)
+  assert.equal(now.kinds.instruction.cols.accounts.frames![0][1], FILTER_ZIGZAG32_SHUFFLE)
   const before = readChunkBlocks(OLD)
   assert.deepEqual(before, readChunkBlocks(path))
   assert.deepEqual(
@@ -163,11 +163,11 @@ test('format 5: text parts and JSON columns in zstd frames, binary parts in brot
   const seen = new Set<string>()
   for (const [name, t] of [['header', z.header] as const, ...RECORD_KINDS.map((k) => [k, z.kinds[k]] as const)])
     for (const [col, m] of Object.entries(t.cols)) {
-      const codecs = m.zc ?? m.p.map(() => CODEC_BROTLI)
-      m.p.forEach((_, i) => {
-        const f = framing(m.e, i, true)
+      const codecs = m.codecs ?? m.partLengths.map(() => CODEC_BROTLI)
+      m.partLengths.forEach((_, i) => {
+        const f = framing(m.encoding, i, true)
         const text = f.log === framing('dict', 0).log && f.lgwin === framing('dict', 0).lgwin
-        const whole = m.e.startsWith('j') && i === 0
+        const whole = m.encoding.startsWith('j') && i === 0
         assert.equal(codecs[i], text || whole ? CODEC_ZSTD : CODEC_BROTLI, `${name}.${col} part ${i}`)
         seen.add(`${codecs[i]}:${text ? 'text' : whole ? 'json' : 'binary'}`)
       })
@@ -175,26 +175,26 @@ test('format 5: text parts and JSON columns in zstd frames, binary parts in brot
   assert.deepEqual([...seen].sort(), [`${CODEC_BROTLI}:binary`, `${CODEC_ZSTD}:json`, `${CODEC_ZSTD}:text`])
   // brotli throughout when told, and in format 4 whatever is asked (its readers know brotli only)
   for (const t of Object.values(readFooter(bfile).footer.kinds))
-    for (const m of Object.values(t.cols)) assert.equal(m.zc, undefined)
+    for (const m of Object.values(t.cols)) assert.equal(m.codecs, undefined)
   const v4 = join(dir, 'v4.spc')
   await writeChunkFile(v4, blocks, { fsync: false, zstd: true, formatVersion: 4 })
   for (const t of Object.values(readFooter(v4).footer.kinds))
-    for (const m of Object.values(t.cols)) assert.equal(m.zc, undefined)
+    for (const m of Object.values(t.cols)) assert.equal(m.codecs, undefined)
   // the same records from all three
   assert.deepEqual(readChunkBlocks(zfile), readChunkBlocks(bfile))
   assert.deepEqual(readChunkBlocks(v4), readChunkBlocks(bfile))
   // a zstd frame damaged under a checksum made to match: the decoder's error, as a corrupt chunk
   const m = z.kinds.instruction.cols.accounts
-  const first = m.fr![0].length - 2 // frames of the offsets part come first
-  const at = m.o + Math.abs(m.fr![0].slice(2).reduce((s, l) => s + Math.abs(l), 0))
-  assert.equal(m.zc![1], CODEC_ZSTD)
-  const len = m.fr![1][2]
+  const first = m.frames![0].length - 2 // frames of the offsets part come first
+  const at = m.offset + Math.abs(m.frames![0].slice(2).reduce((s, l) => s + Math.abs(l), 0))
+  assert.equal(m.codecs![1], CODEC_ZSTD)
+  const len = m.frames![1][2]
   assert.ok(len > 0, 'the text frame is stored compressed')
   const b = readFileSync(zfile)
   b[at + 6] ^= 0xff // inside the zstd frame header: the frame no longer decodes
-  m.fc![first] = crc32(b.subarray(at, at + len))
+  m.frameCrcs![first] = crc32(b.subarray(at, at + len))
   assert.throws(
-    () => unframe(b.subarray(m.o, m.o + m.l), m, (why) => new CorruptChunkError(why)),
+    () => unframe(b.subarray(m.offset, m.offset + m.storedLength), m, (why) => new CorruptChunkError(why)),
     (e: unknown) => e instanceof CorruptChunkError && /zstd frame does not decompress/.test((e as Error).message),
   )
 })

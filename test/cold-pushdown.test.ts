@@ -208,8 +208,13 @@ test('format 3 page checksums and format 4 frames: damaged bytes fail the reads 
     await writeStore(dir, blocks, { targetBlocks: 100, formatVersion })
     const file = join(dir, 'chunks', readdirSync(join(dir, 'chunks'))[0])
     const m = readFooter(file).footer.kinds.instruction.cols.accounts
-    if (formatVersion === 3) assert.ok(m.pc && m.pc.length >= 3, `accounts blob spans ${m.pc?.length} pages`)
-    else assert.ok(m.t === 'safeAsciiList' && m.fc && m.fc.length >= 7, `accounts blob in ${m.fc?.length} frames`)
+    if (formatVersion === 3)
+      assert.ok(m.pageCrcs && m.pageCrcs.length >= 3, `accounts blob spans ${m.pageCrcs?.length} pages`)
+    else
+      assert.ok(
+        m.type === 'safeAsciiList' && m.frameCrcs && m.frameCrcs.length >= 7,
+        `accounts blob in ${m.frameCrcs?.length} frames`,
+      )
     // expected values, from the intact file
     const s0 = await DiskColdStore.open(dir, { readOnly: true })
     const t0 = (await allChunks(s0))[0].table('instruction')
@@ -217,7 +222,7 @@ test('format 3 page checksums and format 4 frames: damaged bytes fail the reads 
     await s0.close()
     // flip a byte in the last page / frame: the postings' positions (the blob's last part) live there
     const b = readFileSync(file)
-    b[m.o + m.l - 3] ^= 0xff
+    b[m.offset + m.storedLength - 3] ^= 0xff
     writeFileSync(file, b)
     const s = await DiskColdStore.open(dir, { readOnly: true })
     const t = (await allChunks(s))[0].table('instruction')

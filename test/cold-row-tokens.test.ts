@@ -240,7 +240,7 @@ test('parts read whole to build a few rows are dropped once the rows are written
   const c = chunks[0] as DiskChunk
   const t = c.table('instruction')
   const n = t.rowCount
-  const parts = (readFooter(c.path).footer.kinds.instruction.cols.accounts.p as number[]).slice(0, 5)
+  const parts = (readFooter(c.path).footer.kinds.instruction.cols.accounts.partLengths as number[]).slice(0, 5)
   const whole = parts.reduce((a, b) => a + b, 0)
   // every 10th row: few rows (1 in 10), but enough to read the parts whole
   const rows = Array.from({ length: Math.floor(n / 10) }, (_, k) => 10 * k)

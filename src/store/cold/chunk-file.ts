@@ -50,46 +50,56 @@ export const PRUNE_FIELDS: { readonly [kind: string]: readonly string[] } = Obje
   DEFAULT_DATASET.kinds.map((k) => [k, DEFAULT_DATASET.pruneFields(k)]),
 )
 
-export interface ColMeta {
-  e: Enc
-  /** file offset and stored length of the blob */
-  o: number
-  l: number
-  /** raw (uncompressed) part lengths, without padding */
-  p: number[]
-  c: number
-  z?: 1
-  w?: 1 | 2 | 4
-  v?: 1
-  /** index parts present (format 2; see encode/encoded.ts `Encoded.x`) */
-  x?: 1
-  /** format 4: dictionary in value order (`Encoded.s`) */
-  s?: 1
-  /** format 4, value-ordered dictionaries: [first code, its value] of each frame of the text */
-  fx?: [number, string][]
+/**
+ * A column blob's footer entry. The footer JSON stores each under a short key, given here in
+ * brackets (footer-keys.ts converts when the footer is read or written).
+ */
+export interface ColumnBlob {
+  /** [e] the column's encoding */
+  encoding: Enc
+  /** [o] file offset of the blob */
+  offset: number
+  /** [l] stored length of the blob */
+  storedLength: number
+  /** [p] raw (uncompressed) part lengths, without padding */
+  partLengths: number[]
+  /** [c] crc32 of the stored blob */
+  crc: number
+  /** [z] the blob is deflate-raw compressed */
+  deflated?: 1
+  /** [w] code / element width in bytes (`Encoded.w`) */
+  width?: 1 | 2 | 4
+  /** [v] validity part present (`Encoded.v`) */
+  validity?: 1
+  /** [x] index parts present (format 2; see encode/encoded.ts `Encoded.x`) */
+  indexParts?: 1
+  /** [s] format 4: dictionary in value order (`Encoded.s`) */
+  valueOrdered?: 1
+  /** [fx] format 4, value-ordered dictionaries: [first code, its value] of each frame of the text */
+  fences?: [number, string][]
   /**
-   * format 3, uncompressed blobs: crc32 of each CRC_PAGE bytes of the blob (the last page may be
-   * shorter), so that a few bytes can be read and checked without reading the whole blob
+   * [pc] format 3, uncompressed blobs: crc32 of each CRC_PAGE bytes of the blob (the last page may
+   * be shorter), so that a few bytes can be read and checked without reading the whole blob
    */
-  pc?: number[]
-  /** format 4: the column's type (catalogue `FieldType`), checked against the reader's */
-  t?: FieldType
+  pageCrcs?: number[]
+  /** [t] format 4: the column's type (catalogue `FieldType`), checked against the reader's */
+  type?: FieldType
   /**
-   * format 4: the blob is compressed frames (frames.ts): per part [log2 frame size, filter,
+   * [fr] format 4: the blob is compressed frames (frames.ts): per part [log2 frame size, filter,
    * stored length of each frame (negative: stored raw)], frames in order
    */
-  fr?: number[][]
-  /** format 4: crc32 of each stored frame, in order */
-  fc?: number[]
-  /** format 5: the codec of each part's frames (frames.ts CODEC_*); absent: brotli throughout */
-  zc?: number[]
+  frames?: number[][]
+  /** [fc] format 4: crc32 of each stored frame, in order */
+  frameCrcs?: number[]
+  /** [zc] format 5: the codec of each part's frames (frames.ts CODEC_*); absent: brotli throughout */
+  codecs?: number[]
 }
 
 export interface TableMeta {
   rows: number
   /** block offsets (u32, blockCount + 1); absent for the header table */
-  off?: ColMeta
-  cols: Record<string, ColMeta>
+  off?: ColumnBlob
+  cols: Record<string, ColumnBlob>
 }
 
 /**
@@ -396,10 +406,10 @@ export class ChunkColumns {
   }
 
   /** the columns of a table written (in order), with the Bloom filters of its pruned fields */
-  private async encodeTable(out: ChunkFileWriter, t: TableColumns): Promise<Record<string, ColMeta>> {
+  private async encodeTable(out: ChunkFileWriter, t: TableColumns): Promise<Record<string, ColumnBlob>> {
     const { version, interner } = this
     const { defs, kind } = t
-    const cols: Record<string, ColMeta> = {}
+    const cols: Record<string, ColumnBlob> = {}
     const prune = t.prune
     for (let k = 0; k < defs.length; k++) {
       const d = defs[k]
@@ -460,8 +470,8 @@ function internedColumn(c: InternedIds): InternedColumn {
 }
 
 /** Every blob of a chunk with its row count (header columns, block offsets, record columns). */
-function blobsOf(ft: Footer, ds: Dataset): { m: ColMeta; n: number }[] {
-  const out: { m: ColMeta; n: number }[] = []
+function blobsOf(ft: Footer, ds: Dataset): { m: ColumnBlob; n: number }[] {
+  const out: { m: ColumnBlob; n: number }[] = []
   for (const d of ds.header) if (ft.header.cols[d.name]) out.push({ m: ft.header.cols[d.name], n: ft.blockCount })
   for (const kind of ds.kinds) {
     const t = ft.kinds[kind]
@@ -493,13 +503,13 @@ const RENAMED_TYPES: { readonly [old: string]: FieldType } = { base58: 'safeAsci
  * when the chunk has no such column (written before the field existed: it reads as null), an
  * error when the chunk stores it with another type.
  */
-export function columnEntry(path: string, table: string, t: TableMeta, def: FieldDef): ColMeta | null {
+export function columnEntry(path: string, table: string, t: TableMeta, def: FieldDef): ColumnBlob | null {
   const m = t.cols[def.name]
   if (m === undefined) return null
-  const stored = m.t === undefined ? undefined : (RENAMED_TYPES[m.t] ?? m.t)
-  if (stored !== undefined ? stored !== def.type : !ENC_OF[def.type].includes(m.e)) {
+  const stored = m.type === undefined ? undefined : (RENAMED_TYPES[m.type] ?? m.type)
+  if (stored !== undefined ? stored !== def.type : !ENC_OF[def.type].includes(m.encoding)) {
     throw new SchemaMismatchError(
-      `${path}: column ${table}.${def.name} is stored as ${m.t ?? `encoding ${m.e}`}, but the catalogue declares it ${def.type}`,
+      `${path}: column ${table}.${def.name} is stored as ${m.type ?? `encoding ${m.encoding}`}, but the catalogue declares it ${def.type}`,
     )
   }
   return m
@@ -513,7 +523,12 @@ export function nullColumn(n: number): null[] {
 }
 
 /** Rebuild blocks from decoded columns (`get` returns the values of a blob). */
-function assemble(path: string, ft: Footer, get: (m: ColMeta, n: number) => ArrayLike<unknown>, ds: Dataset): Block[] {
+function assemble(
+  path: string,
+  ft: Footer,
+  get: (m: ColumnBlob, n: number) => ArrayLike<unknown>,
+  ds: Dataset,
+): Block[] {
   const n = ft.blockCount
   const col = (table: string, t: TableMeta, d: FieldDef, rows: number) => {
     const m = columnEntry(path, table, t, d)
@@ -568,10 +583,10 @@ export async function readChunkBlocksAsync(
   try {
     for (const { m, n } of blobsOf(ft, ds)) {
       if (n > 10_000) await tick()
-      decoded.set(m.o, decodeBlob(path, fd, m, n).values)
+      decoded.set(m.offset, decodeBlob(path, fd, m, n).values)
     }
   } finally {
     closeSync(fd)
   }
-  return assemble(path, ft, (m) => decoded.get(m.o)!, ds)
+  return assemble(path, ft, (m) => decoded.get(m.offset)!, ds)
 }

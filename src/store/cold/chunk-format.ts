@@ -14,7 +14,7 @@ export const TRAILER = 16
 /** chunk format versions read (chunk-file.ts `FORMAT_VERSION` has what each added) */
 export const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4, 5]
 
-/** the page of `ColMeta.pc` checksums (format 3) */
+/** the page of `ColumnBlob.pageCrcs` checksums (`pc` on disk) (format 3) */
 export const CRC_PAGE = 16384
 
 /** crc32 of each CRC_PAGE bytes of `b` (format 3's `pc`) */

@@ -8,8 +8,9 @@ import { brotliDecompressSync, crc32, inflateRawSync } from 'node:zlib'
 import { gatedZlib } from '../../util/zlib-gate.ts'
 import { BLOOM_SCHEMES, bloomHas } from './bloom.ts'
 import { END_MAGIC, END_MAGIC_BROTLI, MAGIC, READABLE_VERSIONS, TRAILER } from './chunk-format.ts'
-import type { ColMeta, Footer } from './chunk-file.ts'
+import type { ColumnBlob, Footer } from './chunk-file.ts'
 import { decodeColumn, type Decoded } from './encode/decode.ts'
+import { footerFromDisk, type DiskFooter } from './footer-keys.ts'
 import { unframe } from './frames.ts'
 import { align8 } from './offsets.ts'
 
@@ -43,13 +44,13 @@ export function readFooter(path: string): { footer: Footer; size: number; jsonBy
       const z = fj
       fj = gatedZlib(() => brotliDecompressSync(z))
     }
-    const footer = JSON.parse(fj.toString('utf8')) as Footer
-    if (!READABLE_VERSIONS.includes(footer.v)) {
+    const raw = JSON.parse(fj.toString('utf8')) as DiskFooter
+    if (!READABLE_VERSIONS.includes(raw.v)) {
       throw new CorruptChunkError(
-        `${path}: chunk format version ${JSON.stringify(footer.v)} is not supported (reads ${READABLE_VERSIONS.join(', ')})`,
+        `${path}: chunk format version ${JSON.stringify(raw.v)} is not supported (reads ${READABLE_VERSIONS.join(', ')})`,
       )
     }
-    return { footer, size, jsonBytes: fj.byteLength }
+    return { footer: footerFromDisk(raw), size, jsonBytes: fj.byteLength }
   } finally {
     closeSync(fd)
   }
@@ -68,40 +69,41 @@ function readExact(fd: number, buf: Uint8Array, off: number, len: number, pos: n
  * Read one blob and split it into its raw parts, verifying its crc unless `verified` (the caller
  * already checked this blob of this immutable file once).
  */
-export function readBlob(path: string, fd: number | null, m: ColMeta, verified = false): Uint8Array[] {
+export function readBlob(path: string, fd: number | null, m: ColumnBlob, verified = false): Uint8Array[] {
   const own = fd === null
   const h = own ? openSync(path, 'r') : fd
   let buf: Uint8Array
   try {
     // a fresh ArrayBuffer: offset 0, so 8-aligned parts give aligned typed-array views
     // (not zero-filled: every byte is read)
-    const b = Buffer.allocUnsafeSlow(m.l)
-    buf = new Uint8Array(b.buffer, b.byteOffset, m.l)
-    readExact(h, buf, 0, m.l, m.o, path)
+    const b = Buffer.allocUnsafeSlow(m.storedLength)
+    buf = new Uint8Array(b.buffer, b.byteOffset, m.storedLength)
+    readExact(h, buf, 0, m.storedLength, m.offset, path)
   } finally {
     if (own) closeSync(h)
   }
-  if (!verified && crc32(buf) !== m.c) throw new CorruptChunkError(`${path}: column checksum mismatch at offset ${m.o}`)
-  if (m.fr)
-    return unframe(buf, m, (why) => new CorruptChunkError(`${path}: column at offset ${m.o}: ${why}`), {
+  if (!verified && crc32(buf) !== m.crc)
+    throw new CorruptChunkError(`${path}: column checksum mismatch at offset ${m.offset}`)
+  if (m.frames)
+    return unframe(buf, m, (why) => new CorruptChunkError(`${path}: column at offset ${m.offset}: ${why}`), {
       path,
-      blob: m.o,
+      blob: m.offset,
     })
-  if (m.z) {
+  if (m.deflated) {
     const raw = gatedZlib(() => inflateRawSync(buf))
     buf = raw.byteOffset % 8 === 0 ? raw : new Uint8Array(raw)
   }
   const parts: Uint8Array[] = []
   let k = 0
-  for (const len of m.p) {
+  for (const len of m.partLengths) {
     parts.push(new Uint8Array(buf.buffer, buf.byteOffset + k, len))
     k += align8(len)
   }
   return parts
 }
 
-export function decodeBlob(path: string, fd: number | null, m: ColMeta, n: number, verified = false): Decoded {
-  return decodeColumn(m.e, n, readBlob(path, fd, m, verified), m.w, m.v)
+export function decodeBlob(path: string, fd: number | null, m: ColumnBlob, n: number, verified = false): Decoded {
+  return decodeColumn(m.encoding, n, readBlob(path, fd, m, verified), m.width, m.validity)
 }
 
 export function readPrune(path: string, footer: Footer): Map<string, Uint8Array> {

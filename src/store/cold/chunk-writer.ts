@@ -10,9 +10,10 @@ import type { FieldType } from '../../catalogue.ts'
 import { gatedZlib } from '../../util/zlib-gate.ts'
 import { buildBloom } from './bloom.ts'
 import { crc32Of, END_MAGIC, END_MAGIC_BROTLI, MAGIC, pageCrcs, TRAILER } from './chunk-format.ts'
-import type { ColMeta, EncodedChunk, Footer, FormatVersion, TableMeta, WriteOptions } from './chunk-file.ts'
+import type { ColumnBlob, EncodedChunk, Footer, FormatVersion, TableMeta, WriteOptions } from './chunk-file.ts'
 import type { Encoded } from './encode/encoded.ts'
 import { compressFrames, framing, type Framed } from './frames.ts'
+import { footerToDisk } from './footer-keys.ts'
 import { align8 } from './offsets.ts'
 
 const ZERO = new Uint8Array(8)
@@ -45,7 +46,7 @@ export class ChunkFileWriter {
    * format 4: blobs whose frames are being compressed (frames.ts, on the thread pool), in file
    * order; their places (o) and frame tables are filled in once all columns are encoded
    */
-  private readonly framed: { meta: ColMeta; f: Promise<Framed> }[] = []
+  private readonly framed: { meta: ColumnBlob; f: Promise<Framed> }[] = []
   private readonly blooms: { key: string; bits: Uint8Array }[] = []
   /** format 4: filters of exactly 10 bits per value (scheme 2); older formats as they were written */
   private readonly bloomScheme: number
@@ -71,20 +72,29 @@ export class ChunkFileWriter {
   }
 
   /** a column of declared type `t`, encoded as `enc`: its footer entry (format 4: placed by `finish`) */
-  column(enc: Encoded, t: FieldType): ColMeta {
+  column(enc: Encoded, t: FieldType): ColumnBlob {
     const { version, opts } = this
     const p = enc.parts.map((x) => x.byteLength)
     if (version >= 4) {
       // format 4 readers know brotli frames only
       const f = compressFrames(enc.e, enc.parts, opts.frameLog, version >= 5 ? opts.zstd : false, opts.compressHere)
       f.catch(() => undefined) // awaited (and reported) in `finish`
-      const meta: ColMeta = { e: enc.e, t, o: 0, l: 0, p, c: 0, fr: [], fc: [] }
-      if (enc.w) meta.w = enc.w
-      if (enc.v) meta.v = enc.v
-      if (enc.x) meta.x = enc.x
+      const meta: ColumnBlob = {
+        encoding: enc.e,
+        type: t,
+        offset: 0,
+        storedLength: 0,
+        partLengths: p,
+        crc: 0,
+        frames: [],
+        frameCrcs: [],
+      }
+      if (enc.w) meta.width = enc.w
+      if (enc.v) meta.validity = enc.v
+      if (enc.x) meta.indexParts = enc.x
       if (enc.s) {
-        meta.s = enc.s
-        meta.fx = fences(enc, opts.frameLog ?? framing(enc.e, enc.e === 'list' ? 1 : 0).log)
+        meta.valueOrdered = enc.s
+        meta.fences = fences(enc, opts.frameLog ?? framing(enc.e, enc.e === 'list' ? 1 : 0).log)
       }
       this.framed.push({ meta, f })
       return meta
@@ -110,12 +120,18 @@ export class ChunkFileWriter {
         z = 1
       }
     }
-    const meta: ColMeta = { e: enc.e, o: this.pos, l: stored.byteLength, p, c: crc32(stored) }
-    if (z) meta.z = z
-    if (enc.w) meta.w = enc.w
-    if (enc.v) meta.v = enc.v
-    if (enc.x) meta.x = enc.x
-    if (version >= 3 && !z) meta.pc = pageCrcs(stored)
+    const meta: ColumnBlob = {
+      encoding: enc.e,
+      offset: this.pos,
+      storedLength: stored.byteLength,
+      partLengths: p,
+      crc: crc32(stored),
+    }
+    if (z) meta.deflated = z
+    if (enc.w) meta.width = enc.w
+    if (enc.v) meta.validity = enc.v
+    if (enc.x) meta.indexParts = enc.x
+    if (version >= 3 && !z) meta.pageCrcs = pageCrcs(stored)
     this.store([stored])
     return meta
   }
@@ -134,12 +150,12 @@ export class ChunkFileWriter {
     const version = this.version
     for (const { meta, f: pending } of this.framed) {
       const f = await pending
-      meta.o = this.pos
-      meta.l = f.bytes
-      meta.c = crc32Of(f.stored)
-      meta.fr = f.fr
-      meta.fc = f.fc
-      if (f.zc) meta.zc = f.zc
+      meta.offset = this.pos
+      meta.storedLength = f.bytes
+      meta.crc = crc32Of(f.stored)
+      meta.frames = f.fr
+      meta.frameCrcs = f.fc
+      if (f.zc) meta.codecs = f.zc
       this.store(f.stored)
     }
 
@@ -167,7 +183,7 @@ export class ChunkFileWriter {
       kinds,
       prune: { o: pruneOff, l: section.byteLength, c: crc32(section), h: this.bloomScheme, f },
     }
-    const json = Buffer.from(JSON.stringify(footer), 'utf8')
+    const json = Buffer.from(JSON.stringify(footerToDisk(footer)), 'utf8')
     // format 4: compressed (frame lengths and checksums make it a few kilobytes per chunk)
     const fj =
       version >= 4

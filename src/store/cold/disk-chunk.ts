@@ -17,7 +17,7 @@ import {
   readBlob,
   readFooter,
   readPrune,
-  type ColMeta,
+  type ColumnBlob,
   type Footer,
 } from './chunk-file.ts'
 import { framesOf } from './frames.ts'
@@ -162,9 +162,9 @@ export class DiskChunk implements Chunk {
   }
 
   /** decode one blob of this file (crc checked on its first read only) */
-  decode(m: ColMeta, n: number): { values: ArrayLike<unknown>; bytes: number } {
-    const d = decodeBlob(this.path, null, m, n, this.verified.has(m.o))
-    this.verified.add(m.o)
+  decode(m: ColumnBlob, n: number): { values: ArrayLike<unknown>; bytes: number } {
+    const d = decodeBlob(this.path, null, m, n, this.verified.has(m.offset))
+    this.verified.add(m.offset)
     return d
   }
 
@@ -173,30 +173,30 @@ export class DiskChunk implements Chunk {
    * read on demand, whole parts or pages (format 3: each page crc-checked when read; older
    * formats: the whole blob is checked once, on its first use)
    */
-  raw(m: ColMeta, n: number): RawColumn {
-    const k = this.cacheKey(m.o)
+  raw(m: ColumnBlob, n: number): RawColumn {
+    const k = this.cacheKey(m.offset)
     let v = this.cache.get(k) as unknown as RawColumn | undefined
     if (v === undefined) {
       let parts: Parts
-      if (m.fr) {
+      if (m.frames) {
         // format 4: frames read and decompressed on demand, each checked with its own crc32
         parts = new Parts(
-          m.p,
+          m.partLengths,
           null,
           {
             path: this.path,
-            start: m.o,
-            length: m.l,
+            start: m.offset,
+            length: m.storedLength,
             crcs: null,
             checked: null,
             frames: framesOf(m),
           },
           this.io,
         )
-      } else if (m.z) {
+      } else if (m.deflated) {
         // compressed: read (and inflate) whole
-        const read = readBlob(this.path, null, m, this.verified.has(m.o))
-        this.verified.add(m.o)
+        const read = readBlob(this.path, null, m, this.verified.has(m.offset))
+        this.verified.add(m.offset)
         parts = new Parts(
           read.map((p) => p.byteLength),
           read,
@@ -206,27 +206,27 @@ export class DiskChunk implements Chunk {
       } else {
         // pages read on demand, each checked with its own crc (format 3); older formats check the
         // whole blob once, on this first read, then read pages unchecked (the file is immutable)
-        if (!m.pc && !this.verified.has(m.o)) {
+        if (!m.pageCrcs && !this.verified.has(m.offset)) {
           readBlob(this.path, null, m, false)
-          this.verified.add(m.o)
+          this.verified.add(m.offset)
         }
         let checked: Uint8Array | null = null
-        if (m.pc) {
-          checked = this.checkedPages.get(m.o) ?? null
-          if (checked === null) this.checkedPages.set(m.o, (checked = new Uint8Array(m.pc.length)))
+        if (m.pageCrcs) {
+          checked = this.checkedPages.get(m.offset) ?? null
+          if (checked === null) this.checkedPages.set(m.offset, (checked = new Uint8Array(m.pageCrcs.length)))
         }
-        const src = { path: this.path, start: m.o, length: m.l, crcs: m.pc ?? null, checked }
-        parts = new Parts(m.p, null, src, this.io)
+        const src = { path: this.path, start: m.offset, length: m.storedLength, crcs: m.pageCrcs ?? null, checked }
+        parts = new Parts(m.partLengths, null, src, this.io)
       }
-      const x = m.x === 1
+      const x = m.indexParts === 1
       const layout = {
-        e: m.e,
-        w: m.w,
+        e: m.encoding,
+        w: m.width,
         x,
-        v: m.v === 1,
-        sortedDict: m.s === 1,
-        fences: m.fx ?? null,
-        postings: postingsOf(m.e, x, m.p),
+        v: m.validity === 1,
+        sortedDict: m.valueOrdered === 1,
+        fences: m.fences ?? null,
+        postings: postingsOf(m.encoding, x, m.partLengths),
       }
       v = new RawColumn(layout, n, parts)
       // accounted for the bytes it holds (whole parts, pages read on demand, parsed values), which
@@ -264,7 +264,12 @@ export class DiskChunk implements Chunk {
     // the filters that follow); such columns have no Bloom filter
     const t = this.footer.kinds[kind]
     const m = t.cols[field]
-    if (m !== undefined && m.s === 1 && m.x === 1 && this.dataset.pruneFields(kind).includes(field)) {
+    if (
+      m !== undefined &&
+      m.valueOrdered === 1 &&
+      m.indexParts === 1 &&
+      this.dataset.pruneFields(kind).includes(field)
+    ) {
       const raw = this.raw(m, t.rows)
       for (const v of values) if (raw.lookup(v) >= 0) return true
       return false
@@ -294,9 +299,9 @@ export class DiskChunk implements Chunk {
   }
 
   /** whether the cache holds column `kind.field` (entry `m`) decoded or as its stored parts: nothing to read ahead */
-  holds(kind: string, field: string, m: ColMeta): boolean {
+  holds(kind: string, field: string, m: ColumnBlob): boolean {
     return (
-      this.cache.peek(this.cacheKey(m.o)) !== undefined ||
+      this.cache.peek(this.cacheKey(m.offset)) !== undefined ||
       this.cache.peek(this.cacheKey(qualified(kind, field))) !== undefined
     )
   }
@@ -334,7 +339,7 @@ class DiskTable implements Table {
    * the stored entry of a column the reader knows (unknown names throw), null when this chunk
    * predates it (it reads as null); a type other than the reader's is an error
    */
-  private entry(field: string): ColMeta | null {
+  private entry(field: string): ColumnBlob | null {
     const def = known(this.chunk.columns, this.kind).get(field)
     if (!def) throw new Error(`unknown column ${this.kind}.${field}`)
     return columnEntry(this.chunk.path, this.kind, this.chunk.footer.kinds[this.kind], def)
@@ -352,30 +357,37 @@ class DiskTable implements Table {
   /** filters on the stored form: string dictionaries, plain strings and lists of format 2 */
   match(field: string, op: MatchOp, rows: Int32Array, n: number): number {
     const m = this.entry(field)
-    if (m === null || (m.x !== 1 && m.e !== 'bool')) return -1
+    if (m === null || (m.indexParts !== 1 && m.encoding !== 'bool')) return -1
     return this.chunk.raw(m, this.rowCount).match(op, rows, n)
   }
 
   candidates(field: string, op: MatchOp, lo: number, hi: number): Int32Array | null {
     const m = this.entry(field)
-    if (m === null || m.x !== 1) return null
+    if (m === null || m.indexParts !== 1) return null
     return this.chunk.raw(m, this.rowCount).candidates(op, lo, hi)
   }
 
   tokens(field: string, bigintsAsNumbers: boolean): JsonTokens | null {
     const m = this.entry(field)
-    if (m === null || (m.x !== 1 && m.e !== 'addr' && m.e !== 'u64' && m.e !== 'i64')) return null
+    if (m === null || (m.indexParts !== 1 && m.encoding !== 'addr' && m.encoding !== 'u64' && m.encoding !== 'i64'))
+      return null
     return this.chunk.raw(m, this.rowCount).tokens(bigintsAsNumbers)
   }
 
   rowTokens(field: string, reads: number, bigintsAsNumbers = false): JsonTokens | null {
     const m = this.entry(field)
     const c = this.chunk
-    const fixed = m !== null && (m.e === 'addr' || m.e === 'u32' || m.e === 'u64' || m.e === 'i64' || m.e === 'bool')
+    const fixed =
+      m !== null &&
+      (m.encoding === 'addr' ||
+        m.encoding === 'u32' ||
+        m.encoding === 'u64' ||
+        m.encoding === 'i64' ||
+        m.encoding === 'bool')
     // already decoded: nothing cheaper, but for 32-bit integers: a few rows' values are scattered
     // over megabytes of the decoded column (a cache miss each), the rows kept are packed
-    if (m === null || (m.x !== 1 && !fixed)) return null
-    if (m.e !== 'u32' && c.cache.has(c.cacheKey(qualified(this.kind, field)))) return null
+    if (m === null || (m.indexParts !== 1 && !fixed)) return null
+    if (m.encoding !== 'u32' && c.cache.has(c.cacheKey(qualified(this.kind, field)))) return null
     return c.raw(m, this.rowCount).rowTokens(reads, bigintsAsNumbers)
   }
 
@@ -385,8 +397,8 @@ class DiskTable implements Table {
     // already decoded: nothing cheaper
     if (m === null || c.cache.has(c.cacheKey(qualified(this.kind, field)))) return null
     const t = c.footer.kinds[this.kind]
-    const simple = m.e === 'addr' || m.e === 'bool' || m.e === 'ver' || m.v === 1
-    if (m.x !== 1 && !simple) return null
+    const simple = m.encoding === 'addr' || m.encoding === 'bool' || m.encoding === 'ver' || m.validity === 1
+    if (m.indexParts !== 1 && !simple) return null
     return c.raw(m, t.rows).rowView(reads)
   }
 }

@@ -10,7 +10,7 @@ export const TEXT_LOG = 19
 /** parts start at multiples of this in the virtual blob (the largest frame) */
 export const MAX_FRAME = 1 << TEXT_LOG
 
-/** a frame's compressor (a part's codec, `ColMeta.zc`; chunks of format 4 are brotli throughout) */
+/** a frame's compressor (a part's codec, `ColumnBlob.codecs`, `zc` on disk; chunks of format 4 are brotli throughout) */
 export const CODEC_BROTLI = 0
 export const CODEC_ZSTD = 1
 
@@ -23,23 +23,31 @@ export interface Frames {
   fc: readonly number[]
 }
 
-export function framesOf(m: { p: readonly number[]; fr?: number[][]; fc?: number[]; zc?: number[] }): Frames {
+/** what framesOf and unframe read of a column blob's footer entry (chunk-file.ts `ColumnBlob`) */
+export interface FramedBlob {
+  partLengths: readonly number[]
+  frames?: number[][]
+  frameCrcs?: number[]
+  codecs?: number[]
+}
+
+export function framesOf(m: FramedBlob): Frames {
   const voff: number[] = []
   const parts: Frames['parts'] = []
   let v = 0
   let at = 0
   let crc0 = 0
-  m.p.forEach((len, i) => {
+  m.partLengths.forEach((len, i) => {
     voff.push(v)
     v += Math.ceil(len / MAX_FRAME) * MAX_FRAME
-    const [log, filter, ...lens] = m.fr![i]
+    const [log, filter, ...lens] = m.frames![i]
     const ats: number[] = []
     for (const l of lens) {
       ats.push(at)
       at += Math.abs(l)
     }
-    parts.push({ log, filter, codec: m.zc?.[i] ?? CODEC_BROTLI, at: ats, len: lens, crc0 })
+    parts.push({ log, filter, codec: m.codecs?.[i] ?? CODEC_BROTLI, at: ats, len: lens, crc0 })
     crc0 += lens.length
   })
-  return { voff, parts, fc: m.fc! }
+  return { voff, parts, fc: m.frameCrcs! }
 }

@@ -69,7 +69,7 @@ import { gatedZlib } from '../../util/zlib-gate.ts'
 import type { Enc } from './encode/encoded.ts'
 import { align8 } from './offsets.ts'
 import { noteFrame, takePrefetched } from './prefetch.ts'
-import { CODEC_BROTLI, CODEC_ZSTD, framesOf, MAX_FRAME, TEXT_LOG, type Frames } from './frame-table.ts'
+import { CODEC_BROTLI, CODEC_ZSTD, framesOf, MAX_FRAME, TEXT_LOG, type FramedBlob, type Frames } from './frame-table.ts'
 
 export { CODEC_BROTLI, CODEC_ZSTD, MAX_FRAME, framesOf, type Frames } from './frame-table.ts'
 
@@ -523,16 +523,16 @@ export function inflateFrame(
  */
 export function unframe(
   stored: Uint8Array,
-  m: { p: readonly number[]; fr?: number[][]; fc?: number[]; zc?: number[] },
+  m: FramedBlob,
   fail: (why: string) => Error,
   src?: { path: string; blob: number },
 ): Uint8Array[] {
   const f = framesOf(m)
-  const total = m.p.reduce((s, len) => s + align8(len), 0)
+  const total = m.partLengths.reduce((s, len) => s + align8(len), 0)
   const buf = new Uint8Array(new ArrayBuffer(total))
   const out: Uint8Array[] = []
   let k = 0
-  m.p.forEach((len, i) => {
+  m.partLengths.forEach((len, i) => {
     const p = f.parts[i]
     const size = 2 ** p.log
     for (let j = 0; j < p.at.length; j++) {

@@ -27,7 +27,7 @@
  */
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads'
 import { WorkerPool, type WorkerPoolStats } from '../../util/worker-pool.ts'
-import type { ColMeta, Footer } from './chunk-file.ts'
+import type { ColumnBlob, Footer } from './chunk-file.ts'
 import { framesOf } from './frame-table.ts'
 
 /** raw bytes of frames decompressed ahead and not taken yet, at most */
@@ -242,14 +242,14 @@ export class Prefetcher {
     this.logs.delete(path)
     if (log === undefined || log.size === 0) return []
     const out: ReadWhole[] = []
-    const tables: [string, Record<string, ColMeta>][] = [['header', footer.header.cols]]
+    const tables: [string, Record<string, ColumnBlob>][] = [['header', footer.header.cols]]
     for (const [kind, t] of Object.entries(footer.kinds)) tables.push([kind, t.cols])
     for (const [kind, cols] of tables) {
       for (const [field, m] of Object.entries(cols)) {
-        const counts = log.get(m.o)
-        if (counts === undefined || !m.fr) continue
+        const counts = log.get(m.offset)
+        if (counts === undefined || !m.frames) continue
         const parts: number[] = []
-        m.fr.forEach((fr, i) => {
+        m.frames.forEach((fr, i) => {
           if (fr.length > 2 && counts[i] === fr.length - 2) parts.push(i)
         })
         if (parts.length) out.push({ kind, field, parts })
@@ -266,7 +266,7 @@ export class Prefetcher {
     path: string,
     footer: Footer,
     wanted: ReadWhole[],
-    skip: (kind: string, field: string, m: ColMeta) => boolean,
+    skip: (kind: string, field: string, m: ColumnBlob) => boolean,
   ): void {
     if (wanted.length === 0) return
     const jobs: Job[] = []
@@ -274,7 +274,7 @@ export class Prefetcher {
       for (const w of wanted) {
         const t = w.kind === 'header' ? footer.header : footer.kinds[w.kind as keyof Footer['kinds']]
         const m = t?.cols[w.field]
-        if (m === undefined || !m.fr || !m.fc || skip(w.kind, w.field, m)) continue
+        if (m === undefined || !m.frames || !m.frameCrcs || skip(w.kind, w.field, m)) continue
         if (!this.queueColumn(path, m, w.parts, jobs)) return
       }
     } finally {
@@ -283,7 +283,7 @@ export class Prefetcher {
   }
 
   /** jobs for the frames of `parts` of column `m` not asked for yet; false once the memory bound is reached */
-  private queueColumn(path: string, m: ColMeta, parts: number[], jobs: Job[]): boolean {
+  private queueColumn(path: string, m: ColumnBlob, parts: number[], jobs: Job[]): boolean {
     const f = framesOf(m)
     for (const i of parts) {
       const p = f.parts[i]
@@ -291,10 +291,10 @@ export class Prefetcher {
       const size = 2 ** p.log
       for (let j = 0; j < p.at.length; j++) {
         if (p.len[j] <= 0) continue // stored raw: nothing to decompress
-        const at = m.o + p.at[j]
+        const at = m.offset + p.at[j]
         const key = frameKey(path, at)
         if (this.ready.has(key)) continue
-        const rawLen = Math.min(size, m.p[i] - j * size)
+        const rawLen = Math.min(size, m.partLengths[i] - j * size)
         while (this.held + rawLen > PREFETCH_BYTES && this.ready.size > 0) {
           const before = this.held
           this.dropOldest()
@@ -382,7 +382,7 @@ export function prefetch(
   path: string,
   footer: Footer,
   wanted: ReadWhole[],
-  skip: (kind: string, field: string, m: ColMeta) => boolean,
+  skip: (kind: string, field: string, m: ColumnBlob) => boolean,
 ): void {
   sharedPrefetcher.prefetch(path, footer, wanted, skip)
 }
