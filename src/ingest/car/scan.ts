@@ -2,7 +2,7 @@
  * Transaction and Entry nodes (nearly all of a CAR file's nodes) read in place from their DAG-CBOR
  * bytes, without the generic decoder's values: the tuple's fields taken where they lie, byte
  * strings and links as views of the node. Only the usual shape is read here (definite lengths,
- * DataFrames with a null or unsigned hash, links of CIDv1 bytes); anything else gives null, and
+ * integers in their shortest heads up to 2^53, hashes of up to 64 bits, links of CIDv1 bytes); anything else gives null, and
  * `decodeNode` (nodes.ts) decodes or rejects the node with its own message. What is returned is
  * what `decodeNode` gives for the same bytes.
  */
@@ -105,12 +105,36 @@ class Scan {
     return out
   }
 
+  /**
+   * a DataFrame's hash: null, or an integer of up to 64 bits (unsigned, or signed as some writers
+   * store it: the same 64 bits), as decodeNode reads it
+   */
+  hash(): bigint | null {
+    if (this.isNull()) return null
+    const b = this.b
+    const p = this.pos
+    const major = p < b.length ? b[p] >> 5 : 7
+    if (major > 1) return (this.fail(), null)
+    let n: bigint
+    if ((b[p] & 31) === 27) {
+      if (p + 9 > b.length) return (this.fail(), null)
+      const hi = ((b[p + 1] << 24) | (b[p + 2] << 16) | (b[p + 3] << 8) | b[p + 4]) >>> 0
+      const lo = ((b[p + 5] << 24) | (b[p + 6] << 16) | (b[p + 7] << 8) | b[p + 8]) >>> 0
+      n = (BigInt(hi) << 32n) | BigInt(lo)
+      this.pos = p + 9
+    } else {
+      const v = this.arg(major)
+      if (v < 0) return null
+      n = BigInt(v)
+    }
+    return major === 0 ? n : BigInt.asUintN(64, -1n - n)
+  }
+
   /** a DataFrame [6, hash?, index?, total?, data, next?], or null after a failure */
   frame(): DataFrameNode | null {
     const n = this.arg(4)
     if ((n !== 5 && n !== 6) || this.arg(0) !== KIND_DATAFRAME) return (this.fail(), null)
-    // the hash: null or an unsigned integer below 2^53 (others: the generic decoder)
-    const h = this.optUint()
+    const hash = this.hash()
     const index = this.optUint()
     const total = this.optUint()
     const data = this.bytes()
@@ -121,7 +145,7 @@ class Scan {
       if (l === null) return null
       next = l
     }
-    return { kind: KIND_DATAFRAME, hash: h === null ? null : BigInt(h), index, total, data, next }
+    return { kind: KIND_DATAFRAME, hash, index, total, data, next }
   }
 }
 
