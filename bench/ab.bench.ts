@@ -2,7 +2,7 @@
  * Two versions of solportal's code, alternating on the same data: is a change within noise?
  *
  * `AB_BASE=<a checkout of the other code, with node_modules> npm run bench -- ab`
- * (e.g. `git worktree add /tmp/base <commit> && ln -s "$PWD/node_modules" /tmp/base/`).
+ * (e.g. `git worktree add ../base <commit> && ln -s "$PWD/node_modules" ../base/`).
  *
  * 1. `solportal gen` (deterministic, cached under bench/tmp/ab/) → `solportal import` by each code,
  *    alternating, AB_IMPORT_ROUNDS times each: wall time and CPU time (the child's, from this

@@ -20,7 +20,7 @@ import { execFileSync } from 'node:child_process'
 import { mkdirSync, rmSync, statSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { Catalogue, chunkFileName, type ChunkEntry } from '../src/store/cold/catalogue.ts'
+import { ChunkIndex, chunkFileName, type ChunkEntry } from '../src/store/cold/chunk-index/chunk-index.ts'
 import { writeManifest } from '../src/store/cold/manifest.ts'
 
 const WORK = join(fileURLToPath(new URL('.', import.meta.url)), 'tmp', 'catalogue')
@@ -58,7 +58,7 @@ async function build(dir: string, n: number): Promise<number> {
   rmSync(dir, { recursive: true, force: true })
   mkdirSync(dir, { recursive: true })
   const t0 = performance.now()
-  const cat = (await Catalogue.open(dir, { fsync: false }))!
+  const cat = (await ChunkIndex.open(dir, { fsync: false }))!
   let batch: ChunkEntry[] = []
   for (const e of entries(n)) {
     batch.push(e)
@@ -80,7 +80,7 @@ async function build(dir: string, n: number): Promise<number> {
  * both see the same disk conditions): median and mean of each
  */
 async function appendCosts(dirs: string[], fsync: boolean, runs: number): Promise<{ median: number; mean: number }[]> {
-  const cats = await Promise.all(dirs.map(async (d) => (await Catalogue.open(d, { fsync }))!))
+  const cats = await Promise.all(dirs.map(async (d) => (await ChunkIndex.open(d, { fsync }))!))
   const times = cats.map(() => [] as number[])
   const slots = cats.map((c) => c.snapshot().last()!.lastBlock + 1)
   for (let k = 0; k < runs; k++) {
@@ -130,7 +130,7 @@ async function openChild(dir: string): Promise<OpenFigures> {
   const rss0 = process.memoryUsage().rss
   const heap0 = heap()
   const t0 = performance.now()
-  const cat = (await Catalogue.open(dir, { readOnly: true }))!
+  const cat = (await ChunkIndex.open(dir, { readOnly: true }))!
   const openMs = performance.now() - t0
   gc?.()
   const rssOpen = process.memoryUsage().rss - rss0

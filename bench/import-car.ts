@@ -12,14 +12,14 @@
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { runImport } from '../src/cli/commands/import.ts'
+import { runImport } from '../src/ingest/import/index.ts'
 import { readTextLines } from '../src/ingest/archive.ts'
 import { Chain, carBlocks } from '../src/ingest/car/blocks.ts'
 import { writeArchive } from '../src/ingest/generate.ts'
 import { encodeRewards, encodeTransactionStatusMeta } from '../src/ingest/solana-storage/index.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
 import type { ArchiveLine } from '../src/rpc/types.ts'
-import { readCatalogue } from '../src/store/cold/catalogue.ts'
+import { readChunkIndex } from '../src/store/cold/chunk-index/chunk-index.ts'
 import { coldDir } from '../src/store/dataset-dir.ts'
 import { writeCar } from '../test/support/car/writer.ts'
 
@@ -71,7 +71,7 @@ export async function carSection(work: string, log: (s: string) => void): Promis
       const used = cpuNow() - c
       if (r.imported !== BLOCKS) throw new Error(`import bench: ${i.name} imported ${r.imported} blocks`)
       cpu.get(i.name)!.push(used)
-      sums.set(i.name, JSON.stringify((await readCatalogue(coldDir(ds)))!.map((e) => e.sha256)))
+      sums.set(i.name, JSON.stringify((await readChunkIndex(coldDir(ds)))!.map((e) => e.sha256)))
       log(`CAR vs archive lines, round ${round + 1}, ${i.name}: CPU ${used.toFixed(2)} s`)
     }
   }

@@ -36,15 +36,15 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { fork } from 'node:child_process'
 import { gzipSync } from 'node:zlib'
-import { runImport } from '../src/cli/commands/import.ts'
+import { runImport } from '../src/ingest/import/index.ts'
 import { RpcInput } from '../src/cli/commands/import-rpc.ts'
 import { readTextLines, toArchiveLine } from '../src/ingest/archive.ts'
 import { GEN_VERSION, writeArchive, type GenStats } from '../src/ingest/generate.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
-import { estimateBlockBytes } from '../src/store/cold.ts'
-import { readCatalogue } from '../src/store/cold/catalogue.ts'
+import { estimateBlockBytes } from '../src/store/cold/disk-store.ts'
+import { readChunkIndex } from '../src/store/cold/chunk-index/chunk-index.ts'
 import { encodeChunk } from '../src/store/cold/chunk-file.ts'
 import { coldDir } from '../src/store/dataset-dir.ts'
 import { carSection } from './import-car.ts'
@@ -56,7 +56,7 @@ const ROUNDS = Number(process.env.IMPORT_ROUNDS ?? 2)
 const WORKERS = Number(process.env.IMPORT_WORKERS ?? availableParallelism())
 const ENCODE_ROUNDS = Number(process.env.IMPORT_ENCODE_ROUNDS ?? 6)
 
-/** the store's default chunk size (src/store/cold.ts) */
+/** the store's default chunk size (src/store/cold/disk-store.ts) */
 const TARGET_BYTES = 32 * 1024 * 1024
 
 const log = (s: string) => process.stderr.write(`import bench: ${s}\n`)
@@ -253,7 +253,12 @@ export async function run(): Promise<string> {
     const url = (p: string) => pathToFileURL(join(base, p)).href
     builds.push({
       name: 'old',
-      runImport: ((await import(url('src/cli/commands/import.ts'))) as { runImport: RunImport }).runImport,
+      // (the import moved from the command's module to src/ingest/import: a base before that has the old one)
+      runImport: (
+        (await import(
+          url(existsSync(join(base, 'src/ingest/import')) ? 'src/ingest/import/index.ts' : 'src/cli/commands/import.ts')
+        )) as { runImport: RunImport }
+      ).runImport,
       encode: ((await import(url('src/store/cold/chunk-file.ts'))) as { encodeChunk: EncodeChunk }).encodeChunk,
     })
   }
@@ -270,11 +275,11 @@ export async function run(): Promise<string> {
         const c = cpuNow()
         const r = await b.runImport(dir, [archive], { progress: 'none', workers })
         const cpu = cpuNow() - c
-        const files = JSON.stringify((await readCatalogue(coldDir(dir)))!.map((e) => [e.file, e.sha256]))
+        const files = JSON.stringify((await readChunkIndex(coldDir(dir)))!.map((e) => [e.file, e.sha256]))
         const ref = reference.get(b.name)
         if (ref === undefined) reference.set(b.name, files)
         else if (files !== ref) throw new Error(`import bench: --workers ${workers} wrote other chunk files`)
-        const size = (await readCatalogue(coldDir(dir)))!.reduce((t, e) => t + e.bytes, 0)
+        const size = (await readChunkIndex(coldDir(dir)))!.reduce((t, e) => t + e.bytes, 0)
         log(
           `round ${round + 1}${b.name && `, ${b.name}`}, ${workers} worker(s): ${r.seconds.toFixed(1)} s, CPU ${cpu.toFixed(1)} s (load ${load()})`,
         )

@@ -21,12 +21,12 @@ import { gunzipSync, gzipSync } from 'node:zlib'
 import { fileURLToPath } from 'node:url'
 import { DuckDBInstance, LIST, UINTEGER, VARCHAR, type DuckDBAppender, type DuckDBListType } from '@duckdb/node-api'
 import { HEADER_FIELDS, columnsOf, type FieldDef, type FieldType } from '../src/catalogue.ts'
-import { runImport } from '../src/cli/commands/import.ts'
+import { runImport } from '../src/ingest/import/index.ts'
 import { GEN_VERSION, writeArchive } from '../src/ingest/generate.ts'
 import { REPO_ROOT } from '../src/ingest/sample.ts'
 import { RECORD_KINDS, type Block } from '../src/model.ts'
 import { LISTS, readChunkBlocks } from '../src/store/cold/chunk-file.ts'
-import { readCatalogue } from '../src/store/cold/catalogue.ts'
+import { readChunkIndex } from '../src/store/cold/chunk-index/chunk-index.ts'
 import { coldDir } from '../src/store/dataset-dir.ts'
 
 const BLOCKS = Number(process.env.STORAGE_BLOCKS ?? 150)
@@ -95,7 +95,7 @@ export async function parquetOf(
   compressions: readonly string[] = ['zstd'],
 ): Promise<Map<string, ParquetSize>> {
   const cold = coldDir(dataset)
-  const entries = (await readCatalogue(cold))!
+  const entries = (await readChunkIndex(cold))!
   const duck = await DuckDBInstance.create(':memory:')
   const con = await duck.connect()
   const tables: { name: string; defs: readonly FieldDef[]; rows: (b: Block) => Record<string, unknown>[] }[] = [

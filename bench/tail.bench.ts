@@ -43,11 +43,12 @@ import { defaultDecodeThreads } from '../src/ingest/block-workers.ts'
 import { createRealtimeDataset, silentLogger, type StoredBlock } from '../src/ingest/realtime.ts'
 import { createGeyserDataset } from '../src/ingest/geyser/dataset.ts'
 import { ColdWriterProcess, FINALIZE_BATCHES } from '../src/ingest/cold-writer.ts'
-import { DiskColdStore } from '../src/store/cold.ts'
+import { DiskColdStore } from '../src/store/cold/disk-store.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer } from '../src/server/http.ts'
 import { statusKb } from './compare/pg.ts'
 import { processCpuMs } from './support.ts'
+import { monotonicMicros } from './compare/profile.ts'
 
 const BLOCKS = Number(process.env.TAIL_BLOCKS ?? 30)
 const TXS = Number(process.env.TAIL_TXS ?? 1500)
@@ -73,7 +74,7 @@ const POLL_MS = 20
  * or none (`0`)
  */
 const GEYSER = process.env.TAIL_GEYSER ?? 'max'
-const GEYSER_PATH = 'Geyser stream (blocks decoded on the main thread)'
+const GEYSER_PATH = 'Geyser stream (blocks decoded on the worker threads)'
 /**
  * `TAIL_WARMUP` (default 40) blocks produced, ingested and streamed before a row's measured blocks,
  * reported apart as the start-up: code not optimized yet, the hot store's file growing, no block
@@ -84,6 +85,12 @@ const GEYSER_PATH = 'Geyser stream (blocks decoded on the main thread)'
 const WARMUP = Number(process.env.TAIL_WARMUP ?? 40)
 /** `TAIL_DUMP=FILE`: the last row's stored blocks (their marks) and the main thread's GC pauses ([wall ms, ms, kind]) written to FILE as JSON, to look at block by block */
 const DUMP = process.env.TAIL_DUMP
+/**
+ * `TAIL_WINDOWS=1`: each row's measured window written to stderr in the time base of V8's CPU
+ * profiles (µs), to summarize a `node --cpu-prof` run of this bench row by row
+ * (bench/compare/profile.ts `summarizeProfileDir` with `fromUs`/`toUs`)
+ */
+const WINDOWS = process.env.TAIL_WINDOWS === '1'
 const CHILD: ForkOptions = { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
 const now = () => performance.timeOrigin + performance.now()
 
@@ -234,10 +241,12 @@ async function measure(
   let writer0 = writerCpuMs()
   let rpc0 = { requests: 0, getBlock: 0 }
   let measuredMs = 0
+  let fromUs = 0
   for (let i = 0; i < WARMUP + BLOCKS; i++) {
     if (i === WARMUP) {
       rpc0 = await rpcStats()
       measuredMs = performance.now()
+      fromUs = monotonicMicros()
       gcs.observe({ entryTypes: ['gc'] })
       elu0 = performance.eventLoopUtilization()
       cpu0 = process.cpuUsage()
@@ -254,6 +263,10 @@ async function measure(
   }
   const last = Math.max(...producedAt.keys())
   await ds.store.waitFor(last, false, 30_000)
+  if (WINDOWS)
+    process.stderr.write(
+      `tail window ${JSON.stringify({ geyser, threads, clients, fromUs, toUs: monotonicMicros() })}\n`,
+    )
   const busy = performance.eventLoopUtilization(elu0).utilization
   const cpu = process.cpuUsage(cpu0)
   const writerCpu = writerCpuMs() - writer0
@@ -463,7 +476,7 @@ export async function run(): Promise<string> {
     ...(rows.some((r) => r.geyser)
       ? [
           '',
-          `${GEYSER_PATH}: the node’s child also runs a fake Geyser server (gRPC on loopback) that encodes each block’s SubscribeUpdate message as the block is produced (counted in node assembling, before the block counts as produced) and sends it to the subscriber; this process follows it with createGeyserDataset (the RPC node only filling gaps). There block → answer is from the node producing the block to this process reading its stream message, and answer → store from reading the message (decoding it on the main thread included) to the hot store having the block; the clients are the same.`,
+          `${GEYSER_PATH}: the node’s child also runs a fake Geyser server (gRPC on loopback) that encodes each block’s SubscribeUpdate message as the block is produced (counted in node assembling, before the block counts as produced) and sends it to the subscriber; this process follows it with createGeyserDataset (the RPC node only filling gaps). There block → answer is from the node producing the block to this process reading its stream message, and answer → store from reading the message (the main thread reads its header only; a decoding thread reads the protobuf, normalizes and packs, as for a getBlock answer) to the hot store having the block; the clients are the same.`,
         ]
       : []),
     '',

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { backupDataset, BackupError } from '../src/store/backup.ts'
-import { readCatalogue } from '../src/store/cold/catalogue.ts'
+import { readChunkIndex } from '../src/store/cold/chunk-index/chunk-index.ts'
 import { sha256File } from '../src/store/cold/manifest.ts'
 import { coldDir, openDatasetDir } from '../src/store/dataset-dir.ts'
 
@@ -27,7 +27,7 @@ function cli(args: string[]): string {
 
 /** the backup at `dest` is exactly the state its catalogue describes, and opens as a dataset */
 async function assertConsistent(dest: string): Promise<number> {
-  const chunks = await readCatalogue(coldDir(dest))
+  const chunks = await readChunkIndex(coldDir(dest))
   assert.ok(chunks, 'catalogue present')
   for (const c of chunks) assert.equal(await sha256File(join(coldDir(dest), 'chunks', c.file)), c.sha256, c.file)
   for (let i = 1; i < chunks.length; i++) assert.ok(chunks[i].firstBlock > chunks[i - 1].lastBlock)
@@ -75,12 +75,12 @@ test('a backup taken while an import appends is consistent, and the next one cop
   assert.ok(rounds >= 1)
 
   // after the writer: the backup catches up to the source's final state, copying only new files
-  const before = (await readCatalogue(coldDir(dest)))!
+  const before = (await readChunkIndex(coldDir(dest)))!
   const last = await backupDataset(SRC, dest, { fsync: false })
   const known = new Set(before.map((c) => c.file))
-  const source = (await readCatalogue(coldDir(SRC)))!
+  const source = (await readChunkIndex(coldDir(SRC)))!
   assert.equal(last.copied, source.filter((c) => !known.has(c.file)).length)
-  assert.deepEqual(await readCatalogue(coldDir(dest)), source)
+  assert.deepEqual(await readChunkIndex(coldDir(dest)), source)
   assert.equal(last.lastBlock, source.at(-1)!.lastBlock)
   assert.ok(last.lastBlock! >= 300001000, 'the appended blocks are in the backup')
   await assertConsistent(dest)
@@ -100,7 +100,7 @@ test('files of an older backup that the state no longer lists are removed', asyn
 test('a listed file missing from the source fails the backup after the given attempts, naming it', async () => {
   const broken = join(work, 'broken')
   cli(['backup', SRC, broken]) // a copy of the source to break
-  const victim = (await readCatalogue(coldDir(broken)))![2].file
+  const victim = (await readChunkIndex(coldDir(broken)))![2].file
   unlinkSync(join(coldDir(broken), 'chunks', victim))
   await assert.rejects(backupDataset(broken, join(work, 'never'), { attempts: 2, fsync: false }), (e: unknown) => {
     assert.ok(e instanceof BackupError)

@@ -4,18 +4,18 @@
 // data/oldfaithful/SOURCES.md; the dataset directory serves them.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { createReadStream } from 'node:fs'
+import { copyFileSync, createReadStream, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { getCompiledTransactionMessageDecoder } from '@solana/transaction-messages'
 import { getTransactionDecoder } from '@solana/transactions'
 import { getBase58Decoder } from '@solana/codecs-strings'
-import { runImport } from '../src/cli/commands/import.ts'
+import { runImport } from '../src/ingest/import/index.ts'
 import { BlockAssembler, type CarBlock } from '../src/ingest/car/assemble.ts'
 import { readCar, type CarSection } from '../src/ingest/car/reader.ts'
 import type { Block } from '../src/model.ts'
-import { DiskColdStore } from '../src/store/cold.ts'
+import { DiskColdStore } from '../src/store/cold/disk-store.ts'
 import { readChunkBlocks } from '../src/store/cold/chunk-file.ts'
 import { coldDir } from '../src/store/dataset-dir.ts'
 import { tempDir } from './support/cold/util.ts'
@@ -198,4 +198,21 @@ test('CAR imports resume: the parent hash comes from the dataset, a re-run skips
   const c = await runImport(dir, CARS, quiet, () => {})
   assert.deepEqual([c.imported, c.skipped], [0, 20])
   assert.deepEqual(await imported(dir), blocks)
+})
+
+test('a directory argument contributes its CAR files (recognized by their first bytes) as it does archive files', async () => {
+  const work = tempDir()
+  const quiet = { includeVotes: true, progress: 'none' as const, workers: 1 }
+  const direct = join(work, 'direct')
+  await runImport(direct, CARS, quiet, () => {})
+  // no .car names (content decides), one in a subdirectory, and a file that is neither (left out)
+  const inputs = join(work, 'inputs')
+  mkdirSync(join(inputs, 'later'), { recursive: true })
+  copyFileSync(CARS[0], join(inputs, 'epoch-0-part-1'))
+  copyFileSync(CARS[1], join(inputs, 'later', 'epoch-0-part-2.bin'))
+  writeFileSync(join(inputs, 'NOTES.txt'), 'not a block archive\n')
+  const dir = join(work, 'from-dir')
+  const r = await runImport(dir, [inputs], quiet, () => {})
+  assert.deepEqual([r.imported, r.firstBlock, r.lastBlock, r.warnings], [20, 0, 19, 0])
+  assert.deepEqual(await imported(dir), await imported(direct))
 })

@@ -9,7 +9,7 @@ import { readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import type { Block } from '../src/model.ts'
-import { DiskColdStore, estimateBlockBytes } from '../src/store/cold.ts'
+import { DiskColdStore, estimateBlockBytes } from '../src/store/cold/disk-store.ts'
 import { tempDir } from './support/cold/util.ts'
 import { fakeNodeBlocks } from './support/fake-node-blocks.ts'
 

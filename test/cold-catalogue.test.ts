@@ -1,4 +1,4 @@
-// The chunk catalogue (src/store/cold/catalogue.ts): segments + an append-only log, appends that
+// The chunk catalogue (src/store/cold/chunk-index/): segments + an append-only log, appends that
 // write the same few records whatever the size, readers that follow a writer, a torn or damaged
 // log end ignored, stores of earlier versions (MANIFEST.json) read and converted.
 import assert from 'node:assert/strict'
@@ -15,8 +15,8 @@ import {
 import { join } from 'node:path'
 import { test } from 'node:test'
 import type { Block } from '../src/model.ts'
-import { DiskColdStore } from '../src/store/cold.ts'
-import { POINTER, RECORD, readCatalogue, type ChunkEntry } from '../src/store/cold/catalogue.ts'
+import { DiskColdStore } from '../src/store/cold/disk-store.ts'
+import { POINTER, RECORD, readChunkIndex, type ChunkEntry } from '../src/store/cold/chunk-index/chunk-index.ts'
 import { writeManifest } from '../src/store/cold/manifest.ts'
 import { generateBlocks } from './support/cold/gen.ts'
 import { tempDir } from './support/cold/util.ts'
@@ -160,7 +160,7 @@ test('a store of an earlier version (MANIFEST.json) is read as it is and convert
   assert.deepEqual(await numbers(r), nums(blocks))
   await w2.close()
   await r.close()
-  assert.deepEqual((await readCatalogue(dir))!.map((e) => e.lastBlock).at(-1), blocks.at(-1)!.header.number)
+  assert.deepEqual((await readChunkIndex(dir))!.map((e) => e.lastBlock).at(-1), blocks.at(-1)!.header.number)
   const again = await DiskColdStore.open(dir, { readOnly: true, verify: 'full' })
   assert.deepEqual(await numbers(again), nums(blocks))
   await again.close()

@@ -10,7 +10,8 @@ import { runInNewContext } from 'node:vm'
 import { fixtureBlocks } from '../scripts/gen-cold-fixture.ts'
 import type { Block } from '../src/model.ts'
 import { ChunkColumns, encodeChunk, readChunkBlocks, writeEncodedChunk } from '../src/store/cold/chunk-file.ts'
-import { AddressColumn, BigColumn, encodeColumn, StringColumn, type ColumnBuilder } from '../src/store/cold/encode.ts'
+import { AddressColumn, BigColumn, StringColumn, type ColumnBuilder } from '../src/store/cold/encode/builders.ts'
+import { encodeColumn } from '../src/store/cold/encode/column.ts'
 import { tempDir } from './support/cold/util.ts'
 
 setFlagsFromString('--expose-gc')

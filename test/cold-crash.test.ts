@@ -6,12 +6,12 @@ import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { runImport } from '../src/cli/commands/import.ts'
+import { runImport } from '../src/ingest/import/index.ts'
 import { readArchive } from '../src/ingest/archive.ts'
 import type { Block } from '../src/model.ts'
-import { DiskColdStore } from '../src/store/cold.ts'
+import { DiskColdStore } from '../src/store/cold/disk-store.ts'
 import { readChunkBlocks } from '../src/store/cold/chunk-file.ts'
-import { Catalogue } from '../src/store/cold/catalogue.ts'
+import { ChunkIndex } from '../src/store/cold/chunk-index/chunk-index.ts'
 import { coldDir } from '../src/store/dataset-dir.ts'
 import { writeArchive } from './support/cold/archive-gen.ts'
 import { generateBlocks, rng } from './support/cold/gen.ts'
@@ -21,7 +21,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
 async function lastOf(dir: string): Promise<number> {
   try {
-    return (await Catalogue.open(dir, { readOnly: true }))?.snapshot().last()?.lastBlock ?? -1
+    return (await ChunkIndex.open(dir, { readOnly: true }))?.snapshot().last()?.lastBlock ?? -1
   } catch {
     return -1
   }
@@ -58,7 +58,7 @@ let leftovers = 0
 async function countLeftovers(dir: string): Promise<void> {
   try {
     const listed = new Set(
-      (await Catalogue.open(dir, { readOnly: true }))
+      (await ChunkIndex.open(dir, { readOnly: true }))
         ?.snapshot()
         .all()
         .map((c) => c.file),

@@ -5,7 +5,8 @@
 // decode as written.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { decodeColumn, encodeColumn } from '../src/store/cold/encode.ts'
+import { encodeColumn } from '../src/store/cold/encode/column.ts'
+import { decodeColumn } from '../src/store/cold/encode/decode.ts'
 
 function roundTrip(type: 'string' | 'safeAscii' | 'json', values: unknown[], sortDicts: boolean) {
   const enc = encodeColumn('c', type, values, true, true, sortDicts)

@@ -11,13 +11,13 @@ import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { BatchCut, TEXT_BYTES_RATIO } from '../src/cli/commands/import-batch.ts'
-import { runImport, type ImportBackend, type ImportOptions } from '../src/cli/commands/import.ts'
+import { BatchCut, TEXT_BYTES_RATIO } from '../src/ingest/import/batch.ts'
+import { runImport, type ImportBackend, type ImportOptions } from '../src/ingest/import/index.ts'
 import { readArchive } from '../src/ingest/archive.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
-import { DiskColdStore } from '../src/store/cold.ts'
-import { readCatalogue } from '../src/store/cold/catalogue.ts'
+import { DiskColdStore } from '../src/store/cold/disk-store.ts'
+import { readChunkIndex } from '../src/store/cold/chunk-index/chunk-index.ts'
 import { readChunkBlocks } from '../src/store/cold/chunk-file.ts'
 import { coldDir, openDatasetDir } from '../src/store/dataset-dir.ts'
 import { writeArchive } from './support/cold/archive-gen.ts'
@@ -175,7 +175,7 @@ async function files(dir: string): Promise<Record<string, string>> {
     out[f] = createHash('sha256')
       .update(readFileSync(join(cold, 'chunks', f)))
       .digest('hex')
-  out.catalogue = JSON.stringify(await readCatalogue(cold))
+  out.catalogue = JSON.stringify(await readChunkIndex(cold))
   return out
 }
 
@@ -366,7 +366,7 @@ test('a bad line or a failing worker ends a parallel import with an error, not a
 test('import worker threads start in a process whose entry point is inline code (node --input-type=module -e)', async () => {
   // a worker inheriting `--input-type` died at once and the import ended with an error
   const src = (f: string) => JSON.stringify(pathToFileURL(join(import.meta.dirname, '..', 'src', f)).href)
-  const code = `const { runImport } = await import(${src('cli/commands/import.ts')})
+  const code = `const { runImport } = await import(${src('ingest/import/index.ts')})
 const { sampleArchives } = await import(${src('ingest/sample.ts')})
 const r = await runImport(${JSON.stringify(tempDir())}, sampleArchives(), { workers: 2, progress: 'none' }, () => {})
 process.stdout.write(String(r.imported))`

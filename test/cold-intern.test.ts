@@ -5,7 +5,7 @@
 // with empty lists; a chunk written by encodeChunk decodes to the blocks written.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { encodeColumn } from '../src/store/cold/encode.ts'
+import { encodeColumn } from '../src/store/cold/encode/column.ts'
 import { AccountInterner } from '../src/store/cold/intern.ts'
 import { BASE58_ALPHABET } from '../src/util/base58.ts'
 

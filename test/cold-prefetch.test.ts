@@ -14,7 +14,7 @@ import { coldDir, openDatasetDir, writeDatasetMeta } from '../src/store/dataset-
 import { CorruptChunkError } from '../src/store/cold/chunk-file.ts'
 import { CODEC_BROTLI, CODEC_ZSTD, frameStats } from '../src/store/cold/frames.ts'
 import { zstdBuilds } from '../src/util/zstd.mjs'
-import { storedReads } from '../src/store/cold/raw.ts'
+import { storedReads } from '../src/store/cold/raw/page-io.ts'
 import { holdPrefetch, prefetchPending, prefetchStats, stopPrefetchThread } from '../src/store/cold/prefetch.ts'
 import { StaticStore } from '../src/store/static.ts'
 import type { BlockStore } from '../src/store/types.ts'

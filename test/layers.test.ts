@@ -13,24 +13,76 @@ const SRC = join(import.meta.dirname, '..', 'src')
 
 /**
  * What each layer may import besides itself. Bottom to top: util (no dependency), the model and
- * the log, the RPC types and parser, the field catalogue (the dataset's declaration), then
- * normalization and storage, the query engine over storage, ingestion (sources into storage),
- * export, the HTTP server, and the command line on top.
+ * the log, the RPC types and parser, the dataset declarations (their generic types and each
+ * dataset's declaration), the catalogue (where the default dataset is wired), then normalization
+ * and storage, the query engine over storage, ingestion (sources into storage), export, the HTTP
+ * server, and the command line on top.
  */
 const LOWER: Record<string, readonly string[]> = {
   util: [],
   model: ['util'],
   log: ['util'],
   rpc: ['util', 'model'],
-  catalogue: ['util', 'model'],
-  dataset: ['model'],
-  normalize: ['util', 'model', 'rpc', 'catalogue'],
-  store: ['util', 'model', 'log', 'catalogue'],
-  query: ['util', 'model', 'log', 'catalogue', 'store'],
-  ingest: ['util', 'model', 'log', 'rpc', 'catalogue', 'normalize', 'store'],
-  export: ['util', 'model', 'log', 'catalogue', 'store'],
-  server: ['util', 'model', 'log', 'rpc', 'catalogue', 'normalize', 'store', 'query', 'ingest', 'export'],
-  cli: ['util', 'model', 'log', 'rpc', 'catalogue', 'normalize', 'store', 'query', 'ingest', 'export', 'server'],
+  dataset: ['util', 'model'],
+  catalogue: ['util', 'model', 'dataset'],
+  normalize: ['util', 'model', 'rpc', 'dataset', 'catalogue'],
+  store: ['util', 'model', 'log', 'dataset', 'catalogue'],
+  query: ['util', 'model', 'log', 'dataset', 'catalogue', 'store'],
+  ingest: ['util', 'model', 'log', 'rpc', 'dataset', 'catalogue', 'normalize', 'store'],
+  export: ['util', 'model', 'log', 'dataset', 'catalogue', 'store'],
+  server: ['util', 'model', 'log', 'rpc', 'dataset', 'catalogue', 'normalize', 'store', 'query', 'ingest', 'export'],
+  cli: [
+    'util',
+    'model',
+    'log',
+    'rpc',
+    'dataset',
+    'catalogue',
+    'normalize',
+    'store',
+    'query',
+    'ingest',
+    'export',
+    'server',
+  ],
+}
+
+/**
+ * A dataset's declaration (src/dataset/<name>.ts, all but the generic types.ts) is wired in by the
+ * catalogue (the default dataset), the server and the command line only: the engine, the stores
+ * and the export take a `Dataset`. The generic layers (GENERIC) take from the catalogue nothing but
+ * `DEFAULT_DATASET`, the default for callers that name none.
+ */
+const WIRING = ['catalogue.ts', 'server/', 'cli/']
+const GENERIC = [
+  'query/',
+  'export/',
+  'store/memory.ts',
+  'store/chunk.ts',
+  'store/cold/chunk-file.ts',
+  'store/cold/disk-chunk.ts',
+]
+
+export function datasetViolations(root: string, modules: Map<string, string>): string[] {
+  const problems: string[] = []
+  const declarations = join(root, 'dataset')
+  for (const [file, text] of modules) {
+    const from = relative(root, file)
+    for (const e of importsOf(file, text)) {
+      const to = relative(root, e.to)
+      const declaration = dirname(e.to) === declarations && !e.to.endsWith('/types.ts')
+      if (declaration && !from.startsWith('dataset/') && !WIRING.some((w) => from.startsWith(w)))
+        problems.push(`${from} imports the declaration ${to} (take a Dataset instead)`)
+    }
+    if (!GENERIC.some((g) => from.startsWith(g))) continue
+    for (const m of text.matchAll(/^\s*(?:import|export)\s+(?:type\s+)?\{([^}]*)\}\s+from\s+['"](\.[^'"]+)['"]/gm)) {
+      if (relative(root, resolve(dirname(file), m[2])) !== 'catalogue.ts') continue
+      for (const name of m[1].split(',').map((x) => x.trim().replace(/^type\s+/, ''))) {
+        if (name !== '' && name !== 'DEFAULT_DATASET') problems.push(`${from} takes ${name} from the catalogue`)
+      }
+    }
+  }
+  return problems
 }
 
 interface Edge {
@@ -122,6 +174,44 @@ test('src/ imports point down the layers only, and no module imports itself back
   const layers = new Set([...tree.keys()].map((f) => layerOf(SRC, f)))
   for (const l of layers) assert.ok(LOWER[l], `layer '${l}' is declared`)
   assert.deepEqual(violations(SRC, tree), [])
+  assert.deepEqual(datasetViolations(SRC, tree), [])
+})
+
+test('the dataset checker finds a declaration imported outside the wiring, and a catalogue table in a generic layer', () => {
+  const R = '/src'
+  const tree = (files: Record<string, string>) => new Map(Object.entries(files).map(([k, v]) => [`${R}/${k}`, v]))
+  for (const [from, to] of [
+    ['query/execute.ts', '../dataset/solana.ts'],
+    ['store/memory.ts', '../dataset/solana.ts'],
+    ['store/cold/chunk-file.ts', '../../dataset/solana.ts'],
+    ['export/parquet.ts', '../dataset/solana.ts'],
+    ['normalize/text.ts', '../dataset/solana.ts'],
+  ]) {
+    const v = datasetViolations(R, tree({ [from]: `import { SOLANA } from '${to}'\n` }))
+    assert.equal(v.length, 1, `${from} -> ${to}: ${v.join('; ')}`)
+  }
+  for (const [from, names] of [
+    ['query/join.ts', 'BLOCK_MEMBERS'],
+    ['store/memory.ts', 'columnsOf'],
+    ['export/parquet.ts', 'DEFAULT_DATASET, type FieldDef'],
+  ]) {
+    const to = from.split('/').length === 2 ? '../catalogue.ts' : '../../catalogue.ts'
+    const v = datasetViolations(R, tree({ [from]: `import { ${names} } from '${to}'\n` }))
+    assert.equal(v.length, 1, `${from}: ${names}: ${v.join('; ')}`)
+  }
+  // allowed: the wiring, the generic types, and the default dataset
+  assert.deepEqual(
+    datasetViolations(
+      R,
+      tree({
+        'catalogue.ts': "import { SOLANA } from './dataset/solana.ts'\n",
+        'server/openapi.ts': "import { SOLANA } from '../dataset/solana.ts'\n",
+        'query/parse.ts':
+          "import { DEFAULT_DATASET } from '../catalogue.ts'\nimport type { Dataset } from '../dataset/types.ts'\n",
+      }),
+    ),
+    [],
+  )
 })
 
 test('the checker finds a forbidden arrow and a cycle in made-up trees', () => {
@@ -134,7 +224,8 @@ test('the checker finds a forbidden arrow and a cycle in made-up trees', () => {
     ['query/execute.ts', '../ingest/rpc.ts'],
     ['normalize/normalize.ts', '../store/types.ts'],
     ['store/chunk.ts', '../server/http.ts'],
-    ['dataset/solana.ts', '../query/spec.ts'],
+    ['dataset/solana.ts', '../query/parse.ts'],
+    ['dataset/types.ts', '../catalogue.ts'],
   ]) {
     const v = violations(R, tree({ [from]: `import { x } from '${to}'\n` }))
     assert.equal(v.length, 1, `${from} -> ${to}: ${v.join('; ')}`)

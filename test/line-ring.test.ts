@@ -1,9 +1,9 @@
-// The ring `solportal import` hands lines to its workers in (src/cli/commands/line-ring.ts): lines
+// The ring `solportal import` hands lines to its workers in (src/ingest/import/line-ring.ts): lines
 // are placed after the newest one or at the start, released oldest first, never overlap one in
 // use, and keep their bytes until released.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { LineRing } from '../src/cli/commands/line-ring.ts'
+import { LineRing } from '../src/ingest/import/line-ring.ts'
 import { mulberry32 } from '../src/util/prng.ts'
 
 test('the line ring: FIFO spans, wrap to the start, no overlap, bytes kept until released', () => {

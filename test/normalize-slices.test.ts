@@ -1,7 +1,7 @@
 /**
  * A block's records given a slice of transactions at a time as they are normalized
  * (normalize.ts `normalizeBlockInto`, text.ts `normalizeArchiveTextInto`) and taken into a chunk's
- * columns that way (chunk-file.ts `ChunkColumns.addPart`, import-batch.ts `BatchBuilder`).
+ * columns that way (chunk-file.ts `ChunkColumns.addPart`, src/ingest/import/batch.ts `BatchBuilder`).
  */
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
@@ -10,7 +10,7 @@ import { test } from 'node:test'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { gunzipSync } from 'node:zlib'
-import { BatchBuilder } from '../src/cli/commands/import-batch.ts'
+import { BatchBuilder } from '../src/ingest/import/batch.ts'
 import type { Block } from '../src/model.ts'
 import type { NormalizeResult } from '../src/normalize/normalize.ts'
 import { normalizeArchiveText, normalizeArchiveTextInto } from '../src/normalize/text.ts'

@@ -16,7 +16,7 @@ import { COLD_WRITER_NICE, ColdWriterProcess } from '../src/ingest/cold-writer.t
 import { FrameReader, frameHead } from '../src/ingest/cold-writer-child.ts'
 import type { Block } from '../src/model.ts'
 import type { Chunk } from '../src/store/chunk.ts'
-import { DiskColdStore } from '../src/store/cold.ts'
+import { DiskColdStore } from '../src/store/cold/disk-store.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
 import { HotStore } from '../src/store/hot.ts'
 import { lazyBlock, packBlock, storedBytes, storedPieces, unpackBlock } from '../src/store/packed-block.ts'
@@ -285,7 +285,7 @@ test('ColdWriterProcess: when the server dies (SIGKILL), its writer process exit
 
 test('ColdWriterProcess: a writer waits for the lock of a process still exiting, and is refused by one that stays', async () => {
   const dir = join(tempDir(), 'cold')
-  const coldUrl = new URL('../src/store/cold.ts', import.meta.url).href
+  const coldUrl = new URL('../src/store/cold/disk-store.ts', import.meta.url).href
   // another process holding the store's lock, then closing it after `ms` (or never)
   const holder = (ms: number | null) => {
     const script = `

@@ -11,7 +11,7 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { importToS3 } from '../../src/cli/commands/import.ts'
+import { importToS3 } from '../../src/ingest/import/index.ts'
 import { serve, type Serving } from '../../src/cli/commands/serve.ts'
 import { createLogger } from '../../src/log.ts'
 import { s3ClientFromEnv } from '../../src/store/s3.ts'

@@ -1,6 +1,6 @@
 /**
  * `solportal export`: a dataset's records as Parquet files (zstd), one file per record kind.
- * Columns and types come from the field catalogue (src/catalogue.ts); the mapping of catalogue
+ * Columns and types come from the dataset's declaration (src/dataset/types.ts); the mapping of field
  * types to Parquet types is documented in docs/export.md. u64 values go from the store's bigints
  * straight into INT64 (UINT_64) columns, never through a JS number.
  */
@@ -8,8 +8,8 @@ import { zstdCompressSync } from '../util/zstd.mjs'
 import { ParquetWriter, fileWriter, type SchemaElement } from 'hyparquet-writer'
 import { mkdirSync, renameSync } from 'node:fs'
 import { join } from 'node:path'
-import { BLOCK_MEMBERS, HEADER_FIELDS, RECORD_FIELDS, type FieldDef, type FieldType } from '../catalogue.ts'
-import type { RecordKind } from '../model.ts'
+import { DEFAULT_DATASET } from '../catalogue.ts'
+import type { Dataset, FieldDef, FieldType } from '../dataset/types.ts'
 import type { BlockStore, Chunk } from '../store/types.ts'
 
 /** zstd level of the pages (3: zstd's default, a good speed/size balance) */
@@ -63,20 +63,27 @@ export interface ExportFile {
   file: string
   /** columns (catalogue fields), the block number first for record kinds */
   fields: readonly FieldDef[]
-  kind: RecordKind | 'block'
+  /** a record kind of the dataset, or 'block' for the headers */
+  kind: string
 }
 
 /** The exported files, in order: blocks first, then each record kind (catalogue order). */
 const BLOCK_NUMBER_FIELD: FieldDef = { name: BLOCK_NUMBER_COLUMN, type: 'u32', nullable: false, selectors: [] }
 
-export const EXPORT_FILES: readonly ExportFile[] = [
-  { file: 'blocks.parquet', kind: 'block', fields: HEADER_FIELDS },
-  ...BLOCK_MEMBERS.map(({ kind, member }) => ({
-    file: `${member}.parquet`,
-    kind,
-    fields: [BLOCK_NUMBER_FIELD, ...RECORD_FIELDS[kind]],
-  })),
-]
+/** The exported files of a dataset: its headers, then a file per kind named by its block member. */
+export function exportFiles(ds: Dataset): readonly ExportFile[] {
+  return [
+    { file: 'blocks.parquet', kind: 'block', fields: ds.header },
+    ...ds.tables.map(({ kind, member, fields }) => ({
+      file: `${member}.parquet`,
+      kind,
+      fields: [BLOCK_NUMBER_FIELD, ...fields],
+    })),
+  ]
+}
+
+/** the exported files of the default dataset */
+export const EXPORT_FILES: readonly ExportFile[] = exportFiles(DEFAULT_DATASET)
 
 export function exportSchema(f: ExportFile): SchemaElement[] {
   const leaves = f.fields.flatMap(fieldSchema)
@@ -175,11 +182,12 @@ export async function exportParquet(
   outDir: string,
   from: number,
   to: number,
-  opts: { rowGroupRows?: number } = {},
+  opts: { rowGroupRows?: number; dataset?: Dataset } = {},
 ): Promise<ExportResult> {
   mkdirSync(outDir, { recursive: true })
   const groupRows = opts.rowGroupRows ?? ROW_GROUP_ROWS
-  const writers = EXPORT_FILES.map((f) => new KindWriter(f, join(outDir, f.file), groupRows))
+  const files = opts.dataset ? exportFiles(opts.dataset) : EXPORT_FILES
+  const writers = files.map((f) => new KindWriter(f, join(outDir, f.file), groupRows))
   let firstBlock: number | null = null
   let lastBlock: number | null = null
   for await (const chunk of store.chunks(from, to, true)) {

@@ -23,9 +23,11 @@ export function isArchiveFileName(name: string): boolean {
 
 /**
  * The archive files under `path`: the path itself when it is a file (whatever its name), or every
- * `.jsonl` / `.jsonl.gz` file below the directory, recursively, sorted by path.
+ * `.jsonl` / `.jsonl.gz` file below the directory, recursively, sorted by path; with `alsoFile`,
+ * also the other files of the directory it accepts (the import: Old Faithful CAR files, recognized
+ * by their first bytes).
  */
-export async function listArchiveFiles(path: string): Promise<string[]> {
+export async function listArchiveFiles(path: string, alsoFile?: (path: string) => Promise<boolean>): Promise<string[]> {
   const st = await stat(path)
   if (!st.isDirectory()) return [path]
   const out: string[] = []
@@ -34,7 +36,7 @@ export async function listArchiveFiles(path: string): Promise<string[]> {
     for (const e of entries) {
       const p = join(dir, e.name)
       if (e.isDirectory()) await walk(p)
-      else if (isArchiveFileName(e.name)) out.push(p)
+      else if (isArchiveFileName(e.name) || (e.isFile() && alsoFile && (await alsoFile(p)))) out.push(p)
     }
   }
   await walk(path)

@@ -316,7 +316,7 @@ export function missingTransactions(answer: RpcBlock, block: Block): string | nu
 }
 
 /** `missingTransactions` of an answer of `count` transactions, `isVote(i)` telling the votes */
-function missingOf(count: number, isVote: (i: number) => boolean, block: Block): string | null {
+export function missingOf(count: number, isVote: (i: number) => boolean, block: Block): string | null {
   const kept = new Set<number>()
   for (const t of block.transactions) kept.add(t.transactionIndex)
   let missing = 0

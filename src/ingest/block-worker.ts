@@ -6,7 +6,9 @@
  * only that part of the block, block-decode.ts; `pair`: see `answerForPair`). Out: `{ id, env }`
  * (the decoded envelope; the normalized block packed into one buffer, transferred:
  * src/store/packed-block.ts), `{ id, error }` (the bytes are not JSON, or decoding threw), or for a
- * part of a pair `{ id, handedOff }` / `{ id, rejoin }`.
+ * part of a pair `{ id, handedOff }` / `{ id, rejoin }`. With `streamed`, the bytes are a streamed
+ * block's SubscribeUpdateBlock message (src/ingest/geyser/block-decode.ts), answered as `{ id, env }`
+ * (`{ result }`) or `{ id, error }` (the message cannot be read).
  */
 import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads'
 import {
@@ -23,6 +25,7 @@ import { GCProfiler } from 'node:v8'
 import { youngCollector } from '../util/gc-tuning.ts'
 import { joinParts } from './block-join.ts'
 import { isPackedBlock, packedBuffers } from '../store/packed-block.ts'
+import { decodeStreamedBlock } from './geyser/block-decode.ts'
 
 export interface ToBlockWorker {
   id: number
@@ -32,6 +35,8 @@ export interface ToBlockWorker {
   part?: DecodePart
   /** the part's pair: the thread done last answers for both (`answerForPair`) */
   pair?: PairOfParts
+  /** `bytes` is a Geyser SubscribeUpdateBlock message, not a `getBlock` answer */
+  streamed?: true
 }
 
 /**
@@ -127,7 +132,9 @@ if (port) {
     let out: FromBlockWorker
     let transfer: ArrayBuffer[] = []
     try {
-      const env = decodeBlockAnswer(m.bytes, m.slot, opts, true, marks, m.part)
+      const env = m.streamed
+        ? { result: decodeStreamedBlock(m.bytes, m.slot, opts, true, marks, m.part) }
+        : decodeBlockAnswer(m.bytes, m.slot, opts, true, marks, m.part)
       const r = env.result?.kind === 'normalized' ? env.result : null
       if (r && isPackedBlock(r.block)) transfer.push(...packedBuffers(r.block))
       const gcs = gc.stop()

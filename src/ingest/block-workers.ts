@@ -14,17 +14,30 @@
  * (a mainnet block) goes to two of them, each decoding half of its transactions from its half of the
  * bytes only (block-cut.ts: both cut the transactions array at the same place), so that a block is
  * ready in about half the time when two cores are free; the one done last answers for both
- * (block-worker.ts), so that the main thread receives one answer with the parts' two buffers. A worker that dies fails its pending
- * answers (the RPC client takes them for damaged transport and asks again) and is replaced on the
- * next answer.
+ * (block-worker.ts), so that the main thread receives one answer with the parts' two buffers. The
+ * threads are a `WorkerPool` (src/util/worker-pool.ts): a thread that dies fails its pending answers
+ * (the RPC client takes them for damaged transport and asks again) and is spawned again after a
+ * backoff; one that keeps dying fails the pool, and every answer after it.
+ *
+ * `decodeStreamed` does the same for the blocks of a Geyser stream (src/ingest/geyser/source.ts):
+ * the SubscribeUpdateBlock message's memory is transferred to the thread with the fewest pending,
+ * which reads the protobuf and normalizes (src/ingest/geyser/block-decode.ts); the main thread only
+ * reads the update's header.
  */
 import { availableParallelism } from 'node:os'
-import { MessageChannel, Worker, type Transferable } from 'node:worker_threads'
-import { decodeBlockAnswer, type DecodedEnvelope, type DecodePart, type NormalizeOptions } from './block-decode.ts'
+import { MessageChannel, type Transferable } from 'node:worker_threads'
+import {
+  decodeBlockAnswer,
+  type DecodedBlock,
+  type DecodedEnvelope,
+  type DecodePart,
+  type NormalizeOptions,
+} from './block-decode.ts'
 import type { FromBlockWorker, PairOfParts, ToBlockWorker } from './block-worker.ts'
 import type { BlockDecoder } from './rpc.ts'
 import { wallNow } from '../util/wall-clock.ts'
-import { parseWorkerLimits, workerExecArgv } from '../util/worker-argv.ts'
+import { parseWorkerLimits } from '../util/worker-argv.ts'
+import { WorkerPool, type PoolWorker, type WorkerPoolStats } from '../util/worker-pool.ts'
 
 /** a thread's answer for one part of a pair: its part went to the other thread, which answers */
 const HANDED_OFF = Symbol('handed off')
@@ -32,16 +45,7 @@ const HANDED_OFF = Symbol('handed off')
 const REJOIN = Symbol('decode whole')
 type Outcome = DecodedEnvelope | typeof HANDED_OFF | typeof REJOIN
 
-interface Pending {
-  resolve: (r: Outcome) => void
-  reject: (err: Error) => void
-}
-
-interface Slot {
-  w: Worker
-  pending: Map<number, Pending>
-  dead: boolean
-}
+type Slot = PoolWorker<undefined>
 
 /**
  * threads used by default: the cores left beside the main thread, at most 4, and 2 from 2 cores on
@@ -60,11 +64,15 @@ export class BlockWorkerPool implements BlockDecoder {
   private readonly normalize: NormalizeOptions
   private readonly splitMinBytes: number
   private readonly inlineMaxBytes: number
-  private readonly workers: Slot[] = []
-  private nextId = 1
+  /** the threads (src/util/worker-pool.ts: a dead one fails its answers and is spawned again) */
+  private readonly pool: WorkerPool<undefined, ToBlockWorker, FromBlockWorker>
   private closed = false
-  /** `inline`: answers decoded in the calling thread (smaller than `inlineMaxBytes`) */
-  readonly stats = { decoded: 0, failed: 0, spawned: 0, inline: 0 }
+  /**
+   * `inline`: answers decoded in the calling thread (smaller than `inlineMaxBytes`); `spawned`:
+   * threads started, respawns included; `streamed`: streamed blocks (`decodeStreamed`) a thread
+   * answered for
+   */
+  readonly stats = { decoded: 0, failed: 0, spawned: 0, inline: 0, streamed: 0 }
 
   /**
    * `splitMinBytes` (default 1 MiB): with two threads or more, an answer at least this large is
@@ -85,67 +93,25 @@ export class BlockWorkerPool implements BlockDecoder {
     this.normalize = { ...opts.normalize }
     this.splitMinBytes = opts.splitMinBytes ?? 1 << 20
     this.inlineMaxBytes = opts.inlineMaxBytes ?? 64 << 10
+    const normalize = this.normalize
+    this.pool = new WorkerPool<undefined, ToBlockWorker, FromBlockWorker>({
+      name: 'block decoding worker',
+      size: this.threads,
+      url: new URL('./block-worker.mjs', import.meta.url),
+      setup: () => ({ workerData: normalize, state: undefined }),
+      resourceLimits: parseWorkerLimits(),
+      ref: 'busy',
+      onSpawn: () => this.stats.spawned++,
+    })
+  }
+
+  /** the threads' counters (spawned, died, answers pending, threads busy) */
+  get workerStats(): WorkerPoolStats {
+    return this.pool.stats
   }
 
   get size(): number {
     return this.threads
-  }
-
-  private spawn(): Slot {
-    const w = new Worker(new URL('./block-worker.mjs', import.meta.url), {
-      workerData: this.normalize,
-      execArgv: workerExecArgv(),
-      resourceLimits: parseWorkerLimits(),
-    })
-    const slot: Slot = { w, pending: new Map(), dead: false }
-    const fail = (err: Error) => {
-      if (slot.dead) return
-      slot.dead = true
-      const i = this.workers.indexOf(slot)
-      if (i >= 0) this.workers.splice(i, 1)
-      for (const p of slot.pending.values()) p.reject(err)
-      slot.pending.clear()
-      void w.terminate()
-    }
-    w.on('message', (m: FromBlockWorker) => {
-      const p = slot.pending.get(m.id)
-      if (!p) return
-      slot.pending.delete(m.id)
-      if ('error' in m) {
-        this.stats.failed++
-        p.reject(new Error(m.error))
-      } else if ('handedOff' in m) {
-        this.stats.decoded++
-        p.resolve(HANDED_OFF)
-      } else if ('rejoin' in m) {
-        this.stats.decoded++
-        p.resolve(REJOIN)
-      } else {
-        this.stats.decoded++
-        const r = m.env.result
-        if (r?.kind === 'normalized' && r.marks) r.marks.received = wallNow()
-        p.resolve(m.env)
-      }
-      if (slot.pending.size === 0) w.unref()
-    })
-    w.on('error', (e) => fail(new Error(`block decoding worker failed: ${e.message}`)))
-    w.on('exit', (code) => fail(new Error(`block decoding worker exited (code ${code})`)))
-    w.unref()
-    return slot
-  }
-
-  /** a worker with the fewest answers pending, other than `not` (spawned while below the count) */
-  private pick(not?: Slot): Slot {
-    const others = this.workers.filter((s) => s !== not)
-    if (this.workers.length < this.threads) {
-      this.stats.spawned++
-      const s = this.spawn()
-      this.workers.push(s)
-      return s
-    }
-    let best = others[0]
-    for (const s of others) if (s.pending.size < best.pending.size) best = s
-    return best
   }
 
   decode(bytes: Buffer, slot: number, signal?: AbortSignal): Promise<DecodedEnvelope> {
@@ -166,21 +132,32 @@ export class BlockWorkerPool implements BlockDecoder {
     const shared = bytes.buffer instanceof SharedArrayBuffer
     const own = shared || (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength)
     const data = own ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : new Uint8Array(bytes)
-    if (this.threads < 2 || bytes.byteLength < this.splitMinBytes) return this.whole(this.pick(), slot, data)
+    if (this.threads < 2 || bytes.byteLength < this.splitMinBytes) return this.whole(slot, data)
     // a large answer: half of its transactions in each of two threads, each reading its own half of
     // the bytes (block-cut.ts), in shared memory (a copy when it was not: also kept in case the
     // parts do not join); the thread done last answers for both parts (block-worker.ts), so
     // that the main thread receives one answer for the block
     const both = shared ? data : new Uint8Array(new SharedArrayBuffer(data.byteLength))
     if (!shared) both.set(data)
-    const a = this.pick()
-    const b = this.pick(a)
+    return this.inTwo(slot, both)
+  }
+
+  /**
+   * `both` (shared memory) decoded in two parts by two threads, the one done last answering for
+   * the block; decoded whole by one thread when the parts do not join (or fewer than two threads
+   * run: one is respawning after a death, see worker-pool.ts). `streamed`: a streamed block's
+   * message (`decodeStreamed`)
+   */
+  private inTwo(slot: number, both: Uint8Array, streamed?: true): Promise<DecodedEnvelope> {
+    const a = this.pool.pick()
+    const b = a && this.pool.pick(a)
+    if (!a || !b) return this.whole(slot, both, streamed)
     const flag = new Int32Array(new SharedArrayBuffer(8))
     const { port1, port2 } = new MessageChannel()
     // both parts settled before the answer does (its memory is used again then: rpc.ts)
     return Promise.allSettled([
-      this.send(a, slot, both, { index: 0, of: 2 }, { port: port1, flag }),
-      this.send(b, slot, both, { index: 1, of: 2 }, { port: port2, flag }),
+      this.send(a, slot, both, { index: 0, of: 2 }, { port: port1, flag }, streamed),
+      this.send(b, slot, both, { index: 1, of: 2 }, { port: port2, flag }, streamed),
     ]).then((parts) => {
       const answers: DecodedEnvelope[] = []
       let rejoin = false
@@ -189,38 +166,77 @@ export class BlockWorkerPool implements BlockDecoder {
         if (p.value === REJOIN) rejoin = true
         else if (p.value !== HANDED_OFF) answers.push(p.value)
       }
-      return !rejoin && answers.length === 1 ? answers[0] : this.whole(this.pick(), slot, both)
+      return !rejoin && answers.length === 1 ? answers[0] : this.whole(slot, both, streamed)
     })
   }
 
-  /** the answer decoded whole by one thread */
-  private whole(s: Slot, slot: number, bytes: Uint8Array): Promise<DecodedEnvelope> {
-    return this.send(s, slot, bytes).then((r) => {
+  /**
+   * a streamed block's SubscribeUpdateBlock message (Geyser: src/ingest/geyser/block-decode.ts)
+   * read and normalized by a thread, whatever its size (every one is a block); `own`: the memory
+   * under `message` is the caller's to give (transferred), else the message is copied. With two
+   * threads or more, a message of `splitMinBytes` or more (a mainnet block) is copied into shared
+   * memory and decoded in two parts at once, half of the transactions in each thread, as a large
+   * `getBlock` answer is. Rejects when the message cannot be read.
+   */
+  decodeStreamed(message: Uint8Array, slot: number, own: boolean): Promise<DecodedBlock> {
+    if (this.closed) return Promise.reject(new Error('block decoding workers are closed'))
+    let answer: Promise<DecodedEnvelope>
+    if (this.threads >= 2 && message.byteLength >= this.splitMinBytes) {
+      const both = new Uint8Array(new SharedArrayBuffer(message.byteLength))
+      both.set(message)
+      answer = this.inTwo(slot, both, true)
+    } else answer = this.whole(slot, own ? message : new Uint8Array(message), true)
+    return answer.then((env) => {
+      if (!env.result) throw new Error('a block decoding worker answered no block')
+      this.stats.streamed++
+      return env.result
+    })
+  }
+
+  /** the answer (`streamed`: a streamed block's message) decoded whole by one thread (the least busy) */
+  private whole(slot: number, bytes: Uint8Array, streamed?: true): Promise<DecodedEnvelope> {
+    return this.send(undefined, slot, bytes, undefined, undefined, streamed).then((r) => {
       if (typeof r === 'symbol') throw new Error('a block decoding worker answered for a part it was not given')
       return r
     })
   }
 
-  private send(s: Slot, slot: number, bytes: Uint8Array, part?: DecodePart, pair?: PairOfParts): Promise<Outcome> {
-    const id = this.nextId++
-    return new Promise<Outcome>((resolve, reject) => {
-      s.pending.set(id, { resolve, reject })
-      s.w.ref()
-      const msg: ToBlockWorker = { id, slot, bytes, ...(part ? { part } : {}), ...(pair ? { pair } : {}) }
-      const transfer: Transferable[] = bytes.buffer instanceof SharedArrayBuffer ? [] : [bytes.buffer]
-      if (pair) transfer.push(pair.port)
-      s.w.postMessage(msg, transfer)
-    })
+  /** `bytes` to thread `to` (else the least busy), and its answer */
+  private send(
+    to: Slot | undefined,
+    slot: number,
+    bytes: Uint8Array,
+    part?: DecodePart,
+    pair?: PairOfParts,
+    streamed?: true,
+  ): Promise<Outcome> {
+    const msg: Omit<ToBlockWorker, 'id'> = {
+      slot,
+      bytes,
+      ...(part ? { part } : {}),
+      ...(pair ? { pair } : {}),
+      ...(streamed ? { streamed } : {}),
+    }
+    const transfer: Transferable[] = bytes.buffer instanceof SharedArrayBuffer ? [] : [bytes.buffer]
+    if (pair) transfer.push(pair.port)
+    return this.pool.request(msg, { transfer, to }).then((m) => this.outcome(m))
+  }
+
+  private outcome(m: FromBlockWorker): Outcome {
+    if ('error' in m) {
+      this.stats.failed++
+      throw new Error(m.error)
+    }
+    this.stats.decoded++
+    if ('handedOff' in m) return HANDED_OFF
+    if ('rejoin' in m) return REJOIN
+    const r = m.env.result
+    if (r?.kind === 'normalized' && r.marks) r.marks.received = wallNow()
+    return m.env
   }
 
   async close(): Promise<void> {
     this.closed = true
-    const ws = this.workers.splice(0)
-    for (const s of ws) {
-      s.dead = true
-      for (const p of s.pending.values()) p.reject(new Error('block decoding workers are closed'))
-      s.pending.clear()
-    }
-    await Promise.all(ws.map((s) => s.w.terminate()))
+    await this.pool.close()
   }
 }

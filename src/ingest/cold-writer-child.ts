@@ -18,8 +18,7 @@ import { readdirSync } from 'node:fs'
 import { Socket } from 'node:net'
 import { setPriority } from 'node:os'
 import type { HeadInfo } from '../store/chunk.ts'
-import { DiskColdStore, type DiskColdStoreOptions } from '../store/cold.ts'
-import { compressInThisThread } from '../store/cold/frames.ts'
+import { DiskColdStore, type DiskColdStoreOptions } from '../store/cold/disk-store.ts'
 import { LockError } from '../store/lock.ts'
 import { unpackBlock } from '../store/packed-block.ts'
 import { errorMessage } from '../util/errors.ts'
@@ -152,9 +151,6 @@ export async function runColdWriter(setupJson: string): Promise<void> {
   const send = process.send.bind(process)
   const { dir, options, nice, lockWaitMs } = JSON.parse(setupJson) as ColdWriterSetup
   if (nice) niceProcess(nice)
-  // nobody waits on this process's event loop but its parent's next append: chunk frames are
-  // compressed here, one at a time, instead of two at once on libuv's pool
-  compressInThisThread()
   // the parent gone: exit now (the store's crash repair covers a half-written append)
   process.on('disconnect', () => process.exit(1))
   const post = (m: FromColdWriter, then?: () => void): void => void send(m, undefined, {}, then)
@@ -171,7 +167,9 @@ export async function runColdWriter(setupJson: string): Promise<void> {
   })
   pipe.on('error', () => process.exit(1))
   try {
-    const store = await openWaiting(dir, options, lockWaitMs ?? LOCK_WAIT_MS)
+    // nobody waits on this process's event loop but its parent's next append: chunk frames are
+    // compressed here, one at a time, instead of two at once on libuv's pool
+    const store = await openWaiting(dir, { ...options, compressHere: true }, lockWaitMs ?? LOCK_WAIT_MS)
     // one message at a time, in order (the store queues its appends too)
     let queue: Promise<void> = Promise.resolve()
     process.on('message', (m: ToColdWriter) => {

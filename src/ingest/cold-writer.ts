@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url'
 import type { Socket } from 'node:net'
 import type { Block } from '../model.ts'
 import type { Chunk, HeadInfo } from '../store/chunk.ts'
-import { DiskColdStore, type DiskColdStoreOptions } from '../store/cold.ts'
+import { DiskColdStore, type DiskColdStoreOptions } from '../store/cold/disk-store.ts'
 import { storedPieces } from '../store/packed-block.ts'
 import type { ColdStore } from '../store/types.ts'
 import {

@@ -14,6 +14,7 @@ import { toArchiveLine } from '../rpc/line.ts'
 import { parseElement, splitTransactions, type SplitBlock } from '../rpc/split.ts'
 import { splitTransactionBytes, type ByteSplit } from '../rpc/split-bytes.ts'
 import type { RpcTransaction } from '../rpc/types.ts'
+import { RECORD_LISTS } from '../catalogue.ts'
 import type { Block } from '../model.ts'
 import {
   normalizeBlock,
@@ -94,7 +95,8 @@ function textInto(text: string, opts: NormalizeOptions | undefined, given: Given
   return normalizeBlockInto(toArchiveLine(parseJsonExact(text)), opts, null, given.attempt())
 }
 
-const LIST_KEYS = ['transactions', 'instructions', 'logs', 'balances', 'tokenBalances', 'rewards'] as const
+/** the record lists of a block */
+const LIST_KEYS = RECORD_LISTS
 
 /** the records given to a sink so far, over the attempts at reading one block */
 class Given {

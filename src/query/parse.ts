@@ -1,12 +1,18 @@
 /**
- * Strict validation of a data query (docs/query.md §2) into a plan-ready form. Generic over the
- * declarations of `spec.ts` and the field catalogue.
+ * Strict validation of a data query (docs/query.md §2) into a plan-ready form. Generic over a
+ * dataset declaration (src/dataset/types.ts): its requests, filters, relations and fields.
  */
-import { fieldsOf, SELECTOR_INDEX, SELECTOR_NAMES, type FieldDef, type SelectorName } from '../catalogue.ts'
-import type { RecordKind } from '../model.ts'
+import { DEFAULT_DATASET } from '../catalogue.ts'
+import {
+  filterValueKind,
+  type Dataset,
+  type FieldDef,
+  type FilterDecl,
+  type RelationDecl,
+  type RequestDecl,
+} from '../dataset/types.ts'
 import { base58Decode, isAddress, isBase58Text } from '../util/base58.ts'
 import { QueryError } from './errors.ts'
-import { filterValueKind, RELATIONS, REQUESTS, type FilterDecl, type RelationDecl } from './spec.ts'
 
 export interface QueryLimits {
   /** total number of item requests over all kinds */
@@ -23,7 +29,8 @@ export interface SelectedField {
   readonly key: string
 }
 
-export type Selection = { readonly [S in SelectorName]: readonly SelectedField[] }
+/** selected fields per selector ('block' and each kind of the dataset) */
+export type Selection = { readonly [selector: string]: readonly SelectedField[] }
 
 export type CompiledFilter =
   | { readonly op: 'in'; readonly column: string; readonly values: ReadonlySet<string> }
@@ -42,7 +49,7 @@ export type CompiledFilter =
     }
 
 export interface ItemRequest {
-  readonly kind: RecordKind
+  readonly kind: string
   /** path of the request in the query, e.g. `.instructions[0]` */
   readonly path: string
   /** AND-ed; empty = matches every row */
@@ -51,6 +58,8 @@ export interface ItemRequest {
 }
 
 export interface ParsedQuery {
+  /** the dataset queried: its declaration drives planning, execution and rendering */
+  dataset: Dataset
   fromBlock: number
   toBlock?: number
   parentBlockHash?: string
@@ -64,15 +73,18 @@ export interface ParsedQuery {
   requests: readonly ItemRequest[]
 }
 
-const TOP_MEMBERS = new Set([
-  'type',
-  'fromBlock',
-  'toBlock',
-  'parentBlockHash',
-  'includeAllBlocks',
-  'fields',
-  ...REQUESTS.map((r) => r.member),
-])
+/** the members a query of a dataset may have, per dataset */
+const TOP_MEMBERS = new WeakMap<Dataset, ReadonlySet<string>>()
+
+function topMembers(ds: Dataset): ReadonlySet<string> {
+  let s = TOP_MEMBERS.get(ds)
+  if (s === undefined) {
+    s = new Set(['type', 'fromBlock', 'toBlock', 'parentBlockHash', 'includeAllBlocks', 'fields'])
+    for (const r of ds.requests) (s as Set<string>).add(r.member)
+    TOP_MEMBERS.set(ds, s)
+  }
+  return s
+}
 
 function fail(path: string, msg: string): never {
   throw new QueryError(`${path}: ${msg}`)
@@ -188,43 +200,104 @@ function filterRank(f: CompiledFilter): number {
   }
 }
 
-function parseFields(v: unknown, limits: QueryLimits): Selection {
-  void limits
-  const out = {} as { [S in SelectorName]: SelectedField[] }
-  for (const s of SELECTOR_NAMES) out[s] = []
+function parseFields(v: unknown, ds: Dataset): Selection {
+  const out: { [selector: string]: SelectedField[] } = {}
+  for (const s of ds.selectorNames) out[s] = []
   if (v === undefined) return out
   const obj = expectObject(v, '.fields')
   for (const name of Object.keys(obj)) {
-    if (!(SELECTOR_NAMES as readonly string[]).includes(name)) unknownMember('.fields', name)
-    const sel = name as SelectorName
+    if (!ds.selectorNames.includes(name)) unknownMember('.fields', name)
+    const sel = name
     const path = `.fields.${sel}`
     const members = expectObject(obj[name], path)
-    const index = SELECTOR_INDEX[sel]
+    const index = ds.selectorIndex(sel)
     const chosen = new Set<string>()
     for (const key of Object.keys(members)) {
       if (!index.has(key)) unknownMember(path, key)
       if (expectBool(members[key], `${path}.${key}`)) chosen.add(key)
     }
-    for (const def of fieldsOf(sel)) {
+    for (const def of ds.fieldsOf(sel)) {
       for (const key of def.selectors) if (chosen.has(key)) out[sel].push({ def, key })
     }
   }
   return out
 }
 
-/** Validate a query body (already JSON-parsed). Throws QueryError with the reason. */
-export function parseQuery(body: unknown, limits?: Partial<QueryLimits>): ParsedQuery {
+/** a request's filters and relation flags, by member name, per request declaration */
+const MEMBERS = new WeakMap<
+  RequestDecl,
+  { filters: Map<string, FilterDecl>; relations: Map<string, RelationDecl>; prefixes: string }
+>()
+
+function membersOf(ds: Dataset, decl: RequestDecl) {
+  let m = MEMBERS.get(decl)
+  if (m === undefined) {
+    m = {
+      filters: new Map(decl.filters.map((f) => [f.member, f])),
+      relations: new Map(ds.relations.filter((r) => r.from === decl.kind).map((r) => [r.flag, r])),
+      prefixes: decl.filters
+        .filter((f) => f.op === 'prefix')
+        .map((f) => f.member)
+        .join(', '),
+    }
+    MEMBERS.set(decl, m)
+  }
+  return m
+}
+
+/** One item request; null when it matches nothing (an empty filter list). */
+function parseRequest(ds: Dataset, decl: RequestDecl, v: unknown, path: string, lim: QueryLimits): ItemRequest | null {
+  const { filters: filterDecls, relations: relDecls, prefixes } = membersOf(ds, decl)
+  const item = expectObject(v, path)
+  const filters: CompiledFilter[] = []
+  const relations: RelationDecl[] = []
+  let never = false
+  let prefixMember: string | undefined
+  for (const name of Object.keys(item)) {
+    const v = item[name]
+    const fd = filterDecls.get(name)
+    if (fd) {
+      if (v === undefined || v === null) continue // absent (the reference's optional filters accept null)
+      if (fd.op === 'prefix') {
+        if (prefixMember !== undefined) {
+          fail(path, `at most one of ${prefixes} is allowed, got ${prefixMember} and ${name}`)
+        }
+        prefixMember = name
+      }
+      const f = compileFilter(fd, v, `${path}.${name}`, lim)
+      if (f) filters.push(f)
+      else never = true
+      continue
+    }
+    const rd = relDecls.get(name)
+    if (rd) {
+      if (expectBool(v, `${path}.${name}`)) relations.push(rd)
+      continue
+    }
+    unknownMember(path, name)
+  }
+  if (never) return null
+  filters.sort((a, b) => filterRank(a) - filterRank(b))
+  return { kind: decl.kind, path, filters, relations }
+}
+
+/**
+ * Validate a query body (already JSON-parsed) against a dataset's declaration (the default
+ * dataset when none is given). Throws QueryError with the reason.
+ */
+export function parseQuery(body: unknown, limits?: Partial<QueryLimits>, ds: Dataset = DEFAULT_DATASET): ParsedQuery {
   const lim: QueryLimits = {
     maxItemRequests: limits?.maxItemRequests ?? DEFAULT_LIMITS.maxItemRequests,
     maxFilterValues: limits?.maxFilterValues ?? DEFAULT_LIMITS.maxFilterValues,
   }
   if (!isObject(body)) throw new QueryError('the query must be a JSON object')
-  for (const name of Object.keys(body)) if (!TOP_MEMBERS.has(name)) unknownMember('', name)
+  const top = topMembers(ds)
+  for (const name of Object.keys(body)) if (!top.has(name)) unknownMember('', name)
 
   if (body.type !== undefined) {
     if (typeof body.type !== 'string') fail('.type', 'expected a string')
-    if (body.type !== 'solana')
-      fail('.type', `unsupported dataset type ${JSON.stringify(body.type)}, expected "solana"`)
+    if (body.type !== ds.type)
+      fail('.type', `unsupported dataset type ${JSON.stringify(body.type)}, expected ${JSON.stringify(ds.type)}`)
   }
   if (body.fromBlock === undefined) fail('.fromBlock', 'missing required member')
   const fromBlock = expectBlockNumber(body.fromBlock, '.fromBlock')
@@ -240,10 +313,10 @@ export function parseQuery(body: unknown, limits?: Partial<QueryLimits>): Parsed
   }
   const includeAllBlocks =
     body.includeAllBlocks === undefined ? false : expectBool(body.includeAllBlocks, '.includeAllBlocks')
-  const fields = parseFields(body.fields, lim)
+  const fields = parseFields(body.fields, ds)
 
   let itemCount = 0
-  for (const decl of REQUESTS) {
+  for (const decl of ds.requests) {
     const list = body[decl.member]
     if (list === undefined) continue
     if (!Array.isArray(list)) fail(`.${decl.member}`, 'expected an array')
@@ -256,48 +329,16 @@ export function parseQuery(body: unknown, limits?: Partial<QueryLimits>): Parsed
   }
 
   const requests: ItemRequest[] = []
-  for (const decl of REQUESTS) {
+  for (const decl of ds.requests) {
     const list = body[decl.member] as unknown[] | undefined
     if (list === undefined) continue
-    const filterDecls = new Map(decl.filters.map((f) => [f.member, f]))
-    const relDecls = new Map(RELATIONS.filter((r) => r.from === decl.kind).map((r) => [r.flag, r]))
     for (let i = 0; i < list.length; i++) {
-      const path = `.${decl.member}[${i}]`
-      const item = expectObject(list[i], path)
-      const filters: CompiledFilter[] = []
-      const relations: RelationDecl[] = []
-      let never = false
-      let prefixMember: string | undefined
-      for (const name of Object.keys(item)) {
-        const v = item[name]
-        const fd = filterDecls.get(name)
-        if (fd) {
-          if (v === undefined || v === null) continue // absent (the reference's optional filters accept null)
-          if (fd.op === 'prefix') {
-            if (prefixMember !== undefined) {
-              fail(path, `at most one of d1, d2, d3, d4, d8, discriminator is allowed, got ${prefixMember} and ${name}`)
-            }
-            prefixMember = name
-          }
-          const f = compileFilter(fd, v, `${path}.${name}`, lim)
-          if (f) filters.push(f)
-          else never = true
-          continue
-        }
-        const rd = relDecls.get(name)
-        if (rd) {
-          if (expectBool(v, `${path}.${name}`)) relations.push(rd)
-          continue
-        }
-        unknownMember(path, name)
-      }
-      if (never) continue
-      filters.sort((a, b) => filterRank(a) - filterRank(b))
-      requests.push({ kind: decl.kind, path, filters, relations })
+      const r = parseRequest(ds, decl, list[i], `.${decl.member}[${i}]`, lim)
+      if (r !== null) requests.push(r)
     }
   }
 
-  const q: ParsedQuery = { fromBlock, includeAllBlocks, fields, requests }
+  const q: ParsedQuery = { dataset: ds, fromBlock, includeAllBlocks, fields, requests }
   if (toBlock !== undefined) q.toBlock = toBlock
   if (parentBlockHash !== undefined) q.parentBlockHash = parentBlockHash
   return q

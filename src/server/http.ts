@@ -30,7 +30,7 @@ import { LogLimiter, PerClientCap, RateLimiter, type RateLimit } from './guards.
 import { allows, type ApiKeys, type KeyClient } from './access.ts'
 import { varyWith, type Cors } from './cors.ts'
 import type { TrustedProxies } from './proxy.ts'
-import { DEFAULT_MAX_BODY_BYTES, readRequestBody, RequestBodyError } from './body.ts'
+import { readRequestBody, RequestBodyError } from './body.ts'
 import { answerClientError, transferEncodingError } from './strict-http.ts'
 import { jsonShapeError, jsonShapeLimits, type JsonShapeLimits } from './json-shape.ts'
 import { badRequest, HttpError, parseTarget } from './http-error.ts'
@@ -41,66 +41,12 @@ import type { PoolStream, RenderPool } from './render-pool.ts'
 import { ResponseBlocks } from './stream-blocks.ts'
 import { followHead, headHeaders, startingHead } from './stream-protocol.ts'
 import { firstBlockAtOrAfter } from './timestamps.ts'
+import { MemoryGate } from './memory-gate.ts'
+import { DEFAULT_LIMITS, type ServerLimits } from './limits.ts'
 import { errorDetail } from '../util/errors.ts'
 
 export type { RateLimit } from './guards.ts'
-
-export interface ServerLimits {
-  /** largest accepted request body, after gzip decoding (bytes) */
-  maxBodyBytes: number
-  maxItemRequests: number
-  maxFilterValues: number
-  /** concurrent stream responses (taken once the body is read and valid); above it: 503 with Retry-After */
-  maxConcurrentStreams: number
-  /** concurrent stream requests of one client address (body upload included); above it: 429 with Retry-After */
-  maxStreamsPerClient: number
-  /** a request (headers and body) must arrive within this long, else 408 (ms) */
-  bodyTimeoutMs: number
-  /** a response whose socket takes no pending byte for this long is destroyed (ms; 0 = never) */
-  writeTimeoutMs: number
-  /** bytes of responses in flight (written, not yet taken by sockets) across all streams */
-  streamBufferBytes: number
-  /** streams rendering a block at once (the others wait, smallest response first) */
-  renderConcurrency: number
-  /** a response that sent less than this renders even when the stream buffer budget is full */
-  smallResponseBytes: number
-  /**
-   * a response asking for fewer blocks than this that sent less than `smallResponseBytes` renders
-   * from a reserve of `streamBufferBytes` of its own: point queries are not held up by slow clients
-   * filling the budget
-   */
-  shortResponseBlocks: number
-  /** on close(), open streams end on a complete line; after this long the remaining connections are cut (ms) */
-  shutdownGraceMs: number
-  /** how long a stream request for a block above the head waits before 204 (ms) */
-  headWaitMs: number
-  /** a response ends (at a block boundary) after this long (ms) ... */
-  responseTimeMs: number
-  /** ... or after this many bytes of JSON lines (before compression) */
-  responseBytes: number
-  /** gzip level of responses (1 = fastest) */
-  gzipLevel: number
-}
-
-export const DEFAULT_LIMITS: ServerLimits = {
-  // fits the default 100,000 filter values (src/server/body.ts)
-  maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
-  maxItemRequests: 100,
-  maxFilterValues: 100_000,
-  maxConcurrentStreams: 1024,
-  maxStreamsPerClient: 64,
-  bodyTimeoutMs: 30_000,
-  writeTimeoutMs: 20_000,
-  streamBufferBytes: 16 * 1024 * 1024,
-  shutdownGraceMs: 5_000,
-  renderConcurrency: 2,
-  smallResponseBytes: 256 * 1024,
-  shortResponseBlocks: 100,
-  headWaitMs: 5_000,
-  responseTimeMs: 10_000,
-  responseBytes: 20 * 1024 * 1024,
-  gzipLevel: 1,
-}
+export { DEFAULT_LIMITS, type ServerLimits } from './limits.ts'
 
 export interface ServerOptions {
   /** absent while the datasets load (see setDatasets): dataset routes answer 503 + Retry-After */
@@ -131,6 +77,7 @@ export class PortalServer {
   private readonly perClient: PerClientCap
   private readonly budget: ByteBudget
   private readonly scheduler: RenderScheduler
+  private readonly memoryGate: MemoryGate
   private readonly log: NonNullable<ServerOptions['log']>
   /** failures that are not the client's fault, at most a few lines per window */
   private readonly errorLog: LogLimiter
@@ -158,6 +105,7 @@ export class PortalServer {
       undefined,
       this.limits.shortResponseBlocks,
     )
+    this.memoryGate = new MemoryGate(this.limits.memoryLimitBytes)
     const { maxItemRequests, maxFilterValues, maxBodyBytes } = this.limits
     // the OpenAPI document tells of API keys and CORS when the server has them
     const access = { apiKeyHeader: opts.apiKeys?.header, cors: opts.cors != null }
@@ -515,7 +463,11 @@ export class PortalServer {
     const shouldStop = () => stop.aborted || out.bytes >= this.limits.responseBytes || Date.now() >= deadline
     const { scheduler } = this
     const pool = this.opts.renderPool ?? null
-    const blocks = new ResponseBlocks({ ds, out, scheduler, span, finalizedOnly, gone, shouldStop, pool, pooled })
+    const memoryGate = this.memoryGate.limitBytes > 0 ? this.memoryGate : null
+    const blocks = new ResponseBlocks({
+      ...{ ds, out, scheduler, span, finalizedOnly, gone, shouldStop, pool, pooled },
+      memoryGate,
+    })
     try {
       let from = q.fromBlock
       for (;;) {

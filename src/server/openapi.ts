@@ -1,8 +1,8 @@
 /**
  * The published description of the interface: an OpenAPI 3.1 document whose request schema (the
  * data query) and response schema (one block line) are generated from the same declarations the
- * server runs on, the field catalogue (`src/catalogue.ts`) and the request / relation tables
- * (`src/query/spec.ts`), so the schema cannot drift from the validator (`src/query/parse.ts`).
+ * server runs on, the dataset's declaration (src/dataset/types.ts: fields, requests, relations),
+ * so the schema cannot drift from the validator (`src/query/parse.ts`).
  *
  * What JSON Schema cannot say and only the validator checks: `toBlock` >= `fromBlock`, the total
  * number of item requests over all lists (each list alone is bounded), the exact 32-byte length of
@@ -10,17 +10,9 @@
  * dataset's start block (a 400 from the server).
  */
 import { readFileSync } from 'node:fs'
-import { BLOCK_MEMBERS, fieldsOf, HEADER_FIELDS, RECORD_FIELDS, SELECTOR_NAMES, type FieldDef } from '../catalogue.ts'
-import type { RecordKind } from '../model.ts'
+import { DEFAULT_DATASET } from '../catalogue.ts'
+import { filterValueKind, type Dataset, type FieldDef, type FilterDecl, type RequestDecl } from '../dataset/types.ts'
 import { DEFAULT_LIMITS as QUERY_LIMITS, type QueryLimits } from '../query/parse.ts'
-import {
-  filterValueKind,
-  RELATIONS,
-  REQUESTS,
-  type FilterDecl,
-  type JoinKind,
-  type RequestDecl,
-} from '../query/spec.ts'
 import { securitySchemes, withAccess, type AccessOptions } from './openapi-access.ts'
 import { answerSchemas, datasetPaths, servicePaths, type PathsOptions } from './openapi-paths.ts'
 
@@ -50,7 +42,7 @@ function hexDescription(d: Extract<FilterDecl, { op: 'prefix' }>): string {
     : `0x and an even number of hex digits (up to ${d.maxBytes} bytes)`
 }
 
-function filterDescription(kind: RecordKind, d: FilterDecl): string {
+function filterDescription(kind: string, d: FilterDecl): string {
   switch (d.op) {
     case 'in':
       return `${kind}s whose ${d.column} is one of the values`
@@ -68,7 +60,7 @@ function filterDescription(kind: RecordKind, d: FilterDecl): string {
 }
 
 /** JSON Schema of one filter member of an item request. */
-function filterSchema(kind: RecordKind, d: FilterDecl, limits: QueryLimits): JsonSchema {
+function filterSchema(kind: string, d: FilterDecl, limits: QueryLimits): JsonSchema {
   const description = filterDescription(kind, d)
   // null = absent, for every filter (the reference types them as optional)
   if (d.op === 'bool') return { type: ['boolean', 'null'], description }
@@ -96,20 +88,17 @@ function filterSchema(kind: RecordKind, d: FilterDecl, limits: QueryLimits): Jso
   }
 }
 
-const JOINS: { readonly [J in JoinKind]: string } = {
-  tx: 'of the same transaction',
-  subtree: 'called by it (its inner instructions, at any depth)',
-  parents: 'that called it (its parent instructions)',
-  address: 'produced by the same instruction',
-}
-
 /** JSON Schema of one item request (filters AND-ed, relation flags). */
-export function itemRequestSchema(decl: RequestDecl, limits: QueryLimits = QUERY_LIMITS): JsonSchema {
+export function itemRequestSchema(
+  decl: RequestDecl,
+  limits: QueryLimits = QUERY_LIMITS,
+  ds: Dataset = DEFAULT_DATASET,
+): JsonSchema {
   const properties: JsonSchema = {}
   for (const f of decl.filters) properties[f.member] = filterSchema(decl.kind, f, limits)
-  for (const r of RELATIONS) {
+  for (const r of ds.relations) {
     if (r.from !== decl.kind) continue
-    properties[r.flag] = { type: 'boolean', description: `also select the ${r.to} rows ${JOINS[r.join]}` }
+    properties[r.flag] = { type: 'boolean', description: `also select the ${r.to} rows ${r.describe}` }
   }
   const schema: JsonSchema = {
     type: 'object',
@@ -128,11 +117,11 @@ export function itemRequestSchema(decl: RequestDecl, limits: QueryLimits = QUERY
   return schema
 }
 
-function fieldsSchema(): JsonSchema {
+function fieldsSchema(ds: Dataset): JsonSchema {
   const properties: JsonSchema = {}
-  for (const sel of SELECTOR_NAMES) {
+  for (const sel of ds.selectorNames) {
     const fields: JsonSchema = {}
-    for (const def of fieldsOf(sel)) {
+    for (const def of ds.fieldsOf(sel)) {
       for (const s of def.selectors) {
         fields[s] = {
           type: 'boolean',
@@ -154,11 +143,11 @@ function fieldsSchema(): JsonSchema {
  * The data query as a standalone JSON Schema (draft 2020-12, no references), for the given
  * validator limits.
  */
-export function queryJsonSchema(limits: Partial<QueryLimits> = {}): JsonSchema {
+export function queryJsonSchema(limits: Partial<QueryLimits> = {}, ds: Dataset = DEFAULT_DATASET): JsonSchema {
   const lim: QueryLimits = { ...QUERY_LIMITS, ...limits }
   const block = { type: 'integer', minimum: 0, maximum: MAX_BLOCK }
   const properties: JsonSchema = {
-    type: { const: 'solana', description: 'dataset type; optional' },
+    type: { const: ds.type, description: 'dataset type; optional' },
     fromBlock: { ...block, description: 'first slot of the range (at least the dataset start_block)' },
     toBlock: orNull({
       ...block,
@@ -169,13 +158,13 @@ export function queryJsonSchema(limits: Partial<QueryLimits> = {}): JsonSchema {
       description: 'expected hash of the block before fromBlock; a mismatch answers 409',
     }),
     includeAllBlocks: { type: 'boolean', description: 'output every block of the range, even without selected rows' },
-    fields: fieldsSchema(),
+    fields: fieldsSchema(ds),
   }
-  for (const decl of REQUESTS) {
+  for (const decl of ds.requests) {
     properties[decl.member] = {
       type: 'array',
       description: `${decl.kind} requests (OR-ed); at most ${lim.maxItemRequests} item requests over all lists`,
-      items: itemRequestSchema(decl, lim),
+      items: itemRequestSchema(decl, lim, ds),
       maxItems: lim.maxItemRequests,
     }
   }
@@ -186,6 +175,8 @@ export function queryJsonSchema(limits: Partial<QueryLimits> = {}): JsonSchema {
     properties,
     required: ['fromBlock'],
     additionalProperties: false,
+    // the dataset's example query, without its range (the query page starts from it)
+    ...(ds.example ? { examples: [{ type: ds.type, fromBlock: 0, ...ds.example }] } : {}),
   }
 }
 
@@ -207,7 +198,7 @@ function valueSchema(def: FieldDef): JsonSchema {
       s = { type: 'boolean' }
       break
     case 'json':
-      if (def.name === 'transactionConfig') return transactionConfigSchema()
+      if (def.schema !== undefined) return def.schema
       return def.nullable ? {} : { type: ['object', 'array', 'string', 'number', 'boolean'] }
     case 'address':
       s = { type: 'array', items: { type: 'integer', minimum: 0 } }
@@ -224,29 +215,6 @@ function valueSchema(def: FieldDef): JsonSchema {
   return def.nullable ? orNull(s) : s
 }
 
-/** `transactionConfig` (src/model.ts TransactionConfig): version 1 transactions' object, else null */
-function transactionConfigSchema(): JsonSchema {
-  const u32 = orNull({ type: 'integer', minimum: 0, maximum: 0xffffffff })
-  return {
-    description:
-      'the compute budget a version 1 transaction declares (message.transactionConfig; an extension); null for legacy and v0 transactions',
-    anyOf: [
-      {
-        type: 'object',
-        properties: {
-          computeUnitLimit: u32,
-          heapSize: u32,
-          loadedAccountsDataSizeLimit: u32,
-          priorityFee: orNull({ type: ['string', 'integer'], pattern: '^[0-9]+$', minimum: 0 }),
-        },
-        required: ['computeUnitLimit', 'heapSize', 'loadedAccountsDataSizeLimit', 'priorityFee'],
-        additionalProperties: false,
-      },
-      { type: 'null' },
-    ],
-  }
-}
-
 function recordSchema(defs: readonly FieldDef[]): JsonSchema {
   const properties: JsonSchema = {}
   for (const def of defs) for (const sel of def.selectors) properties[sel] = valueSchema(def)
@@ -254,10 +222,10 @@ function recordSchema(defs: readonly FieldDef[]): JsonSchema {
 }
 
 /** One line of a stream response: a block with the selected fields of its selected rows. */
-export function blockJsonSchema(): JsonSchema {
-  const properties: JsonSchema = { header: recordSchema(HEADER_FIELDS) }
-  for (const { kind, member } of BLOCK_MEMBERS) {
-    properties[member] = { type: 'array', items: recordSchema(RECORD_FIELDS[kind]), minItems: 1 }
+export function blockJsonSchema(ds: Dataset = DEFAULT_DATASET): JsonSchema {
+  const properties: JsonSchema = { header: recordSchema(ds.header) }
+  for (const { member, fields } of ds.tables) {
+    properties[member] = { type: 'array', items: recordSchema(fields), minItems: 1 }
   }
   return {
     title: 'Block',
@@ -274,6 +242,8 @@ export function blockJsonSchema(): JsonSchema {
 
 export interface OpenApiOptions extends PathsOptions, AccessOptions {
   limits?: Partial<QueryLimits>
+  /** the dataset whose query and block schemas are published (default: the default dataset) */
+  dataset?: Dataset
   version?: string
 }
 
@@ -288,10 +258,10 @@ function packageVersion(): string {
  * schemas of the query and the block lines (above).
  */
 export function openApiDocument(opts: OpenApiOptions = {}): JsonSchema {
-  const query = queryJsonSchema(opts.limits)
+  const query = queryJsonSchema(opts.limits, opts.dataset)
   delete query.$schema // the document declares the dialect once
   const paths = { ...datasetPaths(opts), ...servicePaths() }
-  const components: JsonSchema = { schemas: { Query: query, Block: blockJsonSchema(), ...answerSchemas() } }
+  const components: JsonSchema = { schemas: { Query: query, Block: blockJsonSchema(opts.dataset), ...answerSchemas() } }
   if (opts.apiKeyHeader) components.securitySchemes = securitySchemes(opts.apiKeyHeader)
   return {
     openapi: '3.1.0',

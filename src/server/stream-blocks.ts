@@ -15,6 +15,7 @@ import type { HeadInfo } from '../store/chunk.ts'
 import type { RenderScheduler } from './budget.ts'
 import type { Dataset } from './datasets.ts'
 import type { LineWriter } from './line-writer.ts'
+import type { MemoryGate } from './memory-gate.ts'
 import type { PoolStream, PooledBlock, RenderPool } from './render-pool.ts'
 
 export interface ResponseBlocksOptions {
@@ -31,6 +32,8 @@ export interface ResponseBlocksOptions {
   pool: RenderPool | null
   /** this response's share of the render pool; null: every block is rendered in this thread */
   pooled: PoolStream | null
+  /** the server's memory limit, asked before each chunk (src/server/memory-gate.ts); null: none */
+  memoryGate: MemoryGate | null
 }
 
 const NO_BYTES = Buffer.alloc(0)
@@ -62,6 +65,7 @@ export class ResponseBlocks {
       bigintsAsNumbers: this.bigintsAsNumbers,
       shouldStop: this.o.shouldStop,
       pause: this.pause,
+      enterChunk: this.o.memoryGate ? this.enterChunk : undefined,
     }
     const blocks = this.rangeBlocks(query, opts)
     let done = false
@@ -140,6 +144,21 @@ export class ResponseBlocks {
     this.release = null
     this.release = await scheduler.acquire(out.bytes, span, gone, true)
     return this.release !== null
+  }
+
+  /**
+   * The memory limit's right to start a chunk (MemoryGate): at once, or waited for without the
+   * render turn (`wait`), so that the streams holding chunks take their turns and free them.
+   */
+  private readonly enterChunk = async (): Promise<(() => void) | null> => {
+    const gate = this.o.memoryGate!
+    const now = gate.tryEnter()
+    if (now) return now
+    let leave: (() => void) | null = null
+    const entered = gate.enter(this.o.gone).then((l) => (leave = l))
+    if (await this.wait(entered)) return leave
+    ;(leave as (() => void) | null)?.()
+    return null
   }
 
   /** waiting for a render worker's segment: the turn goes to another stream meanwhile */

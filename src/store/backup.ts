@@ -2,7 +2,7 @@
  * A consistent copy of a dataset directory (or of a follower's data directory) while its writer
  * keeps running.
  *
- * The cold store's state is its catalogue (src/store/cold/catalogue.ts): chunk files are immutable
+ * The cold store's state is its catalogue (the chunk index, src/store/cold/chunk-index/): chunk files are immutable
  * and a writer publishes a new state by appending to the catalogue, deleting the files it dropped
  * some time later. So a backup reads the catalogue once, copies every chunk file it lists
  * (checking each against the catalogue's sha256), then writes a catalogue of that list last: the
@@ -14,7 +14,7 @@
 import { copyFile, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { coldDir } from './dataset-dir.ts'
-import { Catalogue, writeCatalogue } from './cold/catalogue.ts'
+import { ChunkIndex, writeChunkIndex } from './cold/chunk-index/chunk-index.ts'
 import { sha256File, fsyncDir } from './cold/manifest.ts'
 
 export interface BackupOptions {
@@ -97,7 +97,7 @@ export async function backupDataset(src: string, dest: string, opts: BackupOptio
   let copied = 0
   let bytesCopied = 0
   for (let attempt = 1; attempt <= attempts; attempt++) {
-    const cat = await Catalogue.open(srcCold, { readOnly: true })
+    const cat = await ChunkIndex.open(srcCold, { readOnly: true })
     if (!cat) throw new BackupError(`${src}: no dataset here (no chunk catalogue in ${join(src, 'cold')})`)
     const snap = cat.snapshot()
     const chunks = snap.all()
@@ -128,7 +128,7 @@ export async function backupDataset(src: string, dest: string, opts: BackupOptio
     }
     await copyVia(join(src, DATASET_META), join(dest, DATASET_META), fsync)
     if (fsync) await fsyncDir(destChunks)
-    await writeCatalogue(destCold, chunks, snap.generation, fsync)
+    await writeChunkIndex(destCold, chunks, snap.generation, fsync)
     const listed = new Set(chunks.map((c) => c.file))
     let removed = 0
     for (const f of await readdir(destChunks)) {

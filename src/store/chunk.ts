@@ -6,7 +6,7 @@
  * order of docs/query.md §2. Column values have the model's types (src/model.ts): bigint for u64,
  * null for absent values, arrays for list fields.
  */
-import type { BlockHeader, RecordKind } from '../model.ts'
+import type { BlockHeader } from '../model.ts'
 import type { JsonTokens } from '../util/json-bytes.ts'
 
 /**
@@ -30,7 +30,7 @@ export interface Table {
   readonly rowCount: number
   /** length blockCount + 1: rows of block position b are [blockOffsets[b], blockOffsets[b + 1]) */
   readonly blockOffsets: ArrayLike<number>
-  /** a stored column by model field name (catalogue `columnsOf(kind)`); throws for unknown names */
+  /** a stored column by field name (the dataset's `columnsOf(kind)`); throws for unknown names */
   column(field: string): ArrayLike<unknown>
   /**
    * Optional filter push-down: keep the rows of `rows[0..n)` (ascending row indexes) whose
@@ -73,12 +73,13 @@ export interface Chunk {
   readonly blockCount: number
   /** header column, indexed by block position 0..blockCount-1, ascending block number */
   header<K extends keyof BlockHeader>(field: K): ArrayLike<BlockHeader[K]>
-  table(kind: RecordKind): Table
+  /** the table of a record kind of the chunk's dataset */
+  table(kind: string): Table
   /**
    * Optional pruning hint: return false only when certainly no row of `kind` has a value of
    * `field` in `values` (for list fields such as `accounts`: any element). true = "maybe".
    */
-  mayContain?(kind: RecordKind, field: string, values: ReadonlySet<string>): boolean
+  mayContain?(kind: string, field: string, values: ReadonlySet<string>): boolean
 }
 
 export interface HeadInfo {

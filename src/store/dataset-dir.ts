@@ -3,7 +3,7 @@
  * is finalized, the head is the last stored block. Layout:
  *
  *     DIR/dataset.json   { "format": "solportal-dataset", "version": 1, "includeVotes": bool }
- *     DIR/cold/          the DiskColdStore (src/store/cold.ts)
+ *     DIR/cold/          the DiskColdStore (src/store/cold/disk-store.ts)
  *
  * Opened read-only by default, so a server can serve a directory while an import (another process)
  * keeps appending to it: `waitFor` and every `chunks()` call pick up what the writer published since.
@@ -11,7 +11,7 @@
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Chunk, HeadInfo } from './chunk.ts'
-import { ColdStoreError, DiskColdStore, type DiskColdStoreOptions } from './cold.ts'
+import { ColdStoreError, DiskColdStore, type DiskColdStoreOptions } from './cold/disk-store.ts'
 import { writeFileAtomicSync } from './durable.ts'
 import type { BlockStore } from './types.ts'
 

@@ -27,7 +27,7 @@
  */
 import { isStorageError, StorageError } from './write-all.ts'
 import { EventEmitter } from 'node:events'
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, statfsSync } from 'node:fs'
 import { asBinary, open, type Database, type DatabaseOptions, type RootDatabase } from 'lmdb'
 import type { Block } from '../model.ts'
 import {
@@ -109,6 +109,8 @@ export class HotStore extends EventEmitter {
   /** the highest block a running finalize() is moving to the cold store (see finalize) */
   private finalizing: number | null = null
   private closed = false
+  /** a commit failed (a full or failing disk): closing does not wait for lmdb-js for good */
+  private commitFailed = false
   /** where blocks packed in parts are joined before their put (grown to the largest, kept) */
   private scratch = new Uint8Array(0)
   /** the stored size of each window entry's block (see `bytes`) */
@@ -146,6 +148,7 @@ export class HotStore extends EventEmitter {
 
   static async open(opts: HotStoreOptions): Promise<HotStore> {
     mkdirSync(opts.path, { recursive: true })
+    quietLmdbCommitErrors()
     const root = open({ path: opts.path, noSync: opts.noSync ?? false, maxDbs: 4 })
     const s = new HotStore(root, opts.path)
     await s.load(opts.coldLast ?? null)
@@ -207,10 +210,24 @@ export class HotStore extends EventEmitter {
         (c: unknown) => c,
       )
       const code = (cause as { code?: unknown }).code
-      throw isStorageError(cause)
-        ? new StorageError(this.path, typeof code === 'string' ? code : code === 5 ? 'EIO' : 'ENOSPC', cause)
-        : cause
+      this.commitFailed = true
+      throw isStorageError(cause) ? new StorageError(this.path, this.failureCode(code), cause) : cause
     }
+  }
+
+  /**
+   * lmdb-js reports a write that found no room as EIO (a numeric code): a filesystem with no room
+   * left is named as full (ENOSPC), so that the message says what to do.
+   */
+  private failureCode(code: unknown): string {
+    if (typeof code === 'string') return code
+    try {
+      const fs = statfsSync(this.path)
+      if (fs.bavail * fs.bsize < 1024 * 1024) return 'ENOSPC'
+    } catch {
+      // the disk cannot even be asked
+    }
+    return code === 5 ? 'EIO' : 'ENOSPC'
   }
 
   /** serialize writers */
@@ -413,10 +430,16 @@ export class HotStore extends EventEmitter {
     await this.locked(async () => {
       this.closed = true
       // after a failed commit (a full disk), closing reports it again: the store closes anyway
-      await this.root.close().catch((e: { commitError?: Promise<unknown> }) => {
+      const closing = this.root.close().catch((e: { commitError?: Promise<unknown> }) => {
         if (!e?.commitError) throw e
         return e.commitError.catch(() => undefined)
       })
+      // and lmdb-js may wait for ever for writes queued behind the failed commit (never
+      // written, nothing to lose: the store's file holds the last good commit)
+      if (!this.commitFailed) return closing
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([closing, new Promise((r) => (timer = setTimeout(r, CLOSE_AFTER_FAILURE_MS)))])
+      clearTimeout(timer)
     })
   }
 }
@@ -426,6 +449,45 @@ export class HotStore extends EventEmitter {
  * the transaction's outcome is awaited (`txn`), these are settled here so that none is left
  * unhandled.
  */
+const CLOSE_AFTER_FAILURE_MS = 2_000
+
 function settled(p: unknown): void {
   if (p instanceof Promise) p.catch(() => undefined)
+}
+
+/**
+ * lmdb-js starts each event turn's batch of writes with a promise of its own that nobody can
+ * await: when the commit fails (a full or failing disk), it is rejected with a generic "Commit
+ * failed" error holding the cause in `commitError`, and surfaces as an unhandled rejection. The
+ * transactions of that commit reject too and report the cause (`txn`): such a rejection is a
+ * duplicate, to be ignored by a process-wide unhandled-rejection handler.
+ */
+export function isLmdbCommitFailure(e: unknown): boolean {
+  const pending = (e as { commitError?: unknown } | null)?.commitError
+  if (!(pending instanceof Promise)) return false
+  pending.catch(() => undefined)
+  return true
+}
+
+let lmdbQuieted = false
+/**
+ * lmdb-js also prints a failed commit's cause with console.error (a stack on stderr) before
+ * rejecting the commit's transactions, which report it: that print is dropped, every other
+ * console.error passes through unchanged.
+ */
+function quietLmdbCommitErrors(): void {
+  if (lmdbQuieted) return
+  lmdbQuieted = true
+  const print = console.error
+  console.error = (...args: unknown[]) => {
+    const e = args[0]
+    if (
+      args.length === 1 &&
+      e instanceof Error &&
+      typeof (e as { code?: unknown }).code === 'number' &&
+      /[\\/]lmdb[\\/]write\.js:/.test(e.stack ?? '')
+    )
+      return
+    print(...args)
+  }
 }

@@ -2,19 +2,16 @@
  * In-memory chunk: normalized blocks transposed into columns. Used for the bundled sample, the
  * hot (unfinalized) blocks and as the reference backend of the conformance suite.
  */
-import { columnsOf } from '../catalogue.ts'
-import type { Block, BlockHeader, RecordKind } from '../model.ts'
+import { DEFAULT_DATASET } from '../catalogue.ts'
+import type { Dataset, StoredBlock } from '../dataset/types.ts'
+import type { BlockHeader } from '../model.ts'
 import { RECORD_KINDS } from '../model.ts'
 import type { JsonTokens } from '../util/json-bytes.ts'
 import type { Chunk, Table } from './chunk.ts'
 
-const LISTS: { readonly [K in RecordKind]: keyof Block } = {
-  transaction: 'transactions',
-  instruction: 'instructions',
-  log: 'logs',
-  balance: 'balances',
-  tokenBalance: 'tokenBalances',
-  reward: 'rewards',
+/** the rows of a kind of a block: the list under the kind's block member */
+function rowsOf(block: StoredBlock, member: string): Record<string, unknown>[] {
+  return (block as unknown as Record<string, Record<string, unknown>[]>)[member]
 }
 
 class MemoryTable implements Table {
@@ -22,13 +19,14 @@ class MemoryTable implements Table {
   readonly blockOffsets: Uint32Array
   private readonly columns: Map<string, unknown[]>
 
-  constructor(kind: RecordKind, blocks: readonly Block[]) {
-    const defs = columnsOf(kind)
+  constructor(ds: Dataset, kind: string, blocks: readonly StoredBlock[]) {
+    const defs = ds.columnsOf(kind)
+    const member = ds.table(kind).member
     this.blockOffsets = new Uint32Array(blocks.length + 1)
     let total = 0
     for (let b = 0; b < blocks.length; b++) {
       this.blockOffsets[b] = total
-      total += (blocks[b][LISTS[kind]] as unknown[]).length
+      total += rowsOf(blocks[b], member).length
     }
     this.blockOffsets[blocks.length] = total
     this.rowCount = total
@@ -36,7 +34,7 @@ class MemoryTable implements Table {
     for (const d of defs) this.columns.set(d.name, new Array(total))
     let i = 0
     for (const block of blocks) {
-      for (const row of block[LISTS[kind]] as unknown as Record<string, unknown>[]) {
+      for (const row of rowsOf(block, member)) {
         for (const d of defs) this.columns.get(d.name)![i] = row[d.name] ?? null
         i++
       }
@@ -66,11 +64,14 @@ export class MemoryChunk implements Chunk {
   readonly lastBlock: number
   readonly blockCount: number
   private readonly headers: BlockHeader[]
-  private readonly tables = new Map<RecordKind, MemoryTable>()
-  private readonly blocks: readonly Block[]
+  private readonly tables = new Map<string, MemoryTable>()
+  private readonly blocks: readonly StoredBlock[]
 
-  /** blocks must be ascending by number */
-  constructor(blocks: readonly Block[]) {
+  /** blocks must be ascending by number; their lists are the dataset's (default: the default dataset) */
+  constructor(
+    blocks: readonly StoredBlock[],
+    private readonly dataset: Dataset = DEFAULT_DATASET,
+  ) {
     if (blocks.length === 0) throw new Error('empty chunk')
     for (let i = 1; i < blocks.length; i++) {
       if (blocks[i].header.number <= blocks[i - 1].header.number) throw new Error('blocks of a chunk must ascend')
@@ -86,10 +87,10 @@ export class MemoryChunk implements Chunk {
     return this.headers.map((h) => h[field])
   }
 
-  table(kind: RecordKind): Table {
+  table(kind: string): Table {
     let t = this.tables.get(kind)
     if (!t) {
-      t = new MemoryTable(kind, this.blocks)
+      t = new MemoryTable(this.dataset, kind, this.blocks)
       this.tables.set(kind, t)
     }
     return t

@@ -17,6 +17,7 @@
  */
 import { deserialize, serialize } from 'node:v8'
 import { Unpackr } from 'msgpackr'
+import { RECORD_LISTS } from '../catalogue.ts'
 import type { Block, BlockHeader } from '../model.ts'
 
 /** the first byte of V8's serialization (its version tag) */
@@ -154,8 +155,6 @@ export function storedPieces(block: Block): readonly Uint8Array[] {
   if (!p) return [packBlock(block).packed]
   return p.packed instanceof Uint8Array ? [p.packed] : [joinedHead(p.packed), ...p.packed]
 }
-
-const RECORD_LISTS = ['transactions', 'instructions', 'logs', 'balances', 'tokenBalances', 'rewards'] as const
 
 /**
  * A Block whose header is at hand and whose record lists are decoded from `packed` on first

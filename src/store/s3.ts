@@ -26,199 +26,24 @@ import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
-import {
-  GetObjectCommand,
-  ListObjectsV2Command,
-  NoSuchKey,
-  PutObjectCommand,
-  S3Client,
-  type S3ClientConfig,
-} from '@aws-sdk/client-s3'
-import type { ChunkEntry } from './cold/catalogue.ts'
-import { closeFds } from './cold/raw.ts'
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
+import type { ChunkEntry } from './cold/chunk-index/chunk-index.ts'
 import { coldDir, openDatasetDir, readDatasetMeta, type DatasetDirStore, type DatasetMeta } from './dataset-dir.ts'
 import { writeFileAtomic } from './durable.ts'
 import { errorMessage } from '../util/errors.ts'
-import { safeJson } from '../util/safe-json.ts'
+import { parseS3Url, plainName, s3ClientFromEnv, type S3Location } from './s3-client.ts'
+import {
+  DamagedObject,
+  errText,
+  isMissing,
+  withRetry,
+  type Attempt,
+  type RetryOptions,
+  type S3Log,
+} from './s3-retry.ts'
 
-export interface S3Location {
-  bucket: string
-  /** without leading or trailing slash; '' = the bucket's root */
-  prefix: string
-}
-
-export function isS3Url(s: string): boolean {
-  return s.startsWith('s3://')
-}
-
-/** a bucket name as S3 allows it (3-63 letters, digits, dots, hyphens, underscores; no `..`) */
-const BUCKET = /^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$/
-
-/**
- * `s3://BUCKET/PREFIX` with a plain bucket name and a prefix of plain path segments: no `.` or
- * `..` segment, no empty one (`a//b`), no backslash or control character, so two addresses that
- * differ name different objects and a staging directory named after one stays inside its root.
- */
-export function parseS3Url(url: string): S3Location {
-  const m = /^s3:\/\/([^/]*)\/?(.*)$/.exec(url)
-  const bad = (why: string) => new Error(`not a usable s3://BUCKET/PREFIX address (${why}): ${safeJson(url)}`)
-  if (!m) throw bad('it does not start with s3://')
-  if (!BUCKET.test(m[1]) || m[1].includes('..')) throw bad('the bucket is not a plain bucket name')
-  const prefix = m[2].replace(/\/+$/, '')
-  if (prefix) {
-    for (const seg of prefix.split('/')) {
-      if (seg === '' || seg === '.' || seg === '..') throw bad(`the prefix has a '${seg}' path segment`)
-      if (/[\\\x00-\x1f\x7f]/.test(seg)) throw bad('the prefix has a backslash or a control character')
-    }
-  }
-  return { bucket: m[1], prefix }
-}
-
-/** a file name from the bucket: letters, digits, `.`, `_`, `-`, not starting with a dot (no `..`) */
-const PLAIN_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/
-
-/**
- * `name` (read from object `where`, field `field`) when it is a plain file name, the only kind a
- * replica or an import writes into its directories; else an error naming the object and field.
- */
-export function plainName(name: unknown, where: string, field: string): string {
-  if (typeof name === 'string' && PLAIN_NAME.test(name)) return name
-  throw new Error(`${where}: ${field} ${safeJson(name)} is not a plain file name (refused)`)
-}
-
-/** the client from the standard variables (AWS_REGION, AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...) */
-export function s3ClientFromEnv(env: NodeJS.ProcessEnv = process.env): S3Client {
-  const cfg: S3ClientConfig = {
-    region: env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1',
-    // one attempt per request: the retries are ours (S3Dataset), each timed out and logged
-    maxAttempts: 1,
-  }
-  // the keys of `env` (the SDK's own chain reads process.env only)
-  if (env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY)
-    cfg.credentials = {
-      accessKeyId: env.AWS_ACCESS_KEY_ID,
-      secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
-      sessionToken: env.AWS_SESSION_TOKEN,
-    }
-  if (env.AWS_ENDPOINT_URL) {
-    cfg.endpoint = env.AWS_ENDPOINT_URL
-    cfg.forcePathStyle = true
-  }
-  return new S3Client(cfg)
-}
-
-/** a log line: `warn` for a failed or retried request, `debug` for every request done */
-export type S3Log = (msg: string, level?: 'warn' | 'debug') => void
-
-export interface RetryOptions {
-  /** attempts of one request in all (default 6) */
-  attempts?: number
-  /** first backoff; doubled each time (default 250 ms) */
-  baseMs?: number
-  /**
-   * an attempt fails when it makes no progress for this long (default 10 s): no response headers,
-   * no body bytes; a PUT or a LIST, which report no progress, get this long plus 1 s per MB sent
-   */
-  timeoutMs?: number
-  log?: S3Log
-}
-
-export const DEFAULT_S3_TIMEOUT_MS = 10_000
-
-function isMissing(e: unknown): boolean {
-  const x = e as { name?: string; $metadata?: { httpStatusCode?: number } }
-  return e instanceof NoSuchKey || x?.name === 'NoSuchKey' || x?.$metadata?.httpStatusCode === 404
-}
-
-/** an object whose bytes differ from what the pointer or catalogue says (fetched again) */
-class DamagedObject extends Error {}
-
-/** an attempt that made no progress for its timeout */
-class StalledRequest extends Error {}
-
-/** what one attempt is given: the signal aborting it, and a call for each sign of progress */
-interface Attempt {
-  signal: AbortSignal
-  progress(): void
-}
-
-/**
- * One attempt of `op`, failed (and its request aborted) when it makes no progress for `ms`: the
- * promise settles by then whether or not the client honours the abort.
- */
-function attemptWithin<T>(what: string, ms: number, op: (a: Attempt) => Promise<T>): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const ac = new AbortController()
-    let timer: NodeJS.Timeout | undefined
-    const arm = () => {
-      clearTimeout(timer)
-      timer = setTimeout(() => {
-        const e = new StalledRequest(`no progress for ${ms} ms (timed out)`)
-        ac.abort(e)
-        reject(e)
-      }, ms)
-    }
-    arm()
-    op({ signal: ac.signal, progress: arm }).then(
-      (v) => {
-        clearTimeout(timer)
-        resolve(v)
-      },
-      (e: unknown) => {
-        clearTimeout(timer)
-        reject(e)
-      },
-    )
-  })
-}
-
-/**
- * Run `op` with a timeout per attempt (see RetryOptions.timeoutMs), again (with backoff) when it
- * fails for another reason than a missing key, at most `attempts` times; one log line per attempt.
- * `health` hears of each attempt: reached (true) or not (false), for /ready.
- */
-async function withRetry<T>(
-  what: string,
-  op: (a: Attempt) => Promise<T>,
-  o: RetryOptions & { extraMs?: number },
-  health?: (reached: boolean, why?: string) => void,
-): Promise<T> {
-  const attempts = o.attempts ?? 6
-  const ms = (o.timeoutMs ?? DEFAULT_S3_TIMEOUT_MS) + (o.extraMs ?? 0)
-  for (let i = 1; ; i++) {
-    const t0 = Date.now()
-    try {
-      const r = await attemptWithin(what, ms, op)
-      health?.(true)
-      o.log?.(`s3: ${what}: done in ${Date.now() - t0} ms (attempt ${i})`, 'debug')
-      return r
-    } catch (e) {
-      if (isMissing(e)) {
-        health?.(true)
-        o.log?.(`s3: ${what}: no such key (${Date.now() - t0} ms)`, 'debug')
-        throw e
-      }
-      if (!(e instanceof DamagedObject)) health?.(false, `${what}: ${errText(e)}`)
-      if (i >= attempts) {
-        o.log?.(
-          `s3: ${what} failed (${errText(e)}) after ${Date.now() - t0} ms, attempt ${i} of ${attempts}, giving up`,
-        )
-        throw e
-      }
-      const wait = (o.baseMs ?? 250) * 2 ** (i - 1)
-      o.log?.(
-        `s3: ${what} failed (${errText(e)}) after ${Date.now() - t0} ms, attempt ${i} of ${attempts}, retrying in ${wait} ms`,
-      )
-      await new Promise((r) => setTimeout(r, wait))
-    }
-  }
-}
-
-function errText(e: unknown): string {
-  const x = e as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } }
-  const status = x?.$metadata?.httpStatusCode
-  return `${x?.name ?? 'Error'}${status ? ` ${status}` : ''}: ${x?.message ?? String(e)}`
-}
+export { isS3Url, parseS3Url, plainName, s3ClientFromEnv, type S3Location } from './s3-client.ts'
+export { DEFAULT_S3_TIMEOUT_MS, type RetryOptions, type S3Log } from './s3-retry.ts'
 
 const POINTER = 'POINTER.json'
 const POINTER_FORMAT = 'solportal-s3-dataset'
@@ -505,6 +330,8 @@ class ChunkCache {
   private files = new Map<string, { bytes: number; pins: number }>()
   private loading = new Map<string, Promise<void>>()
   private total = 0
+  /** closes the store's descriptor of a chunk file (set once the store reading these files is open) */
+  closeFile: (path: string) => void = () => {}
 
   constructor(
     private readonly dir: string,
@@ -565,7 +392,7 @@ class ChunkCache {
       if (this.total <= this.maxBytes) break
       if (f.pins) continue
       const path = join(this.dir, file)
-      closeFds(path)
+      this.closeFile(path)
       rmSync(path, { force: true })
       this.files.delete(file)
       this.total -= f.bytes
@@ -621,6 +448,7 @@ export async function openS3Replica(url: string, o: S3ReplicaOptions = {}): Prom
     verify: 'none',
     acquireChunk: (e) => cache.acquire(e),
   })
+  cache.closeFile = (path) => store.cold.io.close(path)
   let closed = false
   let running: Promise<boolean> | null = null
   const poll = (): Promise<boolean> => {

@@ -10,7 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { DiskColdStore } from '../../src/store/cold.ts'
+import { DiskColdStore } from '../../src/store/cold/disk-store.ts'
 import { mountTmpfs, resizeTmpfs, unmountTmpfs } from './tmpfs.ts'
 
 const CLI = fileURLToPath(new URL('../../bin/solportal.js', import.meta.url))

@@ -4,7 +4,7 @@
  *   lock DIR   print "ready", wait for a line on stdin, open DIR as the cold store's writer, print
  *              "won" or "busy <message>", then hold the lock until stdin ends
  */
-import { DiskColdStore } from '../../src/store/cold.ts'
+import { DiskColdStore } from '../../src/store/cold/disk-store.ts'
 import { writeDatasetMeta } from '../../src/store/dataset-dir.ts'
 
 const [what, dir] = process.argv.slice(2)

@@ -4,7 +4,7 @@
  * faults (src/ingest/fake-node.ts).
  */
 import type { Command } from 'commander'
-import { demoTemplates, FakeSolanaNode } from '../../ingest/fake-node.ts'
+import { demoTemplates, FakeSolanaNode, type FakeNodeOptions } from '../../ingest/fake-node.ts'
 import { existingPath, intOption, listenError, numberOption, portOption } from '../options.ts'
 
 interface FakeNodeCliOptions {
@@ -33,6 +33,62 @@ interface FakeNodeCliOptions {
 
 function num(name: string, v: string, opts: { int?: boolean; max?: number } = {}): number {
   return opts.int ? intOption(name, v, 0, opts.max) : numberOption(name, v, 0, opts.max ?? Number.MAX_SAFE_INTEGER)
+}
+
+/** the node's options from the command line's (misused ones: a UsageError) */
+function nodeOptions(o: FakeNodeCliOptions, port: number): FakeNodeOptions {
+  return {
+    templates: o.template ?? demoTemplates(),
+    txPerBlock: o.txPerBlock === undefined ? undefined : num('tx-per-block', o.txPerBlock, { int: true }),
+    startSlot: num('start-slot', o.startSlot, { int: true }),
+    initialBlocks: Math.max(1, num('initial-blocks', o.initialBlocks, { int: true })),
+    intervalMs: num('interval-ms', o.intervalMs, { int: true }),
+    skipRate: num('skip-rate', o.skipRate, { max: 0.95 }),
+    finalityLag: num('finality-lag', o.finalityLag, { int: true }),
+    forkEvery: num('fork-every', o.forkEvery, { int: true }),
+    forkDepth: num('fork-depth', o.forkDepth, { int: true }),
+    rate429: num('rate429', o.rate429, { max: 1 }),
+    retryAfterSec: num('retry-after', o.retryAfter, { int: true }),
+    dropRate: num('drop-rate', o.dropRate, { max: 1 }),
+    notYetRate: num('not-yet-rate', o.notYetRate, { max: 1 }),
+    notAvailableRate: num('not-available-rate', o.notAvailableRate, { max: 1 }),
+    gzip: o.gzip === true,
+    seed: num('seed', o.seed, { int: true }),
+    host: o.host,
+    port,
+  }
+}
+
+/** produced blocks (unless --quiet) and forks logged on stderr */
+function logBlocks(node: FakeSolanaNode, o: FakeNodeCliOptions): void {
+  let forks = 0
+  node.onBlock((b) => {
+    if (node.stats.forks !== forks) {
+      forks = node.stats.forks
+      console.error(`fork #${forks}: chain now ends at slot ${b.slot} (${b.hash})`)
+    }
+    if (!o.quiet) console.error(`slot ${b.slot} height ${b.height} ${b.hash} finalized ${node.finalizedSlot}`)
+  })
+}
+
+/** `--geyser PORT`: the chain also streamed by a fake Geyser server */
+async function startGeyser(
+  node: FakeSolanaNode,
+  o: FakeNodeCliOptions,
+): Promise<import('../../ingest/geyser/fake-server.ts').FakeGeyserServer | null> {
+  if (o.geyser === undefined) return null
+  const geyserPort = portOption('geyser', o.geyser)
+  const { FakeGeyserServer } = await import('../../ingest/geyser/fake-server.ts')
+  const geyser = await FakeGeyserServer.start(node, {
+    host: o.host,
+    port: geyserPort,
+    token: o.geyserToken,
+    reorder: true,
+  }).catch((e: unknown) => {
+    throw listenError(e, 'geyser', 'host', o.host, geyserPort)
+  })
+  console.error(`fake Geyser server listening on ${geyser.url}`)
+  return geyser
 }
 
 export function register(program: Command): void {
@@ -66,52 +122,13 @@ export function register(program: Command): void {
     .action(async (o: FakeNodeCliOptions) => {
       for (const t of o.template ?? []) existingPath('template', t)
       const port = portOption('port', o.port)
-      const node = new FakeSolanaNode({
-        templates: o.template ?? demoTemplates(),
-        txPerBlock: o.txPerBlock === undefined ? undefined : num('tx-per-block', o.txPerBlock, { int: true }),
-        startSlot: num('start-slot', o.startSlot, { int: true }),
-        initialBlocks: Math.max(1, num('initial-blocks', o.initialBlocks, { int: true })),
-        intervalMs: num('interval-ms', o.intervalMs, { int: true }),
-        skipRate: num('skip-rate', o.skipRate, { max: 0.95 }),
-        finalityLag: num('finality-lag', o.finalityLag, { int: true }),
-        forkEvery: num('fork-every', o.forkEvery, { int: true }),
-        forkDepth: num('fork-depth', o.forkDepth, { int: true }),
-        rate429: num('rate429', o.rate429, { max: 1 }),
-        retryAfterSec: num('retry-after', o.retryAfter, { int: true }),
-        dropRate: num('drop-rate', o.dropRate, { max: 1 }),
-        notYetRate: num('not-yet-rate', o.notYetRate, { max: 1 }),
-        notAvailableRate: num('not-available-rate', o.notAvailableRate, { max: 1 }),
-        gzip: o.gzip === true,
-        seed: num('seed', o.seed, { int: true }),
-        host: o.host,
-        port,
-      })
-      let forks = 0
-      node.onBlock((b) => {
-        if (node.stats.forks !== forks) {
-          forks = node.stats.forks
-          console.error(`fork #${forks}: chain now ends at slot ${b.slot} (${b.hash})`)
-        }
-        if (!o.quiet) console.error(`slot ${b.slot} height ${b.height} ${b.hash} finalized ${node.finalizedSlot}`)
-      })
+      const node = new FakeSolanaNode(nodeOptions(o, port))
+      logBlocks(node, o)
       await node.start().catch((e: unknown) => {
         throw listenError(e, 'port', 'host', o.host, port)
       })
       console.error(`fake Solana node listening on ${node.url} (first slot ${node.firstSlot})`)
-      let geyser: import('../../ingest/geyser/fake-server.ts').FakeGeyserServer | null = null
-      if (o.geyser !== undefined) {
-        const geyserPort = portOption('geyser', o.geyser)
-        const { FakeGeyserServer } = await import('../../ingest/geyser/fake-server.ts')
-        geyser = await FakeGeyserServer.start(node, {
-          host: o.host,
-          port: geyserPort,
-          token: o.geyserToken,
-          reorder: true,
-        }).catch((e: unknown) => {
-          throw listenError(e, 'geyser', 'host', o.host, geyserPort)
-        })
-        console.error(`fake Geyser server listening on ${geyser.url}`)
-      }
+      const geyser = await startGeyser(node, o)
       const stop = async () => {
         await geyser?.stop()
         await node.stop()

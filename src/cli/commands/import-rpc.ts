@@ -1,6 +1,6 @@
 /**
  * `solportal import DIR --rpc URL --from SLOT [--to SLOT]`: the lines of the import read from a
- * node instead of archive files (import.ts `ImportInput`). Produced slots are listed and fetched by
+ * node instead of archive files (src/ingest/import `ImportInput`). Produced slots are listed and fetched by
  * the range fetcher (src/ingest/rpc-fetch.ts, several `getBlock` calls in flight), and each
  * block's `getBlock` result text goes to the import's workers as the archive line
  * `{"slot":S,"block":RESULT}`, parsed there with exact integers like an archive's line: fetching
@@ -13,7 +13,7 @@
  */
 import { appendFileSync, closeSync, fsyncSync, openSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { ImportInput } from './import.ts'
+import type { ImportInput } from '../../ingest/import/index.ts'
 import { archiveLinePieces, openRange, type RangeFetch, type RangeFlags } from './rpc-range.ts'
 
 /** the file of a dataset directory that lists the slots a node answered as skipped */

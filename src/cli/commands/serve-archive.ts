@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { orderArchiveFiles } from '../../ingest/archive.ts'
 import type { Logger } from '../../log.ts'
 import { openDatasetDir, type DatasetDirStore } from '../../store/dataset-dir.ts'
-import { ImportError, runImport } from './import.ts'
+import { ImportError, runImport } from '../../ingest/import/index.ts'
 import { errorMessage } from '../../util/errors.ts'
 
 /**

@@ -94,6 +94,10 @@ export const SERVE_FLAGS: readonly FlagDecl[] = [
     'response bytes buffered across all streams before writers wait',
     String(DEFAULT_LIMITS.streamBufferBytes / (1024 * 1024)),
   ],
+  [
+    '--memory-limit-mb <n>',
+    'resident memory to stay under: above 3/4 of it, stream responses wait before decoding their next chunk and the heap is collected (0 = no limit; default 1024 plus what --cache-mb adds over 192)',
+  ],
   ['--rate-limit <n>', 'requests per second per client address (0 = off)', '200'],
   [
     '--cache-mb <n>',

@@ -16,6 +16,8 @@ import type { Metrics } from '../../server/metrics.ts'
 import { cacheShares, defaultRenderThreads } from '../../server/render-pool.ts'
 import { SourceOptionError, type ArchiveOpener, type SourceOptions, type SourceSettings } from '../../server/sources.ts'
 import { isStorageError } from '../../store/write-all.ts'
+import { isLmdbCommitFailure } from '../../store/hot.ts'
+import { DEFAULT_MEMORY_LIMIT_MB } from '../../server/memory-gate.ts'
 import { errorMessage } from '../../util/errors.ts'
 import { boundHeapGrowth, SERVE_HEAP_GROWING_PERCENT } from '../../util/gc-tuning.ts'
 import {
@@ -55,6 +57,7 @@ export interface ServeOptions extends SourceOptions {
   bodyTimeoutMs?: string
   writeTimeoutMs?: string
   streamBufferMb?: string
+  memoryLimitMb?: string
   rateLimit: string
   cacheMb?: string
   /** --dataset-dir s3://...: the disk budget of its cache, the pointer's poll interval */
@@ -100,6 +103,8 @@ interface ServeSettings extends SourceSettings {
   bodyTimeoutMs: number
   writeTimeoutMs: number
   streamBufferBytes: number
+  /** resident memory the stream responses keep the process under (0 = no limit) */
+  memoryLimitBytes: number
   rateLimit: number
   cacheBytes: number
   /** the cache of each render thread's cold stores */
@@ -195,6 +200,7 @@ export function checkServeOptions(opts: ServeOptions): ServeSettings {
       1024,
     rateLimit: intOption('rate-limit', opts.rateLimit),
     cacheBytes: intOption('cache-mb', opts.cacheMb ?? '192', 1, 1 << 20) * 1024 * 1024,
+    memoryLimitBytes: memoryLimitBytes(opts),
     cacheDiskBytes: intOption('cache-disk-mb', opts.cacheDiskMb ?? '10240', 1, 1 << 30) * 1024 * 1024,
     s3PollMs: intOption('s3-poll-ms', opts.s3PollMs ?? '5000', 100),
     s3TimeoutMs: intOption('s3-timeout-ms', opts.s3TimeoutMs ?? '10000', 100),
@@ -221,17 +227,28 @@ async function runServe(opts: ServeOptions): Promise<void> {
   const shutdown = async (code: number) => {
     if (stopping) return
     stopping = true
-    await s?.stop()
-    process.exit(code)
+    // closing the stores after a full disk may fail again: the status is the one decided
+    const failed = await s?.stop().then(
+      () => null,
+      (e: unknown) => e,
+    )
+    if (failed && code === 0) process.stderr.write(`solportal: error: ${errorMessage(failed)}\n`)
+    process.exit(failed ? 1 : code)
   }
   // ingestion stopped for good (a block stayed damaged, logged): the process ends with status
   // 1 so that a supervisor sees it, instead of serving a head that no longer moves
-  s = await serve(opts, { onFatal: () => void shutdown(1) })
-  // a full or failing disk seen by a write nobody awaits (LMDB's own): one line, a clean stop
-  process.on('unhandledRejection', (e) => {
-    if (!isStorageError(e)) throw e
-    process.stderr.write(`solportal: error: the disk is full or failing: ${errorMessage(e)}\n`)
+  // a full or failing disk: one line on stderr, once, and a clean stop with status 1
+  const storageStop = (e: unknown) => {
+    if (!stopping) process.stderr.write(`solportal: error: ${diskFullLine(e)}\n`)
     void shutdown(1)
+  }
+  s = await serve(opts, { onFatal: (e) => (isStorageError(e) ? storageStop(e) : void shutdown(1)) })
+  // a full or failing disk seen by a write nobody awaits (LMDB's own; a failed LMDB commit's
+  // batch promise duplicates what its transactions report to the ingester)
+  process.on('unhandledRejection', (e) => {
+    if (isLmdbCommitFailure(e)) return
+    if (!isStorageError(e)) throw e
+    storageStop(e)
   })
   process.once('SIGINT', () => void shutdown(0))
   process.once('SIGTERM', () => void shutdown(0))
@@ -287,6 +304,7 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
       bodyTimeoutMs: cfg.bodyTimeoutMs,
       writeTimeoutMs: cfg.writeTimeoutMs,
       streamBufferBytes: cfg.streamBufferBytes,
+      memoryLimitBytes: cfg.memoryLimitBytes,
     },
     rateLimit: cfg.rateLimit > 0 ? { perSecond: cfg.rateLimit, burst: 2 * cfg.rateLimit } : null,
     access,
@@ -313,3 +331,16 @@ export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise
 /** --archive: imported as `solportal import` does (src/cli/commands/serve-archive.ts) */
 const openArchive: ArchiveOpener = async (paths, opts) =>
   (await import('./serve-archive.ts')).openArchiveDataset(paths, opts)
+
+/** a full or failing disk's error, once, without repeating what the ingester's message says */
+function diskFullLine(e: unknown): string {
+  const m = errorMessage(e)
+  return m.startsWith('the disk is full or failing') ? m : `the disk is full or failing: ${m}`
+}
+
+/** `--memory-limit-mb`, bytes: by default 1 GiB with the default cache, more with a larger one */
+function memoryLimitBytes(opts: ServeOptions): number {
+  const cacheMb = intOption('cache-mb', opts.cacheMb ?? '192', 1, 1 << 20)
+  const fallback = String(DEFAULT_MEMORY_LIMIT_MB + Math.max(0, cacheMb - 192))
+  return intOption('memory-limit-mb', opts.memoryLimitMb ?? fallback, 0, 1 << 24) * 1024 * 1024
+}

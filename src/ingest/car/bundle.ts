@@ -14,7 +14,7 @@ const MAGIC = [0x00, 0x4f, 0x46, 0x42]
 
 /**
  * Bytes of archive-line JSON per byte of bundle, for cutting batches by size as lines are cut
- * (import-batch.ts `BatchCut`): 3.2 for generated 1,500-transaction blocks (17.1 MiB of CAR file
+ * (src/ingest/import/batch.ts `BatchCut`): 3.2 for generated 1,500-transaction blocks (17.1 MiB of CAR file
  * for 54.7 MiB of JSON lines, bench/import-car.ts).
  */
 export const BUNDLE_TEXT_RATIO = 3.2

@@ -17,13 +17,12 @@ import type { RpcBlock, RpcTransaction } from '../../rpc/types.ts'
 import { base58Decode } from '../../util/base58.ts'
 import {
   decodeRewards,
-  decodeTransaction,
-  decodeTransactionStatusMeta,
   encodeRewards,
   encodeTransaction,
   encodeTransactionStatusMeta,
+  StorageDecoder,
 } from '../solana-storage/index.ts'
-import type { BlockUpdate, TransactionInfo } from './messages.ts'
+import type { BlockHeader, BlockUpdate, TransactionInfo } from './messages.ts'
 
 function safeNumber(v: bigint | null, what: string): number | null {
   if (v === null) return null
@@ -33,6 +32,17 @@ function safeNumber(v: bigint | null, what: string): number | null {
 }
 
 export function blockToRpc(m: BlockUpdate): RpcBlock {
+  const block = headerToRpc(m)
+  const read = transactionReader()
+  block.transactions = transactionsInOrder(m).map((t) => read(t))
+  return block
+}
+
+/**
+ * the block's transactions in block order (by `index`); throws unless the indexes are 0..n-1
+ * exactly once and each has its `Transaction` message
+ */
+export function transactionsInOrder(m: BlockUpdate): TransactionInfo[] {
   const n = m.transactions.length
   const byIndex: (TransactionInfo | undefined)[] = new Array(n)
   for (const t of m.transactions) {
@@ -40,17 +50,52 @@ export function blockToRpc(m: BlockUpdate): RpcBlock {
     if (byIndex[t.index]) throw new Error(`transaction index ${t.index} twice`)
     byIndex[t.index] = t
   }
-  const transactions: RpcTransaction[] = byIndex.map((t, i) => {
-    if (!t!.transaction) throw new Error(`transaction ${i}: no Transaction message`)
-    const { transaction, version } = decodeTransaction(t!.transaction)
-    const meta = t!.meta ? decodeTransactionStatusMeta(t!.meta) : null
-    return { transaction, meta, version }
-  })
+  for (let i = 0; i < n; i++) if (!byIndex[i]!.transaction) throw new Error(`transaction ${i}: no Transaction message`)
+  return byIndex as TransactionInfo[]
+}
+
+/**
+ * Reads the transactions of one block (from `transactionsInOrder`) as the node's `getBlock` answer
+ * has them. The storage messages of a streamed block are views of its one message: they are read
+ * by one decoder over that memory, whose cache of base58 text then serves the whole block (the
+ * same keys recur from transaction to transaction); messages in memories of their own each get
+ * a decoder.
+ */
+export function transactionReader(): (t: TransactionInfo) => RpcTransaction {
+  let d: StorageDecoder | null = null
+  const over = (v: Uint8Array): StorageDecoder => {
+    if (d === null || d.r.buf.buffer !== v.buffer) d = new StorageDecoder(new Uint8Array(v.buffer))
+    d.range(v.byteOffset, v.byteOffset + v.byteLength)
+    return d
+  }
+  const named = (e: unknown, what: string): unknown => {
+    if (e instanceof Error && !e.message.includes(what)) e.message = `${what}: ${e.message}`
+    return e
+  }
+  return (t) => {
+    let read: ReturnType<StorageDecoder['transaction']>
+    let meta: RpcTransaction['meta'] = null
+    try {
+      read = over(t.transaction!).transaction()
+    } catch (e) {
+      throw named(e, 'Transaction')
+    }
+    try {
+      if (t.meta) meta = over(t.meta).meta()
+    } catch (e) {
+      throw named(e, 'TransactionStatusMeta')
+    }
+    return { transaction: read.transaction, meta, version: read.version }
+  }
+}
+
+/** the block's `getBlock` answer without its transactions (`transactions` empty) */
+export function headerToRpc(m: BlockHeader): RpcBlock {
   const block: RpcBlock = {
     previousBlockhash: m.parentBlockhash,
     blockhash: m.blockhash,
     parentSlot: m.parentSlot,
-    transactions,
+    transactions: [],
     rewards: [],
   }
   if (m.rewards) {

@@ -32,19 +32,34 @@ import {
   type SubscribeUpdate,
 } from './messages.ts'
 
-/** the Geyser service's Subscribe method with this module's codecs (client and fake server) */
-export const GEYSER_SERVICE: ServiceDefinition = {
-  Subscribe: {
-    path: '/geyser.Geyser/Subscribe',
-    requestStream: true,
-    responseStream: true,
-    requestSerialize: (r: SubscribeRequest) => Buffer.from(encodeSubscribeRequest(r)),
-    requestDeserialize: (b: Buffer) => decodeSubscribeRequest(b),
-    responseSerialize: (u: Uint8Array) => (Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.length)),
-    /** the update decoded, with its size on the wire */
-    responseDeserialize: (b: Buffer): Received => ({ update: decodeSubscribeUpdate(b), bytes: b.length }),
-  },
+/**
+ * the Geyser service's Subscribe method with this module's codecs (client and fake server);
+ * `frames`: block updates are read for their header only (`block-frame`, messages.ts)
+ */
+function geyserService(frames: boolean): ServiceDefinition {
+  return {
+    Subscribe: {
+      path: '/geyser.Geyser/Subscribe',
+      requestStream: true,
+      responseStream: true,
+      requestSerialize: (r: SubscribeRequest) => Buffer.from(encodeSubscribeRequest(r)),
+      requestDeserialize: (b: Buffer) => decodeSubscribeRequest(b),
+      responseSerialize: (u: Uint8Array) => (Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.length)),
+      /** the update decoded, with its size on the wire */
+      responseDeserialize: (b: Buffer): Received => {
+        const update = decodeSubscribeUpdate(b, frames)
+        // gRPC reads a message of 4 KiB or more into memory of its own behind its 5-byte frame
+        // header (Buffer.concat; smaller ones share Node's buffer pool): that memory may be given
+        // to another thread
+        if (update.update?.kind === 'block-frame') update.update.frame.own = b.buffer.byteLength <= b.length + 5
+        return { update, bytes: b.length }
+      },
+    },
+  }
 }
+
+export const GEYSER_SERVICE: ServiceDefinition = geyserService(false)
+const GEYSER_FRAMES_SERVICE: ServiceDefinition = geyserService(true)
 
 export interface Received {
   update: SubscribeUpdate
@@ -52,6 +67,7 @@ export interface Received {
 }
 
 export const DEFAULT_GEYSER_MAX_MESSAGE_BYTES = 512 * 1024 * 1024
+const FLOW_CONTROL_WINDOW = 32 * 1024 * 1024
 
 export interface GeyserFeedOptions {
   /** `https://host:port` (TLS) or `http://host:port` (plaintext) */
@@ -71,6 +87,11 @@ export interface GeyserFeedOptions {
   maxBackoffMs?: number
   /** the slot to replay from on each (re)connect (`from_slot`; undefined: none) */
   fromSlot?: () => number | undefined
+  /**
+   * block updates read for their header only (`block-frame`), their message left whole for a
+   * block decoding thread (default: decoded here, `block`)
+   */
+  blockFrames?: boolean
   /** every update received, in order */
   onUpdate: (u: SubscribeUpdate, bytes: number) => void
   /** a subscription opened (`n`: 1 for the first) */
@@ -119,13 +140,21 @@ export class GeyserFeed {
       throw new Error(`--geyser ${opts.url}: expected an http:// or https:// URL`)
     }
     const port = u.port || (u.protocol === 'https:' ? '443' : '80')
-    const Ctor = makeGenericClientConstructor(GEYSER_SERVICE, 'geyser.Geyser')
+    const Ctor = makeGenericClientConstructor(
+      opts.blockFrames ? GEYSER_FRAMES_SERVICE : GEYSER_SERVICE,
+      'geyser.Geyser',
+    )
     const max = opts.maxMessageBytes ?? DEFAULT_GEYSER_MAX_MESSAGE_BYTES
     this.client = new Ctor(
       `${u.hostname.includes(':') ? `[${u.hostname}]` : u.hostname}:${port}`,
       u.protocol === 'https:' ? credentials.createSsl() : credentials.createInsecure(),
       {
         'grpc.max_receive_message_length': max,
+        // HTTP/2 flow control windows (stream and connection) of 32 MiB instead of 64 KiB: a block
+        // of several MB then arrives without waiting for a window update per 64 KiB, each of which
+        // waits for this (busy) thread to read the data before it; a paused feed holds at most
+        // this much more
+        'grpc-node.flow_control_window': FLOW_CONTROL_WINDOW,
         'grpc.max_send_message_length': 64 * 1024 * 1024,
         // HTTP/2 pings keep idle connections through proxies and detect dead peers
         'grpc.keepalive_time_ms': 30_000,

@@ -13,11 +13,11 @@ import {
 } from '../realtime.ts'
 import type { FakeSolanaNode } from '../fake-node.ts'
 import { blockToRpc } from './block.ts'
-import type { CommitmentLevel } from './messages.ts'
+import { decodeBlockUpdate, type CommitmentLevel } from './messages.ts'
 import { GeyserSource, type GeyserSourceOptions } from './source.ts'
 import type { FakeGeyserOptions, FakeGeyserServer } from './fake-server.ts'
 
-export interface GeyserOptions extends Omit<GeyserSourceOptions, 'rpc' | 'toRpcBlock' | 'stored' | 'commitment'> {
+export interface GeyserOptions extends Omit<GeyserSourceOptions, 'rpc' | 'decode' | 'stored' | 'commitment'> {
   /** commitment of the streamed blocks (default `confirmed`) */
   commitment?: CommitmentLevel
 }
@@ -35,12 +35,19 @@ export async function createGeyserDataset(
     ...opts,
     // the node's own commitment: getBlock knows no `processed`
     commitment: opts.geyser.commitment === 'finalized' ? 'finalized' : 'confirmed',
-    source: (rpc, { hot, cold }) => {
+    source: (rpc, { hot, cold, decoders }) => {
       geyser = new GeyserSource({
         log: log ? (m) => log.info(m) : undefined,
         ...opts.geyser,
         rpc,
-        toRpcBlock: blockToRpc,
+        // streamed blocks are read and normalized by the block decoding threads, their message's
+        // memory given to the thread; without threads (or with a custom normalizer), read here
+        // and normalized by the ingester
+        decode: decoders
+          ? (f) => decoders.decodeStreamed(f.message, f.slot, f.own === true)
+          : async (f) => ({ kind: 'block', block: blockToRpc(decodeBlockUpdate(f.message)) }),
+        // blocks arriving close together (a replay, a stalled apply) decode on the threads at once
+        decodeAhead: decoders ? Math.max(2, decoders.size) : 0,
         // finalized slots (in the cold store) take no block any more
         stored: (n, h) => hot.contains(n, h) || (hot.anchor?.number ?? cold.lastBlock()?.number ?? -1) >= n,
       })

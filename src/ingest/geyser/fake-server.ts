@@ -2,7 +2,7 @@
  * A fake Geyser (Yellowstone gRPC) server for tests and the demo: the chain of a `FakeSolanaNode`
  * (src/ingest/fake-node.ts) streamed through real gRPC on loopback with the same protobuf
  * messages as a validator's plugin: a `SubscribeUpdateBlock` per block (its `getBlock` answer
- * encoded, block.ts) and slot statuses (processed and confirmed with each block, finalized as the
+ * encoded, block.ts; each template transaction's messages encoded once: fake-block.ts) and slot statuses (processed and confirmed with each block, finalized as the
  * node finalizes, dead for the slots a fork abandons), a server ping every `pingIntervalMs`, a pong
  * for every client ping.
  *
@@ -17,11 +17,9 @@
  * cut (RESOURCE_EXHAUSTED). An `x-token` is required when `token` is set.
  */
 import { Server, ServerCredentials, status, type ServerDuplexStream } from '@grpc/grpc-js'
-import { parseJsonExact } from '../../rpc/json.ts'
-import type { RpcBlock } from '../../rpc/types.ts'
 import { mulberry32 } from '../../util/prng.ts'
 import type { FakeBlockInfo, FakeSolanaNode } from '../fake-node.ts'
-import { blockUpdateOf } from './block.ts'
+import { FakeBlockEncoder } from './fake-block.ts'
 import { GEYSER_SERVICE } from './client.ts'
 import {
   encodeBlockUpdate,
@@ -85,6 +83,8 @@ export class FakeGeyserServer {
   private readonly rnd: () => number
   /** blocks streamed, by slot (the last streamed at each slot), for replays */
   private readonly ring = new Map<number, Sent>()
+  /** the blocks' messages, each template transaction's encoded once (fake-block.ts) */
+  private readonly encoder = new FakeBlockEncoder()
   /** hashes streamed at each slot (a fork streams a slot again) */
   private readonly streamed = new Map<number, string>()
   private orphansSeen = 0
@@ -187,8 +187,7 @@ export class FakeGeyserServer {
   // --- the chain ---------------------------------------------------------------------------------
 
   private encodeBlock(b: FakeBlockInfo): Uint8Array {
-    const rpc = parseJsonExact(this.node.blockText(b)) as RpcBlock
-    const m: BlockUpdate = blockUpdateOf(b.slot, rpc)
+    const m: BlockUpdate = this.encoder.update(b.slot, this.node.blockText(b))
     const missing = this.incompleteSlots.get(b.slot)
     if (missing !== undefined) {
       this.stats.incomplete++

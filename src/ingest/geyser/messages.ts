@@ -253,9 +253,27 @@ export interface BlockUpdate extends BlockHeader {
   transactions: TransactionInfo[]
 }
 
+/**
+ * A block update read for its header only (`decodeSubscribeUpdate(b, true)`): its transactions
+ * counted, not decoded; the SubscribeUpdateBlock message is left whole for a block decoding thread
+ * (block-decode.ts). `rewards` is a view of `message` as well.
+ */
+export interface BlockFrame extends BlockHeader {
+  transactionCount: number
+  /** the SubscribeUpdateBlock message: a view of the SubscribeUpdate's bytes */
+  message: Uint8Array
+  /**
+   * the memory under `message` holds this update only (gRPC reads each large message into memory
+   * of its own, client.ts): it may be transferred to another thread instead of copied
+   */
+  own?: boolean
+}
+
 export type Update =
   | { kind: 'slot'; slot: SlotUpdate }
   | { kind: 'block'; block: BlockUpdate }
+  /** a block update read for its header only (`decodeSubscribeUpdate(b, true)`) */
+  | { kind: 'block-frame'; frame: BlockFrame }
   | { kind: 'block-meta'; meta: BlockHeader }
   | { kind: 'entry'; slot: number; index: number; executedTransactionCount: number }
   | { kind: 'ping' }
@@ -362,6 +380,20 @@ export function decodeBlockUpdate(b: Uint8Array | ProtoReader): BlockUpdate {
   return blk
 }
 
+/** a SubscribeUpdateBlock's header, its transactions counted and skipped */
+function scanBlockUpdate(r: ProtoReader): BlockFrame {
+  const f: BlockFrame = { ...emptyHeader(), transactionCount: 0, message: r.buf.subarray(r.pos, r.end) }
+  walk(r, (no, wt) => {
+    if (headerField(f, r, no, wt, BLOCK_FIELDS)) return true
+    if (no !== 6) return false
+    if (wt !== LEN) throw new ProtoError(`protobuf: transactions: wire type ${wt}, expected ${LEN}`)
+    r.skip(wt)
+    f.transactionCount++
+    return true
+  })
+  return f
+}
+
 function decodeBlockMeta(r: ProtoReader): BlockHeader {
   const h = emptyHeader()
   walk(r, (no, wt) => headerField(h, r, no, wt, META_FIELDS))
@@ -382,7 +414,11 @@ function decodeEntry(r: ProtoReader): Update {
   return e
 }
 
-export function decodeSubscribeUpdate(b: Uint8Array): SubscribeUpdate {
+/**
+ * a SubscribeUpdate; `frames`: a block update is read for its header only (`block-frame`: its
+ * transactions are left to a block decoding thread), else decoded (`block`)
+ */
+export function decodeSubscribeUpdate(b: Uint8Array, frames = false): SubscribeUpdate {
   const u: SubscribeUpdate = { filters: [], update: null }
   const r = new ProtoReader(b)
   walk(r, (no, wt) => {
@@ -394,7 +430,9 @@ export function decodeSubscribeUpdate(b: Uint8Array): SubscribeUpdate {
         u.update = { kind: 'slot', slot: decodeSlot(nested(r, wt, 'slot')) }
         return true
       case 5:
-        u.update = { kind: 'block', block: decodeBlockUpdate(nested(r, wt, 'block')) }
+        u.update = frames
+          ? { kind: 'block-frame', frame: scanBlockUpdate(nested(r, wt, 'block')) }
+          : { kind: 'block', block: decodeBlockUpdate(nested(r, wt, 'block')) }
         return true
       case 6:
         lenField(r, wt, 'ping')
@@ -464,6 +502,9 @@ export function encodeSubscribeUpdate(u: { filters?: string[]; update: Update; c
       break
     case 'block':
       message(w, 5, () => writeBlockUpdate(w, up.block))
+      break
+    case 'block-frame':
+      w.bytesPresent(5, up.frame.message)
       break
     case 'block-meta':
       message(w, 7, () => writeHeader(w, up.meta, META_FIELDS))

@@ -26,7 +26,9 @@ import { NodeHeadTracker } from '../lag.ts'
 import { sleep, type Commitment, type RpcSource, type SlotOutcome, type SourceEvent } from '../rpc.ts'
 import type { BlockSource } from '../realtime.ts'
 import { GeyserFeed, type GeyserFeedOptions } from './client.ts'
-import type { BlockUpdate, SubscribeUpdate } from './messages.ts'
+import type { DecodedBlock } from '../block-decode.ts'
+import { isPackedBlock, storedSize } from '../../store/packed-block.ts'
+import type { BlockFrame, SubscribeUpdate } from './messages.ts'
 
 /** a streamed block as kept by the source */
 interface StreamBlock {
@@ -34,11 +36,23 @@ interface StreamBlock {
   hash: string
   parentSlot: number
   parentHash: string
-  msg: BlockUpdate
+  /** its update, read for the header only (its message goes to `decode` when first delivered) */
+  frame: BlockFrame
+  /** the block decoded (kept: the message's memory may have gone to another thread with it) */
+  decoded: Promise<StreamedBlock> | null
   bytes: number
   /** when its message was read (`performance.now()`) */
   receivedAt: number
 }
+
+/**
+ * a streamed block decoded: normalized and checked intact (`DecodedBlock`: by a block decoding
+ * thread, src/ingest/geyser/block-decode.ts), or as the node's `getBlock` answer for the
+ * ingester's normalizer (`block`)
+ */
+export type StreamedBlock = { kind: 'block'; block: RpcBlock } | DecodedBlock
+
+const NO_BYTES = new Uint8Array(0)
 
 type Arrival = { kind: 'block'; b: StreamBlock; afterConnect: boolean } | { kind: 'dead'; slot: number }
 
@@ -48,10 +62,20 @@ export interface GeyserSourceOptions extends Omit<
 > {
   /** the node: gaps, damaged or incomplete streamed blocks, fork resolution */
   rpc: RpcSource
-  /** a streamed block as the node's `getBlock` answer (block.ts) */
-  toRpcBlock: (b: BlockUpdate) => RpcBlock
+  /**
+   * a streamed block's SubscribeUpdateBlock message decoded (dataset.ts: by the block decoding
+   * threads when there are some); rejects when the message cannot be read. Called once per block,
+   * when it is first delivered or decoded ahead (`decodeAhead`); `frame.message` is not read after
+   * the call.
+   */
+  decode: (frame: BlockFrame) => Promise<StreamedBlock>
   /** whether the stores hold this block (or its slot is finalized): such blocks are not delivered */
   stored: (slot: number, hash: string) => boolean
+  /**
+   * streamed blocks decoded ahead of their delivery, the oldest waiting first (default 0: each
+   * when delivered); with decoding threads, blocks that arrive close together decode at once
+   */
+  decodeAhead?: number
   /** streamed blocks waiting to be delivered before the stream is paused (default 32) */
   maxQueued?: number
   /** streamed blocks kept after delivery for re-delivery after a fork or restart (default 64) */
@@ -127,6 +151,7 @@ export class GeyserSource implements BlockSource {
       ...opts,
       commitment: this.commitment,
       fromSlot: () => (this.next >= 0 ? this.next : undefined),
+      blockFrames: true,
       onUpdate: (u) => this.onUpdate(u),
       onConnect: (n) => {
         this.afterConnect = true
@@ -150,8 +175,8 @@ export class GeyserSource implements BlockSource {
       }
       return
     }
-    if (up.kind !== 'block') return
-    const m = up.block
+    if (up.kind !== 'block-frame') return
+    const m = up.frame
     if (m.blockhash === '' || m.parentBlockhash === '') {
       // not a block that can be placed in the chain: the node fills the slots it leaves out
       this.stats.unreadable++
@@ -163,11 +188,11 @@ export class GeyserSource implements BlockSource {
       hash: m.blockhash,
       parentSlot: m.parentSlot,
       parentHash: m.parentBlockhash,
-      msg: m,
-      bytes: 0,
+      frame: m,
+      decoded: null,
+      bytes: m.message.byteLength,
       receivedAt: performance.now(),
     }
-    for (const t of m.transactions) b.bytes += (t.transaction?.length ?? 0) + (t.meta?.length ?? 0) + 100
     this.nodeHead.observe(m.slot)
     this.links.delete(m.slot)
     this.links.set(m.slot, { hash: m.blockhash, parentSlot: m.parentSlot, parentHash: m.parentBlockhash })
@@ -180,9 +205,49 @@ export class GeyserSource implements BlockSource {
   private push(a: Arrival): void {
     this.queue.push(a)
     if (this.queue.length >= (this.opts.maxQueued ?? 32)) this.feed.pause()
+    this.decodeAhead()
     const w = this.wake
     this.wake = null
     w?.()
+  }
+
+  /**
+   * a streamed block's decoding, started once: its message is the decoder's then (its memory may
+   * have gone to another thread), and the block is kept decoded, its size counted as such
+   */
+  private decoded(b: StreamBlock): Promise<StreamedBlock> {
+    if (!b.decoded) {
+      b.decoded = this.opts.decode(b.frame)
+      b.frame.message = NO_BYTES
+      b.frame.rewards = null
+      b.decoded.then(
+        (r) => {
+          if (r.kind !== 'normalized' || !isPackedBlock(r.block)) return
+          const size = storedSize(r.block)
+          if (this.recent.get(b.slot) === b) this.recentSize += size - b.bytes
+          b.bytes = size
+        },
+        () => {},
+      )
+    }
+    return b.decoded
+  }
+
+  /**
+   * the first `decodeAhead` waiting blocks decoding (those to be delivered from the stream: not
+   * dead, stored or short of transactions)
+   */
+  private decodeAhead(): void {
+    let n = this.opts.decodeAhead ?? 0
+    for (let i = 0; i < this.queue.length && n > 0; i++) {
+      const a = this.queue[i]
+      if (a.kind !== 'block') continue
+      const b = a.b
+      n--
+      if (b.decoded || this.deadSlots.has(b.slot) || this.opts.stored(b.slot, b.hash)) continue
+      if (b.frame.transactionCount < b.frame.executedTransactionCount) continue
+      void this.decoded(b)
+    }
   }
 
   private remember(b: StreamBlock): void {
@@ -204,6 +269,7 @@ export class GeyserSource implements BlockSource {
   private take(): Arrival | undefined {
     const a = this.queue.shift()
     if (this.queue.length <= (this.opts.maxQueued ?? 32) >> 1) this.feed.resume()
+    this.decodeAhead()
     return a
   }
 
@@ -322,18 +388,19 @@ export class GeyserSource implements BlockSource {
     }
   }
 
-  /** one streamed block as a `block` event, or the node's answer when the message falls short */
+  /** one streamed block as a `block` (or `normalized`) event, or the node's answer when the message falls short */
   private async *streamed(b: StreamBlock, signal?: AbortSignal): AsyncGenerator<SourceEvent> {
-    const m = b.msg
-    let block: RpcBlock | null = null
+    const m = b.frame
+    let block: StreamedBlock | null = null
     let why = ''
-    if (m.transactions.length < m.executedTransactionCount) {
+    if (m.transactionCount < m.executedTransactionCount) {
       this.stats.incomplete++
-      why = `${m.transactions.length} of ${m.executedTransactionCount} transactions`
+      why = `${m.transactionCount} of ${m.executedTransactionCount} transactions`
     } else {
       try {
-        block = this.opts.toRpcBlock(m)
+        block = await this.decoded(b)
       } catch (e) {
+        if (signal?.aborted) return
         this.stats.unreadable++
         why = `unreadable: ${(e as Error).message}`
       }
@@ -342,7 +409,10 @@ export class GeyserSource implements BlockSource {
     if (block) {
       this.stats.streamed++
       this.opts.onStreamBlock?.(b.slot, b.receivedAt)
-      yield { kind: 'block', slot: b.slot, block, answeredAt: b.receivedAt }
+      if (block.kind === 'normalized') yield { ...block, slot: b.slot, answeredAt: b.receivedAt }
+      else if (block.kind === 'block')
+        yield { kind: 'block', slot: b.slot, block: block.block, answeredAt: b.receivedAt }
+      else yield { kind: 'malformed', slot: b.slot, problem: block.problem }
       return
     }
     this.opts.log?.(`geyser: streamed block ${b.slot} ${why}: fetched from the node`)

@@ -117,16 +117,13 @@ function writeQuery(q) {
 function exampleQuery(meta, head) {
   const live = meta.real_time
   const fromBlock = live && head ? Math.max(meta.start_block, head.number - 10) : meta.start_block
-  const q = { type: 'solana', fromBlock }
+  // the dataset's example from the query schema (its type, fields and item requests), on this range
+  const schema = state.doc.components.schemas.Query
+  const example = schema.examples?.[0] ?? { type: schema.properties.type.const }
+  const q = { type: example.type, fromBlock }
   // a bounded range over what a static dataset holds (a response ends after its time or byte budget)
   if (!live) q.toBlock = Math.max(fromBlock, head?.number ?? fromBlock)
-  q.fields = {
-    block: { number: true, hash: true, timestamp: true },
-    transaction: { transactionIndex: true, signatures: true, fee: true, feePayer: true },
-    instruction: { transactionIndex: true, instructionAddress: true, programId: true, data: true },
-  }
-  q.transactions = [{}]
-  q.instructions = [{ programId: ['ComputeBudget111111111111111111111111111111'], isCommitted: true }]
+  for (const [k, v] of Object.entries(example)) if (!(k in q) && k !== 'fromBlock') q[k] = v
   return q
 }
 

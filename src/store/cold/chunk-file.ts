@@ -4,8 +4,8 @@
  * Layout (little-endian):
  *
  *     "SPCOLD01"                          8-byte magic
- *     column blobs, each 8-byte aligned   (parts of src/store/cold/encode.ts, each padded to 8)
- *     prune section                       Bloom filters per (kind, field), see PRUNE_FIELDS
+ *     column blobs, each 8-byte aligned   (parts of src/store/cold/encode/column.ts, each padded to 8)
+ *     prune section                       Bloom filters per (kind, field): the dataset's pruned fields
  *     footer                              UTF-8 JSON (`Footer`)
  *     u32 footer length, u32 crc32(footer), "SPCOLDZZ"   16-byte trailer
  *                                         (format 4: "SPCOLDZB", the footer brotli-compressed)
@@ -14,54 +14,41 @@
  * a query asks for it (one positioned read), so a query touching 3 columns reads 3 blobs.
  * Optional per-blob compression (deflate-raw) when it saves at least 25%.
  */
-import { createHash } from 'node:crypto'
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
+import { closeSync, openSync } from 'node:fs'
 import { open, rm } from 'node:fs/promises'
-import { brotliCompressSync, brotliDecompressSync, constants, crc32, deflateRawSync, inflateRawSync } from 'node:zlib'
-import { gatedZlib } from '../../util/zlib-gate.ts'
 import { storageError, writeAll } from '../write-all.ts'
-import { HEADER_FIELDS, columnsOf, type FieldDef, type FieldType } from '../../catalogue.ts'
-import type { Block, BlockHeader, RecordKind } from '../../model.ts'
-import { RECORD_KINDS } from '../../model.ts'
-import { BLOOM_SCHEMES, bloomHas, buildBloom } from './bloom.ts'
-import { align8 } from './offsets.ts'
-import {
-  columnBuilder,
-  decodeColumn,
-  encodeColumn,
-  type ColumnBuilder,
-  type Decoded,
-  type Enc,
-  type Encoded,
-} from './encode.ts'
-import { compressFrames, framing, unframe, type Framed } from './frames.ts'
+import { DEFAULT_DATASET } from '../../catalogue.ts'
+import type { Dataset, FieldDef, FieldType, StoredBlock } from '../../dataset/types.ts'
+import type { Block, BlockHeader } from '../../model.ts'
+import { columnBuilder, type ColumnBuilder } from './encode/builders.ts'
+import { encodeColumn } from './encode/column.ts'
+import type { Enc, Encoded } from './encode/encoded.ts'
 import { IdList } from './id-list.ts'
 import { AccountInterner, type InternedColumn } from './intern.ts'
+import { ChunkFileWriter } from './chunk-writer.ts'
+import { READABLE_VERSIONS } from './chunk-format.ts'
+import { decodeBlob, readFooter } from './chunk-read.ts'
 
-export const MAGIC = Buffer.from('SPCOLD01', 'latin1')
-export const END_MAGIC = Buffer.from('SPCOLDZZ', 'latin1')
-/** format 4: the footer is brotli-compressed JSON (its crc32 is that of the stored bytes) */
-export const END_MAGIC_BROTLI = Buffer.from('SPCOLDZB', 'latin1')
-const TRAILER = 16
+export { CRC_PAGE, END_MAGIC, END_MAGIC_BROTLI, MAGIC, READABLE_VERSIONS } from './chunk-format.ts'
+export {
+  bloomMayContain,
+  CorruptChunkError,
+  decodeBlob,
+  readBlob,
+  readBloom,
+  readFooter,
+  readPrune,
+} from './chunk-read.ts'
 
-export const LISTS: { readonly [K in RecordKind]: keyof Block } = {
-  transaction: 'transactions',
-  instruction: 'instructions',
-  log: 'logs',
-  balance: 'balances',
-  tokenBalance: 'tokenBalances',
-  reward: 'rewards',
-}
+/** The block member holding each kind's rows, of the default dataset. */
+export const LISTS: { readonly [kind: string]: keyof Block } = Object.fromEntries(
+  DEFAULT_DATASET.tables.map((t) => [t.kind, t.member as keyof Block]),
+)
 
-/** Fields with a Bloom filter per chunk: the address-like fields the query engine prunes on. */
-export const PRUNE_FIELDS: { readonly [K in RecordKind]: readonly string[] } = {
-  transaction: ['feePayer', 'accountKeys', 'loadedAddresses'],
-  instruction: ['programId', 'accounts'],
-  log: ['programId'],
-  balance: ['account'],
-  tokenBalance: ['account', 'preMint', 'postMint', 'preOwner', 'postOwner', 'preProgramId', 'postProgramId'],
-  reward: ['pubkey'],
-}
+/** Fields with a Bloom filter per chunk (the address-like fields the query engine prunes on), of the default dataset. */
+export const PRUNE_FIELDS: { readonly [kind: string]: readonly string[] } = Object.fromEntries(
+  DEFAULT_DATASET.kinds.map((k) => [k, DEFAULT_DATASET.pruneFields(k)]),
+)
 
 export interface ColMeta {
   e: Enc
@@ -74,7 +61,7 @@ export interface ColMeta {
   z?: 1
   w?: 1 | 2 | 4
   v?: 1
-  /** index parts present (format 2; see encode.ts `Encoded.x`) */
+  /** index parts present (format 2; see encode/encoded.ts `Encoded.x`) */
   x?: 1
   /** format 4: dictionary in value order (`Encoded.s`) */
   s?: 1
@@ -98,15 +85,6 @@ export interface ColMeta {
   zc?: number[]
 }
 
-/** the page of `ColMeta.pc` checksums (format 3) */
-export const CRC_PAGE = 16384
-
-function pageCrcs(b: Uint8Array): number[] {
-  const out: number[] = []
-  for (let a = 0; a < b.byteLength; a += CRC_PAGE) out.push(crc32(b.subarray(a, Math.min(b.byteLength, a + CRC_PAGE))))
-  return out
-}
-
 export interface TableMeta {
   rows: number
   /** block offsets (u32, blockCount + 1); absent for the header table */
@@ -124,7 +102,6 @@ export interface TableMeta {
  * Written: FORMAT_VERSION. A file of any other version is refused.
  */
 export const FORMAT_VERSION = 5
-export const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4, 5]
 export type FormatVersion = 1 | 2 | 3 | 4 | 5
 
 export interface Footer {
@@ -133,7 +110,7 @@ export interface Footer {
   lastBlock: number
   blockCount: number
   header: TableMeta
-  kinds: Record<RecordKind, TableMeta>
+  kinds: Record<string, TableMeta>
   /**
    * prune section: offset, length, crc, hash scheme (BLOOM_SCHEMES; filters of another scheme are
    * ignored, never trusted); per "kind.field": [offset in section, byte length]
@@ -154,6 +131,13 @@ export interface WriteOptions {
    * where this thread may compress zstd without holding a serving event loop (frames.ts `zstdHere`)
    */
   zstd?: boolean
+  /** the dataset whose blocks are written (default: the default dataset) */
+  dataset?: Dataset
+  /**
+   * format 4: compress frames in the calling thread (true) or on the thread pool (false); default:
+   * in worker threads, on the pool from a main thread (frames.ts `brotli`)
+   */
+  compressHere?: boolean
 }
 
 export interface WrittenChunk {
@@ -162,34 +146,7 @@ export interface WrittenChunk {
   footer: Footer
 }
 
-/**
- * Fences of a value-ordered dictionary (format 4): for each frame of its text part, the first
- * code whose token starts in that frame and its value, so a lookup searches one frame's codes.
- */
-function fences(enc: Encoded, textLog: number): [number, string][] {
-  const toff = enc.parts[enc.e === 'list' ? 4 : 3]
-  const off = new Uint32Array(toff.buffer, toff.byteOffset, toff.byteLength / 4)
-  const size = 2 ** textLog
-  const out: [number, string][] = []
-  let last = -1
-  for (let c = 0; c + 1 < off.length; c++) {
-    const frame = Math.floor(off[c] / size)
-    if (frame !== last) {
-      out.push([c, enc.distinct![c]])
-      last = frame
-    }
-  }
-  return out
-}
-
-/** crc32 of byte arrays back to back */
-function crc32Of(bufs: readonly Uint8Array[]): number {
-  let c = 0
-  for (const b of bufs) c = crc32(b, c)
-  return c
-}
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve))
-const ZERO = new Uint8Array(8)
 
 type AppendColumns = (rows: readonly Record<string, unknown>[], out: unknown[][]) => void
 const APPENDERS = new Map<string, AppendColumns>()
@@ -217,14 +174,6 @@ function appendColumns(names: readonly string[], rows: readonly Record<string, u
   f(rows, out)
 }
 
-/** All values of a loadedAddresses JSON value that are addresses. */
-function loadedAddressValues(x: unknown, out: Set<string>): void {
-  if (!x || typeof x !== 'object') return
-  const la = x as { writable?: unknown; readonly?: unknown }
-  for (const l of [la.writable, la.readonly])
-    if (Array.isArray(l)) for (const a of l) if (typeof a === 'string') out.add(a)
-}
-
 /** A chunk file's bytes, encoded but not written (`writeEncodedChunk` writes them). */
 export interface EncodedChunk extends WrittenChunk {
   /** the file's bytes, in order (`bytes` in all) */
@@ -234,7 +183,7 @@ export interface EncodedChunk extends WrittenChunk {
 /** Encode `blocks` (ascending, non-empty) and write them as one chunk file at `path`. */
 export async function writeChunkFile(
   path: string,
-  blocks: readonly Block[],
+  blocks: readonly StoredBlock[],
   opts: WriteOptions = {},
 ): Promise<WrittenChunk> {
   const enc = await encodeChunk(blocks, opts)
@@ -267,7 +216,7 @@ export async function writeEncodedChunk(path: string, parts: readonly Uint8Array
  * The bytes of the chunk file of `blocks` (ascending, non-empty): what `writeChunkFile` writes. Pure
  * computation, so it runs in import workers (src/cli/commands/import-worker.ts).
  */
-export async function encodeChunk(blocks: readonly Block[], opts: WriteOptions = {}): Promise<EncodedChunk> {
+export async function encodeChunk(blocks: readonly StoredBlock[], opts: WriteOptions = {}): Promise<EncodedChunk> {
   if (blocks.length === 0) throw new Error('cold store: empty chunk')
   const c = new ChunkColumns(opts)
   for (const b of blocks) c.add(b)
@@ -282,7 +231,11 @@ interface InternedIds {
 
 /** the columns of one table (the headers, or a kind's records) gathered so far */
 interface TableColumns {
-  kind?: RecordKind
+  kind?: string
+  /** the block member holding the kind's rows */
+  member?: string
+  /** the fields indexed for pruning */
+  prune: readonly string[]
   defs: readonly FieldDef[]
   rows: number
   /** row offset of each block added so far (a kind's tables) */
@@ -308,7 +261,7 @@ interface TableColumns {
 export class ChunkColumns {
   private readonly version: FormatVersion
   /**
-   * format 4: the account columns of every kind (the address-like PRUNE_FIELDS of string and
+   * format 4: the account columns of every kind (the address-like pruned fields of string and
    * string list type), interned into one table as blocks come (intern.ts)
    */
   private readonly interner: AccountInterner | null
@@ -322,8 +275,8 @@ export class ChunkColumns {
       throw new Error(`cold store: cannot write chunk format version ${version}`)
     this.version = version
     this.interner = version >= 4 ? new AccountInterner() : null
-    const table = (defs: readonly FieldDef[], kind?: RecordKind): TableColumns => {
-      const interned = (d: FieldDef) => kind !== undefined && this.interner !== null && isAccountColumn(kind, d)
+    const table = (defs: readonly FieldDef[], kind?: string, member?: string, prune: readonly string[] = []) => {
+      const interned = (d: FieldDef) => kind !== undefined && this.interner !== null && isAccountColumn(prune, d)
       const ids = defs.map((d) =>
         interned(d)
           ? d.type === 'safeAsciiList'
@@ -333,10 +286,11 @@ export class ChunkColumns {
       )
       const built = defs.map((d) => (this.interner && !interned(d) ? columnBuilder(d.type, true, true) : null))
       const values = defs.map((_, j) => (ids[j] || built[j] ? null : []))
-      return { kind, defs, rows: 0, offsets: [], values, ids, built }
+      return { kind, member, prune, defs, rows: 0, offsets: [], values, ids, built } as TableColumns
     }
-    this.headerTable = table(HEADER_FIELDS)
-    this.tables = RECORD_KINDS.map((kind) => table(columnsOf(kind), kind))
+    const ds = opts.dataset ?? DEFAULT_DATASET
+    this.headerTable = table(ds.header)
+    this.tables = ds.tables.map((t) => table(ds.columnsOf(t.kind), t.kind, t.member, ds.pruneFields(t.kind)))
   }
 
   get blockCount(): number {
@@ -349,7 +303,7 @@ export class ChunkColumns {
   }
 
   /** Take a block (above the previous one) into the columns; nothing of it is kept but its values. */
-  add(block: Block): void {
+  add(block: StoredBlock): void {
     this.addPart(block, true)
   }
 
@@ -359,7 +313,7 @@ export class ChunkColumns {
    * holds the next records of that block. The parts' lists concatenated are the block's lists.
    * After an exception here, or a block left unfinished, the columns are not to be encoded.
    */
-  addPart(part: Block, first: boolean): void {
+  addPart(part: StoredBlock, first: boolean): void {
     if (first) {
       const prev = this.headers[this.headers.length - 1]
       if (prev && !(part.header.number > prev.number)) {
@@ -370,7 +324,7 @@ export class ChunkColumns {
       for (const t of this.tables) t.offsets.push(t.rows)
     } else if (this.headers.length === 0) throw new Error('cold store: a part of a block before its first')
     for (const t of this.tables) {
-      const rows = part[LISTS[t.kind!]] as unknown as Record<string, unknown>[]
+      const rows = (part as unknown as Record<string, Record<string, unknown>[]>)[t.member!]
       if (rows.length > 0) this.append(t, rows)
     }
   }
@@ -421,195 +375,77 @@ export class ChunkColumns {
   async encode(): Promise<EncodedChunk> {
     const headers = this.headers
     if (headers.length === 0) throw new Error('cold store: empty chunk')
-    const { version, opts, interner } = this
-    const bufs: Uint8Array[] = [MAGIC]
-    let pos = MAGIC.length
-
-    /** append a blob's stored bytes, then pad the file to 8 bytes */
-    const store = (blob: readonly Uint8Array[]) => {
-      for (const b of blob) {
-        bufs.push(b)
-        pos += b.byteLength
-      }
-      const padding = align8(pos) - pos
-      if (padding) {
-        bufs.push(ZERO.subarray(0, padding))
-        pos += padding
-      }
-    }
-
-    /**
-     * format 4: blobs whose frames are being compressed (frames.ts, on the thread pool), in file
-     * order; their places (o) and frame tables are filled in once all columns are encoded
-     */
-    const framed: { meta: ColMeta; f: Promise<Framed> }[] = []
-
-    const emit = (enc: Encoded, t: FieldType): ColMeta => {
-      const p = enc.parts.map((x) => x.byteLength)
-      if (version >= 4) {
-        // format 4 readers know brotli frames only
-        const f = compressFrames(enc.e, enc.parts, opts.frameLog, version >= 5 ? opts.zstd : false)
-        f.catch(() => undefined) // awaited (and reported) below
-        const meta: ColMeta = { e: enc.e, t, o: 0, l: 0, p, c: 0, fr: [], fc: [] }
-        if (enc.w) meta.w = enc.w
-        if (enc.v) meta.v = enc.v
-        if (enc.x) meta.x = enc.x
-        if (enc.s) {
-          meta.s = enc.s
-          meta.fx = fences(enc, opts.frameLog ?? framing(enc.e, enc.e === 'list' ? 1 : 0).log)
-        }
-        framed.push({ meta, f })
-        return meta
-      }
-      let raw: Uint8Array
-      if (enc.parts.length === 1 && enc.parts[0].byteLength % 8 === 0) raw = enc.parts[0]
-      else {
-        const total = enc.parts.reduce((s, x) => s + align8(x.byteLength), 0)
-        const b = new Uint8Array(total)
-        let k = 0
-        for (const x of enc.parts) {
-          b.set(x, k)
-          k += align8(x.byteLength)
-        }
-        raw = b
-      }
-      let stored = raw
-      let z: 1 | undefined
-      if (opts.compress && raw.byteLength >= 4096) {
-        const d = gatedZlib(() => deflateRawSync(raw, { level: 1 }))
-        if (d.byteLength < raw.byteLength * 0.75) {
-          stored = d
-          z = 1
-        }
-      }
-      const meta: ColMeta = { e: enc.e, o: pos, l: stored.byteLength, p, c: crc32(stored) }
-      if (z) meta.z = z
-      if (enc.w) meta.w = enc.w
-      if (enc.v) meta.v = enc.v
-      if (enc.x) meta.x = enc.x
-      if (version >= 3 && !z) meta.pc = pageCrcs(stored)
-      store([stored])
-      return meta
-    }
-
-    const blooms: { key: string; bits: Uint8Array }[] = []
-    // format 4: filters of exactly 10 bits per value (scheme 2); older formats as they were written
-    const bloomScheme = version >= 4 ? 2 : 1
-
+    const out = new ChunkFileWriter(this.version, this.opts)
     // every account column interned: the strings sorted once
-    interner?.seal()
-
-    const encodeTable = async (t: TableColumns) => {
-      const { defs, kind } = t
-      const cols: Record<string, ColMeta> = {}
-      const prune = kind ? PRUNE_FIELDS[kind] : []
-      for (let k = 0; k < defs.length; k++) {
-        const d = defs[k]
-        const pre = t.ids[k]
-        const built = t.built[k]
-        let values = t.values[k]
-        t.values[k] = null // garbage once encoded
-        t.ids[k] = null
-        t.built[k] = null
-        if (t.rows > 10_000) await tick() // let the event loop breathe between big columns
-        const enc = pre
-          ? interner!.encode(d.name, d.type === 'safeAsciiList', internedColumn(pre))
-          : built
-            ? built.encode()
-            : encodeColumn(d.name, d.type, values!, version >= 2, version >= 3, version >= 4)
-        cols[d.name] = emit(enc, d.type)
-        // format 4: a value-ordered dictionary answers `mayContain` exactly (RawColumn.lookup,
-        // bounded by the column's fences to one frame of its text): no Bloom filter
-        if (prune.includes(d.name) && enc.s !== 1) {
-          values ??= built ? built.values() : interner!.strings(internedColumn(pre!))
-          let distinct: Iterable<string>
-          let n: number
-          if (d.type === 'json') {
-            const s = new Set<string>()
-            // each distinct value once (loaded addresses repeat: a lookup table's accounts)
-            for (const x of enc.objects ?? values) loadedAddressValues(x, s)
-            distinct = s
-            n = s.size
-          } else if (enc.distinct && (enc.e === 'dict' || enc.e === 'list')) {
-            distinct = enc.distinct
-            n = enc.distinct.length
-          } else {
-            const s = new Set<string>()
-            for (const x of values) if (typeof x === 'string') s.add(x)
-            distinct = s
-            n = s.size
-          }
-          blooms.push({ key: `${kind}.${d.name}`, bits: buildBloom(distinct, n, bloomScheme) })
-        }
-      }
-      return cols
-    }
-
-    const header: TableMeta = { rows: headers.length, cols: await encodeTable(this.headerTable) }
-    const kinds = {} as Record<RecordKind, TableMeta>
+    this.interner?.seal()
+    const header: TableMeta = { rows: headers.length, cols: await this.encodeTable(out, this.headerTable) }
+    const kinds: Record<string, TableMeta> = {}
     for (const t of this.tables) {
       const offsets = new Uint32Array(headers.length + 1)
       offsets.set(t.offsets)
       offsets[headers.length] = t.rows
-      const off = emit({ e: 'u32', parts: [new Uint8Array(offsets.buffer)] }, 'u32')
-      kinds[t.kind!] = { rows: t.rows, off, cols: await encodeTable(t) }
+      const off = out.column({ e: 'u32', parts: [new Uint8Array(offsets.buffer)] }, 'u32')
+      kinds[t.kind!] = { rows: t.rows, off, cols: await this.encodeTable(out, t) }
     }
-    for (const { meta, f: pending } of framed) {
-      const f = await pending
-      meta.o = pos
-      meta.l = f.bytes
-      meta.c = crc32Of(f.stored)
-      meta.fr = f.fr
-      meta.fc = f.fc
-      if (f.zc) meta.zc = f.zc
-      store(f.stored)
-    }
-
-    // prune section
-    const f: Record<string, [number, number] | [number, number, number]> = {}
-    let k = 0
-    for (const b of blooms) {
-      // format 3: each filter's own crc32, so one filter is read and checked without the others
-      f[b.key] = version >= 3 ? [k, b.bits.byteLength, crc32(b.bits)] : [k, b.bits.byteLength]
-      k += align8(b.bits.byteLength)
-    }
-    const section = new Uint8Array(k)
-    for (const b of blooms) section.set(b.bits, f[b.key][0])
-    const pruneOff = pos
-    bufs.push(section)
-    pos += section.byteLength
-
-    const footer: Footer = {
-      v: version,
+    const range = {
       firstBlock: headers[0].number,
       lastBlock: headers[headers.length - 1].number,
       blockCount: headers.length,
-      header,
-      kinds,
-      prune: { o: pruneOff, l: section.byteLength, c: crc32(section), h: bloomScheme, f },
     }
-    const json = Buffer.from(JSON.stringify(footer), 'utf8')
-    // format 4: compressed (frame lengths and checksums make it a few kilobytes per chunk)
-    const fj =
-      version >= 4
-        ? gatedZlib(() => brotliCompressSync(json, { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } }))
-        : json
-    const trailer = Buffer.alloc(TRAILER)
-    trailer.writeUInt32LE(fj.byteLength, 0)
-    trailer.writeUInt32LE(crc32(fj), 4)
-    ;(version >= 4 ? END_MAGIC_BROTLI : END_MAGIC).copy(trailer, 8)
-    bufs.push(fj, trailer)
-    pos += fj.byteLength + TRAILER
+    return out.finish(range, header, kinds)
+  }
 
-    const h = createHash('sha256')
-    for (const b of bufs) h.update(b)
-    return { parts: bufs, bytes: pos, sha256: h.digest('hex'), footer }
+  /** the columns of a table written (in order), with the Bloom filters of its pruned fields */
+  private async encodeTable(out: ChunkFileWriter, t: TableColumns): Promise<Record<string, ColMeta>> {
+    const { version, interner } = this
+    const { defs, kind } = t
+    const cols: Record<string, ColMeta> = {}
+    const prune = t.prune
+    for (let k = 0; k < defs.length; k++) {
+      const d = defs[k]
+      const pre = t.ids[k]
+      const built = t.built[k]
+      let values = t.values[k]
+      t.values[k] = null // garbage once encoded
+      t.ids[k] = null
+      t.built[k] = null
+      if (t.rows > 10_000) await tick() // let the event loop breathe between big columns
+      const enc = pre
+        ? interner!.encode(d.name, d.type === 'safeAsciiList', internedColumn(pre))
+        : built
+          ? built.encode()
+          : encodeColumn(d.name, d.type, values!, version >= 2, version >= 3, version >= 4)
+      cols[d.name] = out.column(enc, d.type)
+      // format 4: a value-ordered dictionary answers `mayContain` exactly (RawColumn.lookup,
+      // bounded by the column's fences to one frame of its text): no Bloom filter
+      if (prune.includes(d.name) && enc.s !== 1) {
+        values ??= built ? built.values() : interner!.strings(internedColumn(pre!))
+        const [distinct, n] = distinctValues(d, enc, values)
+        out.bloom(`${kind}.${d.name}`, distinct, n)
+      }
+    }
+    return cols
   }
 }
 
-/** a kind's account column, interned (the address-like PRUNE_FIELDS of string and string list type) */
-function isAccountColumn(kind: RecordKind, d: FieldDef): boolean {
-  return PRUNE_FIELDS[kind].includes(d.name) && (d.type === 'safeAscii' || d.type === 'safeAsciiList')
+/** the distinct values of a pruned column (json: the strings its declaration names), and their count */
+function distinctValues(d: FieldDef, enc: Encoded, values: readonly unknown[]): [Iterable<string>, number] {
+  if (d.type === 'json') {
+    const s = new Set<string>()
+    // each distinct value once (loaded addresses repeat: a lookup table's accounts)
+    const strings = d.strings!
+    for (const x of enc.objects ?? values) strings(x, s)
+    return [s, s.size]
+  }
+  if (enc.distinct && (enc.e === 'dict' || enc.e === 'list')) return [enc.distinct, enc.distinct.length]
+  const s = new Set<string>()
+  for (const x of values) if (typeof x === 'string') s.add(x)
+  return [s, s.size]
+}
+
+/** a kind's account column, interned (the address-like pruned fields of string and string list type) */
+function isAccountColumn(prune: readonly string[], d: FieldDef): boolean {
+  return prune.includes(d.name) && (d.type === 'safeAscii' || d.type === 'safeAsciiList')
 }
 
 /** the row offsets of a list column with no row yet */
@@ -623,153 +459,14 @@ function internedColumn(c: InternedIds): InternedColumn {
   return c.offsets ? { ids: c.ids.view(), offsets: new Uint32Array(c.offsets.view()) } : { ids: c.ids.view() }
 }
 
-export class CorruptChunkError extends Error {}
-
-/** Read and check the footer of a chunk file. */
-/** a chunk file's footer, the file's size and the footer's size as JSON text (bytes) */
-export function readFooter(path: string): { footer: Footer; size: number; jsonBytes: number } {
-  const fd = openSync(path, 'r')
-  try {
-    const size = fstatSync(fd).size
-    if (size < MAGIC.length + TRAILER) throw new CorruptChunkError(`${path}: too short`)
-    const tailLen = Math.min(size, 64 * 1024)
-    const tail = Buffer.allocUnsafe(tailLen)
-    readExact(fd, tail, 0, tailLen, size - tailLen, path)
-    const tr = tail.subarray(tailLen - TRAILER)
-    const brotli = tr.subarray(8).equals(END_MAGIC_BROTLI)
-    if (!brotli && !tr.subarray(8).equals(END_MAGIC)) throw new CorruptChunkError(`${path}: bad trailer`)
-    const flen = tr.readUInt32LE(0)
-    const fcrc = tr.readUInt32LE(4)
-    if (flen + TRAILER + MAGIC.length > size) throw new CorruptChunkError(`${path}: bad footer length`)
-    let fj: Buffer
-    if (flen + TRAILER <= tailLen) fj = tail.subarray(tailLen - TRAILER - flen, tailLen - TRAILER)
-    else {
-      fj = Buffer.allocUnsafe(flen)
-      readExact(fd, fj, 0, flen, size - TRAILER - flen, path)
-    }
-    if (crc32(fj) !== fcrc) throw new CorruptChunkError(`${path}: footer checksum mismatch`)
-    if (brotli) {
-      const z = fj
-      fj = gatedZlib(() => brotliDecompressSync(z))
-    }
-    const footer = JSON.parse(fj.toString('utf8')) as Footer
-    if (!READABLE_VERSIONS.includes(footer.v)) {
-      throw new CorruptChunkError(
-        `${path}: chunk format version ${JSON.stringify(footer.v)} is not supported (reads ${READABLE_VERSIONS.join(', ')})`,
-      )
-    }
-    return { footer, size, jsonBytes: fj.byteLength }
-  } finally {
-    closeSync(fd)
-  }
-}
-
-function readExact(fd: number, buf: Uint8Array, off: number, len: number, pos: number, path: string): void {
-  let done = 0
-  while (done < len) {
-    const n = readSync(fd, buf, off + done, len - done, pos + done)
-    if (n === 0) throw new CorruptChunkError(`${path}: unexpected end of file`)
-    done += n
-  }
-}
-
-/**
- * Read one blob and split it into its raw parts, verifying its crc unless `verified` (the caller
- * already checked this blob of this immutable file once).
- */
-export function readBlob(path: string, fd: number | null, m: ColMeta, verified = false): Uint8Array[] {
-  const own = fd === null
-  const h = own ? openSync(path, 'r') : fd
-  let buf: Uint8Array
-  try {
-    // a fresh ArrayBuffer: offset 0, so 8-aligned parts give aligned typed-array views
-    // (not zero-filled: every byte is read)
-    const b = Buffer.allocUnsafeSlow(m.l)
-    buf = new Uint8Array(b.buffer, b.byteOffset, m.l)
-    readExact(h, buf, 0, m.l, m.o, path)
-  } finally {
-    if (own) closeSync(h)
-  }
-  if (!verified && crc32(buf) !== m.c) throw new CorruptChunkError(`${path}: column checksum mismatch at offset ${m.o}`)
-  if (m.fr)
-    return unframe(buf, m, (why) => new CorruptChunkError(`${path}: column at offset ${m.o}: ${why}`), {
-      path,
-      blob: m.o,
-    })
-  if (m.z) {
-    const raw = gatedZlib(() => inflateRawSync(buf))
-    buf = raw.byteOffset % 8 === 0 ? raw : new Uint8Array(raw)
-  }
-  const parts: Uint8Array[] = []
-  let k = 0
-  for (const len of m.p) {
-    parts.push(new Uint8Array(buf.buffer, buf.byteOffset + k, len))
-    k += align8(len)
-  }
-  return parts
-}
-
-export function decodeBlob(path: string, fd: number | null, m: ColMeta, n: number, verified = false): Decoded {
-  return decodeColumn(m.e, n, readBlob(path, fd, m, verified), m.w, m.v)
-}
-
-export function readPrune(path: string, footer: Footer): Map<string, Uint8Array> {
-  const { o, l, c, f } = footer.prune
-  const buf = new Uint8Array(new ArrayBuffer(l))
-  const fd = openSync(path, 'r')
-  try {
-    readExact(fd, buf, 0, l, o, path)
-  } finally {
-    closeSync(fd)
-  }
-  if (crc32(buf) !== c) throw new CorruptChunkError(`${path}: prune section checksum mismatch`)
-  const out = new Map<string, Uint8Array>()
-  if (!BLOOM_SCHEMES.includes(footer.prune.h ?? 0)) return out // unknown hashing: no filter, every answer "maybe"
-  for (const [key, [off, len]] of Object.entries(f)) out.set(key, buf.subarray(off, off + len))
-  return out
-}
-
-/**
- * One Bloom filter (`kind.field`) of a format 3 file, read alone and checked with its own crc32;
- * undefined when the file has no per-filter checksums (read the whole section with `readPrune`),
- * null when there is no usable filter for that key (every answer "maybe").
- */
-export function readBloom(path: string, fd: number | null, footer: Footer, key: string): Uint8Array | null | undefined {
-  const { o, f, h } = footer.prune
-  const e = f[key]
-  if (e !== undefined && e.length !== 3) return undefined
-  if (e === undefined || !BLOOM_SCHEMES.includes(h ?? 0)) return null
-  const [off, len, c] = e
-  const buf = new Uint8Array(new ArrayBuffer(len))
-  const own = fd === null
-  const h2 = own ? openSync(path, 'r') : fd
-  try {
-    readExact(h2, buf, 0, len, o + off, path)
-  } finally {
-    if (own) closeSync(h2)
-  }
-  if (crc32(buf) !== c) throw new CorruptChunkError(`${path}: Bloom filter ${key} checksum mismatch`)
-  return buf
-}
-
-export function bloomMayContain(
-  bits: Uint8Array | null | undefined,
-  values: ReadonlySet<string>,
-  scheme: number | undefined,
-): boolean {
-  if (!bits) return true
-  for (const v of values) if (bloomHas(bits, v, scheme ?? 1)) return true
-  return false
-}
-
 /** Every blob of a chunk with its row count (header columns, block offsets, record columns). */
-function blobsOf(ft: Footer): { m: ColMeta; n: number }[] {
+function blobsOf(ft: Footer, ds: Dataset): { m: ColMeta; n: number }[] {
   const out: { m: ColMeta; n: number }[] = []
-  for (const d of HEADER_FIELDS) if (ft.header.cols[d.name]) out.push({ m: ft.header.cols[d.name], n: ft.blockCount })
-  for (const kind of RECORD_KINDS) {
+  for (const d of ds.header) if (ft.header.cols[d.name]) out.push({ m: ft.header.cols[d.name], n: ft.blockCount })
+  for (const kind of ds.kinds) {
     const t = ft.kinds[kind]
     out.push({ m: t.off!, n: ft.blockCount + 1 })
-    for (const d of columnsOf(kind)) if (t.cols[d.name]) out.push({ m: t.cols[d.name], n: t.rows })
+    for (const d of ds.columnsOf(kind)) if (t.cols[d.name]) out.push({ m: t.cols[d.name], n: t.rows })
   }
   return out
 }
@@ -816,34 +513,28 @@ export function nullColumn(n: number): null[] {
 }
 
 /** Rebuild blocks from decoded columns (`get` returns the values of a blob). */
-function assemble(path: string, ft: Footer, get: (m: ColMeta, n: number) => ArrayLike<unknown>): Block[] {
+function assemble(path: string, ft: Footer, get: (m: ColMeta, n: number) => ArrayLike<unknown>, ds: Dataset): Block[] {
   const n = ft.blockCount
   const col = (table: string, t: TableMeta, d: FieldDef, rows: number) => {
     const m = columnEntry(path, table, t, d)
     return m ? get(m, rows) : nullColumn(rows)
   }
-  const hcols = HEADER_FIELDS.map((d) => col('header', ft.header, d, n))
-  const blocks: Block[] = []
+  const hcols = ds.header.map((d) => col('header', ft.header, d, n))
+  const blocks: Record<string, unknown>[] = []
   for (let b = 0; b < n; b++) {
     const header = {} as Record<string, unknown>
-    HEADER_FIELDS.forEach((d, i) => (header[d.name] = hcols[i][b]))
-    blocks.push({
-      header: header as unknown as BlockHeader,
-      transactions: [],
-      instructions: [],
-      logs: [],
-      balances: [],
-      tokenBalances: [],
-      rewards: [],
-    })
+    ds.header.forEach((d, i) => (header[d.name] = hcols[i][b]))
+    const block: Record<string, unknown> = { header }
+    for (const t of ds.tables) block[t.member] = []
+    blocks.push(block)
   }
-  for (const kind of RECORD_KINDS) {
+  for (const { kind, member } of ds.tables) {
     const t = ft.kinds[kind]
     const offsets = get(t.off!, n + 1) as Uint32Array
-    const defs = columnsOf(kind)
+    const defs = ds.columnsOf(kind)
     const cols = defs.map((d) => col(kind, t, d, t.rows))
     for (let b = 0; b < n; b++) {
-      const list = blocks[b][LISTS[kind]] as unknown as Record<string, unknown>[]
+      const list = blocks[b][member] as Record<string, unknown>[]
       for (let r = offsets[b]; r < offsets[b + 1]; r++) {
         const row: Record<string, unknown> = {}
         defs.forEach((d, i) => (row[d.name] = cols[i][r]))
@@ -851,32 +542,36 @@ function assemble(path: string, ft: Footer, get: (m: ColMeta, n: number) => Arra
       }
     }
   }
-  return blocks
+  return blocks as unknown as Block[]
 }
 
 /** Rebuild the normalized blocks of a chunk file (used by merges and tests). */
-export function readChunkBlocks(path: string, footer?: Footer): Block[] {
+export function readChunkBlocks(path: string, footer?: Footer, ds: Dataset = DEFAULT_DATASET): Block[] {
   const ft = footer ?? readFooter(path).footer
   const fd = openSync(path, 'r')
   try {
-    return assemble(path, ft, (m, n) => decodeBlob(path, fd, m, n).values)
+    return assemble(path, ft, (m, n) => decodeBlob(path, fd, m, n).values, ds)
   } finally {
     closeSync(fd)
   }
 }
 
 /** `readChunkBlocks` yielding to the event loop between big columns (merges in a serving process). */
-export async function readChunkBlocksAsync(path: string, footer?: Footer): Promise<Block[]> {
+export async function readChunkBlocksAsync(
+  path: string,
+  footer?: Footer,
+  ds: Dataset = DEFAULT_DATASET,
+): Promise<Block[]> {
   const ft = footer ?? readFooter(path).footer
   const fd = openSync(path, 'r')
   const decoded = new Map<number, ArrayLike<unknown>>()
   try {
-    for (const { m, n } of blobsOf(ft)) {
+    for (const { m, n } of blobsOf(ft, ds)) {
       if (n > 10_000) await tick()
       decoded.set(m.o, decodeBlob(path, fd, m, n).values)
     }
   } finally {
     closeSync(fd)
   }
-  return assemble(path, ft, (m) => decoded.get(m.o)!)
+  return assemble(path, ft, (m) => decoded.get(m.o)!, ds)
 }

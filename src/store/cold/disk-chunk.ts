@@ -4,15 +4,15 @@
  * `header()` call (one synchronous positioned read, crc-checked), decoded once and kept in the
  * store-wide byte-bounded LRU.
  */
-import { HEADER_FIELDS, columnsOf, type FieldDef } from '../../catalogue.ts'
-import { RECORD_KINDS, type BlockHeader, type RecordKind } from '../../model.ts'
+import { DEFAULT_DATASET } from '../../catalogue.ts'
+import type { Dataset, FieldDef } from '../../dataset/types.ts'
+import type { BlockHeader, RecordKind } from '../../model.ts'
 import type { Chunk, MatchOp, Table } from '../chunk.ts'
 import {
   bloomMayContain,
   columnEntry,
   decodeBlob,
   nullColumn,
-  PRUNE_FIELDS,
   readBloom,
   readBlob,
   readFooter,
@@ -22,23 +22,32 @@ import {
 } from './chunk-file.ts'
 import { framesOf } from './frames.ts'
 import type { ByteLru } from './lru.ts'
-import { Parts, RawColumn } from './raw.ts'
+import { postingsOf, RawColumn } from './raw/column.ts'
+import { standaloneIo, type PageIo } from './raw/page-io.ts'
+import { Parts } from './raw/parts.ts'
 import type { JsonTokens } from '../../util/json-bytes.ts'
 
-/** the columns a reader expects of each kind (default: the catalogue's) */
+/** the columns a reader expects of each kind (default: its dataset's; typed by the default dataset's kinds) */
 export type ColumnsOf = (kind: RecordKind) => readonly FieldDef[]
 
-const SCHEMAS = new WeakMap<ColumnsOf, Map<RecordKind, Map<string, FieldDef>>>()
+const SCHEMAS = new WeakMap<ColumnsOf | Dataset, Map<string, Map<string, FieldDef>>>()
 /** the reader's field definitions of a kind, by name */
-function known(columns: ColumnsOf, kind: RecordKind): Map<string, FieldDef> {
+function known(columns: ColumnsOf, kind: string): Map<string, FieldDef> {
   let byKind = SCHEMAS.get(columns)
   if (!byKind) SCHEMAS.set(columns, (byKind = new Map()))
   let s = byKind.get(kind)
-  if (!s) byKind.set(kind, (s = new Map(columns(kind).map((d) => [d.name, d]))))
+  if (!s) byKind.set(kind, (s = new Map(columns(kind as RecordKind).map((d) => [d.name, d]))))
   return s
 }
-const HEADER_DEFS = new Map(HEADER_FIELDS.map((d) => [d.name, d]))
-const RECORD_KIND_SET = new Set<string>(RECORD_KINDS)
+
+/** a dataset's header fields, by name */
+function headerDefs(ds: Dataset): Map<string, FieldDef> {
+  let byKind = SCHEMAS.get(ds)
+  if (!byKind) SCHEMAS.set(ds, (byKind = new Map()))
+  let s = byKind.get('')
+  if (!s) byKind.set('', (s = new Map(ds.header.map((d) => [d.name, d]))))
+  return s
+}
 /** cached answer "this chunk has no filter for that field" */
 const NO_FILTER = new Uint8Array(0)
 
@@ -68,7 +77,7 @@ export class DiskChunk implements Chunk {
   readonly lastBlock: number
   readonly blockCount: number
   private _footer: Footer | null = null
-  private readonly tables = new Map<RecordKind, DiskTable>()
+  private readonly tables = new Map<string, DiskTable>()
   /** offsets of the blobs whose crc32 was checked once (the file is immutable) */
   private readonly verified = new Set<number>()
   /** format 3: per blob offset, a flag per page whose crc32 was checked once */
@@ -86,13 +95,21 @@ export class DiskChunk implements Chunk {
     meta: { firstBlock: number; lastBlock: number; blockCount: number },
     readonly cache: ColumnCache,
     /** the columns this reader knows (a column a chunk lacks reads as null; another type is an error) */
-    readonly columns: ColumnsOf = columnsOf,
+    columns?: ColumnsOf,
+    /** the dataset of the chunk: its header, kinds, columns and pruned fields */
+    readonly dataset: Dataset = DEFAULT_DATASET,
+    /** the store's descriptors and scratch pages for reads on demand */
+    readonly io: PageIo = standaloneIo(),
   ) {
     this.firstBlock = meta.firstBlock
     this.lastBlock = meta.lastBlock
     this.blockCount = meta.blockCount
     this.key = chunkKey(path)
+    this.columns = columns ?? dataset.columnsOf
   }
+
+  /** the columns this reader knows of each kind */
+  readonly columns: ColumnsOf
 
   get footer(): Footer {
     if (!this._footer) {
@@ -163,14 +180,19 @@ export class DiskChunk implements Chunk {
       let parts: Parts
       if (m.fr) {
         // format 4: frames read and decompressed on demand, each checked with its own crc32
-        parts = new Parts(m.p, null, {
-          path: this.path,
-          start: m.o,
-          length: m.l,
-          crcs: null,
-          checked: null,
-          frames: framesOf(m),
-        })
+        parts = new Parts(
+          m.p,
+          null,
+          {
+            path: this.path,
+            start: m.o,
+            length: m.l,
+            crcs: null,
+            checked: null,
+            frames: framesOf(m),
+          },
+          this.io,
+        )
       } else if (m.z) {
         // compressed: read (and inflate) whole
         const read = readBlob(this.path, null, m, this.verified.has(m.o))
@@ -178,6 +200,8 @@ export class DiskChunk implements Chunk {
         parts = new Parts(
           read.map((p) => p.byteLength),
           read,
+          null,
+          this.io,
         )
       } else {
         // pages read on demand, each checked with its own crc (format 3); older formats check the
@@ -191,9 +215,20 @@ export class DiskChunk implements Chunk {
           checked = this.checkedPages.get(m.o) ?? null
           if (checked === null) this.checkedPages.set(m.o, (checked = new Uint8Array(m.pc.length)))
         }
-        parts = new Parts(m.p, null, { path: this.path, start: m.o, length: m.l, crcs: m.pc ?? null, checked })
+        const src = { path: this.path, start: m.o, length: m.l, crcs: m.pc ?? null, checked }
+        parts = new Parts(m.p, null, src, this.io)
       }
-      v = new RawColumn(m.e, n, parts, m.w, m.x === 1, m.v === 1, m.s === 1, m.fx ?? null)
+      const x = m.x === 1
+      const layout = {
+        e: m.e,
+        w: m.w,
+        x,
+        v: m.v === 1,
+        sortedDict: m.s === 1,
+        fences: m.fx ?? null,
+        postings: postingsOf(m.e, x, m.p),
+      }
+      v = new RawColumn(layout, n, parts)
       // accounted for the bytes it holds (whole parts, pages read on demand, parsed values), which
       // grow as queries read it
       this.cache.set(k, v as unknown as ArrayLike<unknown>, 256 + parts.bytes)
@@ -205,7 +240,7 @@ export class DiskChunk implements Chunk {
   }
 
   header<K extends keyof BlockHeader>(field: K): ArrayLike<BlockHeader[K]> {
-    const def = HEADER_DEFS.get(field)
+    const def = headerDefs(this.dataset).get(field)
     if (!def) throw new Error(`unknown header field ${field}`)
     return this.load(qualified('header', field), () => {
       const m = columnEntry(this.path, 'header', this.footer.header, def)
@@ -213,23 +248,23 @@ export class DiskChunk implements Chunk {
     }) as ArrayLike<BlockHeader[K]>
   }
 
-  table(kind: RecordKind): Table {
+  table(kind: string): Table {
     let t = this.tables.get(kind)
     if (!t) {
-      if (!RECORD_KIND_SET.has(kind)) throw new Error(`unknown kind ${kind}`)
+      if (!this.dataset.kinds.includes(kind)) throw new Error(`unknown kind ${kind}`)
       t = new DiskTable(this, kind)
       this.tables.set(kind, t)
     }
     return t
   }
 
-  mayContain(kind: RecordKind, field: string, values: ReadonlySet<string>): boolean {
+  mayContain(kind: string, field: string, values: ReadonlySet<string>): boolean {
     if (values.size === 0) return false
     // format 4: a value-ordered dictionary answers exactly (and the codes it finds are kept for
     // the filters that follow); such columns have no Bloom filter
     const t = this.footer.kinds[kind]
     const m = t.cols[field]
-    if (m !== undefined && m.s === 1 && m.x === 1 && PRUNE_FIELDS[kind].includes(field)) {
+    if (m !== undefined && m.s === 1 && m.x === 1 && this.dataset.pruneFields(kind).includes(field)) {
       const raw = this.raw(m, t.rows)
       for (const v of values) if (raw.lookup(v) >= 0) return true
       return false
@@ -277,7 +312,7 @@ class DiskTable implements Table {
 
   constructor(
     private readonly chunk: DiskChunk,
-    private readonly kind: RecordKind,
+    private readonly kind: string,
   ) {}
 
   get rowCount(): number {
@@ -380,7 +415,7 @@ class PrefixChunk implements Chunk {
   readonly firstBlock: number
   readonly lastBlock: number
   readonly blockCount: number
-  private readonly tables = new Map<RecordKind, Table>()
+  private readonly tables = new Map<string, Table>()
 
   constructor(
     private readonly base: DiskChunk,
@@ -396,7 +431,7 @@ class PrefixChunk implements Chunk {
     return head(this.base.header(field), this.blockCount)
   }
 
-  table(kind: RecordKind): Table {
+  table(kind: string): Table {
     let t = this.tables.get(kind)
     if (!t) {
       const base = this.base.table(kind)
@@ -425,7 +460,7 @@ class PrefixChunk implements Chunk {
     return t
   }
 
-  mayContain(kind: RecordKind, field: string, values: ReadonlySet<string>): boolean {
+  mayContain(kind: string, field: string, values: ReadonlySet<string>): boolean {
     return this.base.mayContain(kind, field, values)
   }
 }

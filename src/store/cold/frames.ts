@@ -1,5 +1,5 @@
 /**
- * Compressed frames (chunk formats 4 and 5): each part of a column blob (encode.ts) is cut into
+ * Compressed frames (chunk formats 4 and 5): each part of a column blob (encode/column.ts) is cut into
  * frames of 2^log raw bytes (the last one shorter), and each frame is compressed on its own (zstd
  * or brotli, see Codecs below), after a filter that suits the part: `delta32` for token offsets
  * (equal steps: one repeated word), zigzag deltas with the bytes grouped by significance for the
@@ -10,7 +10,7 @@
  * zigzag deltas without grouping for u32 columns. A frame that does not shrink is stored as is.
  *
  * A reader decompresses only the frames holding the bytes it wants, so a selective query still
- * reads a few kilobytes of a column (raw.ts `Parts`); a whole-column decode decompresses them all.
+ * reads a few kilobytes of a column (raw/parts.ts `Parts`); a whole-column decode decompresses them all.
  *
  * For page reads the raw parts are laid out in a virtual blob where each part starts at a multiple
  * of MAX_FRAME: a 16 KiB page of it never straddles two parts or two frames.
@@ -66,7 +66,7 @@ import { isMainThread } from 'node:worker_threads'
 import { brotliCompress, brotliCompressSync, brotliDecompressSync, constants, crc32 } from 'node:zlib'
 import { zstdBuild, zstdCompressAsync, zstdCompressSync, zstdDecompressSync } from '../../util/zstd.mjs'
 import { gatedZlib } from '../../util/zlib-gate.ts'
-import type { Enc } from './encode.ts'
+import type { Enc } from './encode/encoded.ts'
 import { align8 } from './offsets.ts'
 import { noteFrame, takePrefetched } from './prefetch.ts'
 import { CODEC_BROTLI, CODEC_ZSTD, framesOf, MAX_FRAME, TEXT_LOG, type Frames } from './frame-table.ts'
@@ -322,7 +322,7 @@ function brotliOptions(raw: Uint8Array, quality: number, lgwin: number) {
   }
 }
 
-/** whether frames are compressed in the calling thread (see `brotli`) */
+/** whether frames are compressed in the calling thread by default (see `brotli`) */
 let compressHere = !isMainThread
 /**
  * whether text and JSON parts are compressed with zstd by default (`framing`). Where the native
@@ -336,9 +336,10 @@ let compressHere = !isMainThread
 let zstdHere = !isMainThread || zstdBuild === 'native'
 
 /**
- * Compress frames in the calling thread from now on, also on a main thread: for a process whose
- * main thread serves nobody (the cold store's writer process, src/ingest/cold-writer-child.ts),
- * which then uses one core at most and less CPU than through the pool.
+ * Compress frames in the calling thread from now on, also on a main thread, by default (callers
+ * that pass no mode): for a process whose main thread serves nobody, which then uses one core at
+ * most and less CPU than through the pool. A store says so for its own writes instead
+ * (`DiskColdStoreOptions.compressHere`, which the cold store's writer process sets).
  */
 export function compressInThisThread(): void {
   compressHere = true
@@ -397,6 +398,8 @@ export async function compressFrames(
   frameLog?: number,
   /** text and JSON parts with zstd (false: brotli throughout, chunk format 4) */
   zstd = zstdHere,
+  /** compress in the calling thread (true), or on the thread pool (see `brotli`) */
+  here = compressHere,
 ): Promise<Framed> {
   /** each frame: its stored bytes, and whether they are compressed */
   const jobs: Promise<[Uint8Array, boolean]>[] = []
@@ -420,7 +423,7 @@ export async function compressFrames(
           : filter === FILTER_ZIGZAG32_SHUFFLE
             ? zigzagShuffle32(part)
             : delta32(part, filter !== FILTER_DELTA32)
-      const pending = codec === CODEC_ZSTD ? zstdFrame(r, quality) : brotli(r, quality, lgwin)
+      const pending = codec === CODEC_ZSTD ? zstdFrame(r, quality, here) : brotli(r, quality, lgwin, here)
       jobs.push(pending.then((z) => (z.byteLength < r.byteLength ? [z, true] : [r, false])))
     }
   })

@@ -4,10 +4,12 @@
  * and program ids, token balances' accounts and owners), and each column used to hash every value
  * into its own dictionary and sort that dictionary's strings. Here each distinct string gets an id
  * once (one hash table for the chunk), the strings are sorted once, and a column's value-ordered
- * dictionary and codes are then built from small integers: the same bytes as encode.ts writes for
+ * dictionary and codes are then built from small integers: the same bytes as encode/column.ts writes for
  * the column alone (`orderedDict`, `indexedList`).
  */
-import { encodeColumn, indexedList, orderedDict, widthFor, type Encoded } from './encode.ts'
+import { encodeColumn } from './encode/column.ts'
+import { indexedList, orderedDict } from './encode/dictionaries.ts'
+import { widthFor, type Encoded } from './encode/encoded.ts'
 import { IdList } from './id-list.ts'
 import { sortOrder } from './sort-strings.ts'
 

@@ -10,7 +10,7 @@ import { createReadStream, readFileSync } from 'node:fs'
 import { open, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fsyncDir } from '../durable.ts'
-import type { ChunkEntry } from './catalogue.ts'
+import type { ChunkEntry } from './chunk-index/chunk-index.ts'
 
 export const MANIFEST = 'MANIFEST.json'
 export const FORMAT = 'solportal-cold'

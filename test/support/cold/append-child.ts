@@ -4,7 +4,7 @@
  * last block. Killed with SIGKILL at random moments by the test.
  * Usage: node --import tsx append-child.ts DIR SEED COUNT
  */
-import { DiskColdStore } from '../../../src/store/cold.ts'
+import { DiskColdStore } from '../../../src/store/cold/disk-store.ts'
 import { generateBlocks } from './gen.ts'
 
 const [dir, seed, count] = process.argv.slice(2)

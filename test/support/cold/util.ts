@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after } from 'node:test'
 import type { Block } from '../../../src/model.ts'
-import { DiskColdStore, type DiskColdStoreOptions } from '../../../src/store/cold.ts'
+import { DiskColdStore, type DiskColdStoreOptions } from '../../../src/store/cold/disk-store.ts'
 import { coldDir, openDatasetDir, writeDatasetMeta, type DatasetDirStore } from '../../../src/store/dataset-dir.ts'
 
 const dirs: string[] = []

@@ -7,11 +7,15 @@
  * - absent (below the dataset's first block, or in its range but not held): the import is refused
  *   with one line naming the dataset's range and the archive's blocks concerned, before anything
  *   is written (input ascends, so these blocks come before any block that would be appended).
+ *
+ * `Admission` applies these rules, and the ascending order across all the input, to each block.
  */
-import { joinPieces, lineStart, toArchiveLine } from '../../ingest/archive.ts'
+import { joinPieces, lineStart, toArchiveLine } from '../archive.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
-import type { DiskColdStore } from '../../store/cold.ts'
+import type { DiskColdStore } from '../../store/cold/disk-store.ts'
+import { errorMessage } from '../../util/errors.ts'
 import { lowerBound } from '../../util/search.ts'
+import { ImportError } from './types.ts'
 
 /** `"hash"` right after `"slot"` (what `formatArchiveLine` and the recorders write) */
 const SLOT_HASH_PREFIX = /^\s*\{\s*"slot"\s*:\s*\d{1,15}\s*,\s*"hash"\s*:\s*"([^"\\]*)"/
@@ -83,5 +87,56 @@ export class MissingBlocks {
       `${this.where}: the dataset holds blocks ${first}..${last}; the archive's ${range} (${n} not in the dataset) are ${place}: ` +
       `blocks can only be appended above ${last} (import older blocks into a new dataset directory, in ascending order)`
     )
+  }
+}
+
+/**
+ * The ordering and resume checks of the blocks of an import, in input order: each is to be sent,
+ * skipped (held already with the same hash, or refused once the input's blocks concerned are
+ * known: `missing`), or the import stops (blocks missing before it).
+ */
+export class Admission {
+  private prev = -1
+  private prevWhere = ''
+  private readonly present: PresentBlocks
+  readonly missing = new MissingBlocks()
+
+  constructor(
+    store: DiskColdStore,
+    /** the dataset's last block (-1: none) */
+    private readonly resumeAfter: number,
+    /** a block skipped as held already with the same hash */
+    private readonly onSkipped: () => void,
+  ) {
+    this.present = new PresentBlocks(store)
+  }
+
+  async admit(slot: number, where: string, hashOf: () => string): Promise<'send' | 'skip' | 'stop'> {
+    if (slot <= this.prev) {
+      throw new ImportError(
+        `${where}: block ${slot} comes after block ${this.prev} (${this.prevWhere}): archives must ascend inside each file and must not overlap`,
+      )
+    }
+    this.prev = slot
+    this.prevWhere = where
+    if (slot <= this.resumeAfter) {
+      const have = await this.present.hashAt(slot)
+      if (have === null) this.missing.add(slot, where)
+      if (this.missing.count) return 'skip' // refused below, once the archive's blocks concerned are known
+      let hash: string
+      try {
+        hash = hashOf()
+      } catch (e) {
+        throw new ImportError(`${where}: ${errorMessage(e)}`)
+      }
+      if (hash !== have) {
+        throw new ImportError(
+          `${where}: block ${slot} has hash ${hash}, but the dataset holds block ${slot} with hash ${have}`,
+        )
+      }
+      this.onSkipped()
+      return 'skip'
+    }
+    return this.missing.count ? 'stop' : 'send'
   }
 }

@@ -1,5 +1,6 @@
 /**
- * The chunk catalogue: which chunk files make up a cold store, at a cost per append that does not
+ * The chunk index (the "chunk catalogue" of the docs and of its file names): which chunk files make
+ * up a cold store, at a cost per append that does not
  * grow with the number of chunks (a year of mainnet is millions of chunks).
  *
  * Sealed chunks are never removed or changed once listed (only the short unsealed tail at the end
@@ -47,339 +48,28 @@ import {
 } from 'node:fs'
 import { open, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { crc32 } from 'node:zlib'
-import { fsyncDir, writeFileAtomic } from '../durable.ts'
-import { readManifest, MANIFEST } from './manifest.ts'
-import { storageError, writeAll } from '../write-all.ts'
+import { fsyncDir, writeFileAtomic } from '../../durable.ts'
+import { readManifest, MANIFEST } from '../manifest.ts'
+import { storageError, writeAll } from '../../write-all.ts'
 
-export interface ChunkEntry {
-  /** file name under chunks/ */
-  file: string
-  firstBlock: number
-  lastBlock: number
-  blockCount: number
-  lastHash: string
-  bytes: number
-  sha256: string
-  /** reached the size target when written; unsealed (small) chunks at the tail get merged */
-  sealed: boolean
-  /** merge level of an unsealed chunk: 0 = written by one append, L+1 = merged from `fanout` chunks of level L */
-  level: number
-}
+import {
+  ChunkIndexError,
+  decodeBatches,
+  encodeBatch,
+  encodeSegment,
+  FORMAT,
+  LOG_MAGIC,
+  pad,
+  POINTER,
+  RECORD,
+  SUBDIR,
+  type Batch,
+  type ChunkEntry,
+} from './records.ts'
+import { Segment, Snapshot, type SegmentInfo } from './snapshot.ts'
 
-export class CatalogueError extends Error {}
-
-export const POINTER = 'CATALOGUE.json'
-const FORMAT = 'solportal-catalogue'
-const SUBDIR = 'catalogue'
-export const RECORD = 176
-const LOG_MAGIC = Buffer.from('SPCLOG01', 'latin1')
-const SEG_MAGIC = Buffer.from('SPCSEG01', 'latin1')
-const T_BATCH = 1
-const T_ENTRY = 2
-const HASH_MAX = 96
-
-const pad = (n: number) => String(n).padStart(12, '0')
-/** the file name of a chunk (what `ChunkEntry.file` holds) */
-export function chunkFileName(firstBlock: number, lastBlock: number, gen: number, i: number): string {
-  return `${pad(firstBlock)}-${pad(lastBlock)}-g${gen}-${i}.spc`
-}
-const NAME = /^(\d+)-(\d+)-g(\d+)-(\d+)\.spc$/
-export function parseChunkFileName(file: string): { first: number; last: number; gen: number; i: number } | null {
-  const m = NAME.exec(file)
-  return m ? { first: Number(m[1]), last: Number(m[2]), gen: Number(m[3]), i: Number(m[4]) } : null
-}
-
-// ---- records ---------------------------------------------------------------------------------
-
-function sealRecord(b: Buffer, at: number): void {
-  b.writeUInt32LE(crc32(b.subarray(at + 4, at + RECORD)), at)
-}
-
-function recordOk(b: Buffer, at: number): boolean {
-  return b.readUInt32LE(at) === crc32(b.subarray(at + 4, at + RECORD))
-}
-
-function writeEntry(b: Buffer, at: number, e: ChunkEntry): void {
-  const n = parseChunkFileName(e.file)
-  if (!n || n.first !== e.firstBlock || n.last !== e.lastBlock)
-    throw new CatalogueError(`catalogue: chunk file name ${e.file} does not match its blocks`)
-  const hash = Buffer.from(e.lastHash, 'utf8')
-  if (hash.length > HASH_MAX) throw new CatalogueError(`catalogue: block hash longer than ${HASH_MAX} bytes`)
-  b.fill(0, at, at + RECORD)
-  b[at + 4] = T_ENTRY
-  b[at + 5] = e.sealed ? 1 : 0
-  b[at + 6] = e.level
-  b[at + 7] = hash.length
-  b.writeUInt32LE(e.blockCount, at + 8)
-  b.writeUInt32LE(n.gen, at + 12)
-  b.writeUInt32LE(n.i, at + 16)
-  b.writeDoubleLE(e.firstBlock, at + 24)
-  b.writeDoubleLE(e.lastBlock, at + 32)
-  b.writeDoubleLE(e.bytes, at + 40)
-  b.write(e.sha256, at + 48, 32, 'hex')
-  hash.copy(b, at + 80)
-  sealRecord(b, at)
-}
-
-function readEntry(b: Buffer, at: number): ChunkEntry {
-  const firstBlock = b.readDoubleLE(at + 24)
-  const lastBlock = b.readDoubleLE(at + 32)
-  return {
-    file: chunkFileName(firstBlock, lastBlock, b.readUInt32LE(at + 12), b.readUInt32LE(at + 16)),
-    firstBlock,
-    lastBlock,
-    blockCount: b.readUInt32LE(at + 8),
-    lastHash: b.toString('utf8', at + 80, at + 80 + b[at + 7]),
-    bytes: b.readDoubleLE(at + 40),
-    sha256: b.toString('hex', at + 48, at + 80),
-    sealed: b[at + 5] === 1,
-    level: b[at + 6],
-  }
-}
-
-/** a batch: the sealed entries it adds after `sealedBefore` sealed ones, and the whole new tail */
-interface Batch {
-  generation: number
-  sealedBefore: number
-  sealed: ChunkEntry[]
-  tail: ChunkEntry[]
-}
-
-function encodeBatch(x: Batch): Buffer {
-  const n = 1 + x.sealed.length + x.tail.length
-  const b = Buffer.alloc(n * RECORD)
-  b[4] = T_BATCH
-  b.writeUInt32LE(x.sealed.length, 8)
-  b.writeUInt32LE(x.tail.length, 12)
-  b.writeDoubleLE(x.generation, 24)
-  b.writeDoubleLE(x.sealedBefore, 32)
-  sealRecord(b, 0)
-  let k = 1
-  for (const e of [...x.sealed, ...x.tail]) writeEntry(b, RECORD * k++, e)
-  return b
-}
-
-/** the complete, valid batches of a log's bytes (from `start`), and where the valid part ends */
-function decodeBatches(b: Buffer, start: number): { batches: Batch[]; end: number } {
-  const batches: Batch[] = []
-  let at = start
-  while (at + RECORD <= b.length) {
-    if (!recordOk(b, at) || b[at + 4] !== T_BATCH) break
-    const ns = b.readUInt32LE(at + 8)
-    const nt = b.readUInt32LE(at + 12)
-    const end = at + RECORD * (1 + ns + nt)
-    if (end > b.length) break
-    const entries: ChunkEntry[] = []
-    let ok = true
-    for (let q = at + RECORD; q < end; q += RECORD) {
-      if (!recordOk(b, q) || b[q + 4] !== T_ENTRY) {
-        ok = false
-        break
-      }
-      entries.push(readEntry(b, q))
-    }
-    if (!ok) break
-    batches.push({
-      generation: b.readDoubleLE(at + 24),
-      sealedBefore: b.readDoubleLE(at + 32),
-      sealed: entries.slice(0, ns),
-      tail: entries.slice(ns),
-    })
-    at = end
-  }
-  return { batches, end: at }
-}
-
-// ---- segments --------------------------------------------------------------------------------
-
-export interface SegmentInfo {
-  file: string
-  count: number
-  firstBlock: number
-  lastBlock: number
-  sha256: string
-}
-
-const SEG_HEADER = 16
-
-/** the first/last blocks of a segment's entries, read when first needed */
-class Segment {
-  first: Float64Array | null = null
-  last: Float64Array | null = null
-  /** kept open once used: segment files are immutable and never deleted */
-  private fd: number | null = null
-  constructor(
-    readonly info: SegmentInfo,
-    /** global index of its first entry */
-    readonly base: number,
-    readonly path: string,
-  ) {}
-
-  index(): { first: Float64Array; last: Float64Array } {
-    if (this.first === null || this.last === null) {
-      const n = this.info.count
-      const b = preadAll(this.open(), this.path, 0, SEG_HEADER + 16 * n)
-      if (!b.subarray(0, 8).equals(SEG_MAGIC) || b.readUInt32LE(8) !== n)
-        throw new CatalogueError(`${this.path}: not the catalogue segment the pointer lists`)
-      const idx = b.subarray(SEG_HEADER)
-      if (crc32(idx) !== b.readUInt32LE(12)) throw new CatalogueError(`${this.path}: index checksum mismatch`)
-      const ab = new ArrayBuffer(16 * n)
-      new Uint8Array(ab).set(idx)
-      this.first = new Float64Array(ab, 0, n)
-      this.last = new Float64Array(ab, 8 * n, n)
-    }
-    return { first: this.first, last: this.last! }
-  }
-
-  entry(k: number): ChunkEntry {
-    const b = preadAll(this.open(), this.path, SEG_HEADER + 16 * this.info.count + k * RECORD, RECORD)
-    if (!recordOk(b, 0) || b[4] !== T_ENTRY) throw new CatalogueError(`${this.path}: record ${k} fails its checksum`)
-    return readEntry(b, 0)
-  }
-
-  private open(): number {
-    if (this.fd === null) this.fd = openSync(this.path, 'r')
-    return this.fd
-  }
-
-  close(): void {
-    if (this.fd !== null) closeSync(this.fd)
-    this.fd = null
-  }
-}
-
-function preadAll(fd: number, path: string, pos: number, len: number): Buffer {
-  const b = Buffer.allocUnsafe(len)
-  let done = 0
-  while (done < len) {
-    const k = readSync(fd, b, done, len - done, pos + done)
-    if (k === 0) throw new CatalogueError(`${path}: unexpected end of file`)
-    done += k
-  }
-  return b
-}
-
-function encodeSegment(entries: readonly ChunkEntry[]): Buffer {
-  const n = entries.length
-  const b = Buffer.alloc(SEG_HEADER + 16 * n + RECORD * n)
-  SEG_MAGIC.copy(b, 0)
-  b.writeUInt32LE(n, 8)
-  for (let k = 0; k < n; k++) {
-    b.writeDoubleLE(entries[k].firstBlock, SEG_HEADER + 8 * k)
-    b.writeDoubleLE(entries[k].lastBlock, SEG_HEADER + 8 * n + 8 * k)
-    writeEntry(b, SEG_HEADER + 16 * n + RECORD * k, entries[k])
-  }
-  b.writeUInt32LE(crc32(b.subarray(SEG_HEADER, SEG_HEADER + 16 * n)), 12)
-  return b
-}
-
-// ---- snapshots -------------------------------------------------------------------------------
-
-/**
- * An immutable view of the catalogue at one generation: what an iteration over chunks uses while
- * appends go on (segments and the sealed list only grow; a new tail is a new array).
- */
-export class Snapshot {
-  readonly count: number
-  private readonly segTotal: number
-  constructor(
-    readonly generation: number,
-    private readonly segments: readonly Segment[],
-    private readonly sealed: readonly ChunkEntry[],
-    private readonly sealedLen: number,
-    readonly tail: readonly ChunkEntry[],
-  ) {
-    const ls = segments[segments.length - 1]
-    this.segTotal = ls ? ls.base + ls.info.count : 0
-    this.count = this.segTotal + sealedLen + tail.length
-  }
-
-  /** sealed entries in all */
-  get sealedCount(): number {
-    return this.segTotal + this.sealedLen
-  }
-
-  entry(i: number): ChunkEntry {
-    if (i < 0 || i >= this.count) throw new RangeError(`catalogue entry ${i} of ${this.count}`)
-    if (i >= this.segTotal + this.sealedLen) return this.tail[i - this.segTotal - this.sealedLen]
-    if (i >= this.segTotal) return this.sealed[i - this.segTotal]
-    const s = this.segmentOf(i)
-    return s.entry(i - s.base)
-  }
-
-  private segmentOf(i: number): Segment {
-    let lo = 0
-    let hi = this.segments.length - 1
-    while (lo < hi) {
-      const mid = Math.ceil((lo + hi) / 2)
-      if (this.segments[mid].base <= i) lo = mid
-      else hi = mid - 1
-    }
-    return this.segments[lo]
-  }
-
-  firstBlockOf(i: number): number {
-    if (i >= this.segTotal) return this.entry(i).firstBlock
-    const s = this.segmentOf(i)
-    return s.index().first[i - s.base]
-  }
-
-  lastBlockOf(i: number): number {
-    if (i >= this.segTotal) return this.entry(i).lastBlock
-    const s = this.segmentOf(i)
-    return s.index().last[i - s.base]
-  }
-
-  /** index of the first entry whose lastBlock >= n (count when none) */
-  atOrAfter(n: number): number {
-    // the segment: the first whose last block >= n
-    let lo = 0
-    let hi = this.segments.length
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1
-      if (this.segments[mid].info.lastBlock < n) lo = mid + 1
-      else hi = mid
-    }
-    if (lo < this.segments.length) {
-      const s = this.segments[lo]
-      const last = s.index().last
-      let a = 0
-      let b = s.info.count
-      while (a < b) {
-        const mid = (a + b) >>> 1
-        if (last[mid] < n) a = mid + 1
-        else b = mid
-      }
-      return s.base + a
-    }
-    lo = this.segTotal
-    hi = this.count
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1
-      if (this.entry(mid).lastBlock < n) lo = mid + 1
-      else hi = mid
-    }
-    return lo
-  }
-
-  first(): ChunkEntry | null {
-    return this.count ? this.entry(0) : null
-  }
-
-  last(): ChunkEntry | null {
-    return this.count ? this.entry(this.count - 1) : null
-  }
-
-  /** every entry (reads every segment: for tools and tests) */
-  all(): ChunkEntry[] {
-    const out: ChunkEntry[] = []
-    for (let i = 0; i < this.count; i++) out.push(this.entry(i))
-    return out
-  }
-}
-
-// ---- the catalogue ---------------------------------------------------------------------------
+export { ChunkIndexError, chunkFileName, parseChunkFileName, POINTER, RECORD, type ChunkEntry } from './records.ts'
+export { Snapshot, type SegmentInfo } from './snapshot.ts'
 
 interface PointerBody {
   format: typeof FORMAT
@@ -389,7 +79,7 @@ interface PointerBody {
   segments: SegmentInfo[]
 }
 
-export interface CatalogueOptions {
+export interface ChunkIndexOptions {
   readOnly?: boolean
   fsync?: boolean
   /** sealed entries per segment file (default 4,096) */
@@ -415,11 +105,11 @@ function readPointer(dir: string): PointerBody | null {
   try {
     parsed = JSON.parse(text)
   } catch {
-    throw new CatalogueError(`${p}: not JSON`)
+    throw new ChunkIndexError(`${p}: not JSON`)
   }
-  if (!parsed?.body || parsed.body.format !== FORMAT) throw new CatalogueError(`${p}: not a solportal catalogue`)
-  if (digest(parsed.body) !== parsed.sha256) throw new CatalogueError(`${p}: checksum mismatch`)
-  if (parsed.body.version !== 1) throw new CatalogueError(`${p}: unsupported version ${parsed.body.version}`)
+  if (!parsed?.body || parsed.body.format !== FORMAT) throw new ChunkIndexError(`${p}: not a solportal catalogue`)
+  if (digest(parsed.body) !== parsed.sha256) throw new ChunkIndexError(`${p}: checksum mismatch`)
+  if (parsed.body.version !== 1) throw new ChunkIndexError(`${p}: unsupported version ${parsed.body.version}`)
   return parsed.body
 }
 
@@ -432,7 +122,7 @@ function statStamp(path: string): string {
   }
 }
 
-export class Catalogue {
+export class ChunkIndex {
   private pointer: PointerBody
   private segments: Segment[] = []
   private sealed: ChunkEntry[] = []
@@ -453,10 +143,10 @@ export class Catalogue {
    */
   private broken: Error | null = null
 
-  /** (use `Catalogue.open` or `writeCatalogue`) */
+  /** (use `ChunkIndex.open` or `writeChunkIndex`) */
   constructor(
     readonly dir: string,
-    private readonly opts: CatalogueOptions,
+    private readonly opts: ChunkIndexOptions,
     pointer: PointerBody,
   ) {
     this.pointer = pointer
@@ -481,10 +171,10 @@ export class Catalogue {
    * Open the catalogue of `dir`. Read-only: null when there is none. A writer creates an empty one,
    * or converts a legacy MANIFEST.json (then removes it).
    */
-  static async open(dir: string, opts: CatalogueOptions = {}): Promise<Catalogue | null> {
+  static async open(dir: string, opts: ChunkIndexOptions = {}): Promise<ChunkIndex | null> {
     const ptr = readPointer(dir)
     if (ptr) {
-      const c = new Catalogue(dir, opts, ptr)
+      const c = new ChunkIndex(dir, opts, ptr)
       c.load(ptr)
       if (!opts.readOnly) await c.cutTornTail()
       return c
@@ -492,12 +182,12 @@ export class Catalogue {
     const m = readManifest(dir)
     if (opts.readOnly) {
       if (!m) return null
-      const c = new Catalogue(dir, opts, { format: FORMAT, version: 1, generation: 0, log: '', segments: [] })
+      const c = new ChunkIndex(dir, opts, { format: FORMAT, version: 1, generation: 0, log: '', segments: [] })
       c.loadLegacy()
       return c
     }
     mkdirSync(join(dir, SUBDIR), { recursive: true })
-    const c = new Catalogue(dir, opts, { format: FORMAT, version: 1, generation: 0, log: '', segments: [] })
+    const c = new ChunkIndex(dir, opts, { format: FORMAT, version: 1, generation: 0, log: '', segments: [] })
     const entries = m ? m.chunks : []
     let s = 0
     while (s < entries.length && entries[s].sealed) s++
@@ -512,7 +202,7 @@ export class Catalogue {
 
   private loadLegacy(): void {
     const m = readManifest(this.dir)
-    if (!m) throw new CatalogueError(`${this.dir}: the manifest disappeared`)
+    if (!m) throw new ChunkIndexError(`${this.dir}: the manifest disappeared`)
     this.legacy = true
     this.legacyStamp = statStamp(join(this.dir, MANIFEST))
     let s = 0
@@ -544,7 +234,7 @@ export class Catalogue {
     this.logEnd = LOG_MAGIC.length
     const b = this.readLog()
     if (!b.subarray(0, LOG_MAGIC.length).equals(LOG_MAGIC))
-      throw new CatalogueError(`${this.logPath()}: not a catalogue log`)
+      throw new ChunkIndexError(`${this.logPath()}: not a catalogue log`)
     this.apply(b)
   }
 
@@ -556,7 +246,7 @@ export class Catalogue {
     try {
       return readFileSync(this.logPath())
     } catch (e) {
-      throw new CatalogueError(
+      throw new ChunkIndexError(
         `${this.logPath()}: the catalogue log is missing (${(e as NodeJS.ErrnoException).code ?? String(e)})`,
       )
     }
@@ -568,7 +258,7 @@ export class Catalogue {
     for (const x of batches) {
       const sealedNow = this.segmentTotal() + this.sealed.length
       if (x.sealedBefore !== sealedNow)
-        throw new CatalogueError(
+        throw new ChunkIndexError(
           `${this.logPath()}: a batch follows ${x.sealedBefore} sealed chunks, the catalogue has ${sealedNow}`,
         )
       for (const e of x.sealed) this.sealed.push(e) // snapshots hold a length: pushing keeps them
@@ -610,18 +300,19 @@ export class Catalogue {
    * Durable when it resolves. The entries of the tail not kept are returned (their files may go).
    */
   async publish(keep: number, written: readonly ChunkEntry[]): Promise<ChunkEntry[]> {
-    if (this.opts.readOnly || this.legacy) throw new CatalogueError('catalogue opened read-only')
+    if (this.opts.readOnly || this.legacy) throw new ChunkIndexError('catalogue opened read-only')
     if (this.broken)
-      throw new CatalogueError(`catalogue: a write failed (${this.broken.message}); reopen the store to go on`)
+      throw new ChunkIndexError(`catalogue: a write failed (${this.broken.message}); reopen the store to go on`)
     const sealedCount = this.segmentTotal() + this.sealed.length
     if (keep < sealedCount || keep > sealedCount + this.tail.length)
-      throw new CatalogueError(`catalogue: cannot keep ${keep} entries (${sealedCount} sealed)`)
+      throw new ChunkIndexError(`catalogue: cannot keep ${keep} entries (${sealedCount} sealed)`)
     const kept = this.tail.slice(0, keep - sealedCount)
     const dropped = this.tail.slice(keep - sealedCount)
     const next = [...kept, ...written]
     let s = 0
     while (s < next.length && next[s].sealed) s++
-    if (next.slice(s).some((e) => e.sealed)) throw new CatalogueError('catalogue: a sealed chunk after an unsealed one')
+    if (next.slice(s).some((e) => e.sealed))
+      throw new ChunkIndexError('catalogue: a sealed chunk after an unsealed one')
     const batch: Batch = {
       generation: this.generation + 1,
       sealedBefore: sealedCount,
@@ -782,7 +473,7 @@ export class Catalogue {
     })
   }
 
-  /** (writeCatalogue) write the catalogue of `entries` at generation `generation` + 1 */
+  /** (writeChunkIndex) write the catalogue of `entries` at generation `generation` + 1 */
   async replaceWith(entries: readonly ChunkEntry[], generation: number): Promise<void> {
     this.generation = generation
     let s = 0
@@ -833,8 +524,8 @@ function readdirSafe(dir: string): string[] {
 }
 
 /** Every entry of the catalogue of `dir` (read-only), null when there is none: for tools and tests. */
-export async function readCatalogue(dir: string): Promise<ChunkEntry[] | null> {
-  const c = await Catalogue.open(dir, { readOnly: true })
+export async function readChunkIndex(dir: string): Promise<ChunkEntry[] | null> {
+  const c = await ChunkIndex.open(dir, { readOnly: true })
   return c ? c.snapshot().all() : null
 }
 
@@ -842,7 +533,7 @@ export async function readCatalogue(dir: string): Promise<ChunkEntry[] | null> {
  * Write a catalogue listing exactly `entries` into `dir` (a backup's copy): new segment and log
  * files, then the pointer; the files of a catalogue there before are removed after.
  */
-export async function writeCatalogue(
+export async function writeChunkIndex(
   dir: string,
   entries: readonly ChunkEntry[],
   generation: number,
@@ -850,7 +541,7 @@ export async function writeCatalogue(
 ): Promise<void> {
   mkdirSync(join(dir, SUBDIR), { recursive: true })
   const prev = readPointer(dir)
-  const c = new Catalogue(dir, { fsync }, { format: FORMAT, version: 1, generation: 0, log: '', segments: [] })
+  const c = new ChunkIndex(dir, { fsync }, { format: FORMAT, version: 1, generation: 0, log: '', segments: [] })
   await c.replaceWith(entries, Math.max(generation, prev ? prev.generation : 0))
   c.cleanLeftovers()
   c.close()

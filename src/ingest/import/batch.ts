@@ -1,7 +1,7 @@
 /**
  * The work of `solportal import` on block lines: parse, normalize, gather them into chunk-sized
  * batches and encode each batch as one chunk file. The same code runs in-process (`--workers 1`)
- * and in the import workers (import-worker.ts), so both write the same bytes.
+ * and in the import workers (worker.ts), so both write the same bytes.
  *
  * Where a batch ends is decided before its lines are parsed (`BatchCut`, run by the thread that
  * reads the input): a batch is closed by the line that makes it full, `targetBlocks` blocks or
@@ -12,11 +12,11 @@
 import type { Block } from '../../model.ts'
 import type { NormalizationWarning } from '../../normalize/normalize.ts'
 import { normalizeArchiveBytesInto } from '../../normalize/text.ts'
-import { estimateBlockBytes, type PreparedChunk } from '../../store/cold.ts'
+import { estimateBlockBytes, type PreparedChunk } from '../../store/cold/disk-store.ts'
 import { ChunkColumns, readChunkBlocks, type WriteOptions } from '../../store/cold/chunk-file.ts'
 import { errorMessage } from '../../util/errors.ts'
-import { isBundle } from '../../ingest/car/bundle.ts'
-import { normalizeBundleInto } from '../../ingest/car/block.ts'
+import { isBundle } from '../car/bundle.ts'
+import { normalizeBundleInto } from '../car/block.ts'
 
 export interface BatchOptions {
   includeVotes: boolean

@@ -1,13 +1,13 @@
 /**
  * An import worker thread: parses, normalizes and encodes the batches the main thread
- * (import.ts, `WorkerBackend`) gives it, in order; the next batch is parsed while the previous one
+ * (worker-backend.ts `WorkerBackend`) gives it, in order; the next batch is parsed while the previous one
  * encodes.
  *
  * Messages in: `start` (a new batch, optionally beginning with the blocks of the store's unsealed
  * tail files), `line` (one archive line of the open batch: where its bytes are in the ring of
  * lines shared with the main thread, line-ring.ts, or the bytes themselves, transferred), `end`
  * (the batch is complete, sealed or not: encode it). The main thread decides where batches end
- * (import-batch.ts `BatchCut`), so it sends a batch's `end` without waiting for the acks of its
+ * (batch.ts `BatchCut`), so it sends a batch's `end` without waiting for the acks of its
  * lines.
  * Out: `started` (the tail's blocks and estimated bytes, for a start with a tail), `ack` per line
  * (its warnings), `chunk` (the encoded chunk file bytes, transferred), `error` (a line or the
@@ -15,7 +15,7 @@
  * naming the line (whose `error` came first).
  */
 import { parentPort, workerData } from 'node:worker_threads'
-import { BatchBuilder, LineError, type BatchOptions, type BatchStart, type LineResult } from './import-batch.ts'
+import { BatchBuilder, LineError, type BatchOptions, type BatchStart, type LineResult } from './batch.ts'
 import { errorMessage, errorDetail } from '../../util/errors.ts'
 import { installZlibGate } from '../../util/zlib-gate.ts'
 

@@ -3,8 +3,8 @@
  *
  * Directory layout:
  *
- *     CATALOGUE.json  the catalogue's pointer; catalogue/ its segments and log (src/store/cold/catalogue.ts)
- *     chunks/         <first>-<last>-g<generation>-<i>.spc chunk files (src/store/cold/chunk-file.ts)
+ *     CATALOGUE.json  the catalogue's pointer; catalogue/ its segments and log (catalogue.ts)
+ *     chunks/         <first>-<last>-g<generation>-<i>.spc chunk files (chunk-file.ts)
  *     tmp/            files being written; emptied on open
  *     LOCK            the one writer (src/store/lock.ts)
  *
@@ -24,131 +24,49 @@
  * (fanout - 1) * levels small files. Bulk imports append target-sized batches, written sealed at
  * once.
  */
-import { mkdirSync, opendirSync, rmSync, statSync } from 'node:fs'
+import { mkdirSync, rmSync } from 'node:fs'
 import { rename } from 'node:fs/promises'
 import { join, sep } from 'node:path'
-import type { Block } from '../model.ts'
-import type { Chunk, HeadInfo } from './chunk.ts'
+import type { Block } from '../../model.ts'
+import type { Chunk, HeadInfo } from '../chunk.ts'
+import { readChunkBlocksAsync, writeChunkFile, writeEncodedChunk, type WriteOptions } from './chunk-file.ts'
+import { CHUNK_OBJECT_BYTES, chunkKey, DiskChunk, type ColumnCache } from './disk-chunk.ts'
+import { ByteLru, type CacheStats } from './lru.ts'
+import { PageIo } from './raw/page-io.ts'
+import { collect, prefetch, unwatch, watch } from './prefetch.ts'
+import { ChunkIndex, chunkFileName, type ChunkEntry } from './chunk-index/chunk-index.ts'
+import { fsyncDir } from './manifest.ts'
+import { LockError, releaseLock, takeLock } from '../lock.ts'
+import type { ColdStore } from '../types.ts'
+import { estimateAll, Plan, splitBlocks, type PlanStore } from './tail-plan.ts'
+import { checkFiles, removeLeftovers, wrap } from './disk-store-files.ts'
 import {
-  readChunkBlocksAsync,
-  writeChunkFile,
-  writeEncodedChunk,
-  type FormatVersion,
-  type WriteOptions,
-} from './cold/chunk-file.ts'
-import { CHUNK_OBJECT_BYTES, chunkKey, DiskChunk, type ColumnCache } from './cold/disk-chunk.ts'
-import { ByteLru, type CacheStats } from './cold/lru.ts'
-import { closeFds } from './cold/raw.ts'
-import { collect, prefetch, unwatch, watch } from './cold/prefetch.ts'
-import {
-  Catalogue,
-  CatalogueError,
-  chunkFileName,
-  parseChunkFileName,
-  type ChunkEntry,
-  type Snapshot,
-} from './cold/catalogue.ts'
-import { fsyncDir, sha256File } from './cold/manifest.ts'
-import { LockError, releaseLock, takeLock } from './lock.ts'
-import type { ColdStore } from './types.ts'
+  ColdStoreError,
+  MAX_TARGET_BLOCKS,
+  MAX_TARGET_BYTES,
+  type DiskColdStoreOptions,
+  type PreparedChunk,
+  type PreparedChunkInfo,
+} from './disk-store-options.ts'
 
-export type { ChunkEntry } from './cold/catalogue.ts'
+export { estimateBlockBytes } from './tail-plan.ts'
 
-export interface DiskColdStoreOptions {
-  /** a chunk holds at most this many blocks (default 10,000) */
-  targetBlocks?: number
-  /** ... and about this many encoded bytes (estimated while splitting; default 32 MiB) */
-  targetBytes?: number
-  /** unsealed tail chunks of one level merged at a time (default 8) */
-  fanout?: number
-  /** budget of the columns, pages, rows and filters kept in memory (default 192 MiB) */
-  cacheBytes?: number
-  /** deflate column blobs when it saves >= 25% (default false: see the bench) */
-  compress?: boolean
-  /** chunk file format version to write (default the current one, 5; older ones for compatibility tests) */
-  formatVersion?: FormatVersion
-  /** format 4 frame size (log2) of every part: tests only (small frames cover reads across frames) */
-  frameLog?: number
-  /** format 5: text and JSON parts in zstd or brotli (default: by the writing thread, chunk-file.ts `WriteOptions.zstd`) */
-  zstd?: boolean
-  /** open without writing anything (a server over a directory another process imports into) */
-  readOnly?: boolean
-  /**
-   * on open: 'size' (default) checks every listed file exists with its size; 'full' checks sha256;
-   * 'none' checks nothing (chunk files fetched on demand, `acquireChunk`)
-   */
-  verify?: 'size' | 'full' | 'none'
-  /**
-   * Called before a chunk's file is read (replicas over object storage: fetch it into the local
-   * cache); the returned function is called when the reading is over (the file may be evicted then).
-   */
-  acquireChunk?: (e: ChunkEntry) => Promise<() => void>
-  /** sizes of the catalogue's files (src/store/cold/catalogue.ts; tests make them small) */
-  catalogue?: { segmentEntries?: number; logBytes?: number }
-  /** fsync files and directories (default true; only tests and benches turn it off) */
-  fsync?: boolean
-  /**
-   * Files dropped by a merge are deleted this long after (default 30 s), so readers in other
-   * processes (a server over a directory being imported) can finish reading the chunks of the
-   * catalogue state they loaded, and only when no `chunks()` iteration of this process that
-   * started on an older state is still running.
-   */
-  graceMs?: number
-  /**
-   * decompress on the thread pool, while a range scan renders a chunk, the frames the scan read
-   * whole in the chunk before it, for the chunk after it (`cold/prefetch.ts`; default true; never
-   * with `acquireChunk`: a chunk file is only read once acquired)
-   */
-  readAhead?: boolean
-}
+export type { ChunkEntry } from './chunk-index/chunk-index.ts'
+export {
+  ColdStoreError,
+  MAX_TARGET_BLOCKS,
+  MAX_TARGET_BYTES,
+  type DiskColdStoreOptions,
+  type PreparedChunk,
+  type PreparedChunkInfo,
+} from './disk-store-options.ts'
 
-export class ColdStoreError extends Error {}
-
-/**
- * Bounds of a chunk's size targets. A chunk is encoded in memory and its parts hold u32 offsets,
- * so a chunk must stay well below 4 GiB; the byte target is an estimate that real chunks may
- * exceed by some margin.
- */
-export const MAX_TARGET_BYTES = 1024 * 1024 * 1024
-export const MAX_TARGET_BLOCKS = 1_000_000
-
-/** What the catalogue records of a chunk besides its file. */
-export interface PreparedChunkInfo {
-  firstBlock: number
-  lastBlock: number
-  blockCount: number
-  lastHash: string
-}
-
-/** An encoded chunk file (`encodeChunk`) with its block range, for `appendEncoded`. */
-export interface PreparedChunk extends PreparedChunkInfo {
-  parts: Uint8Array[]
-  bytes: number
-  sha256: string
-}
-
-/**
- * Rough encoded size of a block, to split appends into chunks of about `targetBytes`.
- * Calibrated on generated mainnet-shaped busy blocks (bench/cold.bench.ts prints the ratio of
- * real to estimated size): per-row costs of the columns, 4-byte dictionary codes for addresses.
- */
-export function estimateBlockBytes(b: Block): number {
-  let n = 200 + b.logs.length * 12 + b.balances.length * 50 + b.tokenBalances.length * 150 + b.rewards.length * 60
-  for (const t of b.transactions) {
-    n +=
-      150 +
-      t.signatures.length * 90 +
-      t.accountKeys.length * 4 +
-      (t.loadedAddresses.writable.length + t.loadedAddresses.readonly.length) * 47
-  }
-  for (const ix of b.instructions) n += 30 + ix.accounts.length * 4 + ix.data.length + Math.min(34, ix.data.length)
-  for (const l of b.logs) n += l.message.length
-  return n
-}
-
-export class DiskColdStore implements ColdStore {
-  private readonly cat: Catalogue
+export class DiskColdStore implements ColdStore, PlanStore {
+  /** the chunk files that make up the store (on disk: the chunk catalogue, CATALOGUE.json) */
+  private readonly chunkIndex: ChunkIndex
   private readonly cache: ColumnCache
+  /** this store's open descriptors, scratch pages and read counters (reads of chunk files on demand) */
+  readonly io = new PageIo()
   private queue: Promise<unknown> = Promise.resolve()
   /** running chunks() iterations per catalogue generation they started on */
   private readonly active = new Map<number, number>()
@@ -172,9 +90,9 @@ export class DiskColdStore implements ColdStore {
   private constructor(
     readonly dir: string,
     private readonly opts: DiskColdStoreOptions,
-    cat: Catalogue,
+    index: ChunkIndex,
   ) {
-    this.cat = cat
+    this.chunkIndex = index
     this.chunkPrefix = join(dir, 'chunks') + sep
     this.cache = new ByteLru(opts.cacheBytes ?? 192 * 1024 * 1024)
     this.targetBlocks = opts.targetBlocks ?? 10_000
@@ -191,12 +109,12 @@ export class DiskColdStore implements ColdStore {
   /** Open (a writer creates it when missing) the store in `dir`. */
   static async open(dir: string, opts: DiskColdStoreOptions = {}): Promise<DiskColdStore> {
     const chunksDir = join(dir, 'chunks')
-    const catOpts = { ...opts.catalogue, readOnly: opts.readOnly, fsync: opts.fsync }
+    const indexOpts = { ...opts.catalogue, readOnly: opts.readOnly, fsync: opts.fsync }
     if (opts.readOnly) {
-      const cat = await wrap(() => Catalogue.open(dir, catOpts))
-      if (!cat) throw new ColdStoreError(`${dir}: no cold store here (no catalogue)`)
-      const s = new DiskColdStore(dir, opts, cat)
-      await s.check(opts.verify ?? 'size')
+      const index = await wrap(() => ChunkIndex.open(dir, indexOpts))
+      if (!index) throw new ColdStoreError(`${dir}: no cold store here (no catalogue)`)
+      const s = new DiskColdStore(dir, opts, index)
+      await checkFiles(dir, index, opts.verify ?? 'size')
       return s
     }
     mkdirSync(chunksDir, { recursive: true })
@@ -206,22 +124,11 @@ export class DiskColdStore implements ColdStore {
       throw e instanceof LockError ? new ColdStoreError(e.message, { cause: e }) : e
     }
     try {
-      const cat = (await wrap(() => Catalogue.open(dir, catOpts)))!
-      // crash leftovers: anything in tmp/, catalogue files the pointer does not name, chunk files
-      // the catalogue does not list (written but not published, or dropped but not deleted yet)
-      rmSync(join(dir, 'tmp'), { recursive: true, force: true })
-      cat.cleanLeftovers()
-      const snap = cat.snapshot()
-      const dirents = opendirSync(chunksDir)
-      try {
-        for (let d = dirents.readSync(); d !== null; d = dirents.readSync())
-          if (!listedIn(snap, d.name)) rmSync(join(chunksDir, d.name), { force: true })
-      } finally {
-        dirents.closeSync()
-      }
+      const index = (await wrap(() => ChunkIndex.open(dir, indexOpts)))!
+      removeLeftovers(dir, index)
       mkdirSync(join(dir, 'tmp'), { recursive: true })
-      const s = new DiskColdStore(dir, opts, cat)
-      await s.check(opts.verify ?? 'size')
+      const s = new DiskColdStore(dir, opts, index)
+      await checkFiles(dir, index, opts.verify ?? 'size')
       return s
     } catch (e) {
       await releaseLock(join(dir, 'LOCK'))
@@ -229,43 +136,9 @@ export class DiskColdStore implements ColdStore {
     }
   }
 
-  /**
-   * 'size': the chunks a crash could have touched (the tail and the last sealed ones) exist with
-   * their sizes (the others are checked when used: footer and blob checksums); 'full': the sha256
-   * of every chunk file and catalogue segment.
-   */
-  private async check(level: 'size' | 'full' | 'none'): Promise<void> {
-    if (level === 'none') return
-    const snap = this.cat.snapshot()
-    const from = level === 'full' ? 0 : Math.max(0, snap.count - snap.tail.length - 8)
-    let prev: ChunkEntry | null = null
-    for (let i = from; i < snap.count; i++) {
-      const c = snap.entry(i)
-      if (prev && c.firstBlock <= prev.lastBlock)
-        throw new ColdStoreError(`${this.dir}: catalogue chunks overlap at ${c.file}`)
-      prev = c
-      const p = join(this.dir, 'chunks', c.file)
-      let size: number
-      try {
-        size = statSync(p).size
-      } catch {
-        throw new ColdStoreError(`${this.dir}: chunk file ${c.file} listed in the catalogue is missing`)
-      }
-      if (size !== c.bytes)
-        throw new ColdStoreError(`${this.dir}: chunk file ${c.file} has ${size} bytes, the catalogue says ${c.bytes}`)
-      if (level === 'full' && (await sha256File(p)) !== c.sha256) {
-        throw new ColdStoreError(`${this.dir}: chunk file ${c.file} fails its sha256 check`)
-      }
-    }
-    if (level === 'full')
-      for (const seg of this.cat.segmentInfos())
-        if ((await sha256File(this.cat.segmentPath(seg))) !== seg.sha256)
-          throw new ColdStoreError(`${this.dir}: catalogue segment ${seg.file} fails its sha256 check`)
-  }
-
   /** Check the sha256 of every chunk file against the catalogue (throws on the first mismatch). */
   verify(): Promise<void> {
-    return this.check('full')
+    return checkFiles(this.dir, this.chunkIndex, 'full')
   }
 
   /**
@@ -273,25 +146,29 @@ export class DiskColdStore implements ColdStore {
    * changed, else the new log records). Returns true when the chunk list changed.
    */
   refresh(): boolean {
-    const dropped = this.cat.refresh()
+    const dropped = this.chunkIndex.refresh()
     if (dropped === null) return false
-    for (const e of dropped) this.forget(e.file)
+    for (const e of dropped) {
+      this.forget(e.file)
+      // its descriptor too (the writer deletes the file after its grace period)
+      this.io.close(this.chunkPrefix + e.file)
+    }
     return true
   }
 
   /** every entry, in order (reads the whole catalogue: for tools and tests) */
   get entries(): readonly ChunkEntry[] {
-    return this.cat.snapshot().all()
+    return this.chunkIndex.snapshot().all()
   }
 
   /** a write of the catalogue that failed midway: the store publishes nothing more until reopened */
   get failed(): Error | null {
-    return this.cat.failed
+    return this.chunkIndex.failed
   }
 
   /** the number of chunks listed */
   get chunkCount(): number {
-    return this.cat.snapshot().count
+    return this.chunkIndex.snapshot().count
   }
 
   get cachedBytes(): number {
@@ -304,12 +181,12 @@ export class DiskColdStore implements ColdStore {
   }
 
   firstBlock(): number | null {
-    const snap = this.cat.snapshot()
+    const snap = this.chunkIndex.snapshot()
     return snap.count ? snap.firstBlockOf(0) : null
   }
 
   lastBlock(): HeadInfo | null {
-    const last = this.cat.snapshot().last()
+    const last = this.chunkIndex.snapshot().last()
     return last ? { number: last.lastBlock, hash: last.lastHash } : null
   }
 
@@ -330,7 +207,7 @@ export class DiskColdStore implements ColdStore {
     if (known !== null && known.path === path && this.cache.touch(known.key) === (known as unknown)) return known
     let c = this.cache.touch(key) as unknown as DiskChunk | undefined
     if (c === undefined) {
-      c = new DiskChunk(path, e, this.cache)
+      c = new DiskChunk(path, e, this.cache, undefined, undefined, this.io)
       this.cache.set(key, c as unknown as ArrayLike<unknown>, CHUNK_OBJECT_BYTES)
     }
     return c
@@ -343,7 +220,7 @@ export class DiskColdStore implements ColdStore {
 
   async *chunks(from: number, to: number): AsyncIterable<Chunk> {
     if (to < from) return
-    const snap = this.cat.snapshot() // immutable: later appends do not change it
+    const snap = this.chunkIndex.snapshot() // immutable: later appends do not change it
     const gen = snap.generation
     this.active.set(gen, (this.active.get(gen) ?? 0) + 1)
     const releases: (() => void)[] = []
@@ -394,7 +271,7 @@ export class DiskColdStore implements ColdStore {
   }
 
   async chainBefore(n: number, limit: number): Promise<HeadInfo[]> {
-    const snap = this.cat.snapshot()
+    const snap = this.chunkIndex.snapshot()
     const out: HeadInfo[][] = []
     let need = limit
     let i = snap.atOrAfter(n) // first entry that may hold a block >= n
@@ -440,7 +317,7 @@ export class DiskColdStore implements ColdStore {
   }
 
   private tail(): ChunkEntry[] {
-    return [...this.cat.snapshot().tail]
+    return [...this.chunkIndex.snapshot().tail]
   }
 
   private async doAppend(input: Block[]): Promise<void> {
@@ -450,9 +327,9 @@ export class DiskColdStore implements ColdStore {
     // The whole new state (new chunks, the tail's merges) is planned and its files written first,
     // then published in one catalogue batch: an append that throws published nothing (the files it
     // wrote are deleted), one that resolves published all of it.
-    const snap = this.cat.snapshot()
+    const snap = this.chunkIndex.snapshot()
     const tail = [...snap.tail]
-    const plan = new Plan(this.cat.currentGeneration + 1)
+    const plan = new Plan(this.chunkIndex.currentGeneration + 1, this)
     await this.applyPlan(plan, snap.count - tail.length, async () => {
       let tailBlocks = 0
       let tailEst = 0
@@ -466,13 +343,13 @@ export class DiskColdStore implements ColdStore {
       // estimate that splits blocks into chunks (`split`, `isFull`), never by file sizes: a tail
       // judged by one measure and split by the other wrote sealed chunks after unsealed ones.
       if (tail.length > 0 && (tailBlocks + blocks.length >= this.targetBlocks || tailEst + newEst >= this.targetBytes))
-        await this.planGroups(plan, [...(await this.readEntries(tail)), ...blocks], 0)
+        await plan.groups([...(await this.readEntries(tail)), ...blocks], 0)
       else {
         for (const e of tail) plan.tail.push({ e, est: this.estOf.get(e.file)!, blocks: null })
-        if (tail.length === 0) await this.planGroups(plan, blocks, 0)
-        else plan.tail.push({ e: await this.planChunk(plan, blocks, false, 0), est: newEst, blocks })
+        if (tail.length === 0) await plan.groups(blocks, 0)
+        else plan.tail.push({ e: await plan.chunk(blocks, false, 0), est: newEst, blocks })
       }
-      await this.planMerges(plan)
+      await plan.merges()
     })
   }
 
@@ -521,7 +398,7 @@ export class DiskColdStore implements ColdStore {
 
   /** estimates kept only for the current unsealed tail */
   private pruneEstimates(): void {
-    const live = new Set(this.cat.snapshot().tail.map((e) => e.file))
+    const live = new Set(this.chunkIndex.snapshot().tail.map((e) => e.file))
     for (const f of this.estOf.keys()) if (!live.has(f)) this.estOf.delete(f)
   }
 
@@ -529,100 +406,20 @@ export class DiskColdStore implements ColdStore {
   private removeUnlisted(file: string): void {
     this.forget(file)
     const p = join(this.dir, 'chunks', file)
-    closeFds(p)
+    this.io.close(p)
     rmSync(p, { force: true })
   }
 
-  /** write a chunk of the plan */
-  private async planChunk(plan: Plan, blocks: Block[], sealed: boolean, level: number): Promise<ChunkEntry> {
-    const e = await this.writeChunk(blocks, plan.gen, plan.next++, sealed, level)
-    plan.files.push(e.file)
-    return e
-  }
-
-  /**
-   * `blocks` (the whole unsealed tail's and new ones: nothing unsealed before them) split into
-   * chunks: every one sealed but the last, which is sealed when full, else joins the tail
-   */
-  private async planGroups(plan: Plan, blocks: Block[], level: number): Promise<void> {
-    const groups = this.split(blocks)
-    for (let i = 0; i < groups.length; i++) {
-      const full = i < groups.length - 1 || this.isFull(groups[i])
-      const e = await this.planChunk(plan, groups[i], full, full ? 0 : level)
-      if (full) plan.sealed.push(e)
-      else plan.tail.push({ e, est: estimateAll(groups[i]), blocks: groups[i] })
-    }
-  }
-
-  /**
-   * LSM compaction of the planned tail: `fanout` unsealed chunks of one level merge into one of
-   * the next level. The tail is below a chunk's size by the estimate (else it was sealed), so a
-   * merge of part of it is one unsealed chunk; should it not be, the whole tail is rewritten
-   * (a sealed chunk may not follow unsealed ones).
-   */
-  private async planMerges(plan: Plan): Promise<void> {
-    for (;;) {
-      const t = plan.tail
-      if (t.length < this.fanout) return
-      const last = t.slice(-this.fanout)
-      if (!last.every((x) => x.e.level === last[0].e.level)) return
-      const level = last[0].e.level + 1
-      const whole = this.split(await this.planBlocks(last))
-      if (whole.length === 1 && !this.isFull(whole[0])) {
-        const e = await this.planChunk(plan, whole[0], false, level)
-        t.splice(t.length - this.fanout, this.fanout, { e, est: estimateAll(whole[0]), blocks: whole[0] })
-        continue
-      }
-      const all = await this.planBlocks(t)
-      t.length = 0
-      await this.planGroups(plan, all, level)
-    }
-  }
-
-  /** the blocks of planned tail entries, read from their files when not at hand */
-  private async planBlocks(items: readonly TailItem[]): Promise<Block[]> {
-    const out: Block[] = []
-    for (const x of items) for (const b of x.blocks ?? (x.blocks = await this.readEntries([x.e]))) out.push(b)
-    return out
-  }
-
-  private async readEntries(entries: readonly ChunkEntry[]): Promise<Block[]> {
+  /** the blocks of listed chunks, read from their files */
+  async readEntries(entries: readonly ChunkEntry[]): Promise<Block[]> {
     const out: Block[] = []
     for (const e of entries)
       out.push(...(await readChunkBlocksAsync(join(this.dir, 'chunks', e.file), this.chunkOf(e).footer)))
     return out
   }
 
-  private isFull(blocks: readonly Block[]): boolean {
-    return blocks.length >= this.targetBlocks || estimateAll(blocks) >= this.targetBytes
-  }
-
-  /** split into groups of at most targetBlocks and about targetBytes */
-  private split(blocks: readonly Block[]): Block[][] {
-    const out: Block[][] = []
-    let cur: Block[] = []
-    let bytes = 0
-    for (const b of blocks) {
-      const s = estimateBlockBytes(b)
-      if (cur.length && (cur.length >= this.targetBlocks || bytes + s > this.targetBytes)) {
-        out.push(cur)
-        cur = []
-        bytes = 0
-      }
-      cur.push(b)
-      bytes += s
-    }
-    if (cur.length) out.push(cur)
-    return out
-  }
-
-  private async writeChunk(
-    blocks: Block[],
-    gen: number,
-    i: number,
-    sealed: boolean,
-    level: number,
-  ): Promise<ChunkEntry> {
+  /** write chunk file `i` of generation `gen` (tmp/, then chunks/, durably): its catalogue entry */
+  async writeChunk(blocks: Block[], gen: number, i: number, sealed: boolean, level: number): Promise<ChunkEntry> {
     const last = blocks[blocks.length - 1].header
     const range = { firstBlock: blocks[0].header.number, lastBlock: last.number, blockCount: blocks.length }
     return this.placeChunk({ ...range, lastHash: last.hash }, gen, i, sealed, level, (tmp) =>
@@ -650,8 +447,11 @@ export class DiskColdStore implements ColdStore {
 
   /** how chunk files of this store are encoded (for `encodeChunk` elsewhere, e.g. import workers) */
   get encodeOptions(): WriteOptions {
-    const { compress, formatVersion, frameLog, zstd } = this.opts
-    return { compress, fsync: this.opts.fsync !== false, formatVersion, frameLog, zstd }
+    const { compress, formatVersion, frameLog, compressHere } = this.opts
+    const zstd = this.opts.zstd ?? (compressHere ? true : undefined)
+    const o: WriteOptions = { compress, fsync: this.opts.fsync !== false, formatVersion, frameLog, zstd }
+    if (compressHere !== undefined) o.compressHere = compressHere
+    return o
   }
 
   /** The unsealed chunks at the end of the store (see `appendEncoded`), oldest first. */
@@ -677,7 +477,7 @@ export class DiskColdStore implements ColdStore {
       const tail = opts.replacesTail ? this.unsealedTail() : []
       if (!opts.replacesTail && this.unsealedTail().length)
         throw new ColdStoreError('appendEncoded: the store has an unsealed tail that the chunk does not replace')
-      const snap = this.cat.snapshot()
+      const snap = this.chunkIndex.snapshot()
       const keep = snap.count - tail.length
       const below = keep > 0 ? snap.lastBlockOf(keep - 1) : -1
       if (
@@ -686,7 +486,7 @@ export class DiskColdStore implements ColdStore {
           : c.firstBlock <= below
       )
         throw new ColdStoreError(`appendEncoded: blocks ${c.firstBlock}..${c.lastBlock} do not continue the store`)
-      const gen = this.cat.currentGeneration + 1
+      const gen = this.chunkIndex.currentGeneration + 1
       const e = await this.placeChunk(c, gen, 0, opts.sealed, 0, async (tmp) => {
         await writeEncodedChunk(tmp, c.parts, this.opts.fsync !== false)
         return c
@@ -699,15 +499,15 @@ export class DiskColdStore implements ColdStore {
 
   /** publish: the first `keep` entries stay, `written` follow; files of the entries dropped go later */
   private async publish(keep: number, written: ChunkEntry[]): Promise<void> {
-    const droppedEntries = await wrap(() => this.cat.publish(keep, written))
-    const gen = this.cat.currentGeneration
+    const droppedEntries = await wrap(() => this.chunkIndex.publish(keep, written))
+    const gen = this.chunkIndex.currentGeneration
     // an entry published again (a tail chunk now sealed) keeps its file
     const still = new Set(written.map((e) => e.file))
     const dropped = droppedEntries.map((e) => e.file).filter((f) => !still.has(f))
     for (const f of dropped) this.forget(f)
     const now = Date.now()
     for (const file of dropped) this.garbage.push({ file, at: now, gen })
-    for (const file of this.cat.dropped.splice(0)) this.garbage.push({ file: join('..', file), at: now, gen })
+    for (const file of this.chunkIndex.dropped.splice(0)) this.garbage.push({ file: join('..', file), at: now, gen })
     this.collect()
     if (this.garbage.length) setTimeout(() => this.collect(), (this.opts.graceMs ?? 30_000) + 10).unref()
   }
@@ -722,7 +522,7 @@ export class DiskColdStore implements ColdStore {
     for (const g of this.garbage) {
       // readers that started on a catalogue state older than g.gen may still read the file
       if (g.at <= limit && oldestReader >= g.gen) {
-        closeFds(join(this.dir, 'chunks', g.file))
+        this.io.close(join(this.dir, 'chunks', g.file))
         rmSync(join(this.dir, 'chunks', g.file), { force: true })
       } else keep.push(g)
     }
@@ -731,10 +531,10 @@ export class DiskColdStore implements ColdStore {
 
   /** Rewrite the unsealed tail as sealed chunk(s) (all or nothing, as an append). */
   private async sealTail(tail: ChunkEntry[]): Promise<void> {
-    const keep = this.cat.snapshot().count - tail.length
-    const plan = new Plan(this.cat.currentGeneration + 1)
+    const keep = this.chunkIndex.snapshot().count - tail.length
+    const plan = new Plan(this.chunkIndex.currentGeneration + 1, this)
     await this.applyPlan(plan, keep, async () => {
-      for (const g of this.split(await this.readEntries(tail))) plan.sealed.push(await this.planChunk(plan, g, true, 0))
+      for (const g of splitBlocks(this, await this.readEntries(tail))) plan.sealed.push(await plan.chunk(g, true, 0))
     })
   }
 
@@ -748,7 +548,7 @@ export class DiskColdStore implements ColdStore {
       await this.publish(keep, plan.entries())
     } catch (e) {
       // `publish` throws only before its batch is durable (the generation has not moved)
-      if (this.cat.currentGeneration < plan.gen) for (const f of plan.files) this.removeUnlisted(f)
+      if (this.chunkIndex.currentGeneration < plan.gen) for (const f of plan.files) this.removeUnlisted(f)
       throw e
     }
     for (const t of plan.tail) this.estOf.set(t.e.file, t.est)
@@ -763,53 +563,9 @@ export class DiskColdStore implements ColdStore {
     await this.queue
     if (!this.opts.readOnly) this.collect(true)
     this.closed = true
-    this.cat.close()
+    this.chunkIndex.close()
     this.cache.clear()
-    closeFds(join(this.dir, 'chunks') + '/')
+    this.io.close(join(this.dir, 'chunks') + '/')
     if (!this.opts.readOnly) await releaseLock(join(this.dir, 'LOCK'))
   }
-}
-
-/** catalogue errors surface as ColdStoreError */
-async function wrap<T>(f: () => Promise<T>): Promise<T> {
-  try {
-    return await f()
-  } catch (e) {
-    throw e instanceof CatalogueError ? new ColdStoreError(e.message) : e
-  }
-}
-
-/** whether chunk file `name` is listed in `snap` (a binary search by its first block) */
-function listedIn(snap: Snapshot, name: string): boolean {
-  const n = parseChunkFileName(name)
-  if (!n) return false
-  const i = snap.atOrAfter(n.first)
-  return i < snap.count && snap.firstBlockOf(i) === n.first && snap.entry(i).file === name
-}
-
-/** an entry of a planned unsealed tail: its estimated bytes, its blocks when at hand */
-interface TailItem {
-  e: ChunkEntry
-  est: number
-  blocks: Block[] | null
-}
-
-/** A new catalogue state being prepared: entries that follow the kept ones, the files written. */
-class Plan {
-  readonly sealed: ChunkEntry[] = []
-  readonly tail: TailItem[] = []
-  readonly files: string[] = []
-  /** the index of the next chunk file of the plan's generation */
-  next = 0
-  constructor(readonly gen: number) {}
-
-  entries(): ChunkEntry[] {
-    return [...this.sealed, ...this.tail.map((t) => t.e)]
-  }
-}
-
-function estimateAll(blocks: readonly Block[]): number {
-  let n = 0
-  for (const b of blocks) n += estimateBlockBytes(b)
-  return n
 }

@@ -1,5 +1,0 @@
-// Entry of an import worker thread (import-worker.ts) under tsx, which worker threads do not inherit
-// when the CLI registered it programmatically (bin/solportal.js).
-import { register } from 'tsx/esm/api'
-register()
-await import('./import-worker.ts')
