@@ -26,6 +26,7 @@ import {
   type FaithfulNode,
 } from './nodes.ts'
 import { CarError, IDENTITY, parseCid, type CarSection } from './reader.ts'
+import { scanEntry, scanTransaction } from './scan.ts'
 
 /** bytes of nodes kept while waiting for their block, at most (a block's nodes) */
 export const MAX_PENDING_BYTES = 1024 * 1024 * 1024
@@ -65,12 +66,16 @@ export class BlockAssembler {
     if (kind < 0 || kind >= KIND_NAMES.length) {
       throw new CarError(kind < 0 ? 'not an Old Faithful node' : `unknown node kind ${kind}`, s.dataOffset)
     }
-    let node: FaithfulNode
-    try {
-      node = decodeNode(s.data)
-    } catch (e) {
-      if (e instanceof NodeError) throw new CarError(e.message, s.dataOffset + e.at)
-      throw e
+    // the usual Transaction and Entry nodes read in place; the rest (and the unusual) decoded
+    let node: FaithfulNode | null =
+      kind === KIND_TRANSACTION ? scanTransaction(s.data) : kind === KIND_ENTRY ? scanEntry(s.data) : null
+    if (node === null) {
+      try {
+        node = decodeNode(s.data)
+      } catch (e) {
+        if (e instanceof NodeError) throw new CarError(e.message, s.dataOffset + e.at)
+        throw e
+      }
     }
     if (node.kind === KIND_BLOCK) return this.block(node, s.offset)
     if (

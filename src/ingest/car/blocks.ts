@@ -6,7 +6,7 @@
 import { base58Decode, base58Encode } from '../../util/base58.ts'
 import { BlockAssembler } from './assemble.ts'
 import { encodeBundle } from './bundle.ts'
-import { CarError, readCar, type CarSection } from './reader.ts'
+import { CarError, readCarBatches } from './reader.ts'
 import { sourceBytes, type SourceOptions } from './source.ts'
 
 export { CarError } from './reader.ts'
@@ -74,18 +74,19 @@ export async function* carBlocks(src: string, chain: Chain, opts: CarBlocksOptio
   const asm = new BlockAssembler({ verify: opts.verify })
   let read = 0
   let header = false
-  for await (const s of readCar(sourceBytes(src, opts), { verify: opts.verify })) {
-    if (!('data' in s)) {
+  for await (const v of readCarBatches(sourceBytes(src, opts), { verify: opts.verify })) {
+    if (!Array.isArray(v)) {
       header = true
       continue
     }
-    const sec = s as CarSection
-    read = sec.dataOffset + sec.data.length
-    const b = asm.add(sec)
-    if (!b) continue
-    const bundle = encodeBundle(b, chain.parentOf(b.parentSlot))
-    chain.seen(b.slot, b.hash)
-    yield { slot: b.slot, hash: base58Encode(b.hash), bundle, offset: b.offset, read }
+    for (const sec of v) {
+      read = sec.dataOffset + sec.data.length
+      const b = asm.add(sec)
+      if (!b) continue
+      const bundle = encodeBundle(b, chain.parentOf(b.parentSlot))
+      chain.seen(b.slot, b.hash)
+      yield { slot: b.slot, hash: base58Encode(b.hash), bundle, offset: b.offset, read }
+    }
   }
   if (!header) throw new CarError('no CAR header', 0)
   if (asm.leftover > 0)

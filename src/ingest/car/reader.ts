@@ -84,6 +84,18 @@ export function looksLikeCar(head: Uint8Array): boolean {
   return s.includes('version')
 }
 
+/** the bytes of a CIDv1 of dag-cbor, sha2-256 (1, 0x71, 0x12, 32, digest) */
+const CID_LENGTH = 36
+
+/** a plain Uint8Array view (a Buffer's views are Buffers, slower to make) */
+function plain(b: Uint8Array): Uint8Array {
+  return Buffer.isBuffer(b) ? new Uint8Array(b.buffer, b.byteOffset, b.byteLength) : b
+}
+
+function digestMatches(data: Uint8Array, digest: Uint8Array): boolean {
+  return createHash('sha256').update(data).digest().equals(digest)
+}
+
 /** Buffered reads from a stream of chunks, keeping track of the offset. */
 class Input {
   private buf: Uint8Array = new Uint8Array(0)
@@ -120,8 +132,43 @@ class Input {
     }
     this.base += this.pos
     this.pos = 0
-    this.buf = parts.length === 1 ? parts[0] : Buffer.concat(parts, have)
+    this.buf = plain(parts.length === 1 ? parts[0] : Buffer.concat(parts, have))
     return have >= n
+  }
+
+  /**
+   * The sections wholly in the buffer from the position on, read without waiting (stops before
+   * anything unusual: a length or CID the careful path, `readSection`, reads or rejects).
+   */
+  sections(verify: boolean | undefined): CarSection[] {
+    const out: CarSection[] = []
+    const b = this.buf
+    for (;;) {
+      let p = this.pos
+      // the section's length: a minimal varint of at most 4 bytes (a section is < 128 MiB)
+      let len = 0
+      let mul = 1
+      for (let i = 0; ; i++) {
+        if (i === 4 || p >= b.length) return out
+        const x = b[p++]
+        len += (x & 0x7f) * mul
+        if (x < 0x80) {
+          if (x === 0) return out
+          break
+        }
+        mul *= 128
+      }
+      if (len > MAX_SECTION_BYTES || p + len > b.length || len < CID_LENGTH) return out
+      // a CIDv1, dag-cbor, sha2-256 of 32 bytes: these 4 bytes, then the digest
+      if (b[p] !== 1 || b[p + 1] !== DAG_CBOR || b[p + 2] !== SHA2_256 || b[p + 3] !== 32) return out
+      const offset = this.base + this.pos
+      const cid = b.subarray(p, p + CID_LENGTH)
+      const data = b.subarray(p + CID_LENGTH, p + len)
+      // a node that does not match its CID: the careful path throws, after this batch
+      if (verify && !digestMatches(data, cid.subarray(4))) return out
+      this.pos = p + len
+      out.push({ offset, dataOffset: this.base + p + CID_LENGTH, cid, data })
+    }
   }
 
   /** the next byte, or -1 at the end */
@@ -175,6 +222,20 @@ export async function* readCar(
   chunks: AsyncIterable<Uint8Array>,
   opts: ReadCarOptions = {},
 ): AsyncGenerator<CarHeader | CarSection> {
+  for await (const v of readCarBatches(chunks, opts)) {
+    if (Array.isArray(v)) yield* v
+    else yield v
+  }
+}
+
+/**
+ * As `readCar`, the sections in batches: all those wholly read at once (one step per chunk of
+ * input rather than per section). A batch's views stay valid until the next step.
+ */
+export async function* readCarBatches(
+  chunks: AsyncIterable<Uint8Array>,
+  opts: ReadCarOptions = {},
+): AsyncGenerator<CarHeader | CarSection[]> {
   const input = new Input(chunks)
   try {
     const hlen = await readLength(input)
@@ -184,31 +245,38 @@ export async function* readCar(
     if (!(await input.fill(hlen))) throw new CarError('truncated CAR header', hat)
     yield parseHeader(input.take(hlen), hat)
     for (;;) {
-      const offset = input.offset
-      const len = await readLength(input)
-      if (len < 0) return
-      if (len === 0) throw new CarError('empty section', offset)
-      if (len > MAX_SECTION_BYTES) throw new CarError(`section of ${len} bytes (damaged length?)`, offset)
-      const start = input.offset
-      if (!(await input.fill(len))) {
-        throw new CarError(`truncated section: ${len} bytes announced, ${input.available} left`, offset)
-      }
-      const bytes = input.take(len)
-      const cid = parseCid(bytes)
-      if (!cid) throw new CarError('bad CID (not a CIDv1)', start)
-      if (cid.codec !== DAG_CBOR) throw new CarError(`CID codec 0x${cid.codec.toString(16)} (not dag-cbor)`, start)
-      if (cid.hashCode !== SHA2_256 || cid.digest.length !== 32)
-        throw new CarError(`CID hash 0x${cid.hashCode.toString(16)} (not sha2-256)`, start)
-      const data = bytes.subarray(cid.end)
-      if (opts.verify) {
-        const d = createHash('sha256').update(data).digest()
-        if (!d.equals(cid.digest)) throw new CarError('node bytes do not match their CID (sha256)', start + cid.end)
-      }
-      yield { offset, dataOffset: start + cid.end, cid: bytes.subarray(0, cid.end), data }
+      const batch = input.sections(opts.verify)
+      if (batch.length > 0) yield batch
+      const s = await readSection(input, opts)
+      if (s === null) return
+      yield [s]
     }
   } finally {
     await input.close()
   }
+}
+
+/** the next section, waiting for input as needed (null at a clean end); CarError when bad */
+async function readSection(input: Input, opts: ReadCarOptions): Promise<CarSection | null> {
+  const offset = input.offset
+  const len = await readLength(input)
+  if (len < 0) return null
+  if (len === 0) throw new CarError('empty section', offset)
+  if (len > MAX_SECTION_BYTES) throw new CarError(`section of ${len} bytes (damaged length?)`, offset)
+  const start = input.offset
+  if (!(await input.fill(len))) {
+    throw new CarError(`truncated section: ${len} bytes announced, ${input.available} left`, offset)
+  }
+  const bytes = input.take(len)
+  const cid = parseCid(bytes)
+  if (!cid) throw new CarError('bad CID (not a CIDv1)', start)
+  if (cid.codec !== DAG_CBOR) throw new CarError(`CID codec 0x${cid.codec.toString(16)} (not dag-cbor)`, start)
+  if (cid.hashCode !== SHA2_256 || cid.digest.length !== 32)
+    throw new CarError(`CID hash 0x${cid.hashCode.toString(16)} (not sha2-256)`, start)
+  const data = bytes.subarray(cid.end)
+  if (opts.verify && !digestMatches(data, cid.digest))
+    throw new CarError('node bytes do not match their CID (sha256)', start + cid.end)
+  return { offset, dataOffset: start + cid.end, cid: bytes.subarray(0, cid.end), data }
 }
 
 function parseHeader(b: Uint8Array, at: number): CarHeader {

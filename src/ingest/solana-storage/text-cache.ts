@@ -78,7 +78,9 @@ export class TextCache {
       keys.set(this.keys.subarray(0, this.used))
       this.keys = keys
     }
-    this.keys.set(buf.subarray(a, e), this.used)
+    // a loop, not set(subarray): a view of a Buffer costs more than copying a key's bytes
+    const keys = this.keys
+    for (let p = 0, o = this.used; p < len; p++) keys[o + p] = buf[a + p]
     this.at[i] = this.used + 1
     this.len[i] = len
     this.text[i] = s
