@@ -1,6 +1,6 @@
 /**
  * Large node answers are read into shared memory that is used again once an answer is decoded
- * (src/ingest/shared-bodies.ts, RpcClient.releaseBody, RpcSource with a decoder): the next answers
+ * (src/ingest/rpc/shared-bodies.ts, RpcClient.releaseBody, RpcSource with a decoder): the next answers
  * read into the first one's memory, and decode to the same block.
  */
 import assert from 'node:assert/strict'
@@ -10,7 +10,7 @@ import { test } from 'node:test'
 import { mainnetAnswer } from './support/mainnet-answer.ts'
 import { BlockWorkerPool } from '../src/ingest/block-workers.ts'
 import { RpcSource, SHARED_BODY_MIN_BYTES, type BlockDecoder } from '../src/ingest/rpc.ts'
-import { SharedBodies } from '../src/ingest/shared-bodies.ts'
+import { SharedBodies } from '../src/ingest/rpc/shared-bodies.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { lazyBlock, type PackedBlock } from '../src/store/packed-block.ts'
 

@@ -9,7 +9,7 @@ import { Agent as HttpAgent, request as httpRequest } from 'node:http'
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 import type { RequestLimiter } from '../rpc-provider.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
-import { SharedBodies } from '../shared-bodies.ts'
+import { SharedBodies } from './shared-bodies.ts'
 import type { RpcBlock } from '../../rpc/types.ts'
 import {
   abortError,

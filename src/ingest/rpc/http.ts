@@ -5,7 +5,7 @@
  */
 import type { Agent as HttpAgent, IncomingMessage, ClientRequest, request as httpRequest } from 'node:http'
 import { createGunzip, gzipSync } from 'node:zlib'
-import { SharedBodies } from '../shared-bodies.ts'
+import { SharedBodies } from './shared-bodies.ts'
 import { abortError, ResponseTooLargeError } from './errors.ts'
 
 /** answers at least this large are read into shared memory (`SharedArrayBuffer`): see `RpcClient` */
