@@ -15,7 +15,8 @@
  *    query; the two answers must be byte-identical.
  *
  * Environment: AB_BASE (required), AB_BLOCKS (300), AB_TXS (1500), AB_SEED (1), AB_ROUNDS (5),
- * AB_IMPORT_ROUNDS (2), AB_WORK (bench/tmp/ab).
+ * AB_IMPORT_ROUNDS (2), AB_WORK (bench/tmp/ab), AB_NEW_SERVE_ARGS (extra `serve` flags of the new
+ * code only, space-separated: e.g. a flag the base code does not know).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -103,7 +104,8 @@ class Server {
 
   static async start(code: Code, datasetDir: string): Promise<Server> {
     const port = await freePort()
-    const proc = spawn(process.execPath, cliArgs(code, benchServeArgs(datasetDir, port)), {
+    const extra = code.name === 'new' ? (process.env.AB_NEW_SERVE_ARGS ?? '').split(' ').filter((a) => a !== '') : []
+    const proc = spawn(process.execPath, cliArgs(code, [...benchServeArgs(datasetDir, port), ...extra]), {
       cwd: code.root,
       stdio: ['ignore', 'inherit', 'inherit'],
     })
@@ -393,7 +395,7 @@ export async function run(): Promise<string> {
     '',
     `Run ${started.toISOString()} → ${new Date().toISOString()}; node ${process.version}; ${os.cpus()[0]?.model ?? 'cpu'} × ${os.cpus().length}; load average (1 min) ${load0.toFixed(1)} at start, ${os.loadavg()[0].toFixed(1)} at end.`,
     '',
-    `Base: ${base.head}. New: ${next.head}. Data: \`solportal gen --blocks ${BLOCKS} --txs-per-block ${TXS} --seed ${SEED}\` (votes dropped at import). Command: \`AB_BASE=<checkout> ${BLOCKS !== 300 ? `AB_BLOCKS=${BLOCKS} ` : ''}${TXS !== 1500 ? `AB_TXS=${TXS} ` : ''}npm run bench -- ab\`. Times are medians; ratios new / base (below 1: the new code is faster).`,
+    `Base: ${base.head}. New: ${next.head}${process.env.AB_NEW_SERVE_ARGS ? ` (serve ${process.env.AB_NEW_SERVE_ARGS})` : ''}. Data: \`solportal gen --blocks ${BLOCKS} --txs-per-block ${TXS} --seed ${SEED}\` (votes dropped at import). Command: \`AB_BASE=<checkout> ${BLOCKS !== 300 ? `AB_BLOCKS=${BLOCKS} ` : ''}${TXS !== 1500 ? `AB_TXS=${TXS} ` : ''}npm run bench -- ab\`. Times are medians; ratios new / base (below 1: the new code is faster).`,
     '',
     `### Import (${IMPORT_ROUNDS} runs each, alternating)`,
     '',
