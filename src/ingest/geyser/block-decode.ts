@@ -7,7 +7,8 @@
  * The block is what `blockToRpc` (block.ts) makes of the message and the ingester's normalizer of
  * that, checked intact as the node's answers are (every transaction in the result, only votes
  * left out: src/ingest/block-decode.ts), with the transactions decoded one at a time as the
- * normalizer asks for them, so that no block-sized list of `getBlock` records lives.
+ * normalizer asks for them, from their offsets in the message (`blockRanges`: no object per
+ * transaction before), so that no block-sized list of `getBlock` records lives.
  *
  * `part` (of 2, the two threads of a large message, src/ingest/block-workers.ts): only the
  * transactions of that part are decoded and normalized (the rewards in the last part), each thread
@@ -30,8 +31,7 @@ import {
   type DecodePart,
   type NormalizeOptions,
 } from '../block-decode.ts'
-import { headerToRpc, transactionReader, transactionsInOrder } from './block.ts'
-import { decodeBlockUpdate } from './messages.ts'
+import { blockRanges, headerToRpc, rangeReader } from './block.ts'
 
 /** a transaction's message could not be read (not a normalization failure) */
 class Unreadable extends Error {}
@@ -49,18 +49,18 @@ export function decodeStreamedBlock(
   marks?: DecodeMarks,
   part?: DecodePart,
 ): DecodedBlock {
-  const m = decodeBlockUpdate(message)
-  const txs = transactionsInOrder(m)
+  const m = blockRanges(message)
   const header = headerToRpc(m)
   if (marks) marks.parsed = wallNow()
-  const votes = new Uint8Array(txs.length)
-  const read = transactionReader()
+  const n = m.count
+  const votes = new Uint8Array(n)
+  const read = rangeReader(message, m.ranges)
   const source: TransactionSource = {
-    count: txs.length,
+    count: n,
     at(i: number): RpcTransaction {
       let tx: RpcTransaction
       try {
-        tx = read(txs[i])
+        tx = read(i)
       } catch (e) {
         throw new Unreadable(`transaction ${i}: ${(e as Error).message}`)
       }
@@ -68,7 +68,6 @@ export function decodeStreamedBlock(
       return tx
     },
   }
-  const n = txs.length
   const from = part ? Math.floor((n * part.index) / part.of) : 0
   const to = part ? Math.floor((n * (part.index + 1)) / part.of) : n
   const range = part ? { from, to, rewards: part.index === part.of - 1 } : undefined

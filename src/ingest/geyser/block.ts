@@ -22,7 +22,14 @@ import {
   encodeTransactionStatusMeta,
   StorageDecoder,
 } from '../solana-storage/index.ts'
-import type { BlockHeader, BlockUpdate, TransactionInfo } from './messages.ts'
+import { LEN, ProtoError, VARINT, type ProtoReader } from '../solana-storage/wire.ts'
+import {
+  decodeBlockUpdateWith,
+  emptyBlockHeader,
+  type BlockHeader,
+  type BlockUpdate,
+  type TransactionInfo,
+} from './messages.ts'
 
 function safeNumber(v: bigint | null, what: string): number | null {
   if (v === null) return null
@@ -68,10 +75,6 @@ export function transactionReader(): (t: TransactionInfo) => RpcTransaction {
     d.range(v.byteOffset, v.byteOffset + v.byteLength)
     return d
   }
-  const named = (e: unknown, what: string): unknown => {
-    if (e instanceof Error && !e.message.includes(what)) e.message = `${what}: ${e.message}`
-    return e
-  }
   return (t) => {
     let read: ReturnType<StorageDecoder['transaction']>
     let meta: RpcTransaction['meta'] = null
@@ -87,6 +90,108 @@ export function transactionReader(): (t: TransactionInfo) => RpcTransaction {
     }
     return { transaction: read.transaction, meta, version: read.version }
   }
+}
+
+/**
+ * A SubscribeUpdateBlock's header and where its transactions' messages are, without an object or
+ * a view per transaction (a block decoding thread reads them from these offsets:
+ * block-decode.ts): `ranges` holds, for the transaction of each index in block order, the
+ * offsets in the message of its `Transaction` [start, end) and `TransactionStatusMeta` [start,
+ * end) (-1, -1: none).
+ */
+export interface BlockRanges extends BlockHeader {
+  count: number
+  ranges: Int32Array
+}
+
+/**
+ * the header and transaction ranges of a SubscribeUpdateBlock message; throws as
+ * `decodeBlockUpdate` + `transactionsInOrder` do (indexes not 0..n-1 exactly once, a transaction
+ * without its `Transaction` message, a field of the wrong wire type)
+ */
+export function blockRanges(message: Uint8Array): BlockRanges {
+  // per transaction in arrival order: index, transaction start, end, meta start, end
+  let found = new Int32Array(5 * 2048)
+  let n = 0
+  const h = decodeBlockUpdateWith(message, { ...emptyBlockHeader(), count: 0, ranges: new Int32Array(0) }, (r) => {
+    if (5 * n + 5 > found.length) {
+      const more = new Int32Array(found.length * 2)
+      more.set(found)
+      found = more
+    }
+    transactionInfoRange(r, found, 5 * n++)
+  })
+  const ranges = new Int32Array(4 * n).fill(-2)
+  for (let k = 0; k < n; k++) {
+    const index = found[5 * k]
+    if (index >= n) throw new Error(`transaction index ${index} in a block of ${n}`)
+    if (ranges[4 * index] !== -2) throw new Error(`transaction index ${index} twice`)
+    if (found[5 * k + 1] < 0) throw new Error(`transaction ${index}: no Transaction message`)
+    ranges.set(found.subarray(5 * k + 1, 5 * k + 5), 4 * index)
+  }
+  h.count = n
+  h.ranges = ranges
+  return h
+}
+
+/** a SubscribeUpdateTransactionInfo's index and message ranges into out[at, at + 5) (see blockRanges) */
+function transactionInfoRange(r: ProtoReader, out: Int32Array, at: number): void {
+  out[at] = 0
+  out[at + 1] = out[at + 2] = out[at + 3] = out[at + 4] = -1
+  while (r.pos < r.end) {
+    const t = r.tag()
+    const no = t >>> 3
+    const wt = t & 7
+    if (no === 3 || no === 4) {
+      if (wt !== LEN)
+        throw new ProtoError(`protobuf: ${no === 3 ? 'transaction' : 'meta'}: wire type ${wt}, expected ${LEN}`)
+      const e = r.lenEnd()
+      const k = no === 3 ? at + 1 : at + 3
+      out[k] = r.pos
+      out[k + 1] = e
+      r.pos = e
+    } else if (no === 5 || no === 2) {
+      if (wt !== VARINT)
+        throw new ProtoError(`protobuf: ${no === 5 ? 'index' : 'is_vote'}: wire type ${wt}, expected ${VARINT}`)
+      if (no === 2) r.bool()
+      else {
+        const v = r.u64()
+        if (typeof v !== 'number' || v > 0x7fffffff) throw new ProtoError(`protobuf: index ${v} is out of range`)
+        out[at] = v
+      }
+    } else if (no === 1 && wt !== LEN) throw new ProtoError(`protobuf: signature: wire type ${wt}, expected ${LEN}`)
+    else r.skip(wt)
+  }
+}
+
+/**
+ * Reads the transactions of a block's message by their `blockRanges` as the node's `getBlock`
+ * answer has them (one decoder over the message: its cache of base58 text serves the whole block)
+ */
+export function rangeReader(message: Uint8Array, ranges: Int32Array): (i: number) => RpcTransaction {
+  const d = new StorageDecoder(message)
+  return (i) => {
+    const at = 4 * i
+    let read: ReturnType<StorageDecoder['transaction']>
+    let meta: RpcTransaction['meta'] = null
+    try {
+      read = d.range(ranges[at], ranges[at + 1]).transaction()
+    } catch (e) {
+      throw named(e, 'Transaction')
+    }
+    try {
+      if (ranges[at + 2] >= 0) meta = d.range(ranges[at + 2], ranges[at + 3]).meta()
+    } catch (e) {
+      throw named(e, 'TransactionStatusMeta')
+    }
+    return { transaction: read.transaction, meta, version: read.version }
+  }
+}
+
+/** an error's message with `what` in front (unless it names it already) */
+function named(e: unknown, what: string): unknown {
+  if (e instanceof Error && !e.message.includes(what)) e.message = `${what}: ${e.message}`
+  return e
 }
 
 /** the block's `getBlock` answer without its transactions (`transactions` empty) */

@@ -369,15 +369,33 @@ function headerField(h: BlockHeader, r: ProtoReader, no: number, wt: number, n: 
 }
 
 export function decodeBlockUpdate(b: Uint8Array | ProtoReader): BlockUpdate {
-  const r = b instanceof ProtoReader ? b : new ProtoReader(b)
   const blk: BlockUpdate = { ...emptyHeader(), transactions: [] }
+  decodeBlockUpdateWith(b, blk, (r) => blk.transactions.push(decodeTransactionInfo(r)))
+  return blk
+}
+
+/**
+ * a SubscribeUpdateBlock's header into `h`, each transaction (`SubscribeUpdateTransactionInfo`)
+ * given to `transaction` as a reader over its bytes alone (the reader is the caller's)
+ */
+export function decodeBlockUpdateWith<H extends BlockHeader>(
+  b: Uint8Array | ProtoReader,
+  h: H,
+  transaction: (r: ProtoReader) => void,
+): H {
+  const r = b instanceof ProtoReader ? b : new ProtoReader(b)
   walk(r, (no, wt) => {
-    if (headerField(blk, r, no, wt, BLOCK_FIELDS)) return true
+    if (headerField(h, r, no, wt, BLOCK_FIELDS)) return true
     if (no !== 6) return false
-    blk.transactions.push(decodeTransactionInfo(nested(r, wt, 'transactions')))
+    transaction(nested(r, wt, 'transactions'))
     return true
   })
-  return blk
+  return h
+}
+
+/** a header with the values of absent fields */
+export function emptyBlockHeader(): BlockHeader {
+  return emptyHeader()
 }
 
 /** a SubscribeUpdateBlock's header, its transactions counted and skipped */

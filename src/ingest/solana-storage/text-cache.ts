@@ -34,12 +34,17 @@ function hash(buf: Uint8Array, a: number, e: number): number {
   return h ^ (h >>> 15) ^ (h >>> 7)
 }
 
+/** `meta` bits of a slot that hold the value's length (MAX_LENGTH fits); the others, its hash's */
+const LEN_BITS = 0x7ff // 11 bits
+
 /** base58 text by bytes (see above) */
 export class TextCache {
-  /** slot → offset + 1 of the key in `keys` (0: empty) */
-  private at = new Int32Array(1024)
-  /** slot → key length */
-  private len = new Int32Array(1024)
+  /**
+   * two numbers per slot: the offset + 1 of the key in `keys` (0: empty), and the key's length in
+   * the low bits with its hash's high bits above (a probe compares that first): one array, so
+   * that a lookup touches one line of it
+   */
+  private slots = new Int32Array(2 * 1024)
   private text: string[] = new Array<string>(1024)
   private count = 0
   private keys = new Uint8Array(1 << 16)
@@ -49,30 +54,32 @@ export class TextCache {
   of(buf: Uint8Array, a: number, e: number): string {
     const len = e - a
     if (len > MAX_LENGTH) return base58Encode(buf, a, e)
-    const at = this.at
+    const h = hash(buf, a, e)
+    const meta = (h & ~LEN_BITS) | len
+    const slots = this.slots
     const keys = this.keys
-    const mask = at.length - 1
-    let i = hash(buf, a, e) & mask
+    const mask = (slots.length >>> 1) - 1
+    let i = (h >>> 11) & mask
     for (; ; i = (i + 1) & mask) {
-      const k = at[i]
+      const k = slots[2 * i]
       if (k === 0) break
-      if (this.len[i] !== len) continue
+      if (slots[2 * i + 1] !== meta) continue
       const b = k - 1
       let p = 0
       while (p < len && keys[b + p] === buf[a + p]) p++
       if (p === len) return this.text[i]
     }
     const s = base58Encode(buf, a, e)
-    this.put(i, buf, a, e, s)
+    this.put(i, buf, a, e, s, meta)
     return s
   }
 
-  /** remembers `s` for buf[a, e) in the free slot `i` */
-  private put(i: number, buf: Uint8Array, a: number, e: number, s: string): void {
+  /** remembers `s` for buf[a, e) (its `meta`: see `slots`) in the free slot `i` */
+  private put(i: number, buf: Uint8Array, a: number, e: number, s: string, meta: number): void {
     const len = e - a
     if (this.count >= MAX_ENTRIES || this.used + len > MAX_BYTES) {
       this.clear()
-      i = this.freeSlot(buf, a, e)
+      i = this.freeSlot(meta)
     } else if (this.used + len > this.keys.length) {
       const keys = new Uint8Array(Math.min(MAX_BYTES, this.keys.length * 2))
       keys.set(this.keys.subarray(0, this.used))
@@ -81,42 +88,43 @@ export class TextCache {
     // a loop, not set(subarray): a view of a Buffer costs more than copying a key's bytes
     const keys = this.keys
     for (let p = 0, o = this.used; p < len; p++) keys[o + p] = buf[a + p]
-    this.at[i] = this.used + 1
-    this.len[i] = len
+    this.slots[2 * i] = this.used + 1
+    this.slots[2 * i + 1] = meta
     this.text[i] = s
     this.used += len
-    if (++this.count * 2 > this.at.length) this.grow()
+    if (++this.count * 2 > this.slots.length >>> 1) this.grow()
   }
 
   /** twice the slots, every entry placed again */
   private grow(): void {
-    const at = this.at
-    const lens = this.len
+    const slots = this.slots
     const texts = this.text
-    this.at = new Int32Array(at.length * 2)
-    this.len = new Int32Array(at.length * 2)
-    this.text = new Array<string>(at.length * 2)
-    for (let j = 0; j < at.length; j++) {
-      if (at[j] === 0) continue
-      const start = at[j] - 1
-      const i = this.freeSlot(this.keys, start, start + lens[j])
-      this.at[i] = at[j]
-      this.len[i] = lens[j]
+    const n = slots.length >>> 1
+    this.slots = new Int32Array(4 * n)
+    this.text = new Array<string>(2 * n)
+    for (let j = 0; j < n; j++) {
+      if (slots[2 * j] === 0) continue
+      const i = this.freeSlot(slots[2 * j + 1])
+      this.slots[2 * i] = slots[2 * j]
+      this.slots[2 * i + 1] = slots[2 * j + 1]
       this.text[i] = texts[j]
     }
   }
 
-  /** the free slot where buf[a, e) belongs (the table does not hold it) */
-  private freeSlot(buf: Uint8Array, a: number, e: number): number {
-    const mask = this.at.length - 1
-    let i = hash(buf, a, e) & mask
-    while (this.at[i] !== 0) i = (i + 1) & mask
+  /**
+   * the free slot where a value of `meta` belongs: probes start at the hash's bits above the
+   * length's (21 bits: more than the slots' 2 * MAX_ENTRIES need), which `meta` keeps
+   */
+  private freeSlot(meta: number): number {
+    const mask = (this.slots.length >>> 1) - 1
+    let i = (meta >>> 11) & mask
+    while (this.slots[2 * i] !== 0) i = (i + 1) & mask
     return i
   }
 
   /** empty again (the slots keep their number) */
   private clear(): void {
-    this.at.fill(0)
+    this.slots.fill(0)
     this.text.fill(undefined as unknown as string)
     this.count = 0
     this.used = 0
