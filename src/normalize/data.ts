@@ -11,6 +11,7 @@
  * characters with a power of 58 (linear instead of quadratic) and decodes exactly only when the
  * bounds disagree on the length or the leading bytes.
  */
+import type { RpcInstruction } from '../rpc/types.ts'
 import { BASE58_DIGIT } from '../util/base58.ts'
 
 const TWO32 = 4294967296
@@ -259,3 +260,54 @@ export function discriminatorsOf(p: DataPrefix): Discriminators {
     dataPrefix: s,
   }
 }
+
+const BAD_DATA = new Error('instruction data is not base58')
+
+/** Shorter data decodes about as fast as it is looked up: not cached (src/normalize/transaction.ts). */
+export const CACHE_MIN_LENGTH = 32
+
+/** d1..d8 and dataPrefix of base58 data; throws BAD_DATA when it is not base58. */
+export function discriminators(data: string): Discriminators {
+  const len = decodeData(data)
+  if (len < 0) throw BAD_DATA // the caller names the instruction (checkData)
+  return fromPrefix(len)
+}
+
+/**
+ * d1..d8 and dataPrefix of instruction data given as bytes, buf[a, e) (a decoder that has them:
+ * src/ingest/solana-storage), the same values as `discriminators` of its base58 text
+ */
+export function discriminatorsOfBytes(buf: Uint8Array, a: number, e: number): Discriminators {
+  const len = e - a
+  const k = len < 16 ? len : 16
+  for (let j = 0; j < k; j++) PREFIX[j] = buf[a + j]
+  return fromPrefix(len)
+}
+
+/** the discriminators of data of `len` bytes whose first ones are in PREFIX */
+function fromPrefix(len: number): Discriminators {
+  const dataPrefix = prefixHex(len)
+  return {
+    d1: len >= 1 ? D1[PREFIX[0]] : null,
+    d2: len >= 2 ? d2Of((PREFIX[0] << 8) | PREFIX[1]) : null,
+    d4: len >= 4 ? dataPrefix.slice(0, 10) : null,
+    d8: len >= 8 ? dataPrefix.slice(0, 18) : null,
+    dataPrefix,
+  }
+}
+
+/** d1 values: `0x` + one byte */
+const D1: readonly string[] = Array.from({ length: 256 }, (_, b) => '0x' + b.toString(16).padStart(2, '0'))
+/** d2 values met so far, by the two bytes (at most 65,536 short strings) */
+const D2: (string | undefined)[] = new Array<string | undefined>(65536)
+
+function d2Of(v: number): string {
+  return (D2[v] ??= '0x' + v.toString(16).padStart(4, '0'))
+}
+
+/**
+ * An instruction as a decoder that read its data as bytes gives it: its `discriminators` (of
+ * `discriminatorsOfBytes`) come with it, and the normalizer does not decode the base58 `data`
+ * again for them.
+ */
+export type DecodedInstruction = RpcInstruction & { discriminators?: Discriminators }

@@ -47,6 +47,12 @@ export function normalizeBlock(line: ArchiveLine, opts?: NormalizeOptions): Norm
 export interface TransactionSource {
   count: number
   at(i: number): RpcTransaction
+  /**
+   * set when every transaction's signatures, account keys and loaded addresses are base58 text of
+   * 64 and 32 bytes by construction (rendered from bytes of those sizes, src/ingest/solana-storage):
+   * they are not checked again (the JSON path checks them)
+   */
+  keysRendered?: boolean
 }
 
 /**
@@ -144,7 +150,7 @@ function normalizeInto(
   if (txs === null && list != null && !Array.isArray(list)) warn('block.transactions is not a list')
   if (txs !== null || Array.isArray(list)) {
     const includeVotes = opts?.includeVotes === true
-    const tn = new TxNormalizer(block, warnings, slot)
+    const tn = new TxNormalizer(block, warnings, slot, txs?.keysRendered === true)
     const n = txs !== null ? txs.count : list!.length
     // the transactions to go before the next slice is given (+1: counted down as each one comes)
     const every = sink === null ? 0 : Math.max(1, sink.every)

@@ -23,7 +23,7 @@ import { isAddress, isSignature } from '../util/base58.ts'
 import { errorMessage } from '../util/errors.ts'
 import { safeJson } from '../util/safe-json.ts'
 import { checkAddress, checkAddresses, checkData, checkU8s, isU8, transactionConfigOf, u64 } from './checks.ts'
-import { decodeData, prefixByte, prefixHex, type Discriminators } from './data.ts'
+import { CACHE_MIN_LENGTH, discriminators, type DecodedInstruction, type Discriminators } from './data.ts'
 import { walkTransaction, type WalkInput } from './logwalk.ts'
 import { emptyTokenBalance, setPost, setPre, sortTail } from './records.ts'
 
@@ -68,6 +68,8 @@ export class TxNormalizer implements WalkInput {
     private readonly block: Block,
     private readonly warnings: NormalizationWarning[],
     private readonly slot: number,
+    /** signatures, account keys and loaded addresses are known well-formed (`TransactionSource.keysRendered`) */
+    private readonly keysRendered = false,
   ) {}
 
   private warn(message: string): void {
@@ -141,18 +143,23 @@ export class TxNormalizer implements WalkInput {
     if (message == null || typeof message !== 'object') throw new Error('no transaction.message')
     const signatures = tx.transaction.signatures
     // a signature that is not one is left out of the warning's signature (the message quotes it)
-    this.signature = Array.isArray(signatures) && isSignature(signatures[0]) ? signatures[0] : undefined
+    this.signature =
+      Array.isArray(signatures) && (this.keysRendered ? signatures.length > 0 : isSignature(signatures[0]))
+        ? signatures[0]
+        : undefined
     const accountKeys = message.accountKeys
     if (!Array.isArray(accountKeys)) throw new Error('no message.accountKeys')
     if (!Array.isArray(message.instructions)) throw new Error('no message.instructions')
-    if (Array.isArray(signatures)) {
+    if (this.keysRendered) {
+      // signatures and keys rendered from bytes of their sizes: the checks below would all pass
+    } else if (Array.isArray(signatures)) {
       for (let i = 0; i < signatures.length; i++) {
         if (!isSignature(signatures[i])) {
           throw new Error(`signatures[${i}] is not a 64-byte base58 signature: ${safeJson(signatures[i])}`)
         }
       }
     }
-    checkAddresses(accountKeys, 'message.accountKeys')
+    if (!this.keysRendered) checkAddresses(accountKeys, 'message.accountKeys')
     if (!isAddress(message.recentBlockhash)) {
       throw new Error(`message.recentBlockhash is not a 32-byte base58 hash: ${safeJson(message.recentBlockhash)}`)
     }
@@ -181,8 +188,10 @@ export class TxNormalizer implements WalkInput {
   ): { writable: string[]; readonly: string[] } {
     const writable: string[] = la != null && Array.isArray(la.writable) ? la.writable : []
     const readonly: string[] = la != null && Array.isArray(la.readonly) ? la.readonly : []
-    checkAddresses(writable, 'meta.loadedAddresses.writable')
-    checkAddresses(readonly, 'meta.loadedAddresses.readonly')
+    if (!this.keysRendered) {
+      checkAddresses(writable, 'meta.loadedAddresses.writable')
+      checkAddresses(readonly, 'meta.loadedAddresses.readonly')
+    }
     this.accounts =
       version === 'legacy' || (writable.length === 0 && readonly.length === 0)
         ? accountKeys
@@ -423,8 +432,10 @@ export class TxNormalizer implements WalkInput {
     const accounts = new Array<string>(n)
     for (let k = 0; k < n; k++) accounts[k] = this.account(src[k])
     const data = typeof ins.data === 'string' ? ins.data : ''
-    let p: Discriminators | undefined
-    if (data.length <= CACHE_MIN_LENGTH) p = discriminators(data)
+    let p = (ins as DecodedInstruction).discriminators
+    if (p !== undefined) {
+      // given by the decoder, from the data's bytes (src/ingest/solana-storage)
+    } else if (data.length <= CACHE_MIN_LENGTH) p = discriminators(data)
     else {
       p = this.prefixes.get(data)
       if (p === undefined) {
@@ -449,32 +460,4 @@ export class TxNormalizer implements WalkInput {
       hasDroppedLogMessages: false,
     }
   }
-}
-
-const BAD_DATA = new Error('instruction data is not base58')
-
-/** Shorter data decodes about as fast as it is looked up: not cached. */
-const CACHE_MIN_LENGTH = 32
-
-/** d1..d8 and dataPrefix of base58 data; throws BAD_DATA when it is not base58. */
-function discriminators(data: string): Discriminators {
-  const len = decodeData(data)
-  if (len < 0) throw BAD_DATA // the caller names the instruction (checkData)
-  const dataPrefix = prefixHex(len)
-  return {
-    d1: len >= 1 ? D1[prefixByte(0)] : null,
-    d2: len >= 2 ? d2Of((prefixByte(0) << 8) | prefixByte(1)) : null,
-    d4: len >= 4 ? dataPrefix.slice(0, 10) : null,
-    d8: len >= 8 ? dataPrefix.slice(0, 18) : null,
-    dataPrefix,
-  }
-}
-
-/** d1 values: `0x` + one byte */
-const D1: readonly string[] = Array.from({ length: 256 }, (_, b) => '0x' + b.toString(16).padStart(2, '0'))
-/** d2 values met so far, by the two bytes (at most 65,536 short strings) */
-const D2: (string | undefined)[] = new Array<string | undefined>(65536)
-
-function d2Of(v: number): string {
-  return (D2[v] ??= '0x' + v.toString(16).padStart(4, '0'))
 }

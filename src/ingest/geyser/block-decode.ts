@@ -54,9 +54,10 @@ export function decodeStreamedBlock(
   if (marks) marks.parsed = wallNow()
   const n = m.count
   const votes = new Uint8Array(n)
-  const read = rangeReader(message, m.ranges)
+  const read = rangeReader(message, m.ranges, true)
   const source: TransactionSource = {
     count: n,
+    keysRendered: true,
     at(i: number): RpcTransaction {
       let tx: RpcTransaction
       try {

@@ -166,10 +166,16 @@ function transactionInfoRange(r: ProtoReader, out: Int32Array, at: number): void
 
 /**
  * Reads the transactions of a block's message by their `blockRanges` as the node's `getBlock`
- * answer has them (one decoder over the message: its cache of base58 text serves the whole block)
+ * answer has them (one decoder over the message: its cache of base58 text serves the whole block);
+ * `withDiscriminators`: the instructions with their `discriminators` too (`FieldReader`)
  */
-export function rangeReader(message: Uint8Array, ranges: Int32Array): (i: number) => RpcTransaction {
+export function rangeReader(
+  message: Uint8Array,
+  ranges: Int32Array,
+  withDiscriminators = false,
+): (i: number) => RpcTransaction {
   const d = new StorageDecoder(message)
+  d.withDiscriminators = withDiscriminators
   return (i) => {
     const at = 4 * i
     let read: ReturnType<StorageDecoder['transaction']>

@@ -5,6 +5,7 @@
  * (decode-meta.ts) their `stack_height`.
  */
 import type { RpcInstruction, RpcMessage, RpcTransaction, RpcTransactionConfig } from '../../rpc/types.ts'
+import { discriminatorsOfBytes, type DecodedInstruction, type Discriminators } from '../../normalize/data.ts'
 import type { FieldReader } from './field-reader.ts'
 import { F } from './fields.ts'
 
@@ -147,12 +148,19 @@ export function readInnerInstruction(d: FieldReader): RpcInstruction {
   return readInstruction(d, true)
 }
 
-/** `CompiledInstruction` (top level: stackHeight null) or `InnerInstruction` (stack_height when present) */
+/** the data of the instruction being read (`FieldReader.dataField`) */
+const DATA: { data: string; discriminators: Discriminators | undefined } = { data: '', discriminators: undefined }
+
+/**
+ * `CompiledInstruction` (top level: stackHeight null) or `InnerInstruction` (stack_height when
+ * present); with `d.withDiscriminators`, its `discriminators` as well (`DecodedInstruction`)
+ */
 function readInstruction(d: FieldReader, inner: boolean): RpcInstruction {
   const r = d.r
   let programIdIndex = 0
   let accounts: number[] = []
-  let data = ''
+  DATA.data = ''
+  DATA.discriminators = undefined
   let stackHeight: number | null = null
   while (r.pos < r.end) {
     const t = r.tag()
@@ -164,7 +172,7 @@ function readInstruction(d: FieldReader, inner: boolean): RpcInstruction {
         accounts = d.u8List(t, 'accounts')
         break
       case F.instruction.data:
-        data = d.base58Field(t, 'data')
+        d.dataField(t, DATA)
         break
       case F.instruction.stackHeight:
         if (!inner) r.skip(t & 7)
@@ -174,8 +182,14 @@ function readInstruction(d: FieldReader, inner: boolean): RpcInstruction {
         r.skip(t & 7)
     }
   }
-  return { programIdIndex, accounts, data, stackHeight }
+  const data = DATA.data
+  if (!d.withDiscriminators) return { programIdIndex, accounts, data, stackHeight }
+  const discriminators = DATA.discriminators ?? NO_DATA
+  return { programIdIndex, accounts, data, stackHeight, discriminators } as DecodedInstruction
 }
+
+/** the discriminators of empty data (an instruction without its data field) */
+const NO_DATA = discriminatorsOfBytes(new Uint8Array(0), 0, 0)
 
 function readLookup(d: FieldReader): NonNullable<RpcMessage['addressTableLookups']>[number] {
   const r = d.r

@@ -5,11 +5,18 @@
  * through the thread's text cache (text-cache.ts).
  */
 import { base58Encode } from '../../util/base58.ts'
+import { discriminatorsOfBytes, type Discriminators } from '../../normalize/data.ts'
 import { BASE58_TEXTS } from './text-cache.ts'
 import { LEN, ProtoError, ProtoReader, VARINT, type U64Value } from './wire.ts'
 
 export class FieldReader {
   readonly r: ProtoReader
+  /**
+   * instructions come with their `discriminators` (src/normalize/data.ts `DecodedInstruction`), for
+   * a normalizer that then does not decode their data's base58 again; off, they have exactly the
+   * members of the node's `getBlock` JSON
+   */
+  withDiscriminators = false
 
   constructor(bytes: Uint8Array, start = 0, end = bytes.length) {
     this.r = new ProtoReader(bytes, start, end)
@@ -67,6 +74,31 @@ export class FieldReader {
     // keys and much instruction data repeat; signatures (64 bytes) never do
     if (e - a === 64 || e - a < 2) return base58Encode(r.buf, a, e)
     return BASE58_TEXTS.of(r.buf, a, e)
+  }
+
+  /**
+   * Instruction data (base58) and, when `withDiscriminators` is set, its d1..d8 and dataPrefix from
+   * its bytes (src/normalize/data.ts), kept with its text in the thread's cache: into `out`.
+   */
+  dataField(tag: number, out: { data: string; discriminators: Discriminators | undefined }): void {
+    this.r.expect(tag, LEN, 'data')
+    const r = this.r
+    const e = r.lenEnd()
+    const a = r.pos
+    r.pos = e
+    if (e - a < 2) {
+      out.data = base58Encode(r.buf, a, e)
+      if (this.withDiscriminators) out.discriminators = discriminatorsOfBytes(r.buf, a, e)
+      return
+    }
+    out.data = BASE58_TEXTS.of(r.buf, a, e)
+    if (!this.withDiscriminators) return
+    let p = BASE58_TEXTS.lastExtra() as Discriminators | undefined
+    if (p === undefined) {
+      p = discriminatorsOfBytes(r.buf, a, e)
+      BASE58_TEXTS.setLastExtra(p)
+    }
+    out.discriminators = p
   }
 
   /** a 32-byte key field (account keys, loaded addresses, return data program) as base58 */

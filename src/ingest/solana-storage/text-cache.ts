@@ -46,6 +46,10 @@ export class TextCache {
    */
   private slots = new Int32Array(2 * 1024)
   private text: string[] = new Array<string>(1024)
+  /** a value kept with a text by its user (`lastExtra`), by slot */
+  private extra: unknown[] = new Array<unknown>(1024)
+  /** the slot of the text the last `of` gave (-1: a value not kept) */
+  private last = -1
   private count = 0
   private keys = new Uint8Array(1 << 16)
   private used = 0
@@ -53,7 +57,10 @@ export class TextCache {
   /** the base58 text of buf[a, e), from the table when the same bytes were seen before */
   of(buf: Uint8Array, a: number, e: number): string {
     const len = e - a
-    if (len > MAX_LENGTH) return base58Encode(buf, a, e)
+    if (len > MAX_LENGTH) {
+      this.last = -1
+      return base58Encode(buf, a, e)
+    }
     const h = hash(buf, a, e)
     const meta = (h & ~LEN_BITS) | len
     const slots = this.slots
@@ -67,7 +74,10 @@ export class TextCache {
       const b = k - 1
       let p = 0
       while (p < len && keys[b + p] === buf[a + p]) p++
-      if (p === len) return this.text[i]
+      if (p === len) {
+        this.last = i
+        return this.text[i]
+      }
     }
     const s = base58Encode(buf, a, e)
     this.put(i, buf, a, e, s, meta)
@@ -91,24 +101,42 @@ export class TextCache {
     this.slots[2 * i] = this.used + 1
     this.slots[2 * i + 1] = meta
     this.text[i] = s
+    this.extra[i] = undefined
+    this.last = i
     this.used += len
     if (++this.count * 2 > this.slots.length >>> 1) this.grow()
+  }
+
+  /** the value kept with the text the last `of` gave (`setLastExtra`), undefined when none */
+  lastExtra(): unknown {
+    return this.last < 0 ? undefined : this.extra[this.last]
+  }
+
+  /** keeps `v` with the text the last `of` gave, for as long as the table keeps that text */
+  setLastExtra(v: unknown): void {
+    if (this.last >= 0) this.extra[this.last] = v
   }
 
   /** twice the slots, every entry placed again */
   private grow(): void {
     const slots = this.slots
     const texts = this.text
+    const extras = this.extra
     const n = slots.length >>> 1
     this.slots = new Int32Array(4 * n)
     this.text = new Array<string>(2 * n)
+    this.extra = new Array<unknown>(2 * n)
+    let last = -1
     for (let j = 0; j < n; j++) {
       if (slots[2 * j] === 0) continue
       const i = this.freeSlot(slots[2 * j + 1])
       this.slots[2 * i] = slots[2 * j]
       this.slots[2 * i + 1] = slots[2 * j + 1]
       this.text[i] = texts[j]
+      this.extra[i] = extras[j]
+      if (j === this.last) last = i
     }
+    this.last = last
   }
 
   /**
@@ -126,6 +154,8 @@ export class TextCache {
   private clear(): void {
     this.slots.fill(0)
     this.text.fill(undefined as unknown as string)
+    this.extra.fill(undefined)
+    this.last = -1
     this.count = 0
     this.used = 0
   }
