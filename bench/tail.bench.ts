@@ -66,7 +66,13 @@ const COLDS = (process.env.TAIL_COLD ?? 'memory').split(',')
 const COLD_NICE = process.env.TAIL_COLD_NICE === undefined ? undefined : Number(process.env.TAIL_COLD_NICE)
 /** slots the node's finalized head lags its confirmed head (32: blocks finalize from the 33rd block of a row on) */
 const FINALITY_LAG = Number(process.env.TAIL_FINALITY_LAG ?? 32)
-const POLL_MS = 20
+/**
+ * `TAIL_POLL_MS` (default 20): the RPC rows' poll interval; a list (`20,250`: 250 ms is `serve`'s
+ * default) makes RPC rows of each, back to back, before the Geyser row (which polls nothing in its
+ * steady state; its gap fills use the first)
+ */
+const POLLS = (process.env.TAIL_POLL_MS ?? '20').split(',').map(Number)
+const POLL_MS = POLLS[0]
 /**
  * `TAIL_GEYSER`: a row following the node's Geyser stream (the fake node's child serves a fake
  * Geyser server too; createGeyserDataset, the RPC node only filling gaps) after the RPC rows of a
@@ -117,6 +123,8 @@ function message<T>(child: ChildProcess, t: string): Promise<T> {
 interface Row {
   path: string
   geyser: boolean
+  /** the RPC node's poll interval, ms */
+  pollMs: number
   /** the node's JSON-RPC requests (all, getBlock) per hour of the measured blocks */
   rpcPerHour: number
   getBlockPerHour: number
@@ -161,6 +169,7 @@ async function measure(
   clients: number,
   coldKind: string,
   geyser = false,
+  pollMs = POLL_MS,
 ): Promise<Row> {
   const dir = mkdtempSync(join(tmpdir(), 'solportal-bench-tail-'))
   const node = fork(
@@ -186,7 +195,7 @@ async function measure(
     cold,
     ...(coldKind === 'disk' ? FINALIZE_BATCHES : {}),
     startSlot: ready.firstSlot,
-    pollIntervalMs: POLL_MS,
+    pollIntervalMs: pollMs,
     normalizeThreads: threads,
     noSync: true,
     logger: silentLogger,
@@ -293,13 +302,15 @@ async function measure(
     threads,
     cold: coldKind,
     geyser,
+    pollMs,
     rpcPerHour: (rpc1.requests - rpc0.requests) * perHour,
     getBlockPerHour: (rpc1.getBlock - rpc0.getBlock) * perHour,
     path:
       (geyser
         ? GEYSER_PATH
         : (threads > 0 ? `worker threads (${threads})` : 'main thread') +
-          (threads === defaultDecodeThreads() ? ' (default)' : '')) +
+          (threads === defaultDecodeThreads() ? ' (default)' : '') +
+          (POLLS.length > 1 ? `, poll ${pollMs} ms` : '')) +
       (coldKind === 'memory'
         ? ''
         : `, cold store: ${coldKind === 'disk' ? 'disk, writer process' : 'disk, main thread'}`),
@@ -413,7 +424,8 @@ export async function run(): Promise<string> {
   // the paths back to back for each client count
   for (const coldKind of COLDS)
     for (const clients of CLIENTS) {
-      for (const threads of THREADS) rows.push(await measure(archive, threads, clients, coldKind))
+      for (const threads of THREADS)
+        for (const poll of POLLS) rows.push(await measure(archive, threads, clients, coldKind, false, poll))
       // after the RPC rows (bench/compare reads the first row of the most clients)
       if (GEYSER === 'all' || (GEYSER !== '0' && clients === Math.max(...CLIENTS)))
         rows.push(await measure(archive, defaultDecodeThreads(), clients, coldKind, true))
@@ -428,7 +440,7 @@ export async function run(): Promise<string> {
   return [
     `## Live tail, mainnet-sized blocks (fake node → RPC → parse + normalize → hot store → server → clients)`,
     '',
-    `Blocks of ~${TXS} transactions (${gen.txs} in the ${gen.blocks} generated templates, ${Math.round((gen.bytes / gen.blocks / 1e6) * 10) / 10} MB of JSON each), one every ${INTERVAL_MS} ms, ${BLOCKS} per row after ${WARMUP} start-up blocks (their figures apart, below); ingest poll ${POLL_MS} ms, 4 getBlock requests in flight; the node finalizes ${FINALITY_LAG} slots behind its head. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} at start, ${load1.map((x) => x.toFixed(1)).join(' ')} at end.`,
+    `Blocks of ~${TXS} transactions (${gen.txs} in the ${gen.blocks} generated templates, ${Math.round((gen.bytes / gen.blocks / 1e6) * 10) / 10} MB of JSON each), one every ${INTERVAL_MS} ms, ${BLOCKS} per row after ${WARMUP} start-up blocks (their figures apart, below); ingest poll ${POLLS.join(' / ')} ms, 4 getBlock requests in flight; the node finalizes ${FINALITY_LAG} slots behind its head. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} at start, ${load1.map((x) => x.toFixed(1)).join(' ')} at end.`,
     '',
     '| parse + normalize | clients | lines received / expected | node assembling p50 ms | block → answer p50 ms | answer → store p50 ms | answer → store p99 ms | block → store p50 ms | block → store p99 ms | client p50 ms | client p99 ms | main thread busy | CPU ms per block | main GC ms per block (full) | responses | RPC calls per hour (getBlock) |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
@@ -483,20 +495,25 @@ export async function run(): Promise<string> {
     ...CLIENTS.map((c) => {
       const main = rows.find((r) => r.clients === c && r.threads === 0 && r.cold === COLDS[0] && !r.geyser)
       const workers = rows.find((r) => r.clients === c && r.threads > 0 && r.cold === COLDS[0] && !r.geyser)
+      const polled = rows.filter((r) => r.clients === c && r.threads > 0 && r.cold === COLDS[0] && !r.geyser)
       const geyser = rows.find((r) => r.clients === c && r.cold === COLDS[0] && r.geyser)
-      /** how much sooner the Geyser row (ys) is than the RPC row (xs) at percentile p */
-      const saved = (xs: number[], ys: number[], p: number) => {
-        const d = pct(xs, p) - pct(ys, p)
-        return d >= 0 ? `${f(d)} ms sooner` : `${f(-d)} ms later`
-      }
       return [
         main && workers
           ? `Client p99 with ${c} client(s), main thread ÷ worker threads: ${ratio(main, workers)}×.`
           : '',
-        workers && geyser
-          ? `Geyser against RPC (${workers.path}) with ${c} client(s): block → store p50 ${f(pct(geyser.blockToStore, 50))} against ${f(pct(workers.blockToStore, 50))} ms, ${saved(workers.blockToStore, geyser.blockToStore, 50)}; client p50 ${f(pct(geyser.blockToClient, 50))} against ${f(pct(workers.blockToClient, 50))} ms, ${saved(workers.blockToClient, geyser.blockToClient, 50)}; client p99 ${f(pct(geyser.blockToClient, 99))} against ${f(pct(workers.blockToClient, 99))} ms, ${saved(workers.blockToClient, geyser.blockToClient, 99)}; RPC calls per hour ${f(geyser.rpcPerHour)} against ${f(workers.rpcPerHour)}.`
-          : '',
+        ...(geyser ? polled : []).map((workers) => geyserAgainst(workers, geyser!, c)),
       ].filter((l) => l !== '')
     }).flatMap((l) => [...l, '']),
   ].join('\n')
+}
+
+/** the Geyser row's latencies against an RPC row's (`workers`) with `c` clients, as a sentence */
+function geyserAgainst(workers: Row, geyser: Row, c: number): string {
+  const f = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-')
+  /** how much sooner the Geyser row (ys) is than the RPC row (xs) at percentile p */
+  const saved = (xs: number[], ys: number[], p: number) => {
+    const d = pct(xs, p) - pct(ys, p)
+    return d >= 0 ? `${f(d)} ms sooner` : `${f(-d)} ms later`
+  }
+  return `Geyser against RPC (${workers.path}) with ${c} client(s): block → store p50 ${f(pct(geyser.blockToStore, 50))} against ${f(pct(workers.blockToStore, 50))} ms, ${saved(workers.blockToStore, geyser.blockToStore, 50)}; client p50 ${f(pct(geyser.blockToClient, 50))} against ${f(pct(workers.blockToClient, 50))} ms, ${saved(workers.blockToClient, geyser.blockToClient, 50)}; client p99 ${f(pct(geyser.blockToClient, 99))} against ${f(pct(workers.blockToClient, 99))} ms, ${saved(workers.blockToClient, geyser.blockToClient, 99)}; RPC calls per hour ${f(geyser.rpcPerHour)} against ${f(workers.rpcPerHour)}.`
 }
