@@ -50,7 +50,8 @@ export interface TransactionSource {
   /**
    * set when every transaction's signatures, account keys and loaded addresses are base58 text of
    * 64 and 32 bytes by construction (rendered from bytes of those sizes, src/ingest/solana-storage):
-   * they are not checked again (the JSON path checks them)
+   * they are not checked again (the JSON path checks them), and instructions that carry their
+   * `discriminators` (src/normalize/data.ts `DecodedInstruction`) are taken with them
    */
   keysRendered?: boolean
 }

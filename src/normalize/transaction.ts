@@ -432,9 +432,11 @@ export class TxNormalizer implements WalkInput {
     const accounts = new Array<string>(n)
     for (let k = 0; k < n; k++) accounts[k] = this.account(src[k])
     const data = typeof ins.data === 'string' ? ins.data : ''
-    let p = (ins as DecodedInstruction).discriminators
+    // given by a decoder that read the data's bytes (src/ingest/solana-storage); not looked for
+    // on the JSON path's objects (a missing member's load is not free on their many shapes)
+    let p = this.keysRendered ? (ins as DecodedInstruction).discriminators : undefined
     if (p !== undefined) {
-      // given by the decoder, from the data's bytes (src/ingest/solana-storage)
+      // as given
     } else if (data.length <= CACHE_MIN_LENGTH) p = discriminators(data)
     else {
       p = this.prefixes.get(data)
