@@ -52,7 +52,11 @@ export class TextCache {
   private last = -1
   private count = 0
   private keys = new Uint8Array(1 << 16)
+  private keysView = new DataView(this.keys.buffer)
   private used = 0
+  /** the buffer the last lookup read, and a view of it (`same`) */
+  private lastBuf: Uint8Array | null = null
+  private lastView: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0))
 
   /** the base58 text of buf[a, e), from the table when the same bytes were seen before */
   of(buf: Uint8Array, a: number, e: number): string {
@@ -71,10 +75,7 @@ export class TextCache {
       const k = slots[2 * i]
       if (k === 0) break
       if (slots[2 * i + 1] !== meta) continue
-      const b = k - 1
-      let p = 0
-      while (p < len && keys[b + p] === buf[a + p]) p++
-      if (p === len) {
+      if (this.same(buf, a, len, k - 1)) {
         this.last = i
         return this.text[i]
       }
@@ -82,6 +83,21 @@ export class TextCache {
     const s = base58Encode(buf, a, e)
     this.put(i, buf, a, e, s, meta)
     return s
+  }
+
+  /** buf[a, a + len) equals the key at `b` in `keys`: 4 bytes at a time (as words), then the rest */
+  private same(buf: Uint8Array, a: number, len: number, b: number): boolean {
+    if (buf !== this.lastBuf) {
+      this.lastBuf = buf
+      this.lastView = new DataView(buf.buffer, buf.byteOffset, buf.byteLength)
+    }
+    const v = this.lastView
+    const kv = this.keysView
+    let p = 0
+    for (; p + 4 <= len; p += 4) if (v.getInt32(a + p) !== kv.getInt32(b + p)) return false
+    const keys = this.keys
+    for (; p < len; p++) if (keys[b + p] !== buf[a + p]) return false
+    return true
   }
 
   /** remembers `s` for buf[a, e) (its `meta`: see `slots`) in the free slot `i` */
@@ -94,6 +110,7 @@ export class TextCache {
       const keys = new Uint8Array(Math.min(MAX_BYTES, this.keys.length * 2))
       keys.set(this.keys.subarray(0, this.used))
       this.keys = keys
+      this.keysView = new DataView(keys.buffer)
     }
     // a loop, not set(subarray): a view of a Buffer costs more than copying a key's bytes
     const keys = this.keys
