@@ -47,10 +47,10 @@ export function bundleLine(b: BundledBlock): ArchiveLine {
 
 /**
  * A transaction of a bundle, its metadata decoded when `meta` is first read. A class, with the
- * getter on its prototype: an object literal with its own getter costs a closure per transaction,
- * which V8 keeps from old space (in the literal's property descriptors), so every transaction's
- * decoded objects survived young collections and were promoted (the CAR import's garbage
- * collection then cost more than the rest of its decoding).
+ * getter on its prototype: an object literal with a getter of its own is a dictionary-mode object
+ * whose getter closure V8 holds in an accessor pair allocated in old space, so each transaction's
+ * decoded objects (reached through the closure) outlived young collections and were promoted
+ * until a full one: garbage collection then cost the CAR import about as much as decoding.
  */
 class BundleTransaction implements RpcTransaction {
   private decoded: RpcTransactionMeta | null | undefined = undefined
