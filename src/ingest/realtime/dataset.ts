@@ -35,6 +35,7 @@ export interface RealtimeDatasetOptions {
   finalizeIntervalMs?: number
   finalizeMinBlocks?: number
   finalizeMaxDelayMs?: number
+  finalizeBacklogMaxBytes?: number
   orphanStrikes?: number
   tipCheckIntervalMs?: number
   retryDelayMs?: number
@@ -158,6 +159,7 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
     finalizeIntervalMs: opts.finalizeIntervalMs,
     finalizeMinBlocks: opts.finalizeMinBlocks,
     finalizeMaxDelayMs: opts.finalizeMaxDelayMs,
+    finalizeBacklogMaxBytes: opts.finalizeBacklogMaxBytes,
     orphanStrikes: opts.orphanStrikes,
     tipCheckIntervalMs: opts.tipCheckIntervalMs,
     retryDelayMs: opts.retryDelayMs,
