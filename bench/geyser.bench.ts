@@ -13,10 +13,11 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
+import { FakeSolanaNode } from '../src/ingest/fake-node/node.ts'
 import { createGeyserDataset } from '../src/ingest/geyser/dataset.ts'
 import { FakeGeyserServer } from '../src/ingest/geyser/fake-server.ts'
-import { createRealtimeDataset, silentLogger, type RealtimeDataset, type StoredBlock } from '../src/ingest/realtime.ts'
+import { createRealtimeDataset, type RealtimeDataset } from '../src/ingest/realtime/dataset.ts'
+import { silentLogger, type StoredBlock } from '../src/ingest/realtime/types.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
 
 const BLOCKS = Number(process.env.GEYSER_BENCH_BLOCKS ?? 15)

@@ -8,9 +8,12 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { DEFAULT_TEMPLATE, FakeSolanaNode, type FakeNodeOptions } from '../src/ingest/fake-node.ts'
+import { DEFAULT_TEMPLATE } from '../src/ingest/fake-node/templates.ts'
+import { FakeSolanaNode } from '../src/ingest/fake-node/node.ts'
+import { type FakeNodeOptions } from '../src/ingest/fake-node/types.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
-import { createRealtimeDataset, silentLogger } from '../src/ingest/realtime.ts'
+import { createRealtimeDataset } from '../src/ingest/realtime/dataset.ts'
+import { silentLogger } from '../src/ingest/realtime/types.ts'
 
 const SAMPLE = join(import.meta.dirname, '..', 'data', 'sample', 'litesvm.jsonl.gz')
 

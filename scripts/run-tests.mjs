@@ -28,7 +28,32 @@ if (only.length === 0) {
     }
   }
 }
-const files = only.length ? only : find('test')
+// The longest files start first (each ~25-210 s on an idle 2-core box, the rest mostly a few
+// seconds): started last in name order, one of them would run alone at the end with a core idle.
+const LONGEST_FIRST = [
+  'test/realtime-soak-cold.test.ts',
+  'test/server-resilience.test.ts',
+  'test/cold-crash.test.ts',
+  'test/server-memory-limit.test.ts',
+  'test/realtime-crash.test.ts',
+  'test/cli-misuse.test.ts',
+  'test/serve-archive.test.ts',
+  'test/query-page.test.ts',
+  'test/observability.test.ts',
+  'test/cold-import.test.ts',
+  'test/store-disk-full.test.ts',
+  'test/realtime-disk-full.test.ts',
+]
+const rank = (f) => {
+  const i = LONGEST_FIRST.indexOf(f.split('\\').join('/'))
+  return i === -1 ? LONGEST_FIRST.length : i
+}
+const files = only.length ? only : find('test').sort((a, b) => rank(a) - rank(b))
+const gone = only.length ? [] : LONGEST_FIRST.filter((f) => !files.some((g) => g.split('\\').join('/') === f))
+if (gone.length) {
+  console.error(`scripts/run-tests.mjs: LONGEST_FIRST names files that do not exist: ${gone.join(', ')}`)
+  process.exit(1)
+}
 const r = spawnSync(
   process.execPath,
   ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', ...files],

@@ -12,7 +12,8 @@ import { dirname, join } from 'node:path'
 import { after, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js'
-import { FakeSolanaNode, type FakeBlockInfo } from '../src/ingest/fake-node.ts'
+import { FakeSolanaNode } from '../src/ingest/fake-node/node.ts'
+import { type FakeBlockInfo } from '../src/ingest/fake-node/types.ts'
 import { blockToRpc, blockUpdateOf } from '../src/ingest/geyser/block.ts'
 import { GEYSER_SERVICE, GeyserFeed } from '../src/ingest/geyser/client.ts'
 import { createGeyserDataset, type GeyserDataset } from '../src/ingest/geyser/dataset.ts'
@@ -26,8 +27,9 @@ import {
   type SubscribeUpdate,
   type TransactionInfo,
 } from '../src/ingest/geyser/messages.ts'
-import type { RpcSource } from '../src/ingest/rpc.ts'
-import { createRealtimeDataset, type RealtimeDataset, type RealtimeLogger } from '../src/ingest/realtime.ts'
+import { type RpcSource } from '../src/ingest/rpc/source.ts'
+import { createRealtimeDataset, type RealtimeDataset } from '../src/ingest/realtime/dataset.ts'
+import { type RealtimeLogger } from '../src/ingest/realtime/types.ts'
 import {
   decodeConfirmedBlock,
   ProtoReader,

@@ -16,7 +16,7 @@ import { sampleLines } from '../src/ingest/sample.ts'
 import { DatasetRegistry } from '../src/server/datasets.ts'
 import { PortalServer } from '../src/server/http.ts'
 import { loadStaticStore } from '../src/server/load.ts'
-import { createDemoDataset } from '../src/ingest/realtime.ts'
+import { createDemoDataset } from '../src/ingest/realtime/demo.ts'
 import { postJson } from './support/http/client.ts'
 import { CHROMIUM, ensureChromium } from '../scripts/chromium.ts'
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { RpcClient } from '../src/ingest/rpc.ts'
+import { RpcClient } from '../src/ingest/rpc/client.ts'
 
 test('fake-node CLI serves a growing chain', async () => {
   const root = join(import.meta.dirname, '..')

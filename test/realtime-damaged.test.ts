@@ -13,8 +13,9 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
-import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
-import { ResponseTooLargeError, RpcClient } from '../src/ingest/rpc.ts'
+import { FakeSolanaNode } from '../src/ingest/fake-node/node.ts'
+import { ResponseTooLargeError } from '../src/ingest/rpc/errors.ts'
+import { RpcClient } from '../src/ingest/rpc/client.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
@@ -22,8 +23,8 @@ import {
   createRealtimeDataset,
   type RealtimeDataset,
   type RealtimeDatasetOptions,
-  type RealtimeLogger,
-} from '../src/ingest/realtime.ts'
+} from '../src/ingest/realtime/dataset.ts'
+import { type RealtimeLogger } from '../src/ingest/realtime/types.ts'
 
 const dirs: string[] = []
 after(() => {

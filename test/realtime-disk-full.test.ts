@@ -19,7 +19,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
-import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
+import { FakeSolanaNode } from '../src/ingest/fake-node/node.ts'
 import { postJson, request } from './support/http/client.ts'
 import { mountTmpfs, resizeTmpfs, unmountTmpfs } from './support/tmpfs.ts'
 

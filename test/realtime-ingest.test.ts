@@ -7,8 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
-import { FakeSolanaNode, type FakeBlockInfo } from '../src/ingest/fake-node.ts'
-import { RpcClient } from '../src/ingest/rpc.ts'
+import { FakeSolanaNode } from '../src/ingest/fake-node/node.ts'
+import { type FakeBlockInfo } from '../src/ingest/fake-node/types.ts'
+import { RpcClient } from '../src/ingest/rpc/client.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import type { HeadInfo } from '../src/store/chunk.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
@@ -16,8 +17,8 @@ import {
   createRealtimeDataset,
   type RealtimeDataset,
   type RealtimeDatasetOptions,
-  type RealtimeLogger,
-} from '../src/ingest/realtime.ts'
+} from '../src/ingest/realtime/dataset.ts'
+import { type RealtimeLogger } from '../src/ingest/realtime/types.ts'
 
 const dirs: string[] = []
 function tempDir(): string {
@@ -320,7 +321,7 @@ describe('RealtimeIngester options', () => {
 describe('createDemoDataset', () => {
   test('serves the live fake chain with real sample blocks', async () => {
     const lines: string[] = []
-    const { createDemoDataset } = await import('../src/ingest/realtime.ts')
+    const { createDemoDataset } = await import('../src/ingest/realtime/demo.ts')
     const demo = await createDemoDataset({
       node: { intervalMs: 50, initialBlocks: 40, finalityLag: 8 },
       logger: logger(lines),

@@ -8,7 +8,7 @@
  * the RSS of this process and of the writer process is sampled every 200 blocks and may not grow
  * by more than a bound after the first 500.
  *
- * The blocks: 20 distinct blocks of the fake node (src/ingest/fake-node.ts, 300 transactions,
+ * The blocks: 20 distinct blocks of the fake node (src/ingest/fake-node/, 300 transactions,
  * seed 7, fetched and decoded as the follower does with `--include-votes`), renumbered into a chain of 2,000 (fetching
  * and decoding 2,000 blocks would take the test's whole time; the store's work is the same).
  */

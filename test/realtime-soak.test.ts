@@ -8,9 +8,10 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
-import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
+import { FakeSolanaNode } from '../src/ingest/fake-node/node.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
-import { createRealtimeDataset, silentLogger, type RealtimeDataset } from '../src/ingest/realtime.ts'
+import { createRealtimeDataset, type RealtimeDataset } from '../src/ingest/realtime/dataset.ts'
+import { silentLogger } from '../src/ingest/realtime/types.ts'
 import { mulberry32 } from '../src/util/prng.ts'
 
 const dirs: string[] = []

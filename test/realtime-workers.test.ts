@@ -17,15 +17,16 @@ import { pathToFileURL } from 'node:url'
 import { after, test } from 'node:test'
 import { decodeBlockAnswer, normalizeIntact } from '../src/ingest/block-decode.ts'
 import { BlockWorkerPool } from '../src/ingest/block-workers.ts'
-import { FakeSolanaNode } from '../src/ingest/fake-node.ts'
+import { FakeSolanaNode } from '../src/ingest/fake-node/node.ts'
 import {
   createRealtimeDataset,
-  silentLogger,
   type RealtimeDataset,
   type RealtimeDatasetOptions,
-  type StoredBlock,
-} from '../src/ingest/realtime.ts'
-import { checkBlockShape, fullBlockParams, RpcClient, SHARED_BODY_MIN_BYTES } from '../src/ingest/rpc.ts'
+} from '../src/ingest/realtime/dataset.ts'
+import { silentLogger, type StoredBlock } from '../src/ingest/realtime/types.ts'
+import { checkBlockShape } from '../src/ingest/rpc/shape.ts'
+import { fullBlockParams, RpcClient } from '../src/ingest/rpc/client.ts'
+import { SHARED_BODY_MIN_BYTES } from '../src/ingest/rpc/http.ts'
 import type { Block } from '../src/model.ts'
 import { normalizeBlock } from '../src/normalize/normalize.ts'
 import { parseJsonExact } from '../src/rpc/json.ts'
@@ -192,7 +193,8 @@ test('a large answer is read into shared memory, which both decoding threads rea
 test('following a node sets when V8 starts marking (process-wide), once; a process that does not follow one keeps the default', async () => {
   const r = await runInline(`
     import { incrementalMarkingTuned } from './src/util/gc-tuning.ts'
-    import { createRealtimeDataset, silentLogger } from './src/ingest/realtime.ts'
+    import { createRealtimeDataset } from './src/ingest/realtime/dataset.ts'
+    import { silentLogger } from './src/ingest/realtime/types.ts'
     import { mkdtempSync, rmSync } from 'node:fs'
     import { tmpdir } from 'node:os'
     import { join } from 'node:path'

@@ -14,13 +14,9 @@ import { runImport } from '../src/ingest/import/index.ts'
 import { BLOCK_MEMBERS, fieldsOf, SELECTOR_NAMES } from '../src/catalogue.ts'
 import { RpcInput, SKIPPED_FILE } from '../src/cli/commands/import-rpc.ts'
 import { serve } from '../src/cli/commands/serve.ts'
-import {
-  DEFAULT_TEMPLATE,
-  FakeSolanaNode,
-  readArchiveLines,
-  SAMPLE_TEMPLATE,
-  type FakeNodeOptions,
-} from '../src/ingest/fake-node.ts'
+import { DEFAULT_TEMPLATE, readArchiveLines, SAMPLE_TEMPLATE } from '../src/ingest/fake-node/templates.ts'
+import { FakeSolanaNode } from '../src/ingest/fake-node/node.ts'
+import { type FakeNodeOptions } from '../src/ingest/fake-node/types.ts'
 import { createLogger } from '../src/log.ts'
 import { openDatasetDir } from '../src/store/dataset-dir.ts'
 import type { BlockStore } from '../src/store/types.ts'

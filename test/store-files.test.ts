@@ -27,6 +27,25 @@ function deadPid(): number {
   return r.pid!
 }
 
+/**
+ * strace's lines, with each call that another thread interrupted (`PID call(args <unfinished ...>`,
+ * later `PID <... call resumed>rest`) joined into one line where it finished
+ */
+function joinedSyscalls(text: string): string[] {
+  const open = new Map<string, string>()
+  const out: string[] = []
+  for (const line of text.split('\n')) {
+    const cut = /^(\d+) (.*) <unfinished \.\.\.>$/.exec(line)
+    const resumed = /^(\d+) <\.\.\. \w+ resumed>(.*)$/.exec(line)
+    if (cut) open.set(cut[1], `${cut[1]} ${cut[2]}`)
+    else if (resumed && open.has(resumed[1])) {
+      out.push(open.get(resumed[1]) + resumed[2])
+      open.delete(resumed[1])
+    } else out.push(line)
+  }
+  return out
+}
+
 test('dataset.json: temp file fsynced, renamed over, directory fsynced', { skip: !hasStrace && 'no strace' }, () => {
   const dir = tempDir()
   const trace = join(tempDir(), 'trace')
@@ -50,7 +69,7 @@ test('dataset.json: temp file fsynced, renamed over, directory fsynced', { skip:
   )
   assert.equal(r.status, 0, r.stderr)
   assert.deepEqual(readDatasetMeta(dir), { format: 'solportal-dataset', version: 1, includeVotes: true })
-  const lines = readFileSync(trace, 'utf8').split('\n')
+  const lines = joinedSyscalls(readFileSync(trace, 'utf8'))
   const target = join(dir, 'dataset.json')
   const renameAt = lines.findIndex((l) => /\brename(at2?)?\(/.test(l) && l.includes(`"${target}"`))
   assert.ok(renameAt > 0, 'dataset.json is renamed into place')

@@ -6,8 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { writeArchive } from '../../src/ingest/generate.ts'
-import { FakeSolanaNode } from '../../src/ingest/fake-node.ts'
-import { fullBlockParams } from '../../src/ingest/rpc.ts'
+import { FakeSolanaNode } from '../../src/ingest/fake-node/node.ts'
+import { fullBlockParams } from '../../src/ingest/rpc/client.ts'
 
 export async function mainnetAnswer(): Promise<{ bytes: Uint8Array; slot: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'tail-answer-'))

@@ -1,5 +1,5 @@
 /**
- * Child process of bench/tail.bench.ts: a fake Solana node (src/ingest/fake-node.ts) over the
+ * Child process of bench/tail.bench.ts: a fake Solana node (src/ingest/fake-node/) over the
  * archive file argv[2] (argv[3] blocks at start, finality lagging argv[4] slots), producing a block only when the parent asks (IPC `produce`) and answering
  * with the slot, the wall-clock time (ms since the epoch, sub-ms) at which it became available and
  * how long producing it took. The node assembles each block's answer text when it produces it
@@ -12,7 +12,7 @@
  * Running the node in its own process keeps the cost of assembling its ~5 MB answers out of the
  * measured process.
  */
-import { FakeSolanaNode } from '../../src/ingest/fake-node.ts'
+import { FakeSolanaNode } from '../../src/ingest/fake-node/node.ts'
 import { FakeGeyserServer } from '../../src/ingest/geyser/fake-server.ts'
 
 const now = () => performance.timeOrigin + performance.now()

@@ -22,7 +22,7 @@ import { guessCut, parseElement, splitTransactions, valueEnd, type SplitBlock } 
 import { elementsBefore, endBeforeCut, locateCut, type Cut } from './block-cut.ts'
 import type { RpcBlock, RpcTransaction } from '../rpc/types.ts'
 import { packBlock, type PackedBlock } from '../store/packed-block.ts'
-import { checkBlockShape, checkTransactionShape } from './rpc.ts'
+import { checkBlockShape, checkTransactionShape } from './rpc/shape.ts'
 import { wallNow } from '../util/wall-clock.ts'
 
 export interface NormalizeOptions {

@@ -4,7 +4,7 @@
  * the normalized block to the hot store and wakes the streams.
  *
  * The body's bytes are transferred to a worker (no copy), or shared with it when the RPC client
- * read them into shared memory (large answers: src/ingest/rpc.ts); the normalized block comes back packed
+ * read them into shared memory (large answers: src/ingest/rpc/); the normalized block comes back packed
  * into one transferred buffer (src/store/packed-block.ts), which the hot store writes as it is and
  * decodes only when a reader needs the records: the main thread's share of a block is a memory
  * copy into LMDB. (Structured-cloning the records instead costs the main thread a deserialization
@@ -34,7 +34,7 @@ import {
   type NormalizeOptions,
 } from './block-decode.ts'
 import type { FromBlockWorker, PairOfParts, ToBlockWorker } from './block-worker.ts'
-import type { BlockDecoder } from './rpc.ts'
+import { type BlockDecoder } from './rpc/source.ts'
 import { wallNow } from '../util/wall-clock.ts'
 import { parseWorkerLimits } from '../util/worker-argv.ts'
 import { WorkerPool, type PoolWorker, type WorkerPoolStats } from '../util/worker-pool.ts'
@@ -127,7 +127,7 @@ export class BlockWorkerPool implements BlockDecoder {
         return Promise.reject(e instanceof Error ? e : new Error(String(e)))
       }
     }
-    // shared memory (large answers, src/ingest/rpc.ts) is read by the threads as it is; else the
+    // shared memory (large answers, src/ingest/rpc/) is read by the threads as it is; else the
     // body's memory is transferred when it is its own, and a pooled small one copied
     const shared = bytes.buffer instanceof SharedArrayBuffer
     const own = shared || (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength)

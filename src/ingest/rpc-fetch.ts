@@ -21,12 +21,11 @@ import {
   RPC_LONG_TERM_STORAGE_SLOT_SKIPPED,
   RPC_SLOT_SKIPPED,
   RPC_UNSUPPORTED_TRANSACTION_VERSION,
-  RpcClient,
   RpcError,
   sleep,
-  type BodyDecoder,
   type Commitment,
-} from './rpc.ts'
+} from './rpc/errors.ts'
+import { RpcClient, type BodyDecoder } from './rpc/client.ts'
 
 /** the newest transaction version this solportal reads (`maxSupportedTransactionVersion`) */
 export const MAX_TRANSACTION_VERSION = 1

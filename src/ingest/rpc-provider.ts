@@ -1,10 +1,11 @@
 /**
- * What RPC providers need of a client (src/ingest/rpc.ts `RpcClient`): a request-rate cap that a
+ * What RPC providers need of a client (src/ingest/rpc/ `RpcClient`): a request-rate cap that a
  * 429's Retry-After pauses for every request, a summary of the node's refusals and failures in one
  * log line a minute instead of a line each, the `--rpc-header` values, and a node URL fit for logs
  * (no credentials, no API key in its path or query).
  */
-import { sleep, type RpcClientOptions } from './rpc.ts'
+import { sleep } from './rpc/errors.ts'
+import { type RpcClientOptions } from './rpc/client.ts'
 
 /**
  * Requests at most `rps` a second, spread evenly (a request waits for its turn); `pauseFor` holds

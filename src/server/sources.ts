@@ -6,7 +6,7 @@
  * ingester are registered with the metrics.
  */
 import type { NodeHeadTracker } from '../ingest/lag.ts'
-import type { RealtimeDataset } from '../ingest/realtime.ts'
+import { type RealtimeDataset } from '../ingest/realtime/dataset.ts'
 import type { ProviderSettings } from '../ingest/rpc-provider.ts'
 import { sampleLines } from '../ingest/sample.ts'
 import { messageLogger, type Logger } from '../log.ts'
@@ -179,8 +179,8 @@ async function openDemo({ opts, cfg, ctx }: Job): Promise<OpenedLive> {
     log.info(`demo: fake Solana node at ${demo.node.url}, fake Geyser server at ${demo.server.url}`)
     return { ds: demo }
   }
-  const rt = await import('../ingest/realtime.ts')
-  const demo = await rt.createDemoDataset(demoOpts)
+  const { createDemoDataset } = await import('../ingest/realtime/demo.ts')
+  const demo = await createDemoDataset(demoOpts)
   log.info(`demo: fake Solana node at ${demo.node.url}`)
   return { ds: demo }
 }
@@ -188,7 +188,7 @@ async function openDemo({ opts, cfg, ctx }: Job): Promise<OpenedLive> {
 /** --rpc (--geyser URL: the Geyser stream, the node filling its gaps) over --data-dir */
 async function openFollower({ opts, cfg, ctx, label }: Job): Promise<OpenedLive> {
   const { log, metrics, onFatal } = ctx
-  const rt = await import('../ingest/realtime.ts')
+  const rt = await import('../ingest/realtime/dataset.ts')
   const ingestLog = messageLogger(log.child({ component: 'ingest' }))
   const { ColdWriterProcess, FINALIZE_BATCHES } = await import('../ingest/cold-writer.ts')
   const { coldDir } = await import('../store/dataset-dir.ts')

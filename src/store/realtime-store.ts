@@ -3,7 +3,7 @@
  * Every call works on one snapshot (cold last block + the hot window, taken together
  * synchronously), so a fork or a finalization during a stream never mixes chains. Heads are
  * answered from memory; `waitFor` is woken by the hot store's `change` events (no polling).
- * It is fed by the live ingester (src/ingest/realtime.ts).
+ * It is fed by the live ingester (src/ingest/realtime/).
  */
 import { EventEmitter } from 'node:events'
 import type { Chunk, HeadInfo } from './chunk.ts'

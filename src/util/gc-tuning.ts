@@ -1,6 +1,6 @@
 /**
  * When V8 starts marking the old generation of this process's heaps (every thread's), for the
- * live follower (src/ingest/realtime.ts).
+ * live follower (src/ingest/realtime/).
  *
  * V8 starts an incremental mark-compact "soon" (from a task) once the old generation's room left
  * below its limit is smaller than the young generation's capacity. A server's main thread has a

@@ -1,13 +1,13 @@
 /**
- * Blocks of the fake node (src/ingest/fake-node.ts) as the follower stores them: produced by a
+ * Blocks of the fake node (src/ingest/fake-node/) as the follower stores them: produced by a
  * real FakeSolanaNode, fetched over loopback JSON-RPC with the follower's own `getBlock`
  * parameters and decoded by its own `decodeBlockAnswer`. Mainnet-sized when `txPerBlock` is a
  * few hundred: the rotating window over the real mainnet template block makes them compressible,
  * as real blocks are (many repeated accounts, programs and log lines).
  */
 import { decodeBlockAnswer } from '../../src/ingest/block-decode.ts'
-import { FakeSolanaNode } from '../../src/ingest/fake-node.ts'
-import { fullBlockParams } from '../../src/ingest/rpc.ts'
+import { FakeSolanaNode } from '../../src/ingest/fake-node/node.ts'
+import { fullBlockParams } from '../../src/ingest/rpc/client.ts'
 import type { Block } from '../../src/model.ts'
 
 async function call(url: string, method: string, params: unknown[]): Promise<Uint8Array> {

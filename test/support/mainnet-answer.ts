@@ -1,10 +1,10 @@
 /**
- * The bundled whole mainnet block (src/ingest/fake-node.ts DEFAULT_TEMPLATE) as a node's getBlock
+ * The bundled whole mainnet block (src/ingest/fake-node/ DEFAULT_TEMPLATE) as a node's getBlock
  * answer: its raw text (u64 values exact), as the bytes of the HTTP body, and the archive line.
  */
 import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
-import { DEFAULT_TEMPLATE } from '../../src/ingest/fake-node.ts'
+import { DEFAULT_TEMPLATE } from '../../src/ingest/fake-node/templates.ts'
 import { parseJsonExact } from '../../src/rpc/json.ts'
 import type { RpcBlock } from '../../src/rpc/types.ts'
 

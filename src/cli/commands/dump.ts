@@ -9,7 +9,7 @@
 import type { Command } from 'commander'
 import { once } from 'node:events'
 import type { Writable } from 'node:stream'
-import { checkBlockShape } from '../../ingest/rpc.ts'
+import { checkBlockShape } from '../../ingest/rpc/shape.ts'
 import { parseJsonExact } from '../../rpc/json.ts'
 import type { RpcBlock } from '../../rpc/types.ts'
 import { errorMessage } from '../../util/errors.ts'

@@ -1,10 +1,12 @@
 /**
  * `solportal fake-node`: a fake Solana JSON-RPC node on loopback serving recorded real blocks
  * re-slotted into a growing chain, with forks, skipped slots, lagging finalization and injected
- * faults (src/ingest/fake-node.ts).
+ * faults (src/ingest/fake-node/).
  */
 import type { Command } from 'commander'
-import { demoTemplates, FakeSolanaNode, type FakeNodeOptions } from '../../ingest/fake-node.ts'
+import { demoTemplates } from '../../ingest/fake-node/templates.ts'
+import { FakeSolanaNode } from '../../ingest/fake-node/node.ts'
+import { type FakeNodeOptions } from '../../ingest/fake-node/types.ts'
 import { existingPath, intOption, listenError, numberOption, portOption } from '../options.ts'
 
 interface FakeNodeCliOptions {

@@ -5,7 +5,7 @@
  * of a fetched block.
  */
 import { BlockFetcher } from '../../ingest/rpc-fetch.ts'
-import { RpcClient } from '../../ingest/rpc.ts'
+import { RpcClient } from '../../ingest/rpc/client.ts'
 import { EventSummary, providerClientOptions, redactUrl } from '../../ingest/rpc-provider.ts'
 import { fmtDuration } from '../../util/duration.ts'
 import { intOption, rpcProviderSettings, UsageError, type RpcProviderFlags } from '../options.ts'

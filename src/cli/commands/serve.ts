@@ -7,7 +7,7 @@
  */
 import type { Command } from 'commander'
 import { defaultDecodeThreads } from '../../ingest/block-workers.ts'
-import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc.ts'
+import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc/client.ts'
 import { createLogger, levelFromEnv, type Logger } from '../../log.ts'
 import { PortalApp } from '../../server/app.ts'
 import { bodyLimitFor, FILTER_VALUE_BYTES } from '../../server/body.ts'

@@ -1,6 +1,6 @@
 /**
  * `FakeSolanaNode`: a fake Solana node for tests and the demo, real JSON-RPC over HTTP on loopback
- * serving recorded real blocks re-slotted into a longer chain (see src/ingest/fake-node.ts for
+ * serving recorded real blocks re-slotted into a longer chain (see src/ingest/fake-node/ for
  * what it does; the chain model is chain.ts, the answers render.ts and methods.ts, the server and
  * its faults http.ts and faults.ts).
  */

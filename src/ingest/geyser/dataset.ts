@@ -1,17 +1,12 @@
 /**
- * The real-time dataset fed by a Geyser stream: `createRealtimeDataset` (src/ingest/realtime.ts)
+ * The real-time dataset fed by a Geyser stream: `createRealtimeDataset` (src/ingest/realtime/)
  * with a `GeyserSource` in front of the node, so that storing, forks, finalization and the
  * served streams are the RPC path's own; `createGeyserDemoDataset`: the same over an in-process
  * fake node and fake Geyser server (`--demo --geyser`).
  */
-import {
-  createRealtimeDataset,
-  startDemoChain,
-  type DemoDatasetOptions,
-  type RealtimeDataset,
-  type RealtimeDatasetOptions,
-} from '../realtime.ts'
-import type { FakeSolanaNode } from '../fake-node.ts'
+import { createRealtimeDataset, type RealtimeDataset, type RealtimeDatasetOptions } from '../realtime/dataset.ts'
+import { startDemoChain, type DemoDatasetOptions } from '../realtime/demo.ts'
+import { type FakeSolanaNode } from '../fake-node/node.ts'
 import { blockToRpc } from './block.ts'
 import { decodeBlockUpdate, type CommitmentLevel } from './messages.ts'
 import { GeyserSource, type GeyserSourceOptions } from './source.ts'

@@ -3,7 +3,7 @@
  * from the node's `getBlock` text at the cost of a node that has its blocks' protobuf at hand.
  *
  * The fake node re-slots template blocks whose copies differ only by their signatures
- * (src/ingest/fake-node.ts). Each transaction's text without its `signatures` list keys the
+ * (src/ingest/fake-node/). Each transaction's text without its `signatures` list keys the
  * protobuf of its message and meta, encoded once (`blockUpdateOf`'s encoding, block.ts): a block
  * then costs a split of its text (src/rpc/split.ts) and the decoding of its signatures, not a parse
  * and an encoding of every transaction (for 1,500 transactions, ~180 ms of the node process's CPU

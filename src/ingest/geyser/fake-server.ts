@@ -1,6 +1,6 @@
 /**
  * A fake Geyser (Yellowstone gRPC) server for tests and the demo: the chain of a `FakeSolanaNode`
- * (src/ingest/fake-node.ts) streamed through real gRPC on loopback with the same protobuf
+ * (src/ingest/fake-node/) streamed through real gRPC on loopback with the same protobuf
  * messages as a validator's plugin: a `SubscribeUpdateBlock` per block (its `getBlock` answer
  * encoded, block.ts; each template transaction's messages encoded once: fake-block.ts) and slot statuses (processed and confirmed with each block, finalized as the
  * node finalizes, dead for the slots a fork abandons), a server ping every `pingIntervalMs`, a pong
@@ -18,7 +18,8 @@
  */
 import { Server, ServerCredentials, status, type ServerDuplexStream } from '@grpc/grpc-js'
 import { mulberry32 } from '../../util/prng.ts'
-import type { FakeBlockInfo, FakeSolanaNode } from '../fake-node.ts'
+import { type FakeBlockInfo } from '../fake-node/types.ts'
+import { type FakeSolanaNode } from '../fake-node/node.ts'
 import { FakeBlockEncoder } from './fake-block.ts'
 import { GEYSER_SERVICE } from './client.ts'
 import {

@@ -1,7 +1,7 @@
 /**
  * `GeyserSource`: the blocks of a Geyser stream, in chain order, with every gap filled from the
  * node over JSON-RPC — a `BlockSource` of the same `RealtimeIngester` that follows a node over
- * RPC alone (src/ingest/realtime.ts), which stores, resolves forks and finalizes as it does there.
+ * RPC alone (src/ingest/realtime/), which stores, resolves forks and finalizes as it does there.
  *
  * Block updates are taken in arrival order. Before a streamed block is delivered, its ancestors
  * are: walking its parent links down to a block the stores hold, each parent at or above the next
@@ -23,8 +23,9 @@
  */
 import type { RpcBlock } from '../../rpc/types.ts'
 import { NodeHeadTracker } from '../lag.ts'
-import { sleep, type Commitment, type RpcSource, type SlotOutcome, type SourceEvent } from '../rpc.ts'
-import type { BlockSource } from '../realtime.ts'
+import { sleep, type Commitment } from '../rpc/errors.ts'
+import { type RpcSource, type SlotOutcome, type SourceEvent } from '../rpc/source.ts'
+import { type BlockSource } from '../realtime/types.ts'
 import { GeyserFeed, type GeyserFeedOptions } from './client.ts'
 import type { DecodedBlock } from '../block-decode.ts'
 import { isPackedBlock, storedSize } from '../../store/packed-block.ts'

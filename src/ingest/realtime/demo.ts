@@ -14,7 +14,7 @@ export interface DemoDatasetOptions {
   /** fake node settings (defaults: the bundled sample + the mainnet block as templates, ≤ 40
    *  transactions per block, a block every 400 ms, 150 blocks of history, finality lag 32 slots,
    *  a 2-block fork every 50 blocks) */
-  node?: import('../fake-node.ts').FakeNodeOptions
+  node?: import('../fake-node/types.ts').FakeNodeOptions
   cold?: ColdStore
   logger?: RealtimeLogger
   onFatal?: (err: Error) => void
@@ -24,12 +24,13 @@ export interface DemoDatasetOptions {
 
 /** the demo's fake node, started, and the hot store's directory (a temp dir unless given) */
 export async function startDemoChain(opts: DemoDatasetOptions): Promise<{
-  node: import('../fake-node.ts').FakeSolanaNode
+  node: import('../fake-node/node.ts').FakeSolanaNode
   dataDir: string
   /** stop the node and remove the temp dir */
   stop(): Promise<void>
 }> {
-  const { FakeSolanaNode, demoTemplates } = await import('../fake-node.ts')
+  const { FakeSolanaNode } = await import('../fake-node/node.ts')
+  const { demoTemplates } = await import('../fake-node/templates.ts')
   const { mkdtempSync, rmSync } = await import('node:fs')
   const { tmpdir } = await import('node:os')
   const node = await FakeSolanaNode.start({
@@ -55,7 +56,7 @@ export async function startDemoChain(opts: DemoDatasetOptions): Promise<{
 
 export async function createDemoDataset(
   opts: DemoDatasetOptions = {},
-): Promise<RealtimeDataset & { node: import('../fake-node.ts').FakeSolanaNode }> {
+): Promise<RealtimeDataset & { node: import('../fake-node/node.ts').FakeSolanaNode }> {
   const chain = await startDemoChain(opts)
   const node = chain.node
   const ds = await createRealtimeDataset({

@@ -1,12 +1,13 @@
 /**
- * `RealtimeIngester`: a block source (src/ingest/rpc.ts `RpcSource`, or a Geyser stream) followed
+ * `RealtimeIngester`: a block source (src/ingest/rpc/ `RpcSource`, or a Geyser stream) followed
  * into the hot store (EXTEND/REPLACE, fork resolution against the node), with finalization (hot →
- * cold, in order); see src/ingest/realtime.ts for the decisions it makes.
+ * cold, in order); see src/ingest/realtime/ for the decisions it makes.
  */
 import { isStorageError } from '../../store/write-all.ts'
 import type { Block, NormalizationWarning } from '../../model.ts'
 import { normalizeIntact, type DecodeMarks, type NormalizeFn } from '../block-decode.ts'
-import { sleep, type SlotOutcome, type SourceEvent, UnsupportedTransactionVersionError } from '../rpc.ts'
+import { sleep, UnsupportedTransactionVersionError } from '../rpc/errors.ts'
+import { type SlotOutcome, type SourceEvent } from '../rpc/source.ts'
 import type { HotStore, PushMarks } from '../../store/hot.ts'
 import type { PackedBlock } from '../../store/packed-block.ts'
 import type { ColdStore } from '../../store/types.ts'

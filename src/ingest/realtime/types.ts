@@ -4,7 +4,8 @@
  */
 import { defaultLogger } from '../../log.ts'
 import type { DecodeMarks, NormalizeFn } from '../block-decode.ts'
-import type { Commitment, SlotOutcome, SourceEvent } from '../rpc.ts'
+import { type Commitment } from '../rpc/errors.ts'
+import { type SlotOutcome, type SourceEvent } from '../rpc/source.ts'
 import type { RpcBlock } from '../../rpc/types.ts'
 import type { HotStore, PushMarks } from '../../store/hot.ts'
 import type { NodeHeadTracker } from '../lag.ts'

@@ -1,5 +1,5 @@
 /**
- * The shared memory that large node answers are read into (src/ingest/rpc.ts), kept for the next
+ * The shared memory that large node answers are read into (src/ingest/rpc/), kept for the next
  * answers once one is decoded.
  *
  * A `getBlock` answer of a mainnet block is ~5.6 MB, read into a `SharedArrayBuffer` so that the

@@ -1,5 +1,5 @@
 /**
- * `RpcSource`: the node as a stream of produced blocks in slot order (see src/ingest/rpc.ts for
+ * `RpcSource`: the node as a stream of produced blocks in slot order (see src/ingest/rpc/ for
  * how it lists, fetches and classifies the node's answers).
  */
 import { parseJsonExact } from '../../rpc/json.ts'

@@ -2,7 +2,8 @@
  * Child process for the crash test: follows the node at argv[2] into the hot store under argv[3]
  * and the FileColdStore at argv[4]; prints {"head","fin","dropped"} after every change; stops on SIGTERM.
  */
-import { createRealtimeDataset, silentLogger } from '../../../src/ingest/realtime.ts'
+import { createRealtimeDataset } from '../../../src/ingest/realtime/dataset.ts'
+import { silentLogger } from '../../../src/ingest/realtime/types.ts'
 import { FileColdStore } from './file-cold.ts'
 
 const [url, dataDir, coldPath, startSlot] = process.argv.slice(2)

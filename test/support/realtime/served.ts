@@ -1,6 +1,6 @@
 /** A real-time dataset following a fake node over JSON-RPC, served over HTTP by the real server. */
-import { FakeSolanaNode } from '../../../src/ingest/fake-node.ts'
-import { createRealtimeDataset, type RealtimeDataset } from '../../../src/ingest/realtime.ts'
+import { FakeSolanaNode } from '../../../src/ingest/fake-node/node.ts'
+import { createRealtimeDataset, type RealtimeDataset } from '../../../src/ingest/realtime/dataset.ts'
 import { DatasetRegistry } from '../../../src/server/datasets.ts'
 import { PortalServer, type ServerLimits } from '../../../src/server/http.ts'
 
