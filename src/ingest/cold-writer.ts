@@ -35,9 +35,16 @@ import {
  * How a follower with this cold store moves finalized blocks (RealtimeIngesterOptions): by 20
  * (at mainnet size ~32 MiB of chunk, sealed at once) or once the oldest waited 30 s. Appends of
  * a block or two, as they finalize, were each written as a small chunk and rewritten by merge
- * after merge: every block encoded 3-4 times.
+ * after merge: every block encoded 3-4 times. Ingestion pauses while 512 MiB of finalized blocks
+ * wait in the hot store: a follower catching up (a restart far behind the node) while the writer
+ * process, below the server's priority, gets little CPU on a busy machine held its whole catch-up
+ * in the hot store, where a block takes many times its chunk's bytes, and filled the disk.
  */
-export const FINALIZE_BATCHES = { finalizeMinBlocks: 20, finalizeMaxDelayMs: 30_000 } as const
+export const FINALIZE_BATCHES = {
+  finalizeMinBlocks: 20,
+  finalizeMaxDelayMs: 30_000,
+  finalizeBacklogMaxBytes: 512 * 1024 * 1024,
+} as const
 
 const WRITER_CACHE_BYTES = 16 * 1024 * 1024
 

@@ -252,6 +252,16 @@ export class HotStore extends EventEmitter {
     return n
   }
 
+  /** bytes of the window blocks numbered n or below (see `bytes`) */
+  bytesUpTo(n: number): number {
+    let total = 0
+    for (const e of this.window) {
+      if (e.header.number > n) break
+      total += this.sizes.get(e) ?? 0
+    }
+    return total
+  }
+
   /** the highest finalized block (the cold store's last), or null */
   get anchor(): HeadInfo | null {
     return this.anchorInfo

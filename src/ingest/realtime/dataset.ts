@@ -37,6 +37,7 @@ export interface RealtimeDatasetOptions {
   finalizeIntervalMs?: number
   finalizeMinBlocks?: number
   finalizeMaxDelayMs?: number
+  finalizeBacklogMaxBytes?: number
   orphanStrikes?: number
   tipCheckIntervalMs?: number
   retryDelayMs?: number
@@ -160,6 +161,7 @@ export async function createRealtimeDataset(opts: RealtimeDatasetOptions): Promi
     finalizeIntervalMs: opts.finalizeIntervalMs,
     finalizeMinBlocks: opts.finalizeMinBlocks,
     finalizeMaxDelayMs: opts.finalizeMaxDelayMs,
+    finalizeBacklogMaxBytes: opts.finalizeBacklogMaxBytes,
     orphanStrikes: opts.orphanStrikes,
     tipCheckIntervalMs: opts.tipCheckIntervalMs,
     retryDelayMs: opts.retryDelayMs,

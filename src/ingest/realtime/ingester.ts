@@ -40,6 +40,10 @@ export class RealtimeIngester {
   private readonly orphanStrikes: number
   private readonly finalizeMinBlocks: number
   private readonly finalizeMaxDelayMs: number
+  /** RealtimeIngesterOptions.finalizeBacklogMaxBytes, null: none */
+  private readonly finalizeBacklogMaxBytes: number | null
+  /** the node's finalized slot as last asked (finalizeStep) */
+  private nodeFinalized = -1
   private readonly malformedAttempts: number
   private readonly malformedBackoffMs: number
   private readonly onFatal?: (err: Error) => void
@@ -94,6 +98,7 @@ export class RealtimeIngester {
     this.tipCheckIntervalMs = opts.tipCheckIntervalMs ?? 1000
     this.finalizeMinBlocks = Math.max(1, opts.finalizeMinBlocks ?? 1)
     this.finalizeMaxDelayMs = opts.finalizeMaxDelayMs ?? 10_000
+    this.finalizeBacklogMaxBytes = opts.finalizeBacklogMaxBytes ?? null
     this.malformedAttempts = Math.max(1, opts.malformedAttempts ?? 5)
     this.malformedBackoffMs = opts.malformedBackoffMs ?? 1000
     this.hotMaxBytes = opts.hotMaxBytes ?? null
@@ -211,6 +216,7 @@ export class RealtimeIngester {
         )
       }
       await this.roomInHot(signal)
+      await this.finalizedBacklog(signal)
       if (signal.aborted) return
       const pushMarks: PushMarks | undefined = this.onStored ? {} : undefined
       const r = await this.hot.push(block, pushMarks)
@@ -381,6 +387,38 @@ export class RealtimeIngester {
   }
 
   /**
+   * The finalized backlog's bound (finalizeBacklogMaxBytes): while the blocks the node reports
+   * finalized that wait in the hot store pass it, no new block is stored and finalization runs
+   * without waiting for its batch, so that a follower far behind the node moves its catch-up to the
+   * cold store as it goes instead of holding all of it in the hot store. Returns at once when aborted.
+   */
+  private async finalizedBacklog(signal: AbortSignal): Promise<void> {
+    const max = this.finalizeBacklogMaxBytes
+    const waiting = () => this.hot.bytesUpTo(this.nodeFinalized)
+    if (max === null || waiting() < max) return
+    const mib = (x: number) => `${(x / 1048576).toFixed(0)} MiB`
+    const t0 = Date.now()
+    this.log.info(
+      `${mib(waiting())} of finalized blocks wait for the cold store: ingestion paused until they are moved`,
+    )
+    while (!signal.aborted && waiting() >= max) {
+      const moved = this.stats.finalized
+      await this.finalizeStep(signal, true)
+      await this.finalizeRun
+      if (this.stats.finalized > moved) continue
+      try {
+        await sleep(this.hotPauseCheckMs, signal)
+      } catch {
+        return
+      }
+    }
+    if (!signal.aborted)
+      this.log.info(
+        `finalized blocks moved (${mib(waiting())} wait): ingestion resumed after ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+      )
+  }
+
+  /**
    * move blocks the node reports finalized from the hot store to the cold store (`force`: now,
    * however few are waiting)
    */
@@ -390,6 +428,7 @@ export class RealtimeIngester {
     const win = this.hot.entries()
     if (win.length === 0) return
     const f = await this.source.finalizedSlot(signal)
+    this.nodeFinalized = f
     let k = win.length - 1
     while (k >= 0 && win[k].header.number > f) k--
     if (k < 0) return

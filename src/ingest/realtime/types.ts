@@ -88,6 +88,14 @@ export interface RealtimeIngesterOptions {
   finalizeMinBlocks?: number
   finalizeMaxDelayMs?: number
   /**
+   * bound on the finalized blocks waiting in the hot store for the cold store (their stored bytes;
+   * default none): past it, ingestion pauses until finalization has moved them. A follower far
+   * behind the node (a restart after a stop) otherwise stores the node's blocks as fast as it can
+   * fetch them while a slow cold store (a writer process starved of CPU on a busy machine) moves
+   * them, and its hot store grows with the whole catch-up, which can fill the disk again.
+   */
+  finalizeBacklogMaxBytes?: number
+  /**
    * a block whose getBlock answer is damaged (fails the shape check, is over the size cap, or has
    * transactions the normalizer skips) is fetched again up to this many times in all (default 5),
    * `malformedBackoffMs` (default 1 000) doubling between attempts; then ingestion stops
