@@ -61,12 +61,13 @@ class BundleTransaction implements RpcTransaction {
     private readonly payload: Uint8Array,
     private readonly slot: number,
     private readonly index: number,
+    private readonly withDiscriminators: boolean,
   ) {}
 
   get meta(): RpcTransactionMeta | null {
     if (this.decoded === undefined) {
       try {
-        this.decoded = decodeMetadata(this.payload)
+        this.decoded = decodeMetadata(this.payload, this.withDiscriminators)
       } catch (e) {
         throw new Error(
           `block ${this.slot} transaction ${this.index} (${this.transaction.signatures[0]}): metadata: ${(e as Error).message}`,
@@ -77,16 +78,20 @@ class BundleTransaction implements RpcTransaction {
   }
 }
 
-/** The i-th transaction (its metadata decoded when `meta` is first read). */
-export function bundleTransaction(b: BundledBlock, i: number): RpcTransaction {
+/**
+ * The i-th transaction (its metadata decoded when `meta` is first read). `withDiscriminators`:
+ * its instructions, inner ones included, carry their data's d1..d8 / dataPrefix for the normalizer
+ * (`DecodedInstruction`); without it, exactly the `getBlock` JSON's members.
+ */
+export function bundleTransaction(b: BundledBlock, i: number, withDiscriminators = false): RpcTransaction {
   const t = b.transactions[i]
   let wire
   try {
-    wire = decodeWireTransaction(t.data)
+    wire = decodeWireTransaction(t.data, withDiscriminators)
   } catch (e) {
     throw new Error(`block ${b.slot} transaction ${i}: ${(e as Error).message}`)
   }
-  return new BundleTransaction(wire.transaction, wire.version, t.metadata, b.slot, i)
+  return new BundleTransaction(wire.transaction, wire.version, t.metadata, b.slot, i, withDiscriminators)
 }
 
 /**
@@ -127,9 +132,13 @@ export function normalizeBundleInto(
   const b = decodeBundle(bytes)
   const line = bundleLine(b)
   const dropVotes = opts?.includeVotes !== true
+  // signatures, account keys and loaded addresses are rendered from bytes of their sizes (wire
+  // format, protobuf or bincode metadata): not checked again; instruction data's d1..d8 come from
+  // its bytes, not from its base58 decoded back
   const txs: TransactionSource = {
     count: b.transactions.length,
-    at: (i) => (dropVotes && isWireVote(b.transactions[i].data) ? DROPPED_VOTE : bundleTransaction(b, i)),
+    at: (i) => (dropVotes && isWireVote(b.transactions[i].data) ? DROPPED_VOTE : bundleTransaction(b, i, true)),
+    keysRendered: true,
   }
   const r = normalizeBlockInto(line, opts, txs, sink)
   r.warnings = r.warnings.filter(

@@ -38,11 +38,11 @@ function unzstd(parts: Uint8Array): Uint8Array {
 }
 
 /** A transaction's metadata payload (zstd) to the RPC's `meta`; null when the payload is empty. */
-export function decodeMetadata(payload: Uint8Array): RpcTransactionMeta | null {
+export function decodeMetadata(payload: Uint8Array, withDiscriminators = false): RpcTransactionMeta | null {
   if (payload.length === 0) return null
   const b = unzstd(payload)
   if (b.length > 0 && b[0] <= 1) return decodeLegacyMeta(b)
-  return decodeProtoMeta(b)
+  return decodeProtoMeta(b, withDiscriminators)
 }
 
 /** A block's rewards payload (zstd) to the RPC's `rewards`. */

@@ -13,8 +13,9 @@ import {
   transactionErrorToJson,
 } from '../solana-storage/index.ts'
 
-export function decodeProtoMeta(b: Uint8Array): RpcTransactionMeta {
-  return decodeTransactionStatusMeta(b)
+/** `withDiscriminators`: inner instructions carry their data's d1..d8 / dataPrefix (FieldReader) */
+export function decodeProtoMeta(b: Uint8Array, withDiscriminators = false): RpcTransactionMeta {
+  return decodeTransactionStatusMeta(b, withDiscriminators)
 }
 
 export function decodeProtoRewards(b: Uint8Array): RpcReward[] {

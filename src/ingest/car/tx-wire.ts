@@ -18,6 +18,8 @@
  */
 import { base58Decode, base58Encode } from '../../util/base58.ts'
 import { BASE58_TEXTS } from '../solana-storage/text-cache.ts'
+import { instructionDataDiscriminators, instructionDataText } from '../solana-storage/field-reader.ts'
+import type { DecodedInstruction } from '../../normalize/data.ts'
 import type {
   RpcInstruction,
   RpcMessage,
@@ -30,7 +32,11 @@ export type WireTransaction = Pick<RpcTransaction, 'transaction' | 'version'>
 
 class Cursor {
   pos = 0
-  constructor(readonly b: Uint8Array) {}
+  constructor(
+    readonly b: Uint8Array,
+    /** instructions carry the d1..d8 / dataPrefix of their data's bytes (`DecodedInstruction`) */
+    readonly withDiscriminators: boolean,
+  ) {}
   need(n: number): void {
     if (this.pos + n > this.b.length)
       throw new Error(`transaction bytes end early (at ${this.pos} of ${this.b.length})`)
@@ -96,12 +102,26 @@ class Cursor {
   key(): string {
     return this.b58(32)
   }
+  /** an instruction whose data is the next n bytes */
+  instruction(programIdIndex: number, accounts: number[], n: number): RpcInstruction {
+    this.need(n)
+    const a = this.pos
+    const e = (this.pos += n)
+    const data = instructionDataText(this.b, a, e)
+    if (!this.withDiscriminators) return { programIdIndex, accounts, data, stackHeight: null }
+    const discriminators = instructionDataDiscriminators(this.b, a, e)
+    return { programIdIndex, accounts, data, stackHeight: null, discriminators } as DecodedInstruction
+  }
 }
 
-/** Decodes wire-format transaction bytes (throws an Error naming the problem). */
-export function decodeWireTransaction(bytes: Uint8Array): WireTransaction {
+/**
+ * Decodes wire-format transaction bytes (throws an Error naming the problem). `withDiscriminators`:
+ * the instructions carry their data's d1..d8 / dataPrefix too (for the normalizer, which then does
+ * not decode the base58 back); without it, exactly the `getBlock` JSON's members.
+ */
+export function decodeWireTransaction(bytes: Uint8Array, withDiscriminators = false): WireTransaction {
   if (bytes.length === 0) throw new Error('empty transaction bytes')
-  const c = new Cursor(bytes)
+  const c = new Cursor(bytes, withDiscriminators)
   if (bytes[0] & 0x80) return decodeV1(c)
   const nsig = c.shortU16()
   const signatures = new Array<string>(nsig)
@@ -121,8 +141,7 @@ export function decodeWireTransaction(bytes: Uint8Array): WireTransaction {
   for (let i = 0; i < nix; i++) {
     const programIdIndex = c.u8()
     const accounts = c.list(c.shortU16())
-    const data = c.b58(c.shortU16())
-    instructions[i] = { programIdIndex, accounts, data, stackHeight: null }
+    instructions[i] = c.instruction(programIdIndex, accounts, c.shortU16())
   }
   const message: RpcMessage = { accountKeys, header, recentBlockhash, instructions }
   if (version === 0) {
@@ -167,12 +186,7 @@ function decodeV1(c: Cursor): WireTransaction {
   if (mask & 16) transactionConfig.heapSize = c.u32()
   const heads: [number, number, number][] = []
   for (let i = 0; i < nix; i++) heads.push([c.u8(), c.u8(), c.u16()])
-  const instructions = heads.map(([programIdIndex, na, nd]) => ({
-    programIdIndex,
-    accounts: c.list(na),
-    data: c.b58(nd),
-    stackHeight: null,
-  }))
+  const instructions = heads.map(([programIdIndex, na, nd]) => c.instruction(programIdIndex, c.list(na), nd))
   const nsig = header.numRequiredSignatures
   const signatures = new Array<string>(nsig)
   for (let i = 0; i < nsig; i++) signatures[i] = c.signature()
@@ -194,7 +208,7 @@ const VOTE_PROGRAM_KEY = base58Decode('Vote1111111111111111111111111111111111111
  */
 export function isWireVote(bytes: Uint8Array): boolean {
   if (bytes.length === 0) return false
-  const c = new Cursor(bytes)
+  const c = new Cursor(bytes, false)
   try {
     return bytes[0] & 0x80 ? isV1Vote(c) : isV0Vote(c)
   } catch {

@@ -176,8 +176,11 @@ export function decodeTransaction(bytes: Uint8Array): DecodedTransaction {
 }
 
 /** A protobuf `TransactionStatusMeta` → getBlock's `meta`. */
-export function decodeTransactionStatusMeta(bytes: Uint8Array): RpcTransactionMeta {
-  return whole(bytes, 'TransactionStatusMeta', (d) => d.meta())
+export function decodeTransactionStatusMeta(bytes: Uint8Array, withDiscriminators = false): RpcTransactionMeta {
+  return whole(bytes, 'TransactionStatusMeta', (d) => {
+    d.withDiscriminators = withDiscriminators
+    return d.meta()
+  })
 }
 
 /** A protobuf `Rewards` → the rewards (getBlock's block `rewards`) and num_partitions. */

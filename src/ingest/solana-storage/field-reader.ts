@@ -86,19 +86,8 @@ export class FieldReader {
     const e = r.lenEnd()
     const a = r.pos
     r.pos = e
-    if (e - a < 2) {
-      out.data = base58Encode(r.buf, a, e)
-      if (this.withDiscriminators) out.discriminators = discriminatorsOfBytes(r.buf, a, e)
-      return
-    }
-    out.data = BASE58_TEXTS.of(r.buf, a, e)
-    if (!this.withDiscriminators) return
-    let p = BASE58_TEXTS.lastExtra() as Discriminators | undefined
-    if (p === undefined) {
-      p = discriminatorsOfBytes(r.buf, a, e)
-      BASE58_TEXTS.setLastExtra(p)
-    }
-    out.discriminators = p
+    out.data = instructionDataText(r.buf, a, e)
+    if (this.withDiscriminators) out.discriminators = instructionDataDiscriminators(r.buf, a, e)
   }
 
   /** a 32-byte key field (account keys, loaded addresses, return data program) as base58 */
@@ -161,4 +150,23 @@ export class FieldReader {
     this.leave(saved)
     return v
   }
+}
+
+/** the base58 text of instruction data buf[a, e), through the thread's text cache */
+export function instructionDataText(buf: Uint8Array, a: number, e: number): string {
+  return e - a < 2 ? base58Encode(buf, a, e) : BASE58_TEXTS.of(buf, a, e)
+}
+
+/**
+ * d1..d8 and dataPrefix of instruction data buf[a, e) (src/normalize/data.ts), called right after
+ * `instructionDataText` of the same bytes: kept with their text in the thread's cache
+ */
+export function instructionDataDiscriminators(buf: Uint8Array, a: number, e: number): Discriminators {
+  if (e - a < 2) return discriminatorsOfBytes(buf, a, e)
+  let p = BASE58_TEXTS.lastExtra() as Discriminators | undefined
+  if (p === undefined) {
+    p = discriminatorsOfBytes(buf, a, e)
+    BASE58_TEXTS.setLastExtra(p)
+  }
+  return p
 }
