@@ -153,8 +153,9 @@ test('a LOCK whose process has exited but was not reaped (a zombie) is stale', a
   if (process.platform !== 'linux') return t.skip('process states from /proc are Linux')
   const dir = tempDir()
   await (await DiskColdStore.open(dir, { fsync: false })).close()
-  // sh starts a child that exits at once, then becomes sleep, which never reaps it
-  const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  // sh starts a child that exits a second later, then becomes sleep, which never reaps it (a child
+  // that exited at once could be reaped by sh itself before the exec: then there is no zombie)
+  const parent = spawn('sh', ['-c', 'sleep 1 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'inherit'] })
   try {
     const [line] = (await once(parent.stdout!, 'data')) as [Buffer]
     const zombie = Number(line.toString().trim())
