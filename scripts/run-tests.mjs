@@ -1,7 +1,7 @@
 // Runs the lint (prettier --check, tsc), then every test/**/*.test.ts with node's test runner (via tsx),
 // the longest files first.
 // `node scripts/run-tests.mjs FILE...` runs only those files, without the lint.
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
@@ -17,17 +17,20 @@ function find(dir) {
 
 const only = process.argv.slice(2)
 if (only.length === 0) {
-  // lint first: formatting (prettier) and the strict type check
-  for (const [what, args] of [
+  // lint first: formatting (prettier) and the strict type check, side by side (one core each)
+  const checks = [
     ['format check (npm run format fixes it)', ['prettier', '--check', '--log-level', 'warn', '.']],
     ['type check', ['tsc', '--noEmit', '-p', '.']],
-  ]) {
-    const r = spawnSync('npx', args, { stdio: 'inherit' })
-    if (r.status !== 0) {
-      console.error(`${what} failed`)
-      process.exit(r.status ?? 1)
-    }
-  }
+  ].map(([what, args]) => {
+    const c = spawn('npx', args, { stdio: 'inherit' })
+    return new Promise((resolve) => {
+      c.on('error', () => resolve({ what, status: 1 }))
+      c.on('exit', (code) => resolve({ what, status: code ?? 1 }))
+    })
+  })
+  const failed = (await Promise.all(checks)).filter((r) => r.status !== 0)
+  for (const r of failed) console.error(`${r.what} failed`)
+  if (failed.length) process.exit(failed[0].status)
 }
 // The longest files start first (each ~25-210 s on an idle 2-core box, the rest mostly a few
 // seconds): started last in name order, one of them would run alone at the end with a core idle.
