@@ -55,6 +55,15 @@ const WRITER_CACHE_BYTES = 16 * 1024 * 1024
  */
 export const COLD_WRITER_NICE = 10
 
+/**
+ * The writer process's V8 semi-space size, MB (a young generation of 3x this): an append holds its
+ * batch's decoded blocks (~4 MB of objects for a 300-transaction block) while they are encoded, and
+ * with V8's default 16 MB semi-spaces scavenge after scavenge copied them. 32 MB semi-spaces: the
+ * soak's writer (`SOAK_BLOCKS=1000 node scripts/run-tests.mjs test/realtime-soak-cold.test.ts`)
+ * used about a tenth less CPU, for up to 48 MB more memory (docs/operations.md, §3).
+ */
+export const COLD_WRITER_SEMI_SPACE_MB = 32
+
 /** how long `close` waits for the writer to close its store and exit before it is killed */
 const CLOSE_TIMEOUT_MS = 60_000
 
@@ -68,7 +77,7 @@ interface Writer {
 async function startWriter(setup: ColdWriterSetup): Promise<Writer> {
   const child = fork(fileURLToPath(new URL('./cold-writer-child.mjs', import.meta.url)), [JSON.stringify(setup)], {
     // the entry registers tsx itself; this process's options (an inline entry's, the test runner's) are not the writer's
-    execArgv: [],
+    execArgv: [`--max-semi-space-size=${COLD_WRITER_SEMI_SPACE_MB}`],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'],
   })
   const blocks = child.stdio[BLOCKS_FD] as Socket
