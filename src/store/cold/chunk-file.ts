@@ -148,6 +148,8 @@ export interface WriteOptions {
    * in worker threads, on the pool from a main thread (frames.ts `brotli`)
    */
   compressHere?: boolean
+  /** format 4: a chunk rewritten soon (an unsealed tail chunk): frames compressed with the least effort (frames.ts) */
+  transient?: boolean
 }
 
 export interface WrittenChunk {

@@ -77,7 +77,8 @@ export class ChunkFileWriter {
     const p = enc.parts.map((x) => x.byteLength)
     if (version >= 4) {
       // format 4 readers know brotli frames only
-      const f = compressFrames(enc.e, enc.parts, opts.frameLog, version >= 5 ? opts.zstd : false, opts.compressHere)
+      const zstd = version >= 5 ? opts.zstd : false
+      const f = compressFrames(enc.e, enc.parts, opts.frameLog, zstd, opts.compressHere, opts.transient)
       f.catch(() => undefined) // awaited (and reported) in `finish`
       const meta: ColumnBlob = {
         encoding: enc.e,

@@ -39,6 +39,8 @@ import { fsyncDir } from './manifest.ts'
 import { LockError, releaseLock, takeLock } from '../lock.ts'
 import type { ColdStore } from '../types.ts'
 import { estimateAll, Plan, splitBlocks, type PlanStore } from './tail-plan.ts'
+import { TailColumns, writeColumnsFile } from './tail-columns.ts'
+import type { ChunkColumns } from './chunk-file.ts'
 import { checkFiles, removeLeftovers, wrap } from './disk-store-files.ts'
 import {
   ColdStoreError,
@@ -86,6 +88,8 @@ export class DiskColdStore implements ColdStore, PlanStore {
   private readonly keysOf = new WeakMap<ChunkEntry, { path: string; key: string }>()
   /** estimated bytes (`estimateBlockBytes`) of the blocks of each unsealed tail chunk, by file */
   private readonly estOf = new Map<string, number>()
+  /** the blocks of the unsealed tail as columns, when this store wrote all of it (tail-columns.ts) */
+  private readonly held = new TailColumns(() => this.encodeOptions)
 
   private constructor(
     readonly dir: string,
@@ -330,6 +334,8 @@ export class DiskColdStore implements ColdStore, PlanStore {
     const snap = this.chunkIndex.snapshot()
     const tail = [...snap.tail]
     const plan = new Plan(this.chunkIndex.currentGeneration + 1, this)
+    // taken: an append that throws leaves none (the next seal reads the tail's files)
+    let held = this.held.take(tail)
     await this.applyPlan(plan, snap.count - tail.length, async () => {
       let tailBlocks = 0
       let tailEst = 0
@@ -342,15 +348,24 @@ export class DiskColdStore implements ColdStore, PlanStore {
       // (small) chunks only ever exist at the end of the store. "Full" is judged by the same
       // estimate that splits blocks into chunks (`split`, `isFull`), never by file sizes: a tail
       // judged by one measure and split by the other wrote sealed chunks after unsealed ones.
-      if (tail.length > 0 && (tailBlocks + blocks.length >= this.targetBlocks || tailEst + newEst >= this.targetBytes))
-        await plan.groups([...(await this.readEntries(tail)), ...blocks], 0)
-      else {
+      if (
+        tail.length > 0 &&
+        (tailBlocks + blocks.length >= this.targetBlocks || tailEst + newEst >= this.targetBytes)
+      ) {
+        // the tail's blocks from the columns held (below a chunk's size: it falls whole in the first chunk)
+        if (held && tailBlocks < this.targetBlocks && tailEst < this.targetBytes) {
+          const cols = held
+          held = null
+          await plan.groupsAfter(cols, tailEst, blocks, 0)
+        } else await plan.groups([...(await this.readEntries(tail)), ...blocks], 0)
+      } else {
         for (const e of tail) plan.tail.push({ e, est: this.estOf.get(e.file)!, blocks: null })
         if (tail.length === 0) await plan.groups(blocks, 0)
         else plan.tail.push({ e: await plan.chunk(blocks, false, 0), est: newEst, blocks })
       }
       await plan.merges()
     })
+    this.held.settle(this.chunkIndex.snapshot().tail, held, blocks)
   }
 
   /**
@@ -419,11 +434,20 @@ export class DiskColdStore implements ColdStore, PlanStore {
   }
 
   /** write chunk file `i` of generation `gen` (tmp/, then chunks/, durably): its catalogue entry */
-  async writeChunk(blocks: Block[], gen: number, i: number, sealed: boolean, level: number): Promise<ChunkEntry> {
-    const last = blocks[blocks.length - 1].header
-    const range = { firstBlock: blocks[0].header.number, lastBlock: last.number, blockCount: blocks.length }
+  async writeChunk(
+    b: Block[] | ChunkColumns,
+    gen: number,
+    i: number,
+    sealed: boolean,
+    level: number,
+  ): Promise<ChunkEntry> {
+    const heads = Array.isArray(b) ? b.map((x) => x.header) : b.blockHeaders
+    const last = heads[heads.length - 1]
+    const range = { firstBlock: heads[0].number, lastBlock: last.number, blockCount: heads.length }
     return this.placeChunk({ ...range, lastHash: last.hash }, gen, i, sealed, level, (tmp) =>
-      writeChunkFile(tmp, blocks, this.encodeOptions),
+      Array.isArray(b)
+        ? writeChunkFile(tmp, b, { ...this.encodeOptions, transient: !sealed })
+        : writeColumnsFile(tmp, b, this.opts.fsync !== false),
     )
   }
 

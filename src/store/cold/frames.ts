@@ -119,6 +119,15 @@ const TEXT_LGWIN = 16
  */
 const POSTINGS_QUALITY = 4
 
+/**
+ * zstd level and brotli quality of every part of a transient chunk (chunk-file.ts
+ * `WriteOptions.transient`: an unsealed tail chunk, rewritten within a few appends): the least
+ * effort, the same codecs and frames (readers see no difference). Measured with the soak of the
+ * follower's cold path (see `TRANSIENT_NOTE` in tail-columns.ts).
+ */
+const TRANSIENT_ZSTD_LEVEL = 1
+const TRANSIENT_QUALITY = 1
+
 /** how a part is framed and compressed */
 export interface Framing {
   /** log2 of the frame size */
@@ -400,6 +409,8 @@ export async function compressFrames(
   zstd = zstdHere,
   /** compress in the calling thread (true), or on the thread pool (see `brotli`) */
   here = compressHere,
+  /** the least effort (a transient chunk: TRANSIENT_QUALITY) */
+  transient = false,
 ): Promise<Framed> {
   /** each frame: its stored bytes, and whether they are compressed */
   const jobs: Promise<[Uint8Array, boolean]>[] = []
@@ -407,7 +418,8 @@ export async function compressFrames(
   const zc: number[] = []
   parts.forEach((p, i) => {
     const f = framing(e, i, zstd)
-    const { filter, quality, codec } = f
+    const { filter, codec } = f
+    const quality = !transient ? f.quality : codec === CODEC_ZSTD ? TRANSIENT_ZSTD_LEVEL : TRANSIENT_QUALITY
     const log = frameLog ?? f.log
     // a smaller frame size (tests) never gets a larger window than its frames
     const lgwin = Math.min(f.lgwin, frameWindow(log))

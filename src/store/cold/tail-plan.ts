@@ -6,6 +6,7 @@
  * of the new catalogue state and the files written for it.
  */
 import type { Block } from '../../model.ts'
+import type { ChunkColumns } from './chunk-file.ts'
 import type { ChunkEntry } from './chunk-index/chunk-index.ts'
 
 /**
@@ -38,8 +39,14 @@ export interface PlanStore {
   readonly targetBlocks: number
   readonly targetBytes: number
   readonly fanout: number
-  /** write chunk file `i` of generation `gen` holding `blocks`: its catalogue entry */
-  writeChunk(blocks: Block[], gen: number, i: number, sealed: boolean, level: number): Promise<ChunkEntry>
+  /** write chunk file `i` of generation `gen` holding `blocks` (or blocks taken into columns): its catalogue entry */
+  writeChunk(
+    blocks: Block[] | ChunkColumns,
+    gen: number,
+    i: number,
+    sealed: boolean,
+    level: number,
+  ): Promise<ChunkEntry>
   /** the blocks of listed chunks */
   readEntries(entries: readonly ChunkEntry[]): Promise<Block[]>
 }
@@ -93,7 +100,7 @@ export class Plan {
   }
 
   /** write a chunk of the plan */
-  async chunk(blocks: Block[], sealed: boolean, level: number): Promise<ChunkEntry> {
+  async chunk(blocks: Block[] | ChunkColumns, sealed: boolean, level: number): Promise<ChunkEntry> {
     const e = await this.store.writeChunk(blocks, this.gen, this.next++, sealed, level)
     this.files.push(e.file)
     return e
@@ -111,6 +118,31 @@ export class Plan {
       if (full) this.sealed.push(e)
       else this.tail.push({ e, est: estimateAll(groups[i]), blocks: groups[i] })
     }
+  }
+
+  /**
+   * `groups` of the whole unsealed tail's blocks and `blocks`, the tail's blocks given as columns
+   * (`tail`, TailColumns; `est` their estimated bytes) instead of records: the same chunks. The
+   * tail is below a chunk's size (the caller checks), so it falls whole in the first chunk, which
+   * takes new blocks as `splitBlocks` would; the rest are split by `groups`.
+   */
+  async groupsAfter(tail: ChunkColumns, est: number, blocks: Block[], level: number): Promise<void> {
+    const { targetBlocks, targetBytes } = this.store
+    let n = tail.blockCount
+    let bytes = est
+    let k = 0
+    for (; k < blocks.length; k++) {
+      const s = estimateBlockBytes(blocks[k])
+      if (n >= targetBlocks || bytes + s > targetBytes) break
+      n++
+      bytes += s
+      tail.add(blocks[k])
+    }
+    const full = k < blocks.length || n >= targetBlocks || bytes >= targetBytes
+    const e = await this.chunk(tail, full, full ? 0 : level)
+    if (full) this.sealed.push(e)
+    else this.tail.push({ e, est: bytes, blocks: null })
+    if (k < blocks.length) await this.groups(blocks.slice(k), level)
   }
 
   /**
