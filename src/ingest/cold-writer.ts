@@ -58,9 +58,10 @@ export const COLD_WRITER_NICE = 10
 /**
  * The writer process's V8 semi-space size, MB (a young generation of 3x this): an append holds its
  * batch's decoded blocks (~4 MB of objects for a 300-transaction block) while they are encoded, and
- * with V8's default 16 MB semi-spaces scavenge after scavenge copied them. 32 MB semi-spaces: the
- * soak's writer (`SOAK_BLOCKS=1000 node scripts/run-tests.mjs test/realtime-soak-cold.test.ts`)
- * used about a tenth less CPU, for up to 48 MB more memory (docs/operations.md, §3).
+ * with V8's default 16 MB semi-spaces scavenge after scavenge copied them. With 32 MB semi-spaces
+ * the soak's writer work (test/realtime-soak-cold.test.ts; replayed in one process, 500 blocks of
+ * 300 transactions, alternate runs at load 5-8) took 32.4-32.5 s of CPU instead of 35.3-38.2
+ * (64 MB: 34.5-40.6), for up to 48 MB more memory (docs/operations.md §6).
  */
 export const COLD_WRITER_SEMI_SPACE_MB = 32
 
