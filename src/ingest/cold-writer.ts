@@ -61,7 +61,9 @@ export const COLD_WRITER_NICE = 10
  * with V8's default 16 MB semi-spaces scavenge after scavenge copied them. With 32 MB semi-spaces
  * the soak's writer work (test/realtime-soak-cold.test.ts; replayed in one process, 500 blocks of
  * 300 transactions, alternate runs at load 5-8) took 32.4-32.5 s of CPU instead of 35.3-38.2
- * (64 MB: 34.5-40.6), for up to 48 MB more memory (docs/operations.md §6).
+ * (64 MB: 34.5-40.6), for up to 48 MB more memory (docs/operations.md §6); with the tail held
+ * as columns (tail-columns.ts), 400-block replays at load 7-11 no longer told 16, 32 and 64 apart
+ * (19.9-23.9 s each), so the smaller of the two that had helped.
  */
 export const COLD_WRITER_SEMI_SPACE_MB = 32
 
