@@ -12,7 +12,7 @@ import { ApiKeys, loadApiKeys } from '../../server/access.ts'
 import { Cors } from '../../server/cors.ts'
 import { TrustedProxies } from '../../server/proxy.ts'
 import { ConfigError, loadConfig, sourceOf, type PortalConfig, type SourceSpec } from '../../server/config.ts'
-import { DEFAULT_VIEWS, type NamedView } from '../../server/sources.ts'
+import { DEFAULT_VIEWS, type NamedView } from '../../server/named-views.ts'
 import { UsageError } from '../options.ts'
 import type { ServeOptions } from './serve.ts'
 
