@@ -313,6 +313,7 @@ function checkServe(opts: ServeOptions): CheckedServe {
   return { opts, plans, config, cfgs, cfg, heapGrowingPercent }
 }
 
+/** `serve` of checked options: the application, the logger and the sources load here */
 async function startServing(checked: CheckedServe, hooks: ServeHooks): Promise<Serving> {
   const { opts, plans, config, cfgs, cfg } = checked
   boundHeapGrowth(checked.heapGrowingPercent)
