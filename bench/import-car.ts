@@ -2,19 +2,23 @@
  * The CAR part of `npm run bench -- import`: the same generated blocks (src/ingest/generate.ts,
  * IMPORT_CAR_BLOCKS blocks of ~IMPORT_TXS transactions, default 40 x 1500) imported from an Old
  * Faithful CAR file (written by test/support/car/writer.ts: wire-format transactions, zstd
- * protobuf metadata and rewards, 1 MiB DataFrames) and from archive lines (plain JSON lines),
- * `--workers 1` (everything in this thread; zstd and brotli on the thread pool), the two
- * alternating for IMPORT_CAR_ROUNDS rounds (default 3): blocks per CPU-second of the process
- * (all threads) of each, and their ratio; both must store the same records (the chunk files'
- * sha256 are compared; the first block's parent hash is unknown from a lone CAR file, so both
- * archives start at the block after it). Then the CPU of reading the CAR file alone (the reading
+ * protobuf metadata and rewards, 1 MiB DataFrames), from archive lines (plain JSON lines) and from
+ * the same lines gzipped, `--workers 1` (everything in one thread; zstd and brotli on the thread
+ * pool). Each import runs in a process of its own, after IMPORT_CAR_WARM (default 1) imports of
+ * the same input in that process (bench/import/car-child.ts), as a user's import runs one kind of
+ * input per process (in one process importing them in turn, the shared normalizer and chunk
+ * builders would see the objects of both). The inputs alternate for
+ * IMPORT_CAR_ROUNDS rounds (default 3): blocks per CPU-second of the import's process (all
+ * threads), median, and their ratios; all must store the same records (the records read back from
+ * the chunks are compared; the first block's parent hash is unknown from a lone CAR file, so every
+ * import starts at the block after it). Then the CPU of reading the CAR file alone (the reading
  * thread's part: the serial limit with worker threads).
  */
+import { fork } from 'node:child_process'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { gzipSync } from 'node:zlib'
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
-import { runImport } from '../src/ingest/import/index.ts'
 import { readTextLines } from '../src/ingest/archive.ts'
 import { Chain, carBlocks } from '../src/ingest/car/blocks.ts'
 import { writeArchive } from '../src/ingest/generate.ts'
@@ -29,6 +33,8 @@ import { writeCar } from '../test/support/car/writer.ts'
 const BLOCKS = Number(process.env.IMPORT_CAR_BLOCKS ?? 40)
 const TXS = Number(process.env.IMPORT_TXS ?? 1500)
 const ROUNDS = Number(process.env.IMPORT_CAR_ROUNDS ?? 3)
+/** imports of the same input before the measured one, in its process (compiling, then steady state) */
+const WARM = Number(process.env.IMPORT_CAR_WARM ?? 1)
 
 const cpuNow = () => {
   const c = process.cpuUsage()
@@ -72,15 +78,11 @@ export async function carSection(work: string, log: (s: string) => void): Promis
   for (let round = 0; round < ROUNDS; round++) {
     for (const i of round % 2 ? inputs.slice().reverse() : inputs) {
       const ds = join(dir, 'ds')
-      rmSync(ds, { recursive: true, force: true })
-      await runImport(ds, [first], { progress: 'none', workers: 1 })
-      const c = cpuNow()
-      const r = await runImport(ds, [i.path], { progress: 'none', workers: 1 })
-      const used = cpuNow() - c
+      const r = await importInChild(ds, first, i.path)
       if (r.imported !== BLOCKS) throw new Error(`import bench: ${i.name} imported ${r.imported} blocks`)
-      cpu.get(i.name)!.push(used)
+      cpu.get(i.name)!.push(r.cpu)
       sums.set(i.name, await recordsDigest(ds))
-      log(`CAR vs archive lines, round ${round + 1}, ${i.name}: CPU ${used.toFixed(2)} s`)
+      log(`CAR vs archive lines, round ${round + 1}, ${i.name}: CPU ${r.cpu.toFixed(2)} s`)
     }
   }
   // what stays in the reading thread with worker threads: reading, assembling and bundling the blocks
@@ -116,6 +118,28 @@ export async function carSection(work: string, log: (s: string) => void): Promis
       `The CAR reading thread's part (read, assemble, bundle; what does not spread over workers): ` +
       `${fmt(BLOCKS / median(reads), 1)} blocks per CPU-second (${reads.map((x) => x.toFixed(2)).join(', ')} s).`,
   ].join('\n')
+}
+
+/**
+ * An import of `input` onto a dataset holding only the block before it, in a process of its own
+ * (bench/import/car-child.ts: WARM imports of it first, then the measured one): the process's CPU
+ * of the measured import (all threads) and the blocks it imported; `ds` then holds its dataset.
+ */
+function importInChild(ds: string, first: string, input: string): Promise<{ cpu: number; imported: number }> {
+  const child = fork(join(import.meta.dirname, 'import', 'car-child.ts'), [ds, first, input, String(WARM)], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  return new Promise((resolve, reject) => {
+    let answer: { cpu: number; imported: number } | null = null
+    child.on('message', (m: { cpu: number; imported: number }) => (answer = m))
+    child.on('error', reject)
+    child.on('exit', (code, signal) =>
+      answer && code === 0
+        ? resolve(answer)
+        : reject(new Error(`import bench: the import of ${input} exited (${signal ?? `code ${code}`})`)),
+    )
+  })
 }
 
 /**

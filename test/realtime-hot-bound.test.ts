@@ -7,20 +7,11 @@
  * Real fake node over loopback, real LMDB.
  */
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { after, test } from 'node:test'
+import { test } from 'node:test'
 import { FakeSolanaNode } from '../src/ingest/fake-node/node.ts'
-import { createRealtimeDataset } from '../src/ingest/realtime/dataset.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
 import { Metrics } from '../src/server/metrics.ts'
-
-const dirs: string[] = []
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-})
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+import { pausingFollower, sleep, untilHeadStops } from './support/realtime/pausing-follower.ts'
 
 test('the hot store stays within its bound: warning, pause until finalization frees space, nothing lost', async () => {
   const node = await FakeSolanaNode.start({
@@ -30,26 +21,14 @@ test('the hot store stays within its bound: warning, pause until finalization fr
     finalityLag: 45,
     seed: 3,
   })
-  const dir = mkdtempSync(join(tmpdir(), 'solportal-hotbound-'))
-  dirs.push(dir)
   const cold = new MemoryColdStore([], 8)
-  const logs: string[] = []
-  const log = (m: string) => logs.push(m)
   const MAX = 3_000_000 // ~10 blocks
-  const ds = await createRealtimeDataset({
-    rpcUrl: node.url,
-    dataDir: dir,
-    cold,
-    startSlot: node.firstSlot,
-    pollIntervalMs: 5,
-    finalizeIntervalMs: 20,
+  const f = await pausingFollower(node, cold, {
     finalizeMinBlocks: 1000, // batches never fill: only the bound makes finalization run early
     finalizeMaxDelayMs: 60_000,
     hotMaxBytes: MAX,
-    hotPauseCheckMs: 20,
-    noSync: true,
-    logger: { info: log, warn: log, error: log },
   })
+  const { ds, logs } = f
   const metrics = new Metrics({ processMetrics: false })
   metrics.addIngester({
     dataset: 'd',
@@ -58,31 +37,20 @@ test('the hot store stays within its bound: warning, pause until finalization fr
     stats: ds.ingester.stats,
     hot: () => ({ bytes: ds.hot.bytes, maxBytes: ds.ingester.hotMaxBytes }),
   })
-  let peak = 0
-  let largest = 0
-  ds.hot.on('change', () => {
-    peak = Math.max(peak, ds.hot.bytes)
-    const w = ds.hot.entries()
-    if (w.length) largest = Math.max(largest, ds.hot.bytes / w.length)
-  })
   try {
     ds.start()
-    const t0 = Date.now()
     // paused: the finalizable blocks went to the cold store, the head stays where the bound stopped it
-    for (let head = -1; ;) {
-      if (Date.now() - t0 > 60_000) throw new Error(`never paused: ${logs.join(' | ')}`)
-      await sleep(500)
-      const now = ds.store.head()?.number ?? -1
-      if (ds.ingester.stats.hotPauses > 0 && cold.lastBlock() !== null && now === head) break
-      head = now
-    }
+    await untilHeadStops(f, 500, () => ds.ingester.stats.hotPauses > 0 && cold.lastBlock() !== null)
     // paused below the node's tip: the window holds what the bound allows, finalization is waiting
     assert.ok(ds.store.head()!.number < node.tip.slot, 'ingestion paused below the tip')
     assert.ok(
       ds.hot.entries().length >= 2,
-      `${ds.hot.entries().length} blocks, ${ds.hot.bytes} bytes, largest ${largest}`,
+      `${ds.hot.entries().length} blocks, ${ds.hot.bytes} bytes, largest ${f.largest()}`,
     )
-    assert.ok(peak <= MAX + 2 * largest, `peak ${peak} with a bound of ${MAX} (blocks ~${largest} bytes)`)
+    assert.ok(
+      f.peak() <= MAX + 2 * f.largest(),
+      `peak ${f.peak()} with a bound of ${MAX} (blocks ~${f.largest()} bytes)`,
+    )
     assert.ok(cold.lastBlock() !== null && cold.lastBlock()!.number <= node.finalizedSlot, logs.join('\n'))
     assert.ok(
       logs.some((l) => /hot store holds \d+ MiB of unfinalized blocks, \d+% of its bound/.test(l)),
@@ -107,7 +75,7 @@ test('the hot store stays within its bound: warning, pause until finalization fr
       stored.map((h) => [h.number, h.hash]),
       node.chain().map((b) => [b.slot, b.hash]),
     )
-    assert.ok(peak <= MAX + 2 * largest, `peak ${peak}`)
+    assert.ok(f.peak() <= MAX + 2 * f.largest(), `peak ${f.peak()}`)
   } finally {
     await ds.stop()
     await node.stop()

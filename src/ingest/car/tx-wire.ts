@@ -92,15 +92,11 @@ class Cursor {
     this.pos += 64
     return base58Encode(this.b, this.pos - 64, this.pos)
   }
-  /** n bytes that may repeat (keys, blockhashes, instruction data), through the thread's text cache */
-  b58(n: number): string {
-    this.need(n)
-    this.pos += n
-    return n < 2 ? base58Encode(this.b, this.pos - n, this.pos) : BASE58_TEXTS.of(this.b, this.pos - n, this.pos)
-  }
-  /** a 32-byte key or hash */
+  /** a 32-byte key or hash (they repeat: through the thread's text cache) */
   key(): string {
-    return this.b58(32)
+    this.need(32)
+    this.pos += 32
+    return BASE58_TEXTS.of(this.b, this.pos - 32, this.pos)
   }
   /** an instruction whose data is the next n bytes */
   instruction(programIdIndex: number, accounts: number[], n: number): RpcInstruction {

@@ -370,17 +370,7 @@ export class RealtimeIngester {
     this.log.warn(
       `hot store at its bound (${mib(bytes)} of ${mib(max)}): ingestion paused until finalization frees space`,
     )
-    while (this.hot.bytes >= max && !signal.aborted) {
-      await this.finalizeStep(signal, true)
-      await this.finalizeRun
-      if (this.hot.bytes < max) break
-      try {
-        await sleep(this.hotPauseCheckMs, signal)
-      } catch {
-        return
-      }
-    }
-    if (!signal.aborted)
+    if (await this.finalizeUntil(() => this.hot.bytes < max, signal))
       this.log.info(
         `hot store below its bound (${mib(this.hot.bytes)}): ingestion resumed after ${((Date.now() - t0) / 1000).toFixed(1)} s`,
       )
@@ -401,21 +391,31 @@ export class RealtimeIngester {
     this.log.info(
       `${mib(waiting())} of finalized blocks wait for the cold store: ingestion paused until they are moved`,
     )
-    while (!signal.aborted && waiting() >= max) {
-      const moved = this.stats.finalized
-      await this.finalizeStep(signal, true)
-      await this.finalizeRun
-      if (this.stats.finalized > moved) continue
-      try {
-        await sleep(this.hotPauseCheckMs, signal)
-      } catch {
-        return
-      }
-    }
-    if (!signal.aborted)
+    if (await this.finalizeUntil(() => waiting() < max, signal))
       this.log.info(
         `finalized blocks moved (${mib(waiting())} wait): ingestion resumed after ${((Date.now() - t0) / 1000).toFixed(1)} s`,
       )
+  }
+
+  /**
+   * A pause of ingestion (the hot store's bound, the finalized backlog's): finalization runs at once,
+   * step after step, until `done` holds; after a step that moved nothing it waits
+   * `hotPauseCheckMs` for the node to finalize more (or the cold store to recover). Whether it
+   * ended with `done` (false: aborted).
+   */
+  private async finalizeUntil(done: () => boolean, signal: AbortSignal): Promise<boolean> {
+    while (!signal.aborted && !done()) {
+      const moved = this.stats.finalized
+      await this.finalizeStep(signal, true)
+      await this.finalizeRun
+      if (done() || this.stats.finalized > moved) continue
+      try {
+        await sleep(this.hotPauseCheckMs, signal)
+      } catch {
+        return false
+      }
+    }
+    return !signal.aborted
   }
 
   /**

@@ -72,8 +72,7 @@ export class FieldReader {
     if (size > 0 && e - a !== size) this.fail(`${field}: ${e - a} bytes, expected ${size}`)
     r.pos = e
     // keys and much instruction data repeat; signatures (64 bytes) never do
-    if (e - a === 64 || e - a < 2) return base58Encode(r.buf, a, e)
-    return BASE58_TEXTS.of(r.buf, a, e)
+    return e - a === 64 ? base58Encode(r.buf, a, e) : instructionDataText(r.buf, a, e)
   }
 
   /**
@@ -152,7 +151,10 @@ export class FieldReader {
   }
 }
 
-/** the base58 text of instruction data buf[a, e), through the thread's text cache */
+/**
+ * the base58 text of bytes that may repeat (instruction data, keys), buf[a, e): through the
+ * thread's text cache, but for values of 0 or 1 byte
+ */
 export function instructionDataText(buf: Uint8Array, a: number, e: number): string {
   return e - a < 2 ? base58Encode(buf, a, e) : BASE58_TEXTS.of(buf, a, e)
 }
