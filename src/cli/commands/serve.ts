@@ -8,7 +8,7 @@
  */
 import type { Command } from 'commander'
 import { defaultDecodeThreads } from '../../ingest/decode-threads.ts'
-import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc/client.ts'
+import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc/defaults.ts'
 import type { Logger } from '../../log.ts'
 import { bodyLimitFor, FILTER_VALUE_BYTES } from '../../server/body.ts'
 import type { PortalServer } from '../../server/http.ts'
@@ -32,7 +32,7 @@ import {
   rpcProviderSettings,
   UsageError,
 } from '../options.ts'
-import { inSource, serveAccess, servePlan, type SourcePlan } from './serve-config.ts'
+import { inSource, servePlan, type SourcePlan } from './serve-config.ts'
 import { SERVE_FLAGS } from './serve-flags.ts'
 
 /** the flags (the ones naming the source: SourceOptions) */
@@ -313,11 +313,11 @@ function checkServe(opts: ServeOptions): CheckedServe {
   return { opts, plans, config, cfgs, cfg, heapGrowingPercent }
 }
 
-/** `serve` of checked options: the application, the logger and the sources load here */
+/** `serve` of checked options: the access rules, the application, the logger and the sources load here */
 async function startServing(checked: CheckedServe, hooks: ServeHooks): Promise<Serving> {
   const { opts, plans, config, cfgs, cfg } = checked
   boundHeapGrowth(checked.heapGrowingPercent)
-  const access = serveAccess(plans, config, opts, cfg)
+  const access = (await import('./serve-access.ts')).serveAccess(plans, config, opts, cfg)
   const [{ PortalApp }, { createLogger, levelFromEnv }, { SourceOptionError }] = await Promise.all([
     import('../../server/app.ts'),
     import('../../log.ts'),
