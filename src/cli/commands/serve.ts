@@ -243,10 +243,7 @@ async function runServe(opts: ServeOptions): Promise<void> {
     void shutdown(1)
   }
   const checked = checkServe(opts)
-  const [{ isStorageError }, { isLmdbCommitFailure }] = await Promise.all([
-    import('../../store/write-all.ts'),
-    import('../../store/hot.ts'),
-  ])
+  const { isStorageError, isLmdbCommitFailure } = await import('../../store/write-all.ts')
   s = await startServing(checked, { onFatal: (e) => (isStorageError(e) ? storageStop(e) : void shutdown(1)) })
   // a full or failing disk seen by a write nobody awaits (LMDB's own; a failed LMDB commit's
   // batch promise duplicates what its transactions report to the ingester)
