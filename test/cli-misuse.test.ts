@@ -1,6 +1,7 @@
 /**
  * The CLI as a user misuses it, each case a real process: one line on stderr naming the option,
- * a non-zero exit status, no stack trace. Also: a closed stdout (`normalize ... | head -1`) ends
+ * a non-zero exit status, no stack trace, and none of the server, stores or ingestion loaded for
+ * it (nor for `--version`). Also: a closed stdout (`normalize ... | head -1`) ends
  * quietly, and SIGTERM to `npm start` stops the server it started.
  */
 import assert from 'node:assert/strict'
@@ -23,9 +24,9 @@ interface Run {
   stderr: string
 }
 
-function run(args: string[], env: Record<string, string> = {}): Promise<Run> {
+function run(args: string[], env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', ...nodeArgs, 'src/cli/main.ts', ...args], {
       cwd: ROOT,
       env: { ...process.env, PORT: '0', ...env, SOLPORTAL_DEBUG: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -159,6 +160,43 @@ test('every misuse: one line naming the option on stderr, non-zero exit', async 
     assert.ok(!existsSync(join(work, 'a.jsonl')))
   } finally {
     busy.close()
+  }
+})
+
+test('--version and misused options answer without loading what runs the commands', async () => {
+  // what runs serve, import, fake-node and export: loaded once a command's options are checked
+  // (every command module is registered: none of them may load it)
+  const heavy = [
+    'server/app.ts',
+    'server/sources.ts',
+    'server/http.ts',
+    'store/hot.ts',
+    'store/cold/disk-store.ts',
+    'ingest/import/index.ts',
+    'ingest/fake-node/node.ts',
+    'export/parquet.ts',
+  ]
+  const cases: { args: string[]; code: number }[] = [
+    { args: ['--version'], code: 0 },
+    { args: ['serve', '--port', 'abc'], code: 2 },
+    { args: ['import', join(work, 'd'), join(work, 'missing')], code: 2 },
+    { args: ['fake-node', '--skip-rate', 'abc'], code: 2 },
+  ]
+  for (const [i, c] of cases.entries()) {
+    const file = join(work, `loaded-${i}`)
+    const r = await run(c.args, { LOADED_MODULES_FILE: file }, ['--import', './test/support/loaded-modules.mjs'])
+    const what = `solportal ${c.args.join(' ')}: ${JSON.stringify(r)}`
+    assert.equal(r.code, c.code, what)
+    const loaded = readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((u) => u.includes('/src/'))
+      .map((u) => u.slice(u.lastIndexOf('/src/') + 5))
+    assert.ok(loaded.includes('cli/main.ts') && loaded.includes('cli/options.ts'), `${what}: ${loaded.join(' ')}`)
+    assert.deepEqual(
+      loaded.filter((m) => heavy.includes(m)),
+      [],
+      what,
+    )
   }
 })
 

@@ -1,15 +1,18 @@
 /**
- * solportal CLI. Every file in ./commands exports `register(program)` and adds its own subcommand,
- * so stages can grow their commands independently.
+ * solportal CLI. Each command is a module of ./commands (listed in `COMMANDS`) exporting
+ * `register(program)`, which adds the subcommand and its options; such a module stays cheap to
+ * load: its action imports what runs the command once the options are checked, so `--help`,
+ * `--version` and a misused option answer without loading the server, the stores or the ingestion,
+ * and a command loads only what it needs. The other modules of ./commands are the commands' parts.
  *
  * Errors end the process with one line on stderr (`solportal: error: ...`, the stack only with
  * SOLPORTAL_DEBUG=1): status 2 for a misused option (commander's own parse errors included), 1 for
  * a failure while running. A closed stdout (EPIPE, e.g. `... | head -1`) ends the process quietly.
  */
 import { Command, CommanderError } from 'commander'
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 import { UsageError } from './options.ts'
 
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {
@@ -32,12 +35,18 @@ const program = new Command('solportal')
   .version(version, '-V, --version', 'print the version and exit')
 program.exitOverride()
 
-const dir = join(here, 'commands')
-for (const name of readdirSync(dir).sort()) {
-  if (!name.endsWith('.ts') || name.endsWith('.test.ts')) continue
-  const mod = (await import(pathToFileURL(join(dir, name)).href)) as { register?: (p: Command) => void }
-  mod.register?.(program)
-}
+/** the commands, in the order of the help text */
+const COMMANDS: readonly Promise<{ register(p: Command): void }>[] = [
+  import('./commands/backup.ts'),
+  import('./commands/dump.ts'),
+  import('./commands/export.ts'),
+  import('./commands/fake-node.ts'),
+  import('./commands/gen.ts'),
+  import('./commands/import.ts'),
+  import('./commands/normalize.ts'),
+  import('./commands/serve.ts'),
+]
+for (const mod of await Promise.all(COMMANDS)) mod.register(program)
 
 try {
   await program.parseAsync(process.argv)

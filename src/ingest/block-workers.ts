@@ -24,7 +24,6 @@
  * which reads the protobuf and normalizes (src/ingest/geyser/block-decode.ts); the main thread only
  * reads the update's header.
  */
-import { availableParallelism } from 'node:os'
 import { MessageChannel, type Transferable } from 'node:worker_threads'
 import {
   decodeBlockAnswer,
@@ -39,6 +38,9 @@ import { SharedBodies } from './rpc/shared-bodies.ts'
 import { wallNow } from '../util/wall-clock.ts'
 import { parseWorkerLimits } from '../util/worker-argv.ts'
 import { WorkerPool, type PoolWorker, type WorkerPoolStats } from '../util/worker-pool.ts'
+import { defaultDecodeThreads } from './decode-threads.ts'
+
+export { defaultDecodeThreads }
 
 /** a thread's answer for one part of a pair: its part went to the other thread, which answers */
 const HANDED_OFF = Symbol('handed off')
@@ -47,18 +49,6 @@ const REJOIN = Symbol('decode whole')
 type Outcome = DecodedEnvelope | typeof HANDED_OFF | typeof REJOIN
 
 type Slot = PoolWorker<undefined>
-
-/**
- * threads used by default: the cores left beside the main thread, at most 4, and 2 from 2 cores on
- * (a mainnet-sized answer is then decoded in two halves at once). On the idle 2-core box, blocks of
- * 1,500 transactions with 100 clients streaming (`TAIL_THREADS=1,2,1,2 npm run bench -- tail`):
- * node answer -> hot store p50 90/88 ms with one thread, 78/76 ms with two; client p99 170/174
- * against 166/148 ms; the main thread as busy (the streams and LMDB writes are between blocks).
- */
-export function defaultDecodeThreads(): number {
-  const cores = availableParallelism()
-  return cores < 2 ? 1 : Math.max(2, Math.min(4, cores - 1))
-}
 
 export class BlockWorkerPool implements BlockDecoder {
   private readonly threads: number

@@ -10,28 +10,15 @@ import { type RealtimeDataset } from '../ingest/realtime/dataset.ts'
 import type { ProviderSettings } from '../ingest/rpc-provider.ts'
 import { sampleLines } from '../ingest/sample.ts'
 import { messageLogger, type Logger } from '../log.ts'
-import type { View } from './config.ts'
 import type { DatasetConfig } from './datasets.ts'
 import { startSlotOf } from './from-slot.ts'
 import { loadStaticStore } from './load.ts'
 import type { Metrics } from './metrics.ts'
+import { DEFAULT_VIEWS, type NamedView } from './named-views.ts'
 import type { DatasetDirStore } from '../store/dataset-dir.ts'
 import type { BlockStore } from '../store/types.ts'
 
-/** a name a source is served under */
-export interface NamedView {
-  name: string
-  aliases: string[]
-  view: View
-  startBlock?: number
-  displayName?: string
-  bigintsAsNumbers?: boolean
-}
-
-export const DEFAULT_VIEWS: readonly NamedView[] = [
-  { name: 'solana-mainnet', aliases: ['solana-beta'], view: 'stable' },
-  { name: 'solana-mainnet-complete', aliases: ['solana-complete'], view: 'complete' },
-]
+export { DEFAULT_VIEWS, type NamedView } from './named-views.ts'
 
 /** what names a source (as `serve`'s flags give it; at most one of archive, datasetDir, rpc, demo) */
 export interface SourceOptions {

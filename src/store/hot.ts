@@ -465,20 +465,6 @@ function settled(p: unknown): void {
   if (p instanceof Promise) p.catch(() => undefined)
 }
 
-/**
- * lmdb-js starts each event turn's batch of writes with a promise of its own that nobody can
- * await: when the commit fails (a full or failing disk), it is rejected with a generic "Commit
- * failed" error holding the cause in `commitError`, and surfaces as an unhandled rejection. The
- * transactions of that commit reject too and report the cause (`txn`): such a rejection is a
- * duplicate, to be ignored by a process-wide unhandled-rejection handler.
- */
-export function isLmdbCommitFailure(e: unknown): boolean {
-  const pending = (e as { commitError?: unknown } | null)?.commitError
-  if (!(pending instanceof Promise)) return false
-  pending.catch(() => undefined)
-  return true
-}
-
 let lmdbQuieted = false
 /**
  * lmdb-js also prints a failed commit's cause with console.error (a stack on stderr) before

@@ -4,7 +4,8 @@
  * (ENOSPC), and one call writes at most IOV_MAX buffers. Taking such a write for complete
  * published a chunk file shorter than its catalogue entry. Every write here loops until all the
  * bytes are written or a write fails; a full or failing disk becomes a `StorageError` naming the
- * file and the cause, one line.
+ * file and the cause, one line. And the unhandled rejection of a failed LMDB commit that repeats
+ * what its transactions report (`isLmdbCommitFailure`, plain: no LMDB loaded for it).
  */
 import type { FileHandle } from 'node:fs/promises'
 
@@ -96,4 +97,18 @@ export async function writeAll(
   } catch (e) {
     throw storageError(e, path)
   }
+}
+
+/**
+ * lmdb-js starts each event turn's batch of writes with a promise of its own that nobody can
+ * await: when the commit fails (a full or failing disk), it is rejected with a generic "Commit
+ * failed" error holding the cause in `commitError`, and surfaces as an unhandled rejection. The
+ * transactions of that commit reject too and report the cause (`txn`): such a rejection is a
+ * duplicate, to be ignored by a process-wide unhandled-rejection handler.
+ */
+export function isLmdbCommitFailure(e: unknown): boolean {
+  const pending = (e as { commitError?: unknown } | null)?.commitError
+  if (!(pending instanceof Promise)) return false
+  pending.catch(() => undefined)
+  return true
 }

@@ -1,10 +1,10 @@
 /**
  * `solportal backup DIR DEST`: a consistent copy of a dataset directory (or of a follower's data
  * directory, without its unfinalized blocks) while its writer keeps running; incremental when DEST
- * holds an older backup. See src/store/backup.ts and docs/operations.md §4.
+ * holds an older backup. See src/store/backup.ts and docs/operations.md §4. The copying code loads once
+ * the arguments are checked.
  */
 import type { Command } from 'commander'
-import { backupDataset } from '../../store/backup.ts'
 import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { intOption, UsageError } from '../options.ts'
@@ -25,6 +25,7 @@ export function register(program: Command): void {
       }
       if (existsSync(dest) && !statSync(dest).isDirectory())
         throw new UsageError(`${dest}: exists and is not a directory`)
+      const { backupDataset } = await import('../../store/backup.ts')
       const t0 = Date.now()
       const r = await backupDataset(dir, dest, { attempts })
       const range = r.firstBlock === null ? 'no blocks' : `blocks ${r.firstBlock}..${r.lastBlock}`

@@ -1,12 +1,11 @@
 /**
  * `solportal export DIR OUTDIR [--from N] [--to M]`: the records of a dataset directory as Parquet
- * files compressed with zstd, one per record kind (src/export/parquet.ts, docs/export.md).
+ * files compressed with zstd, one per record kind (src/export/parquet.ts, docs/export.md). The export
+ * code loads once the arguments are checked.
  */
 import type { Command } from 'commander'
 import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { exportParquet } from '../../export/parquet.ts'
-import { openDatasetDir } from '../../store/dataset-dir.ts'
 import { intOption, UsageError } from '../options.ts'
 
 export function register(program: Command): void {
@@ -27,6 +26,10 @@ export function register(program: Command): void {
       if (existsSync(outDir) && !statSync(outDir).isDirectory()) {
         throw new UsageError(`${outDir}: exists and is not a directory`)
       }
+      const [{ exportParquet }, { openDatasetDir }] = await Promise.all([
+        import('../../export/parquet.ts'),
+        import('../../store/dataset-dir.ts'),
+      ])
       const t0 = Date.now()
       const store = await openDatasetDir(dir)
       try {

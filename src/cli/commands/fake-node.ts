@@ -1,11 +1,11 @@
 /**
  * `solportal fake-node`: a fake Solana JSON-RPC node on loopback serving recorded real blocks
  * re-slotted into a growing chain, with forks, skipped slots, lagging finalization and injected
- * faults (src/ingest/fake-node/).
+ * faults (src/ingest/fake-node/, loaded once the options are checked).
  */
 import type { Command } from 'commander'
 import { demoTemplates } from '../../ingest/fake-node/templates.ts'
-import { FakeSolanaNode } from '../../ingest/fake-node/node.ts'
+import type { FakeSolanaNode } from '../../ingest/fake-node/node.ts'
 import { type FakeNodeOptions } from '../../ingest/fake-node/types.ts'
 import { existingPath, intOption, listenError, numberOption, portOption } from '../options.ts'
 
@@ -124,7 +124,9 @@ export function register(program: Command): void {
     .action(async (o: FakeNodeCliOptions) => {
       for (const t of o.template ?? []) existingPath('template', t)
       const port = portOption('port', o.port)
-      const node = new FakeSolanaNode(nodeOptions(o, port))
+      const options = nodeOptions(o, port)
+      const { FakeSolanaNode } = await import('../../ingest/fake-node/node.ts')
+      const node = new FakeSolanaNode(options)
       logBlocks(node, o)
       await node.start().catch((e: unknown) => {
         throw listenError(e, 'port', 'host', o.host, port)

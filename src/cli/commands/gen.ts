@@ -1,10 +1,9 @@
 /**
  * `solportal gen --blocks N --out FILE.jsonl.gz [--seed S] [--from-slot X] [--txs-per-block M]`: writes N
  * deterministic mainnet-shaped blocks (archive lines, gzip when FILE ends in .gz), amplifying real
- * transactions (src/ingest/generate.ts).
+ * transactions (src/ingest/generate.ts, loaded once the options are checked).
  */
 import type { Command } from 'commander'
-import { loadTemplates, writeArchive } from '../../ingest/generate.ts'
 import { intOption, numberOption, outputPath } from '../options.ts'
 
 function int(name: string, value: string | undefined, def: number, min: number, max?: number): number {
@@ -45,6 +44,7 @@ export function register(program: Command): void {
           gzipThreads: int('gzip-threads', o.gzipThreads, 1, 1, 256),
         }
         outputPath('out', o.out)
+        const { loadTemplates, writeArchive } = await import('../../ingest/generate.ts')
         const t0 = performance.now()
         const templates = loadTemplates()
         const t1 = performance.now()

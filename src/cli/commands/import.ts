@@ -2,16 +2,17 @@
  * `solportal import DIR ARCHIVE...` and `solportal import DIR --rpc URL --from SLOT`: the command
  * line of the bulk import (src/ingest/import: the pipeline, its backends, progress and resume).
  * This module checks the flags, turns them into the import's options, stops the import on
- * SIGINT / SIGTERM (after the current batch becomes durable) and prints its summary.
+ * SIGINT / SIGTERM (after the current batch becomes durable) and prints its summary. The import
+ * itself loads once the flags are checked.
  */
 import type { Command } from 'commander'
 import { existsSync } from 'node:fs'
-import { importToS3, runImport, type ImportOptions, type ImportResult } from '../../ingest/import/index.ts'
+import type { ImportOptions, ImportResult } from '../../ingest/import/index.ts'
 import { isUrl } from '../../ingest/car/source.ts'
-import { MAX_TARGET_BLOCKS, MAX_TARGET_BYTES } from '../../store/cold/disk-store.ts'
+import { MAX_TARGET_BLOCKS, MAX_TARGET_BYTES } from '../../store/cold/disk-store-options.ts'
 import { errorMessage } from '../../util/errors.ts'
 import { addRpcProviderOptions, httpUrlOption, intOption, UsageError } from '../options.ts'
-import { RpcInput } from './import-rpc.ts'
+import type { RpcInput } from './import-rpc.ts'
 import type { RangeFlags } from './rpc-range.ts'
 
 /** the flags of `solportal import` */
@@ -70,6 +71,10 @@ function printSummary(r: ImportResult, input: RpcInput | undefined): void {
 /** the import of the command line, stopped by SIGINT / SIGTERM after the current batch (twice: at once) */
 async function importAction(dir: string, archives: string[], o: ImportFlags): Promise<void> {
   const opts = importOptions(dir, archives, o)
+  const [{ importToS3, runImport }, { RpcInput }] = await Promise.all([
+    import('../../ingest/import/index.ts'),
+    import('./import-rpc.ts'),
+  ])
   const ac = new AbortController()
   const onSig = () => {
     if (ac.signal.aborted) process.exit(130)

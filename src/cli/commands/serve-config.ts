@@ -6,13 +6,10 @@
  *
  * Without a file, `serve` loads one source (the sample, or what its flags name) under the default
  * names: `solana-mainnet` (alias `solana-beta`, the stable view) and `solana-mainnet-complete`
- * (alias `solana-complete`).
+ * (alias `solana-complete`). Who may use the server (keys, CORS, proxies): serve-access.ts.
  */
-import { ApiKeys, loadApiKeys } from '../../server/access.ts'
-import { Cors } from '../../server/cors.ts'
-import { TrustedProxies } from '../../server/proxy.ts'
 import { ConfigError, loadConfig, sourceOf, type PortalConfig, type SourceSpec } from '../../server/config.ts'
-import { DEFAULT_VIEWS, type NamedView } from '../../server/sources.ts'
+import { DEFAULT_VIEWS, type NamedView } from '../../server/named-views.ts'
 import { UsageError } from '../options.ts'
 import type { ServeOptions } from './serve.ts'
 
@@ -93,18 +90,8 @@ export function planFromConfig(cfg: PortalConfig, flags: ServeOptions): SourcePl
   return [...plans.values()]
 }
 
-/** what a list option builds (null when it is empty); its error names the option */
-function optionOf<T>(flag: string, values: string[], make: (v: string[]) => T): T | null {
-  if (values.length === 0) return null
-  try {
-    return make(values)
-  } catch (e) {
-    throw new UsageError(`--${flag}: ${(e as Error).message}`)
-  }
-}
-
 /** a configuration or key file error as a usage error (status 2) */
-function usage<T>(prefix: string, f: () => T): T {
+export function usage<T>(prefix: string, f: () => T): T {
   try {
     return f()
   } catch (e) {
@@ -119,37 +106,6 @@ export function servePlan(opts: ServeOptions): { plans: SourcePlan[]; config: Po
   checkConfigFlags(opts)
   const config = usage('--config ', () => loadConfig(opts.config!))
   return { plans: planFromConfig(config, opts), config }
-}
-
-/** who may use the server: the API keys of the file and of --api-keys (null: no keys, open) */
-export function serveAccess(
-  plans: SourcePlan[],
-  config: PortalConfig | null,
-  opts: ServeOptions,
-  limits: { rateLimit: number; maxStreamsPerClient: number },
-): { apiKeys: ApiKeys | null; cors: Cors | null; trustProxy: TrustedProxies | null } {
-  const header = opts.apiKeyHeader ?? config?.apiKeys?.header
-  if (opts.apiKeyHeader !== undefined && !/^[A-Za-z0-9-]{1,64}$/.test(opts.apiKeyHeader))
-    throw new UsageError(`--api-key-header must be an HTTP header name, got '${opts.apiKeyHeader}'`)
-  const names = new Set(plans.flatMap((p) => p.views.flatMap((v) => [v.name, ...v.aliases])))
-  const where = opts.config ? `--config ${opts.config}: ` : ''
-  const loaded = usage(where, () =>
-    loadApiKeys(config?.apiKeys && { ...config.apiKeys, header }, opts.apiKeys ?? [], names),
-  )
-  if (!loaded && opts.apiKeyHeader !== undefined) throw new UsageError('--api-key-header needs keys (--api-keys FILE)')
-  const apiKeys = loaded
-    ? new ApiKeys({
-        keys: loaded.keys,
-        header,
-        rateLimit: limits.rateLimit > 0 ? { perSecond: limits.rateLimit, burst: 2 * limits.rateLimit } : null,
-        maxStreamsPerClient: limits.maxStreamsPerClient,
-      })
-    : null
-  // the file's values and the flags' together
-  const cors = optionOf('cors', [...(config?.cors ?? []), ...(opts.cors ?? [])], (v) => new Cors(v))
-  const proxies = [...(config?.trustProxy ?? []), ...(opts.trustProxy ?? [])]
-  const trustProxy = optionOf('trust-proxy', proxies, (v) => new TrustedProxies(v))
-  return { apiKeys, cors, trustProxy }
 }
 
 /** an option error of a source of the file names where the source is declared */

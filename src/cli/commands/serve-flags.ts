@@ -3,8 +3,8 @@
  * default (a function: read from the environment when the command is registered). The provider
  * flags shared with the import commands are added by `addRpcProviderOptions` (src/cli/options.ts).
  */
-import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc/client.ts'
-import { DEFAULT_LIMITS } from '../../server/http.ts'
+import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc/defaults.ts'
+import { DEFAULT_LIMITS } from '../../server/limits.ts'
 import { SERVE_HEAP_GROWING_PERCENT } from '../../util/gc-tuning.ts'
 
 /** flags, help, default */

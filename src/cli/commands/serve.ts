@@ -3,20 +3,20 @@
  * `--archive`, an imported dataset directory with `--dataset-dir`, a live node with `--rpc`, or an
  * in-process fake chain with `--demo`. This module checks the flags (every misuse is refused before
  * anything starts) and runs the serving application (src/server/app.ts), which loads the sources
- * (src/server/sources.ts); the flags themselves are declared in serve-flags.ts.
+ * (src/server/sources.ts); the flags themselves are declared in serve-flags.ts. The application,
+ * the stores and the ingestion load once the flags are checked.
  */
 import type { Command } from 'commander'
-import { defaultDecodeThreads } from '../../ingest/block-workers.ts'
-import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc/client.ts'
-import { createLogger, levelFromEnv, type Logger } from '../../log.ts'
-import { PortalApp } from '../../server/app.ts'
+import { defaultDecodeThreads } from '../../ingest/decode-threads.ts'
+import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from '../../ingest/rpc/defaults.ts'
+import type { Logger } from '../../log.ts'
 import { bodyLimitFor, FILTER_VALUE_BYTES } from '../../server/body.ts'
-import { DEFAULT_LIMITS, type PortalServer } from '../../server/http.ts'
+import type { PortalServer } from '../../server/http.ts'
+import { DEFAULT_LIMITS } from '../../server/limits.ts'
+import type { PortalConfig } from '../../server/config.ts'
 import type { Metrics } from '../../server/metrics.ts'
-import { cacheShares, defaultRenderThreads } from '../../server/render-pool.ts'
-import { SourceOptionError, type ArchiveOpener, type SourceOptions, type SourceSettings } from '../../server/sources.ts'
-import { isStorageError } from '../../store/write-all.ts'
-import { isLmdbCommitFailure } from '../../store/hot.ts'
+import { cacheShares, defaultRenderThreads } from '../../server/render-threads.ts'
+import type { ArchiveOpener, SourceOptions, SourceSettings } from '../../server/sources.ts'
 import { DEFAULT_MEMORY_LIMIT_MB } from '../../server/memory-gate.ts'
 import { errorMessage } from '../../util/errors.ts'
 import { boundHeapGrowth, SERVE_HEAP_GROWING_PERCENT } from '../../util/gc-tuning.ts'
@@ -32,7 +32,7 @@ import {
   rpcProviderSettings,
   UsageError,
 } from '../options.ts'
-import { inSource, serveAccess, servePlan } from './serve-config.ts'
+import { inSource, servePlan, type SourcePlan } from './serve-config.ts'
 import { SERVE_FLAGS } from './serve-flags.ts'
 
 /** the flags (the ones naming the source: SourceOptions) */
@@ -242,7 +242,9 @@ async function runServe(opts: ServeOptions): Promise<void> {
     if (!stopping) process.stderr.write(`solportal: error: ${diskFullLine(e)}\n`)
     void shutdown(1)
   }
-  s = await serve(opts, { onFatal: (e) => (isStorageError(e) ? storageStop(e) : void shutdown(1)) })
+  const checked = checkServe(opts)
+  const { isStorageError, isLmdbCommitFailure } = await import('../../store/write-all.ts')
+  s = await startServing(checked, { onFatal: (e) => (isStorageError(e) ? storageStop(e) : void shutdown(1)) })
   // a full or failing disk seen by a write nobody awaits (LMDB's own; a failed LMDB commit's
   // batch promise duplicates what its transactions report to the ingester)
   process.on('unhandledRejection', (e) => {
@@ -280,14 +282,44 @@ export interface Serving {
  * Retry-After), then loads the datasets and starts serving them.
  */
 export async function serve(opts: ServeOptions, hooks: ServeHooks = {}): Promise<Serving> {
+  return startServing(checkServe(opts), hooks)
+}
+
+/** the sources and the checked options of `serve` */
+interface CheckedServe {
+  opts: ServeOptions
+  plans: SourcePlan[]
+  config: PortalConfig | null
+  /** each source's settings */
+  cfgs: ServeSettings[]
+  cfg: ServeSettings
+  heapGrowingPercent: number
+}
+
+/** every source's options checked, before anything starts or loads */
+function checkServe(opts: ServeOptions): CheckedServe {
   const { plans, config } = servePlan(opts)
-  // every source's options checked before anything starts
   const cfgs = plans.map((p) => inSource(p, () => checkServeOptions(p.opts)))
   const cfg = checkServeOptions(opts)
-  boundHeapGrowth(
-    intOption('heap-growing-percent', opts.heapGrowingPercent ?? String(SERVE_HEAP_GROWING_PERCENT), 0, 1000),
+  const heapGrowingPercent = intOption(
+    'heap-growing-percent',
+    opts.heapGrowingPercent ?? String(SERVE_HEAP_GROWING_PERCENT),
+    0,
+    1000,
   )
-  const access = serveAccess(plans, config, opts, cfg)
+  return { opts, plans, config, cfgs, cfg, heapGrowingPercent }
+}
+
+/** `serve` of checked options: the access rules, the application, the logger and the sources load here */
+async function startServing(checked: CheckedServe, hooks: ServeHooks): Promise<Serving> {
+  const { opts, plans, config, cfgs, cfg } = checked
+  boundHeapGrowth(checked.heapGrowingPercent)
+  const access = (await import('./serve-access.ts')).serveAccess(plans, config, opts, cfg)
+  const [{ PortalApp }, { createLogger, levelFromEnv }, { SourceOptionError }] = await Promise.all([
+    import('../../server/app.ts'),
+    import('../../log.ts'),
+    import('../../server/sources.ts'),
+  ])
   const log = hooks.logger ?? createLogger({ destination: 'stdout', level: opts.quiet ? 'error' : levelFromEnv() })
   // the address lines are printed even with --quiet: scripts wait for them
   const announce = opts.quiet && log.level !== 'silent' ? log.child({}, { level: 'info' }) : log

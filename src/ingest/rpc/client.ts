@@ -22,6 +22,7 @@ import {
   type Commitment,
 } from './errors.ts'
 import { exchange, Failure, type Answer, type ExchangeConfig } from './http.ts'
+import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS } from './defaults.ts'
 
 export interface RpcClientOptions {
   /** node URL, e.g. http://127.0.0.1:8899 */
@@ -56,8 +57,7 @@ export interface RpcClientOptions {
   onRetry?: (method: string, err: Error, attempt: number, delayMs: number, params: unknown[]) => void
 }
 
-export const DEFAULT_MAX_RESPONSE_BYTES = 128 * 1024 * 1024
-export const DEFAULT_STALL_TIMEOUT_MS = 10_000
+export { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS }
 
 /** turns the bytes of a 200 answer into the JSON-RPC envelope; throws when they are not JSON */
 export type BodyDecoder = (bytes: Buffer, signal?: AbortSignal) => Promise<unknown>
