@@ -85,7 +85,11 @@ test('import --rpc killed with SIGKILL at random points and resumed: every slot 
       '80',
       '--no-progress',
     ]
-    const run = (dir: string, killAfterMs: number | null) =>
+    /**
+     * a run of the import, killed (`kill`) once it made `requests` more getBlock calls, or when
+     * `requests` is 0 after `ms` (before its first request: tsx's start-up takes ~0.5 s)
+     */
+    const run = (dir: string, kill: { requests: number; ms: number } | null) =>
       new Promise<{ killed: boolean; stderr: string }>((resolve, reject) => {
         const child = spawn(process.execPath, ['--import', 'tsx', ...args(dir)], {
           cwd: ROOT,
@@ -93,9 +97,18 @@ test('import --rpc killed with SIGKILL at random points and resumed: every slot 
         })
         let stderr = ''
         child.stderr!.on('data', (d) => (stderr += d))
-        const timer = killAfterMs === null ? null : setTimeout(() => child.kill('SIGKILL'), killAfterMs)
+        const base = node.stats.getBlock
+        const t0 = Date.now()
+        const timer =
+          kill === null
+            ? null
+            : setInterval(() => {
+                const due =
+                  kill.requests === 0 ? Date.now() - t0 >= kill.ms : node.stats.getBlock - base >= kill.requests
+                if (due) child.kill('SIGKILL')
+              }, 2)
         child.on('exit', (code, signal) => {
-          if (timer) clearTimeout(timer)
+          if (timer) clearInterval(timer)
           if (signal === 'SIGKILL') resolve({ killed: true, stderr })
           else if (code === 0) resolve({ killed: false, stderr })
           else reject(new Error(`import exited ${code}: ${stderr}`))
@@ -106,12 +119,14 @@ test('import --rpc killed with SIGKILL at random points and resumed: every slot 
     assert.deepEqual(await slotsOf(straight), want)
 
     const dir = join(work, 'killed')
-    const points: number[] = []
+    // kills at random points from before the first request on: after 0-8 more getBlock calls (a
+    // run makes ~70 with retries: five kills leave work for the last run), by the requests
+    // rather than by time, so that a machine's speed does not decide whether a run ends first
+    const points: string[] = []
     for (let i = 0; points.length < 5 && i < 20; i++) {
-      // tsx start-up takes about a second: kills from before the first request to the end
-      const at = Math.round(600 + Math.random() * 2400)
-      const r = await run(dir, at)
-      if (r.killed) points.push(at)
+      const kill = { requests: Math.floor(Math.random() * 9), ms: Math.round(50 + Math.random() * 400) }
+      const r = await run(dir, kill)
+      if (r.killed) points.push(kill.requests === 0 ? `${kill.ms} ms` : `${kill.requests} requests`)
     }
     assert.ok(points.length >= 5, `killed ${points.length} times`)
     await run(dir, null)
@@ -125,7 +140,7 @@ test('import --rpc killed with SIGKILL at random points and resumed: every slot 
     assert.equal(node.stats.skippedAnswers, asked, 'the recorded slot is not asked for again')
     assert.equal(node.stats.getBlock, getBlocks)
     assert.match(again.stderr, /imported 0 blocks/)
-    t.diagnostic(`killed at ${points.join(', ')} ms`)
+    t.diagnostic(`killed at ${points.join(', ')}`)
   } finally {
     await node.stop()
   }
