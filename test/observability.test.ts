@@ -16,7 +16,7 @@ import { FakeSolanaNode } from '../src/ingest/fake-node/node.ts'
 import { createLogger } from '../src/log.ts'
 import { postJson, request } from './support/http/client.ts'
 import { serveOptions } from './support/serve-options.ts'
-import { defaultRenderThreads } from '../src/server/render-pool.ts'
+import { defaultRenderThreads } from '../src/server/render-threads.ts'
 
 const options = serveOptions
 

@@ -40,8 +40,6 @@ import { parseWorkerLimits } from '../util/worker-argv.ts'
 import { WorkerPool, type PoolWorker, type WorkerPoolStats } from '../util/worker-pool.ts'
 import { defaultDecodeThreads } from './decode-threads.ts'
 
-export { defaultDecodeThreads }
-
 /** a thread's answer for one part of a pair: its part went to the other thread, which answers */
 const HANDED_OFF = Symbol('handed off')
 /** a thread's answer for a pair: the parts do not join, the answer is to be decoded whole */

@@ -1,5 +1,5 @@
 /**
- * The block decoding threads of the follower by default (block-workers.ts re-exports it): here so
+ * The block decoding threads of the follower by default: here so
  * that `serve` checks its flags without loading the decoding pool.
  */
 import { availableParallelism } from 'node:os'

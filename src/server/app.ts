@@ -11,7 +11,8 @@ import { PortalServer, type RateLimit, type ServerLimits, type ServerOptions } f
 import { Metrics } from './metrics.ts'
 import { Observer } from './observe.ts'
 import { RenderPool } from './render-pool.ts'
-import { loadSource, type ArchiveOpener, type NamedView, type SourceOptions, type SourceSettings } from './sources.ts'
+import type { NamedView } from './named-views.ts'
+import { loadSource, type ArchiveOpener, type SourceOptions, type SourceSettings } from './sources.ts'
 
 export interface AppOptions {
   limits: Partial<ServerLimits>

@@ -1,6 +1,6 @@
 /**
  * The names a source is served under, and the default ones of `serve` without a configuration
- * file (sources.ts re-exports them; `serve` plans its sources with them before loading anything).
+ * file (`serve` plans its sources with them before loading anything).
  */
 import type { View } from './config.ts'
 

@@ -51,8 +51,6 @@ import { WorkerDiedError, WorkerPool, type PoolWorker, type WorkerPoolStats } fr
 import { PoolStream } from './pool-stream.ts'
 import type { Done, RenderRequest, RenderResult, StreamRequest, WorkerMessage, WorkerSetup } from './render-protocol.ts'
 
-export { cacheShares, defaultRenderThreads } from './render-threads.ts'
-
 export type {
   PooledBlock,
   RenderRequest,

@@ -1,7 +1,7 @@
 /**
  * The render threads `serve` starts by default and the split of its cold cache between the main
  * thread and them: plain numbers, here so that the command checks its flags without loading the
- * render pool (render-pool.ts re-exports them).
+ * render pool.
  */
 
 /**

@@ -18,8 +18,6 @@ import { DEFAULT_VIEWS, type NamedView } from './named-views.ts'
 import type { DatasetDirStore } from '../store/dataset-dir.ts'
 import type { BlockStore } from '../store/types.ts'
 
-export { DEFAULT_VIEWS, type NamedView } from './named-views.ts'
-
 /** what names a source (as `serve`'s flags give it; at most one of archive, datasetDir, rpc, demo) */
 export interface SourceOptions {
   archive?: string[]

@@ -57,8 +57,6 @@ export interface RpcClientOptions {
   onRetry?: (method: string, err: Error, attempt: number, delayMs: number, params: unknown[]) => void
 }
 
-export { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT_MS }
-
 /** turns the bytes of a 200 answer into the JSON-RPC envelope; throws when they are not JSON */
 export type BodyDecoder = (bytes: Buffer, signal?: AbortSignal) => Promise<unknown>
 

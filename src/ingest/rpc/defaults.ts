@@ -1,5 +1,5 @@
 /**
- * Defaults of the JSON-RPC client's limits (client.ts re-exports them): here so that `serve`
+ * Defaults of the JSON-RPC client's limits: here so that `serve`
  * shows them in its help and checks its flags without loading the client.
  */
 
