@@ -50,15 +50,30 @@ export function blockToRpc(m: BlockUpdate): RpcBlock {
  * exactly once and each has its `Transaction` message
  */
 export function transactionsInOrder(m: BlockUpdate): TransactionInfo[] {
-  const n = m.transactions.length
-  const byIndex: (TransactionInfo | undefined)[] = new Array(n)
-  for (const t of m.transactions) {
-    if (t.index >= n) throw new Error(`transaction index ${t.index} in a block of ${n}`)
-    if (byIndex[t.index]) throw new Error(`transaction index ${t.index} twice`)
-    byIndex[t.index] = t
+  const ts = m.transactions
+  const order = blockOrder(
+    ts.length,
+    (k) => ts[k].index,
+    (k) => ts[k].transaction !== null,
+  )
+  return Array.from(order, (k) => ts[k])
+}
+
+/**
+ * For each index 0..n-1 in block order, the position in arrival order of its transaction, given
+ * each arrival's index (`indexAt`) and whether it holds its `Transaction` message; throws unless
+ * the indexes are 0..n-1 exactly once and each holds it (`transactionsInOrder`, `blockRanges`)
+ */
+function blockOrder(n: number, indexAt: (k: number) => number, hasTransaction: (k: number) => boolean): Int32Array {
+  const at = new Int32Array(n).fill(-1)
+  for (let k = 0; k < n; k++) {
+    const index = indexAt(k)
+    if (index >= n) throw new Error(`transaction index ${index} in a block of ${n}`)
+    if (at[index] !== -1) throw new Error(`transaction index ${index} twice`)
+    at[index] = k
   }
-  for (let i = 0; i < n; i++) if (!byIndex[i]!.transaction) throw new Error(`transaction ${i}: no Transaction message`)
-  return byIndex as TransactionInfo[]
+  for (let i = 0; i < n; i++) if (!hasTransaction(at[i])) throw new Error(`transaction ${i}: no Transaction message`)
+  return at
 }
 
 /**
@@ -121,14 +136,13 @@ export function blockRanges(message: Uint8Array): BlockRanges {
     }
     transactionInfoRange(r, found, 5 * n++)
   })
-  const ranges = new Int32Array(4 * n).fill(-2)
-  for (let k = 0; k < n; k++) {
-    const index = found[5 * k]
-    if (index >= n) throw new Error(`transaction index ${index} in a block of ${n}`)
-    if (ranges[4 * index] !== -2) throw new Error(`transaction index ${index} twice`)
-    if (found[5 * k + 1] < 0) throw new Error(`transaction ${index}: no Transaction message`)
-    ranges.set(found.subarray(5 * k + 1, 5 * k + 5), 4 * index)
-  }
+  const order = blockOrder(
+    n,
+    (k) => found[5 * k],
+    (k) => found[5 * k + 1] >= 0,
+  )
+  const ranges = new Int32Array(4 * n)
+  for (let i = 0; i < n; i++) ranges.set(found.subarray(5 * order[i] + 1, 5 * order[i] + 5), 4 * i)
   h.count = n
   h.ranges = ranges
   return h
