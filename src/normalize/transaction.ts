@@ -150,16 +150,17 @@ export class TxNormalizer implements WalkInput {
     const accountKeys = message.accountKeys
     if (!Array.isArray(accountKeys)) throw new Error('no message.accountKeys')
     if (!Array.isArray(message.instructions)) throw new Error('no message.instructions')
-    if (this.keysRendered) {
-      // signatures and keys rendered from bytes of their sizes: the checks below would all pass
-    } else if (Array.isArray(signatures)) {
-      for (let i = 0; i < signatures.length; i++) {
-        if (!isSignature(signatures[i])) {
-          throw new Error(`signatures[${i}] is not a 64-byte base58 signature: ${safeJson(signatures[i])}`)
+    // signatures and keys rendered from bytes of their sizes (keysRendered) would pass these checks
+    if (!this.keysRendered) {
+      if (Array.isArray(signatures)) {
+        for (let i = 0; i < signatures.length; i++) {
+          if (!isSignature(signatures[i])) {
+            throw new Error(`signatures[${i}] is not a 64-byte base58 signature: ${safeJson(signatures[i])}`)
+          }
         }
       }
+      checkAddresses(accountKeys, 'message.accountKeys')
     }
-    if (!this.keysRendered) checkAddresses(accountKeys, 'message.accountKeys')
     if (!isAddress(message.recentBlockhash)) {
       throw new Error(`message.recentBlockhash is not a 32-byte base58 hash: ${safeJson(message.recentBlockhash)}`)
     }
@@ -435,14 +436,14 @@ export class TxNormalizer implements WalkInput {
     // given by a decoder that read the data's bytes (src/ingest/solana-storage); not looked for
     // on the JSON path's objects (a missing member's load is not free on their many shapes)
     let p = this.keysRendered ? (ins as DecodedInstruction).discriminators : undefined
-    if (p !== undefined) {
-      // as given
-    } else if (data.length <= CACHE_MIN_LENGTH) p = discriminators(data)
-    else {
-      p = this.prefixes.get(data)
-      if (p === undefined) {
-        p = discriminators(data)
-        this.prefixes.set(data, p)
+    if (p === undefined) {
+      if (data.length <= CACHE_MIN_LENGTH) p = discriminators(data)
+      else {
+        p = this.prefixes.get(data)
+        if (p === undefined) {
+          p = discriminators(data)
+          this.prefixes.set(data, p)
+        }
       }
     }
     return {

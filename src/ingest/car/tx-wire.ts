@@ -18,7 +18,7 @@
  */
 import { base58Decode, base58Encode } from '../../util/base58.ts'
 import { BASE58_TEXTS } from '../solana-storage/text-cache.ts'
-import { instructionDataDiscriminators, instructionDataText } from '../solana-storage/field-reader.ts'
+import { instructionDataDiscriminators, repeatedText } from '../solana-storage/field-reader.ts'
 import type { DecodedInstruction } from '../../normalize/data.ts'
 import type {
   RpcInstruction,
@@ -103,7 +103,7 @@ class Cursor {
     this.need(n)
     const a = this.pos
     const e = (this.pos += n)
-    const data = instructionDataText(this.b, a, e)
+    const data = repeatedText(this.b, a, e)
     if (!this.withDiscriminators) return { programIdIndex, accounts, data, stackHeight: null }
     const discriminators = instructionDataDiscriminators(this.b, a, e)
     return { programIdIndex, accounts, data, stackHeight: null, discriminators } as DecodedInstruction

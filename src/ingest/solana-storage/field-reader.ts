@@ -72,7 +72,7 @@ export class FieldReader {
     if (size > 0 && e - a !== size) this.fail(`${field}: ${e - a} bytes, expected ${size}`)
     r.pos = e
     // keys and much instruction data repeat; signatures (64 bytes) never do
-    return e - a === 64 ? base58Encode(r.buf, a, e) : instructionDataText(r.buf, a, e)
+    return e - a === 64 ? base58Encode(r.buf, a, e) : repeatedText(r.buf, a, e)
   }
 
   /**
@@ -85,7 +85,7 @@ export class FieldReader {
     const e = r.lenEnd()
     const a = r.pos
     r.pos = e
-    out.data = instructionDataText(r.buf, a, e)
+    out.data = repeatedText(r.buf, a, e)
     if (this.withDiscriminators) out.discriminators = instructionDataDiscriminators(r.buf, a, e)
   }
 
@@ -155,13 +155,13 @@ export class FieldReader {
  * the base58 text of bytes that may repeat (instruction data, keys), buf[a, e): through the
  * thread's text cache, but for values of 0 or 1 byte
  */
-export function instructionDataText(buf: Uint8Array, a: number, e: number): string {
+export function repeatedText(buf: Uint8Array, a: number, e: number): string {
   return e - a < 2 ? base58Encode(buf, a, e) : BASE58_TEXTS.of(buf, a, e)
 }
 
 /**
  * d1..d8 and dataPrefix of instruction data buf[a, e) (src/normalize/data.ts), called right after
- * `instructionDataText` of the same bytes: kept with their text in the thread's cache
+ * `repeatedText` of the same bytes: kept with their text in the thread's cache
  */
 export function instructionDataDiscriminators(buf: Uint8Array, a: number, e: number): Discriminators {
   if (e - a < 2) return discriminatorsOfBytes(buf, a, e)
