@@ -12,7 +12,8 @@ import { test } from 'node:test'
 import { FakeSolanaNode } from '../src/ingest/fake-node/node.ts'
 import type { Block } from '../src/model.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
-import { pausingFollower, sleep, untilHeadStops } from './support/realtime/pausing-follower.ts'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { pausingFollower, untilHeadStops } from './support/realtime/pausing-follower.ts'
 
 /** a cold store whose appends wait until `open()` (a writer that gets no CPU meanwhile) */
 class GatedColdStore extends MemoryColdStore {

@@ -11,7 +11,8 @@ import { test } from 'node:test'
 import { FakeSolanaNode } from '../src/ingest/fake-node/node.ts'
 import { MemoryColdStore } from '../src/store/cold-memory.ts'
 import { Metrics } from '../src/server/metrics.ts'
-import { pausingFollower, sleep, untilHeadStops } from './support/realtime/pausing-follower.ts'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { pausingFollower, untilHeadStops } from './support/realtime/pausing-follower.ts'
 
 test('the hot store stays within its bound: warning, pause until finalization frees space, nothing lost', async () => {
   const node = await FakeSolanaNode.start({

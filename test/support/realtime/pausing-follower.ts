@@ -4,23 +4,14 @@
  * with fast polling and finalization, LMDB without fsync, its log lines kept; and the wait until
  * a pause has stopped its head.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { after } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { FakeSolanaNode } from '../../../src/ingest/fake-node/node.ts'
 import {
   createRealtimeDataset,
   type RealtimeDataset,
   type RealtimeDatasetOptions,
 } from '../../../src/ingest/realtime/dataset.ts'
-
-const dirs: string[] = []
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-})
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+import { tempDir } from '../cold/util.ts'
 
 export interface PausingFollower {
   ds: RealtimeDataset
@@ -38,8 +29,7 @@ export async function pausingFollower(
   cold: RealtimeDatasetOptions['cold'],
   opts: Partial<RealtimeDatasetOptions>,
 ): Promise<PausingFollower> {
-  const dir = mkdtempSync(join(tmpdir(), 'solportal-pause-'))
-  dirs.push(dir)
+  const dir = tempDir('solportal-pause-')
   const logs: string[] = []
   const log = (m: string) => logs.push(m)
   const ds = await createRealtimeDataset({
