@@ -12,7 +12,7 @@
  * threads), median, and their ratios; all must store the same records (the records read back from
  * the chunks are compared; the first block's parent hash is unknown from a lone CAR file, so every
  * import starts at the block after it). Then the CPU of reading the CAR file alone (the reading
- * thread's part: the serial limit with worker threads).
+ * thread's part: the serial limit with worker threads). Last, the CAR path's floor (bench/import/car-floor.ts).
  */
 import { fork } from 'node:child_process'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
@@ -29,6 +29,7 @@ import { readChunkIndex } from '../src/store/cold/chunk-index/chunk-index.ts'
 import { readChunkBlocks } from '../src/store/cold/chunk-file.ts'
 import { coldDir } from '../src/store/dataset-dir.ts'
 import { writeCar } from '../test/support/car/writer.ts'
+import type { Floor } from './import/car-floor.ts'
 
 const BLOCKS = Number(process.env.IMPORT_CAR_BLOCKS ?? 40)
 const TXS = Number(process.env.IMPORT_TXS ?? 1500)
@@ -96,6 +97,7 @@ export async function carSection(work: string, log: (s: string) => void): Promis
   }
   if (sums.get('CAR') !== sums.get('archive lines') || sums.get('CAR') !== sums.get('archive lines, gzip'))
     throw new Error('import bench: the CAR and the archive lines stored different records')
+  const floor = await floorInChild(car, jsonl)
   rmSync(dir, { recursive: true, force: true })
   const median = (a: number[]) => a.slice().sort((x, y) => x - y)[Math.floor(a.length / 2)]
   const rate = (name: string) => BLOCKS / median(cpu.get(name)!)
@@ -117,7 +119,32 @@ export async function carSection(work: string, log: (s: string) => void): Promis
       `(${(rate('CAR') / rate('archive lines, gzip')).toFixed(2)}x those of the gzipped lines); all stored the same records (sha256 of every chunk's blocks read back). ` +
       `The CAR reading thread's part (read, assemble, bundle; what does not spread over workers): ` +
       `${fmt(BLOCKS / median(reads), 1)} blocks per CPU-second (${reads.map((x) => x.toFixed(2)).join(', ')} s).`,
+    '',
+    `The CAR path's floor, CPU ms per block (median of ${ROUNDS} rounds, a process of its own): the work no CAR decoder ` +
+      `can skip while the records hold base58 text, against the JSON parse of the same blocks' lines that it replaces: ` +
+      `zstd of the kept transactions' metadata ${floor.zstd.toFixed(1)} + base58 of their signatures and of the ` +
+      `values not seen in an earlier block ${floor.base58.toFixed(1)} + UTF-8 of their log messages ` +
+      `${floor.utf8.toFixed(1)} = **${(floor.zstd + floor.base58 + floor.utf8).toFixed(1)}**, JSON parse ` +
+      `**${floor.json.toFixed(1)}**.`,
   ].join('\n')
+}
+
+/** the CAR path's floor (bench/import/car-floor.ts), measured in a process of its own */
+function floorInChild(car: string, jsonl: string): Promise<Floor> {
+  const child = fork(join(import.meta.dirname, 'import', 'car-floor.ts'), [car, jsonl, String(ROUNDS)], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  return new Promise((resolve, reject) => {
+    let answer: Floor | null = null
+    child.on('message', (m: Floor) => (answer = m))
+    child.on('error', reject)
+    child.on('exit', (code, signal) =>
+      answer && code === 0
+        ? resolve(answer)
+        : reject(new Error(`import bench: the floor's process exited (${signal ?? `code ${code}`})`)),
+    )
+  })
 }
 
 /**
