@@ -134,20 +134,7 @@ export async function carSection(work: string, log: (s: string) => void): Promis
 
 /** the CAR path's floor (bench/import/car-floor.ts), measured in a process of its own */
 function floorInChild(car: string, jsonl: string): Promise<Floor> {
-  const child = fork(join(import.meta.dirname, 'import', 'car-floor.ts'), [car, jsonl, String(ROUNDS)], {
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  })
-  return new Promise((resolve, reject) => {
-    let answer: Floor | null = null
-    child.on('message', (m: Floor) => (answer = m))
-    child.on('error', reject)
-    child.on('exit', (code, signal) =>
-      answer && code === 0
-        ? resolve(answer)
-        : reject(new Error(`import bench: the floor's process exited (${signal ?? `code ${code}`})`)),
-    )
-  })
+  return childAnswer<Floor>('car-floor.ts', [car, jsonl, String(ROUNDS)], "the floor's process")
 }
 
 /**
@@ -156,18 +143,26 @@ function floorInChild(car: string, jsonl: string): Promise<Floor> {
  * of the measured import (all threads) and the blocks it imported; `ds` then holds its dataset.
  */
 function importInChild(ds: string, first: string, input: string): Promise<{ cpu: number; imported: number }> {
-  const child = fork(join(import.meta.dirname, 'import', 'car-child.ts'), [ds, first, input, String(WARM)], {
+  return childAnswer('car-child.ts', [ds, first, input, String(WARM)], `the import of ${input}`)
+}
+
+/**
+ * The message that bench/import/`script` (run with `args` in a process of its own) sends before
+ * it exits with code 0; rejected, naming `what`, when it exits otherwise or sends none.
+ */
+function childAnswer<T>(script: string, args: string[], what: string): Promise<T> {
+  const child = fork(join(import.meta.dirname, 'import', script), args, {
     execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   return new Promise((resolve, reject) => {
-    let answer: { cpu: number; imported: number } | null = null
-    child.on('message', (m: { cpu: number; imported: number }) => (answer = m))
+    let answer: T | null = null
+    child.on('message', (m: T) => (answer = m))
     child.on('error', reject)
     child.on('exit', (code, signal) =>
-      answer && code === 0
+      answer !== null && code === 0
         ? resolve(answer)
-        : reject(new Error(`import bench: the import of ${input} exited (${signal ?? `code ${code}`})`)),
+        : reject(new Error(`import bench: ${what} exited (${signal ?? `code ${code}`})`)),
     )
   })
 }

@@ -55,10 +55,10 @@ let n = 0
 for await (const { bundle } of carBlocks(car, new Chain())) {
   const b = decodeBundle(bundle)
   const txs = (parseJsonExact(texts[n++]) as ArchiveLine).block.transactions ?? []
-  keptJson.push(JSON.stringify(txs.filter((_, j) => !isWireVote(b.transactions[j].data))))
-  b.transactions.forEach((t, j) => {
-    if (isWireVote(t.data)) return
-    frames.push(new Uint8Array(t.metadata))
+  const kept = b.transactions.flatMap((t, j) => (isWireVote(t.data) ? [] : [j]))
+  keptJson.push(JSON.stringify(kept.map((j) => txs[j])))
+  for (const j of kept) {
+    frames.push(new Uint8Array(b.transactions[j].metadata))
     const { transaction: tx, meta } = txs[j]
     for (const s of tx.signatures) values.push(base58Decode(s))
     tx.message.accountKeys.forEach(once)
@@ -67,7 +67,7 @@ for await (const { bundle } of carBlocks(car, new Chain())) {
     for (const k of [...(meta?.loadedAddresses?.writable ?? []), ...(meta?.loadedAddresses?.readonly ?? [])]) once(k)
     for (const inner of meta?.innerInstructions ?? []) for (const ix of inner.instructions) once(ix.data)
     for (const l of meta?.logMessages ?? []) logs.push(Buffer.from(l))
-  })
+  }
 }
 if (n !== texts.length) throw new Error(`import bench: the CAR holds ${n} blocks, the lines ${texts.length}`)
 seen.clear()
